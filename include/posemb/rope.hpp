@@ -292,6 +292,10 @@ struct is_tensor4<Eigen::Tensor<T, 4, Eigen::RowMajor, Index>> : std::true_type 
 template <class T, class Index, int Options, template <class> class MakePointer>
 struct is_tensor4<Eigen::TensorMap<Eigen::Tensor<T, 4, Eigen::RowMajor, Index>, Options, MakePointer>>
     : std::true_type {};
+template <class T, class Index, int Options, template <class> class MakePointer>
+struct is_tensor4<
+    Eigen::TensorMap<const Eigen::Tensor<T, 4, Eigen::RowMajor, Index>, Options, MakePointer>>
+    : std::true_type {};
 template <class X>
 inline constexpr bool is_tensor4_v = is_tensor4<std::remove_cv_t<std::remove_reference_t<X>>>::value;
 template <class X>

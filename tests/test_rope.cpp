@@ -1,0 +1,411 @@
+// RoPE (rope.hpp): golden values from ggml, the relative-position property, rotation
+// identities, pairings, partial rotary, layouts, tables, storage types and bad input.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <posemb/posemb.hpp>
+
+using posemb::Pairing;
+using posemb::PositionMatrix;
+using posemb::PositionVector;
+using posemb::TensorLayout;
+
+namespace {
+
+// Gaussian content from a seeded generator (Box-Muller; the test only needs reproducibility).
+Eigen::MatrixXd gaussian(std::mt19937_64& rng, Eigen::Index rows, Eigen::Index cols, double stddev) {
+  std::uniform_real_distribution<double> uniform(0.0, 1.0);
+  Eigen::MatrixXd out(rows, cols);
+  for (Eigen::Index i = 0; i < out.size(); ++i) {
+    const double u1 = 1.0 - uniform(rng), u2 = uniform(rng);
+    out(i) = stddev * std::sqrt(-2.0 * std::log(u1)) * std::cos(posemb::detail::two_pi * u2);
+  }
+  return out;
+}
+
+// Plain-math reference: the rotation written out pair by pair, in double.
+Eigen::VectorXd reference_rope(const Eigen::VectorXd& x, std::int64_t p, int rotary_dim,
+                               double base, Pairing pairing) {
+  Eigen::VectorXd y = x;
+  for (int i = 0; i < rotary_dim / 2; ++i) {
+    const double theta = static_cast<double>(p) * std::pow(base, -2.0 * i / rotary_dim);
+    const int a = pairing == Pairing::Interleaved ? 2 * i : i;
+    const int b = pairing == Pairing::Interleaved ? 2 * i + 1 : i + rotary_dim / 2;
+    y[a] = x[a] * std::cos(theta) - x[b] * std::sin(theta);
+    y[b] = x[a] * std::sin(theta) + x[b] * std::cos(theta);
+  }
+  return y;
+}
+
+struct GgmlVector {
+  Pairing pairing;
+  std::int64_t position;
+  std::vector<double> values;
+};
+
+// The `fp64:` lines of tests/data/ggml/vectors.md, with the pairing of their section.
+std::vector<GgmlVector> read_ggml_vectors() {
+  std::ifstream in(std::string(POSEMB_TEST_DATA_DIR) + "/ggml/vectors.md");
+  REQUIRE(in);
+  std::vector<GgmlVector> vectors;
+  Pairing pairing = Pairing::Interleaved;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("## ", 0) == 0) {
+      pairing = line.find("mode=NEOX") != std::string::npos ? Pairing::RotateHalf : Pairing::Interleaved;
+    } else if (line.rfind("pos=", 0) == 0 && line.find("fp64:") != std::string::npos) {
+      GgmlVector v{pairing, std::stoll(line.substr(4)), {}};
+      std::istringstream values(line.substr(line.find("fp64:") + 5));
+      double value;
+      while (values >> value) v.values.push_back(value);
+      vectors.push_back(v);
+    }
+  }
+  return vectors;
+}
+
+}  // namespace
+
+TEST_CASE("golden values from ggml rope_ext (fp64 lines), both pairings, positions 0..4095") {
+  const auto vectors = read_ggml_vectors();
+  REQUIRE(vectors.size() == 16);
+  for (const auto& golden : vectors) {
+    INFO("pairing " << posemb::to_string(golden.pairing) << ", position " << golden.position);
+    REQUIRE(golden.values.size() == 8);
+    const auto spec = posemb::default_rope_spec(8, 10000.0, golden.pairing);
+    Eigen::VectorXd x(8);
+    Eigen::VectorXf xf(8);
+    for (int d = 0; d < 8; ++d) x[d] = xf[d] = static_cast<float>(d + 1);
+    posemb::apply_rope_inplace(x, golden.position, spec);
+    posemb::apply_rope_inplace(xf, golden.position, spec);
+    for (int d = 0; d < 8; ++d) {
+      CHECK(std::abs(x[d] - golden.values[d]) <= 1e-6 * std::abs(golden.values[d]));
+      // float32 storage: within float32 rounding of the vector's scale (|x| = 14.3).
+      CHECK(std::abs(xf[d] - golden.values[d]) <= 1e-6 * 14.3);
+    }
+  }
+}
+
+TEST_CASE("the kernel equals the pair-by-pair formula for every pairing, rotary_dim, position") {
+  std::mt19937_64 rng(1);
+  for (Pairing pairing : {Pairing::Interleaved, Pairing::RotateHalf}) {
+    for (int rotary_dim : {2, 6, 32, 64}) {
+      const int head_dim = 64;
+      const auto spec = posemb::default_rope_spec(rotary_dim, 500000.0, pairing);
+      for (std::int64_t p : {0LL, 1LL, -3LL, 4095LL, 131071LL, 1000003LL, -2000000LL}) {
+        const Eigen::VectorXd x = gaussian(rng, head_dim, 1, 1.0);
+        Eigen::VectorXd y = x;
+        posemb::apply_rope_inplace(y, p, spec);
+        const Eigen::VectorXd expected = reference_rope(x, p, rotary_dim, 500000.0, pairing);
+        CHECK((y - expected).cwiseAbs().maxCoeff() <= 1e-12 * std::max<double>(1.0, std::abs(p) * 1e-3));
+      }
+    }
+  }
+}
+
+TEST_CASE("relative position: same-gap scores agree in float32 storage") {
+  // 200 random (content, projection) draws, as in the drift table: x ~ N(0, 1), W ~ N(0, 1/64).
+  std::mt19937_64 rng(774);
+  const int d = 64;
+  const auto spec = posemb::default_rope_spec(d, 10000.0, Pairing::Interleaved);
+  const std::int64_t gaps[] = {1, 2, 8, 64, 255};
+  const std::int64_t bases[] = {0, 5, 100, 333, 1000, 1792, 2047 - 255};
+  double worst_spread = 0.0;
+  for (int draw = 0; draw < 200; ++draw) {
+    const Eigen::MatrixXd Wq = gaussian(rng, d, d, 1.0 / 8), Wk = gaussian(rng, d, d, 1.0 / 8);
+    const Eigen::VectorXf q0 = (Wq.transpose() * gaussian(rng, d, 1, 1.0)).cast<float>();
+    const Eigen::VectorXf k0 = (Wk.transpose() * gaussian(rng, d, 1, 1.0)).cast<float>();
+    for (std::int64_t gap : gaps) {
+      double lo = INFINITY, hi = -INFINITY;
+      for (std::int64_t n : bases) {
+        Eigen::VectorXf q = q0, k = k0;
+        posemb::apply_rope_inplace(q, n + gap, spec);
+        posemb::apply_rope_inplace(k, n, spec);
+        const double score = q.cast<double>().dot(k.cast<double>());
+        lo = std::min(lo, score);
+        hi = std::max(hi, score);
+      }
+      worst_spread = std::max(worst_spread, hi - lo);
+    }
+  }
+  INFO("worst same-gap spread " << worst_spread);
+  CHECK(worst_spread <= 2e-5);  // float32 angles (the published arithmetic) give 9.9e-4
+}
+
+TEST_CASE("relative position holds at positions up to 2^24") {
+  std::mt19937_64 rng(2);
+  const int d = 128;
+  for (Pairing pairing : {Pairing::Interleaved, Pairing::RotateHalf}) {
+    const auto spec = posemb::default_rope_spec(d, 10000.0, pairing);
+    const Eigen::VectorXf q0 = gaussian(rng, d, 1, 1.0).cast<float>();
+    const Eigen::VectorXf k0 = gaussian(rng, d, 1, 1.0).cast<float>();
+    auto score = [&](std::int64_t m, std::int64_t n) {
+      Eigen::VectorXf q = q0, k = k0;
+      posemb::apply_rope_inplace(q, m, spec);
+      posemb::apply_rope_inplace(k, n, spec);
+      return q.cast<double>().dot(k.cast<double>());
+    };
+    const double reference = score(7, 0);
+    for (std::int64_t n : {1LL << 10, 1LL << 16, 1000000LL, 1LL << 20, (1LL << 24) - 7}) {
+      INFO("n = " << n);
+      CHECK(std::abs(score(n + 7, n) - reference) <= 1e-5);
+    }
+  }
+}
+
+TEST_CASE("rotation identities: m = n, norms, inverse, composition") {
+  std::mt19937_64 rng(3);
+  const int d = 96;
+  for (Pairing pairing : {Pairing::Interleaved, Pairing::RotateHalf}) {
+    const auto spec = posemb::default_rope_spec(d, 10000.0, pairing);
+    const Eigen::VectorXd q = gaussian(rng, d, 1, 1.0), k = gaussian(rng, d, 1, 1.0);
+    for (std::int64_t p : {0LL, 1LL, 17LL, 4096LL, 1LL << 22, -12345LL}) {
+      Eigen::VectorXd qp = q, kp = k;
+      posemb::apply_rope_inplace(qp, p, spec);
+      posemb::apply_rope_inplace(kp, p, spec);
+      CHECK(qp.dot(kp) == Approx(q.dot(k)).epsilon(1e-12));  // m = n: no positional effect
+      CHECK(qp.norm() == Approx(q.norm()).epsilon(1e-13));   // rotations keep norms
+      posemb::apply_rope_inplace(qp, -p, spec);               // R(-p) R(p) = I
+      CHECK((qp - q).cwiseAbs().maxCoeff() <= 1e-12);
+      Eigen::VectorXd two_steps = q, one_step = q;            // R(a) R(b) = R(a + b)
+      posemb::apply_rope_inplace(two_steps, p, spec);
+      posemb::apply_rope_inplace(two_steps, 5, spec);
+      posemb::apply_rope_inplace(one_step, p + 5, spec);
+      // The double angle p * inv_freq carries |p| * 1e-16 rad of rounding.
+      CHECK((two_steps - one_step).cwiseAbs().maxCoeff() <= 1e-12 * (1.0 + std::abs(p) / 1000.0));
+    }
+  }
+}
+
+TEST_CASE("pairings rotate the documented feature pairs") {
+  // head_dim 4, base 1 (every inv_freq 1), position 1: pairs rotate by 1 rad.
+  const double c = std::cos(1.0), s = std::sin(1.0);
+  Eigen::Vector4d x(1.0, 2.0, 3.0, 4.0);
+  Eigen::Vector4d interleaved = x, rotate_half = x;
+  posemb::apply_rope_inplace(interleaved, 1, posemb::default_rope_spec(4, 1.0, Pairing::Interleaved));
+  posemb::apply_rope_inplace(rotate_half, 1, posemb::default_rope_spec(4, 1.0, Pairing::RotateHalf));
+  // Interleaved: (x0, x1) and (x2, x3).
+  CHECK(interleaved[0] == Approx(1 * c - 2 * s));
+  CHECK(interleaved[1] == Approx(1 * s + 2 * c));
+  CHECK(interleaved[2] == Approx(3 * c - 4 * s));
+  CHECK(interleaved[3] == Approx(3 * s + 4 * c));
+  // Rotate-half: (x0, x2) and (x1, x3).
+  CHECK(rotate_half[0] == Approx(1 * c - 3 * s));
+  CHECK(rotate_half[2] == Approx(1 * s + 3 * c));
+  CHECK(rotate_half[1] == Approx(2 * c - 4 * s));
+  CHECK(rotate_half[3] == Approx(2 * s + 4 * c));
+}
+
+TEST_CASE("partial rotary leaves the tail bit-identical, in place and out of place") {
+  std::mt19937_64 rng(4);
+  const int head_dim = 80, rotary_dim = 20;
+  for (Pairing pairing : {Pairing::Interleaved, Pairing::RotateHalf}) {
+    const auto spec = posemb::default_rope_spec(rotary_dim, 10000.0, pairing);
+    posemb::Tensor4<float> x(2, 5, 3, head_dim);
+    x.setRandom();
+    const posemb::Tensor4<float> out = posemb::apply_rope(x, 100, spec);
+    posemb::Tensor4<float> in_place = x;
+    posemb::apply_rope_inplace(in_place, 100, spec);
+    bool tail_identical = true, head_rotated = false;
+    for (int b = 0; b < 2; ++b)
+      for (int s = 0; s < 5; ++s)
+        for (int h = 0; h < 3; ++h)
+          for (int i = 0; i < head_dim; ++i) {
+            if (i >= rotary_dim) {
+              tail_identical &= out(b, s, h, i) == x(b, s, h, i) && in_place(b, s, h, i) == x(b, s, h, i);
+            } else {
+              head_rotated |= out(b, s, h, i) != x(b, s, h, i);
+            }
+            CHECK(out(b, s, h, i) == in_place(b, s, h, i));
+          }
+    CHECK(tail_identical);
+    CHECK(head_rotated);
+    // The rotated part equals full RoPE of rotary_dim features.
+    Eigen::VectorXd head(head_dim);
+    for (int i = 0; i < head_dim; ++i) head[i] = x(1, 2, 0, i);
+    const Eigen::VectorXd expected = reference_rope(head, 102, rotary_dim, 10000.0, pairing);
+    for (int i = 0; i < rotary_dim; ++i) CHECK(out(1, 2, 0, i) == Approx(expected[i]).margin(1e-6));
+  }
+}
+
+TEST_CASE("4-D tensors: layouts, positions, offsets, TensorMap and tables agree") {
+  const int batch = 2, seq = 7, heads = 3, head_dim = 16;
+  const auto spec = posemb::default_rope_spec(head_dim, 10000.0, Pairing::RotateHalf);
+  posemb::Tensor4<double> bshd(batch, seq, heads, head_dim);
+  bshd.setRandom();
+  PositionMatrix positions(batch, seq);
+  for (int b = 0; b < batch; ++b)
+    for (int s = 0; s < seq; ++s) positions(b, s) = (b == 0) ? 40 + s : 3 * s - 5;  // packed/left-padded
+
+  const auto rotated = posemb::apply_rope(bshd, positions, spec, TensorLayout::BSHD);
+  // Every head vector equals the single-vector call at its token's position.
+  for (int b = 0; b < batch; ++b)
+    for (int s = 0; s < seq; ++s)
+      for (int h = 0; h < heads; ++h) {
+        Eigen::VectorXd v(head_dim);
+        for (int i = 0; i < head_dim; ++i) v[i] = bshd(b, s, h, i);
+        posemb::apply_rope_inplace(v, positions(b, s), spec);
+        for (int i = 0; i < head_dim; ++i) CHECK(rotated(b, s, h, i) == v[i]);
+      }
+
+  SECTION("BHSD layout gives the same values transposed") {
+    const Eigen::array<int, 4> to_bhsd{0, 2, 1, 3};
+    posemb::Tensor4<double> bhsd = bshd.shuffle(to_bhsd);
+    posemb::apply_rope_inplace(bhsd, positions, spec, TensorLayout::BHSD);
+    const posemb::Tensor4<double> back = bhsd.shuffle(to_bhsd);
+    for (Eigen::Index i = 0; i < back.size(); ++i) CHECK(back.data()[i] == rotated.data()[i]);
+  }
+  SECTION("a TensorMap over a caller's buffer, in place") {
+    std::vector<double> buffer(bshd.data(), bshd.data() + bshd.size());
+    posemb::TensorMap4<double> map(buffer.data(), batch, seq, heads, head_dim);
+    posemb::apply_rope_inplace(map, positions, spec);
+    for (Eigen::Index i = 0; i < rotated.size(); ++i) CHECK(buffer[i] == rotated.data()[i]);
+  }
+  SECTION("out of place into a preallocated tensor, from a const TensorMap") {
+    Eigen::TensorMap<const Eigen::Tensor<const double, 4, Eigen::RowMajor>> input(bshd.data(), batch, seq, heads, head_dim);
+    posemb::Tensor4<double> out(batch, seq, heads, head_dim);
+    posemb::apply_rope(input, out, positions, spec);
+    for (Eigen::Index i = 0; i < out.size(); ++i) CHECK(out.data()[i] == rotated.data()[i]);
+  }
+  SECTION("a table gives the same values as computing cos/sin in the call") {
+    const posemb::RopeTableFor<double> table(spec, -5, 60);
+    const auto from_table = posemb::apply_rope(bshd, positions, table);
+    for (Eigen::Index i = 0; i < from_table.size(); ++i) CHECK(from_table.data()[i] == rotated.data()[i]);
+  }
+  SECTION("a scalar offset is positions offset + s, shared by the batch") {
+    const auto with_offset = posemb::apply_rope(bshd, 1000, spec);
+    PositionMatrix shared(1, seq);
+    for (int s = 0; s < seq; ++s) shared(0, s) = 1000 + s;
+    const auto with_matrix = posemb::apply_rope(bshd, shared, spec);
+    for (Eigen::Index i = 0; i < with_offset.size(); ++i) CHECK(with_offset.data()[i] == with_matrix.data()[i]);
+  }
+}
+
+TEST_CASE("KV-cache decode: one token at offset equals that row of the full sequence") {
+  const int seq = 33, heads = 4, head_dim = 32;
+  const auto spec = posemb::default_rope_spec(head_dim, 10000.0, Pairing::Interleaved);
+  posemb::Tensor4<float> full(1, seq, heads, head_dim);
+  full.setRandom();
+  posemb::Tensor4<float> last(1, 1, heads, head_dim);
+  for (int h = 0; h < heads; ++h)
+    for (int i = 0; i < head_dim; ++i) last(0, 0, h, i) = full(0, seq - 1, h, i);
+  posemb::apply_rope_inplace(full, 0, spec);
+  posemb::apply_rope_inplace(last, seq - 1, spec);
+  for (int h = 0; h < heads; ++h)
+    for (int i = 0; i < head_dim; ++i) CHECK(last(0, 0, h, i) == full(0, seq - 1, h, i));
+}
+
+TEST_CASE("matrices: one position per row, or one position for all rows") {
+  std::mt19937_64 rng(5);
+  const auto spec = posemb::default_rope_spec(8, 10000.0, Pairing::Interleaved);
+  const Eigen::MatrixXd x = gaussian(rng, 4, 8, 1.0);
+  PositionVector positions(4);
+  positions << 0, 7, -7, 1 << 20;
+  const Eigen::MatrixXd per_row = posemb::apply_rope(x, positions, spec);
+  Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> same_position = x;
+  posemb::apply_rope_inplace(same_position, std::int64_t{7}, spec);
+  for (int r = 0; r < 4; ++r) {
+    const Eigen::VectorXd expected = reference_rope(x.row(r).transpose(), positions[r], 8, 10000.0, Pairing::Interleaved);
+    CHECK((per_row.row(r).transpose() - expected).cwiseAbs().maxCoeff() <= 1e-9);
+    const Eigen::VectorXd at7 = reference_rope(x.row(r).transpose(), 7, 8, 10000.0, Pairing::Interleaved);
+    CHECK((same_position.row(r).transpose() - at7).cwiseAbs().maxCoeff() <= 1e-12);
+  }
+  // A block of a larger matrix (non-unit strides) is rotated in place.
+  Eigen::MatrixXd big = gaussian(rng, 6, 12, 1.0);
+  const Eigen::MatrixXd before = big;
+  posemb::apply_rope_inplace(big.block(1, 2, 3, 8), PositionVector::Constant(3, 9), spec);
+  for (int r = 0; r < 6; ++r)
+    for (int c = 0; c < 12; ++c)
+      if (r < 1 || r > 3 || c < 2 || c > 9) CHECK(big(r, c) == before(r, c));
+  const Eigen::VectorXd expected = reference_rope(before.block(2, 2, 1, 8).transpose(), 9, 8, 10000.0, Pairing::Interleaved);
+  CHECK((big.block(2, 2, 1, 8).transpose() - expected).cwiseAbs().maxCoeff() <= 1e-12);
+}
+
+TEST_CASE("attention_scale multiplies cos and sin") {
+  auto spec = posemb::default_rope_spec(8, 10000.0, Pairing::RotateHalf);
+  Eigen::VectorXd plain = Eigen::VectorXd::LinSpaced(8, 1.0, 8.0), scaled = plain;
+  posemb::apply_rope_inplace(plain, 123, spec);
+  spec.attention_scale = 1.25;
+  posemb::apply_rope_inplace(scaled, 123, spec);
+  CHECK((scaled - 1.25 * plain).cwiseAbs().maxCoeff() <= 1e-12);
+  const auto [cos, sin] = posemb::rope_cos_sin(spec, 123);
+  CHECK(cos[0] == Approx(1.25 * std::cos(123.0)));
+  CHECK(sin[0] == Approx(1.25 * std::sin(123.0)));
+}
+
+TEST_CASE("half-precision storage computes in float and rounds once") {
+  const auto spec = posemb::default_rope_spec(64, 10000.0, Pairing::RotateHalf);
+  posemb::Tensor4<float> x(1, 4, 2, 64);
+  x.setRandom();
+  posemb::Tensor4<Eigen::half> xh = x.cast<Eigen::half>();
+  posemb::Tensor4<Eigen::bfloat16> xb = x.cast<Eigen::bfloat16>();
+  posemb::apply_rope_inplace(x, 50000, spec);
+  posemb::apply_rope_inplace(xh, 50000, spec);
+  posemb::apply_rope_inplace(xb, 50000, spec);
+  for (Eigen::Index i = 0; i < x.size(); ++i) {
+    CHECK(std::abs(static_cast<float>(xh.data()[i]) - x.data()[i]) <= 2e-3f);  // fp16: 11-bit mantissa
+    CHECK(std::abs(static_cast<float>(xb.data()[i]) - x.data()[i]) <= 1.6e-2f);  // bf16: 8-bit mantissa
+  }
+}
+
+TEST_CASE("a table is shared read-only across threads") {
+  const posemb::RopeTableFor<float> table(posemb::default_rope_spec(32, 10000.0, Pairing::Interleaved), 0, 4096);
+  posemb::Tensor4<float> a(1, 4096, 2, 32), b(1, 4096, 2, 32);
+  a.setRandom();
+  b = a;
+  std::thread worker([&] { posemb::apply_rope_inplace(a, 0, table); });
+  posemb::apply_rope_inplace(b, 0, table);
+  worker.join();
+  for (Eigen::Index i = 0; i < a.size(); ++i) CHECK(a.data()[i] == b.data()[i]);
+}
+
+TEST_CASE("bad input throws posemb::Error naming the parameter") {
+  using Catch::Matchers::Contains;
+  CHECK_THROWS_AS(posemb::default_rope_spec(7), posemb::Error);
+  CHECK_THROWS_WITH(posemb::default_rope_spec(7), Contains("rotary_dim = 7"));
+  CHECK_THROWS_WITH(posemb::default_rope_spec(0), Contains("rotary_dim = 0"));
+  CHECK_THROWS_WITH(posemb::default_rope_spec(8, 0.0), Contains("base = 0"));
+  CHECK_THROWS_WITH(posemb::default_rope_spec(8, -2.0), Contains("base = -2"));
+  CHECK_THROWS_WITH(posemb::default_rope_spec(8, NAN), Contains("base = nan"));
+  CHECK_THROWS_WITH(posemb::default_rope_spec(8, INFINITY), Contains("base = inf"));
+
+  const auto spec = posemb::default_rope_spec(16);
+  Eigen::VectorXf short_head(8);
+  CHECK_THROWS_WITH(posemb::apply_rope_inplace(short_head, 0, spec), Contains("head_dim = 8"));
+  posemb::Tensor4<float> x(2, 3, 1, 16);
+  x.setZero();
+  PositionMatrix wrong(2, 4);
+  wrong.setZero();
+  CHECK_THROWS_WITH(posemb::apply_rope_inplace(x, wrong, spec), Contains("positions shape = [2, 4]"));
+  CHECK_THROWS_WITH(posemb::apply_rope_inplace(x, 0, spec, static_cast<TensorLayout>(7)), Contains("layout = 7"));
+  Eigen::MatrixXf rows(3, 16);
+  CHECK_THROWS_WITH(posemb::apply_rope_inplace(rows, PositionVector::Zero(2), spec), Contains("positions.size() = 2"));
+  posemb::Tensor4<float> wrong_out(2, 3, 1, 8);
+  CHECK_THROWS_WITH(posemb::apply_rope(x, wrong_out, 0, spec), Contains("out.dimension(3) = 8"));
+
+  const posemb::RopeTableFor<float> table(spec, 10, 5);  // positions 10..14
+  CHECK_NOTHROW(posemb::apply_rope_inplace(x, 10, table));
+  CHECK_THROWS_WITH(posemb::apply_rope_inplace(x, 13, table), Contains("position = 15"));
+  CHECK_THROWS_WITH(posemb::apply_rope_inplace(x, 9, table), Contains("position = 9"));
+  CHECK_THROWS_WITH(posemb::RopeTableFor<float>(spec, 0, 0), Contains("count = 0"));
+
+  posemb::RopeSpec broken = spec;
+  broken.inv_freq.resize(3);
+  CHECK_THROWS_WITH(posemb::apply_rope_inplace(x, 0, broken), Contains("inv_freq.size() = 3"));
+  broken = spec;
+  broken.attention_scale = 0.0;
+  CHECK_THROWS_WITH(posemb::apply_rope_inplace(x, 0, broken), Contains("attention_scale = 0"));
+  broken = spec;
+  broken.inv_freq[2] = NAN;
+  CHECK_THROWS_WITH(posemb::apply_rope_inplace(x, 0, broken), Contains("inv_freq[2] = nan"));
+  // Errors are std::invalid_argument too.
+  CHECK_THROWS_AS(posemb::default_rope_spec(3), std::invalid_argument);
+}
