@@ -1,0 +1,35 @@
+// Small helpers shared by the test programs.
+#pragma once
+
+#include <catch2/catch.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <posemb/error.hpp>
+#include <posemb/rope.hpp>
+
+namespace test_support {
+
+// A PositionVector from a list: positions_of({5, 0, 2}).
+inline posemb::PositionVector positions_of(const std::vector<std::int64_t>& values) {
+  return Eigen::Map<const posemb::PositionVector>(values.data(), static_cast<Eigen::Index>(values.size()));
+}
+
+// Positions first, first + 1, ..., first + count - 1.
+inline posemb::PositionVector position_range(std::int64_t first, std::int64_t count) {
+  posemb::PositionVector p(count);
+  for (std::int64_t i = 0; i < count; ++i) p[i] = first + i;
+  return p;
+}
+
+// Checks that call() throws posemb::Error with `text` in its message.
+template <class Call>
+void throws_with(Call&& call, const std::string& text) {
+  CAPTURE(text);
+  CHECK_THROWS_AS(call(), posemb::Error);
+  CHECK_THROWS_WITH(call(), Catch::Matchers::Contains(text));
+}
+
+}  // namespace test_support

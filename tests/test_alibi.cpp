@@ -1,0 +1,156 @@
+// Tests for alibi.hpp: slopes for power-of-two and other head counts written out from the
+// reference recipe, the causal and symmetric bias at hand-computed entries, decode rows and
+// KV-cache positions, and errors.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include <posemb/alibi.hpp>
+
+#include "support.hpp"
+
+using test_support::position_range;
+using test_support::positions_of;
+using test_support::throws_with;
+
+using posemb::AlibiForm;
+using posemb::PositionVector;
+
+namespace {
+
+// Checks slopes == 2^exponents.
+void check_slopes(int n_heads, const std::vector<double>& exponents) {
+  CAPTURE(n_heads);
+  const Eigen::VectorXd slopes = posemb::alibi_slopes(n_heads);
+  REQUIRE(slopes.size() == static_cast<Eigen::Index>(exponents.size()));
+  for (std::size_t h = 0; h < exponents.size(); ++h) {
+    CAPTURE(h);
+    CHECK(slopes[static_cast<Eigen::Index>(h)] == Approx(std::pow(2.0, exponents[h])).epsilon(1e-15));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("alibi: slopes for power-of-two head counts, 2^(-8h/n)") {
+  check_slopes(1, {-8});
+  check_slopes(2, {-4, -8});
+  check_slopes(4, {-2, -4, -6, -8});
+  check_slopes(8, {-1, -2, -3, -4, -5, -6, -7, -8});
+  check_slopes(16, {-0.5, -1, -1.5, -2, -2.5, -3, -3.5, -4, -4.5, -5, -5.5, -6, -6.5, -7, -7.5, -8});
+  check_slopes(32, {-0.25, -0.5, -0.75, -1,   -1.25, -1.5, -1.75, -2,   -2.25, -2.5, -2.75,
+                    -3,    -3.25, -3.5, -3.75, -4,   -4.25, -4.5, -4.75, -5,   -5.25, -5.5,
+                    -5.75, -6,    -6.25, -6.5, -6.75, -7,   -7.25, -7.5, -7.75, -8});
+  // n = 8 in decimals (the paper's example): 1/2, 1/4, ..., 1/256.
+  const Eigen::VectorXd eight = posemb::alibi_slopes(8);
+  CHECK(eight[0] == 0.5);
+  CHECK(eight[7] == 0.00390625);
+}
+
+TEST_CASE("alibi: slopes for other head counts follow get_slopes") {
+  // c = largest power of two below n: the c-recipe, then slopes 1, 3, 5, ... of the 2c-recipe.
+  check_slopes(3, {-4, -8, -2});                                    // c = 2; 2c = 4: 2^-2
+  check_slopes(5, {-2, -4, -6, -8, -1});                            // c = 4; 2c = 8: 2^-1
+  check_slopes(6, {-2, -4, -6, -8, -1, -3});                        // 2^-1, 2^-3
+  check_slopes(7, {-2, -4, -6, -8, -1, -3, -5});                    // 2^-1, 2^-3, 2^-5
+  check_slopes(12, {-1, -2, -3, -4, -5, -6, -7, -8, -0.5, -1.5, -2.5, -3.5});  // c = 8; 2c = 16
+  // n = 40: c = 32, then the first 8 odd slopes of the 64-head recipe, 2^(-(2k+1)/8).
+  std::vector<double> forty;
+  for (int h = 1; h <= 32; ++h) forty.push_back(-8.0 * h / 32.0);
+  for (int k = 0; k < 8; ++k) forty.push_back(-(2.0 * k + 1.0) / 8.0);
+  check_slopes(40, forty);
+}
+
+TEST_CASE("alibi: causal bias at hand-computed entries, -inf above the diagonal") {
+  // n = 2: slopes 1/16, 1/256. Query and key positions 0, 1, 2.
+  const auto bias = posemb::alibi_bias<double>(2, position_range(0, 3), position_range(0, 3));
+  REQUIRE(bias.dimension(0) == 2);
+  REQUIRE(bias.dimension(1) == 3);
+  REQUIRE(bias.dimension(2) == 3);
+  const double inf = std::numeric_limits<double>::infinity();
+  const double head0[3][3] = {{0, -inf, -inf}, {-1.0 / 16, 0, -inf}, {-2.0 / 16, -1.0 / 16, 0}};
+  const double head1[3][3] = {{0, -inf, -inf}, {-1.0 / 256, 0, -inf}, {-2.0 / 256, -1.0 / 256, 0}};
+  for (int i = 0; i < 3; ++i) {
+    for (int j = 0; j < 3; ++j) {
+      CAPTURE(i, j);
+      CHECK(bias(0, i, j) == head0[i][j]);
+      CHECK(bias(1, i, j) == head1[i][j]);
+    }
+  }
+}
+
+TEST_CASE("alibi: symmetric bias is -slope * |qpos - kpos| with nothing masked") {
+  // n = 3: slopes 2^-4, 2^-8, 2^-2.
+  const auto bias = posemb::alibi_bias<double>(3, positions_of({4}), positions_of({0, 4, 10}),
+                                               AlibiForm::Symmetric);
+  CHECK(bias(0, 0, 0) == -4.0 / 16);
+  CHECK(bias(0, 0, 1) == 0.0);
+  CHECK(bias(0, 0, 2) == -6.0 / 16);
+  CHECK(bias(2, 0, 0) == -4.0 / 4);
+  CHECK(bias(2, 0, 2) == -6.0 / 4);
+  CHECK(bias(1, 0, 2) == -6.0 / 256);
+}
+
+TEST_CASE("alibi: the decode row equals the last row of the full bias") {
+  const int heads = 6;
+  const std::int64_t len = 9;
+  for (AlibiForm form : {AlibiForm::Causal, AlibiForm::Symmetric}) {
+    CAPTURE(posemb::to_string(form));
+    const auto full = posemb::alibi_bias<float>(heads, position_range(0, len), position_range(0, len), form);
+    const auto row = posemb::alibi_bias_row<float>(heads, len - 1, position_range(0, len), form);
+    REQUIRE(row.rows() == heads);
+    REQUIRE(row.cols() == len);
+    for (int h = 0; h < heads; ++h) {
+      for (std::int64_t j = 0; j < len; ++j) {
+        CAPTURE(h, j);
+        CHECK(row(h, j) == full(h, len - 1, j));
+      }
+    }
+    // The decode token against its whole cache is biased (only the last key is at distance 0).
+    CHECK(row(0, 0) == static_cast<float>(-0.25 * (len - 1)));
+  }
+}
+
+TEST_CASE("alibi: KV-cache queries at offset positions get the rows of the full bias") {
+  // Prefill keys 0 .. 11; two new queries at positions 10, 11 equal rows 10, 11 of the 12 x 12 bias.
+  const auto full = posemb::alibi_bias<double>(5, position_range(0, 12), position_range(0, 12));
+  const auto tail = posemb::alibi_bias<double>(5, position_range(10, 2), position_range(0, 12));
+  for (int h = 0; h < 5; ++h)
+    for (int i = 0; i < 2; ++i)
+      for (int j = 0; j < 12; ++j) CHECK(tail(h, i, j) == full(h, 10 + i, j));
+  // Shifting every position by the same amount changes nothing (the bias is relative).
+  const auto shifted = posemb::alibi_bias<double>(5, position_range(1000010, 2), position_range(1000000, 12));
+  for (int h = 0; h < 5; ++h)
+    for (int i = 0; i < 2; ++i)
+      for (int j = 0; j < 12; ++j) CHECK(shifted(h, i, j) == tail(h, i, j));
+}
+
+TEST_CASE("alibi: extreme positions do not overflow") {
+  const std::int64_t big = std::numeric_limits<std::int64_t>::max();
+  const std::int64_t small = std::numeric_limits<std::int64_t>::min();
+  const auto row = posemb::alibi_bias_row<double>(1, big, positions_of({small, big}), AlibiForm::Symmetric);
+  CHECK(row(0, 0) == Approx(-std::ldexp(1.0, 64) / 256.0).epsilon(1e-15));
+  CHECK(row(0, 1) == 0.0);
+}
+
+TEST_CASE("alibi: half-precision storage keeps -inf and rounds the values") {
+  const auto bias = posemb::alibi_bias<Eigen::half>(2, position_range(0, 3), position_range(0, 3));
+  CHECK(std::isinf(static_cast<float>(bias(0, 0, 2))));
+  CHECK(static_cast<float>(bias(0, 2, 0)) == -0.125f);
+  const auto bf16 = posemb::alibi_bias_row<Eigen::bfloat16>(2, 0, position_range(0, 2));
+  CHECK(std::isinf(static_cast<float>(bf16(1, 1))));
+}
+
+TEST_CASE("alibi: errors") {
+  throws_with([] { posemb::alibi_slopes(0); }, "n_heads = 0: expected a number > 0");
+  throws_with([] { posemb::alibi_slopes(-4); }, "n_heads = -4");
+  throws_with([] { posemb::alibi_bias<float>(0, position_range(0, 2), position_range(0, 2)); }, "n_heads = 0");
+  throws_with([] { posemb::alibi_bias_row<float>(0, 1, position_range(0, 2)); }, "n_heads = 0");
+  throws_with([] { posemb::alibi_bias<float>(4, position_range(0, 2), position_range(0, 2), static_cast<AlibiForm>(5)); },
+              "form = 5: expected AlibiForm::Causal or AlibiForm::Symmetric");
+  throws_with([] { posemb::alibi_bias_row<float>(4, 1, position_range(0, 2), static_cast<AlibiForm>(-1)); },
+              "form = -1");
+}

@@ -1,0 +1,475 @@
+// Tests for attention.hpp: RoPE scores against the published drift table, the relative
+// property through the attention API, softmax and the causal mask, ALiBi against alibi.hpp,
+// grouped-query head mapping, batched == per-head, KV-cache offsets, and every error path.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <posemb/alibi.hpp>
+#include <posemb/attention.hpp>
+#include <posemb/npy.hpp>
+
+#include "support.hpp"
+
+using test_support::position_range;
+using test_support::positions_of;
+using test_support::throws_with;
+
+using posemb::PositionMatrix;
+using posemb::PositionVector;
+using posemb::ScoreOptions;
+using posemb::ScoreScheme;
+using posemb::TensorLayout;
+using Rows = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+
+namespace {
+
+Rows random_rows(Eigen::Index rows, Eigen::Index cols, std::uint64_t seed) {
+  std::mt19937_64 engine(seed);
+  std::uniform_real_distribution<double> uniform(-1.0, 1.0);
+  Rows m(rows, cols);
+  for (Eigen::Index i = 0; i < m.size(); ++i) m.data()[i] = uniform(engine);
+  return m;
+}
+
+template <class T>
+posemb::Tensor4<T> random_tensor(Eigen::Index d0, Eigen::Index d1, Eigen::Index d2, Eigen::Index d3,
+                                 std::uint64_t seed) {
+  std::mt19937_64 engine(seed);
+  std::uniform_real_distribution<double> uniform(-1.0, 1.0);
+  posemb::Tensor4<T> t(d0, d1, d2, d3);
+  for (Eigen::Index i = 0; i < t.size(); ++i) t.data()[i] = static_cast<T>(uniform(engine));
+  return t;
+}
+
+ScoreOptions rope_options(int rotary_dim, posemb::Pairing pairing) {
+  ScoreOptions options;
+  options.scheme = ScoreScheme::Rope;
+  options.rope = posemb::default_rope_spec(rotary_dim, 10000.0, pairing);
+  return options;
+}
+
+// The drift-table query and key, q = x_q Wq and k = x_k Wk (row-vector products): [1, 64] each.
+struct DriftInputs {
+  Rows q, k;
+};
+
+DriftInputs drift_inputs() {
+  const std::string dir = std::string(POSEMB_DATA_DIR) + "/drift_table";
+  const auto load = [&](const std::string& name) { return posemb::read_npy(dir + "/" + name).values<float>(); };
+  const std::vector<float> xq = load("x_q.npy"), xk = load("x_k.npy"), wq = load("Wq.npy"), wk = load("Wk.npy");
+  const Eigen::Map<const Eigen::Matrix<float, 1, 64>> x_q(xq.data()), x_k(xk.data());
+  const Eigen::Map<const Eigen::Matrix<float, 64, 64, Eigen::RowMajor>> Wq(wq.data()), Wk(wk.data());
+  return {x_q.cast<double>() * Wq.cast<double>(), x_k.cast<double>() * Wk.cast<double>()};
+}
+
+}  // namespace
+
+// data/drift_table/README.md: rope(m, n) = R(m)(x_q Wq) . R(n)(x_k Wk), interleaved pairs,
+// base 10000: -0.6102 at gap 5 and -5.8183 at gap 0 (published, 4 decimals); rotate-half gap 5:
+// -3.451334; no positions: -5.8183; gap 0 with either pairing: -5.818313 (6 decimals). The
+// 6-decimal values move by up to 5e-6 with the precision of the products x Wq (float32 vs
+// float64 from the same float32 inputs: -5.8183154 vs -5.8183104), hence the 5e-6 margin.
+TEST_CASE("attention: RoPE scores reproduce the published drift table") {
+  const DriftInputs in = drift_inputs();
+  ScoreOptions interleaved = rope_options(64, posemb::Pairing::Interleaved);
+  interleaved.scale = 1.0;
+  ScoreOptions rotate_half = rope_options(64, posemb::Pairing::RotateHalf);
+  rotate_half.scale = 1.0;
+  ScoreOptions none;
+  none.scale = 1.0;
+  const auto score = [&](const ScoreOptions& options, std::int64_t m, std::int64_t n) {
+    return posemb::attention_scores(in.q, positions_of({m}), in.k, positions_of({n}), options)(0, 0);
+  };
+  for (std::int64_t n : {0, 100, 1000, 2000}) {
+    CAPTURE(n);
+    CHECK(score(interleaved, n + 5, n) == Approx(-0.6102).epsilon(0).margin(5e-5));
+    CHECK(score(interleaved, n, n) == Approx(-5.818313).epsilon(0).margin(5e-6));
+    CHECK(score(rotate_half, n + 5, n) == Approx(-3.451334).epsilon(0).margin(5e-6));
+    CHECK(score(rotate_half, n, n) == Approx(-5.818313).epsilon(0).margin(5e-6));
+  }
+  CHECK(score(none, 5, 0) == Approx(-5.818313).epsilon(0).margin(5e-6));
+}
+
+TEST_CASE("attention: float32 RoPE scores do not drift over 2048 positions") {
+  // Published float32-angle implementation: gap-5 spread 5.4e-4 over n = 0 .. 2047. With angles
+  // in double, only float rounding of cos/sin, the rotated q, k and the dot product remains
+  // (about 7e-6 here).
+  const DriftInputs in = drift_inputs();
+  const Eigen::MatrixXf q = in.q.cast<float>(), k = in.k.cast<float>();
+  ScoreOptions options = rope_options(64, posemb::Pairing::Interleaved);
+  options.scale = 1.0;
+  float lo = std::numeric_limits<float>::infinity(), hi = -lo;
+  for (std::int64_t n = 0; n < 2048; ++n) {
+    const float s = posemb::attention_scores(q, positions_of({n + 5}), k, positions_of({n}), options)(0, 0);
+    lo = std::min(lo, s);
+    hi = std::max(hi, s);
+  }
+  CHECK(lo == Approx(-0.6102).epsilon(0).margin(5e-5));
+  CHECK(hi - lo < 2e-5f);
+}
+
+TEST_CASE("attention: RoPE scores depend on m - n only, through the attention API") {
+  const Rows q = random_rows(4, 16, 1), k = random_rows(6, 16, 2);
+  const PositionVector qpos = positions_of({3, 9, 0, 27}), kpos = positions_of({0, 1, 2, 14, 30, 5});
+  for (posemb::Pairing pairing : {posemb::Pairing::Interleaved, posemb::Pairing::RotateHalf}) {
+    for (int rotary_dim : {16, 8}) {  // full and partial rotary
+      CAPTURE(posemb::to_string(pairing), rotary_dim);
+      const ScoreOptions options = rope_options(rotary_dim, pairing);
+      const Rows base = posemb::attention_scores(q, qpos, k, kpos, options);
+      for (std::int64_t shift : {1, 1000, 123456789}) {
+        CAPTURE(shift);
+        const PositionVector qs = qpos.array() + shift, ks = kpos.array() + shift;
+        const Rows shifted = posemb::attention_scores(q, qs, k, ks, options);
+        // Double angles p * inv_freq carry a rounding error of about p * 1e-16 rad.
+        CHECK((shifted - base).cwiseAbs().maxCoeff() < 1e-12 + 1e-16 * static_cast<double>(shift));
+      }
+      // and they do depend on the gap (the property is not vacuous)
+      const PositionVector ks = kpos.array() + 1;
+      CHECK((posemb::attention_scores(q, qpos, k, ks, options) - base).cwiseAbs().maxCoeff() > 1e-3);
+    }
+  }
+}
+
+TEST_CASE("attention: RoPE at equal query and key positions equals the score without positions") {
+  const Rows q = random_rows(1, 32, 3), k = random_rows(1, 32, 4);
+  const ScoreOptions none;
+  const double plain = posemb::attention_scores(q, positions_of({0}), k, positions_of({0}), none)(0, 0);
+  CHECK(plain == Approx(q.row(0).dot(k.row(0)) / std::sqrt(32.0)).epsilon(1e-14));
+  for (std::int64_t p : {0ll, 3ll, 99999ll, 5000000000ll}) {
+    CAPTURE(p);
+    const double rope =
+        posemb::attention_scores(q, positions_of({p}), k, positions_of({p}),
+                                 rope_options(32, posemb::Pairing::RotateHalf))(0, 0);
+    CHECK(rope == Approx(plain).epsilon(0).margin(1e-13));
+  }
+}
+
+TEST_CASE("attention: default scale is 1/sqrt(head_dim); an explicit scale replaces it") {
+  const Rows ones = Rows::Ones(1, 4);
+  ScoreOptions options;
+  CHECK(posemb::attention_scores(ones, position_range(0, 1), ones, position_range(0, 1), options)(0, 0) == 2.0);  // 4 / sqrt(4)
+  options.scale = 0.125;
+  CHECK(posemb::attention_scores(ones, position_range(0, 1), ones, position_range(0, 1), options)(0, 0) == 0.5);
+}
+
+TEST_CASE("attention: softmax and causal mask at hand-computed values") {
+  // head_dim 1, scale 1, q = 1, keys 0, ln 2, ln 4: logits 0, ln 2, ln 4.
+  Rows q(1, 1), k(3, 1);
+  q << 1.0;
+  k << 0.0, std::log(2.0), std::log(4.0);
+  ScoreOptions options;
+  options.scale = 1.0;
+  options.softmax = true;
+  const Rows p = posemb::attention_scores(q, positions_of({2}), k, position_range(0, 3), options);
+  CHECK(p(0, 0) == Approx(1.0 / 7).epsilon(1e-14));
+  CHECK(p(0, 1) == Approx(2.0 / 7).epsilon(1e-14));
+  CHECK(p(0, 2) == Approx(4.0 / 7).epsilon(1e-14));
+  options.causal = true;  // the query at position 1 cannot see the key at position 2
+  const Rows masked = posemb::attention_scores(q, positions_of({1}), k, position_range(0, 3), options);
+  CHECK(masked(0, 0) == Approx(1.0 / 3).epsilon(1e-14));
+  CHECK(masked(0, 1) == Approx(2.0 / 3).epsilon(1e-14));
+  CHECK(masked(0, 2) == 0.0);
+  options.softmax = false;  // logits: the masked entry is -inf
+  const Rows logits = posemb::attention_scores(q, positions_of({1}), k, position_range(0, 3), options);
+  CHECK(logits(0, 1) == Approx(std::log(2.0)).epsilon(1e-14));
+  CHECK(logits(0, 2) == -std::numeric_limits<double>::infinity());
+}
+
+TEST_CASE("attention: softmax is stable for large logits") {
+  Rows q(1, 1), k(2, 1);
+  q << 1.0;
+  k << 1000.0, 1001.0;
+  ScoreOptions options;
+  options.scale = 1.0;
+  options.softmax = true;
+  const Rows p = posemb::attention_scores(q, position_range(0, 1), k, position_range(0, 2), options);
+  const double e = std::exp(1.0);
+  CHECK(p(0, 0) == Approx(1.0 / (1.0 + e)).epsilon(1e-14));
+  CHECK(p(0, 1) == Approx(e / (1.0 + e)).epsilon(1e-14));
+}
+
+TEST_CASE("attention: causal softmax rows sum to 1 and masked entries are exactly 0") {
+  const auto q = random_tensor<float>(2, 7, 3, 8, 5);
+  const auto k = random_tensor<float>(2, 7, 3, 8, 6);
+  for (ScoreScheme scheme : {ScoreScheme::None, ScoreScheme::Rope, ScoreScheme::Alibi}) {
+    CAPTURE(static_cast<int>(scheme));
+    ScoreOptions options;
+    options.scheme = scheme;
+    if (scheme == ScoreScheme::Rope) options.rope = posemb::default_rope_spec(8);
+    if (scheme == ScoreScheme::Alibi) options.alibi_slopes = posemb::alibi_slopes(3);
+    options.causal = true;
+    options.softmax = true;
+    const auto p = posemb::attention_scores(q, std::int64_t{0}, k, std::int64_t{0}, options);
+    for (Eigen::Index b = 0; b < 2; ++b) {
+      for (Eigen::Index h = 0; h < 3; ++h) {
+        for (Eigen::Index i = 0; i < 7; ++i) {
+          double sum = 0.0;
+          for (Eigen::Index j = 0; j < 7; ++j) {
+            CAPTURE(b, h, i, j);
+            if (j > i) {
+              CHECK(p(b, h, i, j) == 0.0f);
+            } else {
+              CHECK(p(b, h, i, j) > 0.0f);
+            }
+            sum += p(b, h, i, j);
+          }
+          CHECK(sum == Approx(1.0).epsilon(0).margin(1e-6));
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("attention: a fully masked row is an error with softmax and -inf logits without") {
+  const Rows q = random_rows(2, 4, 7), k = random_rows(3, 4, 8);
+  ScoreOptions options;
+  options.causal = true;
+  // Query positions 5 and 0 against keys at 1, 2, 3: the second query sees no key.
+  const Rows logits = posemb::attention_scores(q, positions_of({5, 0}), k, position_range(1, 3), options);
+  CHECK((logits.row(1).array() == -std::numeric_limits<double>::infinity()).all());
+  CHECK(logits.row(0).allFinite());
+  options.softmax = true;
+  CHECK_THROWS_AS(posemb::attention_scores(q, positions_of({5, 0}), k, position_range(1, 3), options), posemb::Error);
+  CHECK_THROWS_WITH(posemb::attention_scores(q, positions_of({5, 0}), k, position_range(1, 3), options),
+                    Catch::Matchers::Contains("query position = 0: every key position is greater"));
+}
+
+TEST_CASE("attention: ALiBi logits are scale * q.k plus alibi_bias") {
+  const auto q = random_tensor<double>(1, 3, 5, 4, 9);  // BHSD: [1, heads 3, seq 5, 4]
+  const auto k = random_tensor<double>(1, 3, 5, 4, 10);
+  ScoreOptions alibi;
+  alibi.scheme = ScoreScheme::Alibi;
+  alibi.alibi_slopes = posemb::alibi_slopes(3);
+  ScoreOptions none;
+  for (bool causal : {true, false}) {
+    CAPTURE(causal);
+    alibi.causal = causal;
+    none.causal = causal;
+    const auto with = posemb::attention_scores(q, std::int64_t{4}, k, std::int64_t{4}, alibi, TensorLayout::BHSD);
+    const auto without = posemb::attention_scores(q, std::int64_t{4}, k, std::int64_t{4}, none, TensorLayout::BHSD);
+    const auto bias = posemb::alibi_bias<double>(3, position_range(4, 5), position_range(4, 5),
+                                                 causal ? posemb::AlibiForm::Causal : posemb::AlibiForm::Symmetric);
+    for (Eigen::Index h = 0; h < 3; ++h) {
+      for (Eigen::Index i = 0; i < 5; ++i) {
+        for (Eigen::Index j = 0; j < 5; ++j) {
+          CAPTURE(h, i, j);
+          if (causal && j > i) {
+            CHECK(with(0, h, i, j) == -std::numeric_limits<double>::infinity());
+            CHECK(bias(h, i, j) == -std::numeric_limits<double>::infinity());
+          } else {
+            CHECK(with(0, h, i, j) == Approx(without(0, h, i, j) + bias(h, i, j)).epsilon(0).margin(1e-14));
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("attention: grouped-query attention maps query head h to kv head h / (heads / kv_heads)") {
+  // 4 query heads, 2 kv heads, head_dim 2. kv head 0 holds (1, 0), kv head 1 holds (0, 1); every
+  // query is (1, 2). Heads 0, 1 read kv head 0 (score 1); heads 2, 3 read kv head 1 (score 2).
+  posemb::Tensor4<double> q(1, 1, 4, 2), k(1, 1, 2, 2);  // BSHD
+  for (int h = 0; h < 4; ++h) {
+    q(0, 0, h, 0) = 1.0;
+    q(0, 0, h, 1) = 2.0;
+  }
+  k(0, 0, 0, 0) = 1.0;
+  k(0, 0, 0, 1) = 0.0;
+  k(0, 0, 1, 0) = 0.0;
+  k(0, 0, 1, 1) = 1.0;
+  ScoreOptions options;
+  options.scale = 1.0;
+  const auto s = posemb::attention_scores(q, std::int64_t{0}, k, std::int64_t{0}, options);
+  REQUIRE(s.dimension(1) == 4);
+  CHECK(s(0, 0, 0, 0) == 1.0);
+  CHECK(s(0, 1, 0, 0) == 1.0);
+  CHECK(s(0, 2, 0, 0) == 2.0);
+  CHECK(s(0, 3, 0, 0) == 2.0);
+}
+
+TEST_CASE("attention: batched scores equal the per-head loop, in both layouts") {
+  const Eigen::Index batch = 2, seq_q = 4, seq_k = 6, heads = 4, kv_heads = 2, dim = 8;
+  const auto q = random_tensor<double>(batch, seq_q, heads, dim, 11);     // BSHD
+  const auto k = random_tensor<double>(batch, seq_k, kv_heads, dim, 12);  // BSHD
+  PositionMatrix qpos(batch, seq_q), kpos(batch, seq_k);
+  qpos << 2, 3, 4, 5, 7, 8, 9, 10;  // row 1: left-padded / continued sequence
+  kpos << 0, 1, 2, 3, 4, 5, 5, 6, 7, 8, 9, 10;
+  const Eigen::array<Eigen::Index, 4> to_bhsd{0, 2, 1, 3};
+  const posemb::Tensor4<double> q_bhsd = q.shuffle(to_bhsd), k_bhsd = k.shuffle(to_bhsd);
+  for (ScoreScheme scheme : {ScoreScheme::None, ScoreScheme::Rope, ScoreScheme::Alibi}) {
+    for (bool causal : {false, true}) {
+      CAPTURE(static_cast<int>(scheme), causal);
+      ScoreOptions options;
+      options.scheme = scheme;
+      if (scheme == ScoreScheme::Rope) options.rope = posemb::default_rope_spec(6, 500.0);  // partial
+      if (scheme == ScoreScheme::Alibi) options.alibi_slopes = posemb::alibi_slopes(heads);
+      options.causal = causal;
+      options.softmax = causal;
+      const auto batched = posemb::attention_scores(q, qpos, k, kpos, options);
+      const auto bhsd = posemb::attention_scores(q_bhsd, qpos, k_bhsd, kpos, options, TensorLayout::BHSD);
+      for (Eigen::Index b = 0; b < batch; ++b) {
+        for (Eigen::Index h = 0; h < heads; ++h) {
+          Rows qh(seq_q, dim), kh(seq_k, dim);
+          for (Eigen::Index s = 0; s < seq_q; ++s)
+            for (Eigen::Index c = 0; c < dim; ++c) qh(s, c) = q(b, s, h, c);
+          for (Eigen::Index s = 0; s < seq_k; ++s)
+            for (Eigen::Index c = 0; c < dim; ++c) kh(s, c) = k(b, s, h / 2, c);
+          ScoreOptions one = options;
+          if (scheme == ScoreScheme::Alibi) one.alibi_slopes = options.alibi_slopes.segment(h, 1);
+          const Rows expected = posemb::attention_scores(qh, qpos.row(b).transpose(), kh,
+                                                         kpos.row(b).transpose(), one);
+          for (Eigen::Index i = 0; i < seq_q; ++i) {
+            for (Eigen::Index j = 0; j < seq_k; ++j) {
+              CAPTURE(b, h, i, j);
+              if (std::isinf(expected(i, j))) {
+                CHECK(batched(b, h, i, j) == expected(i, j));
+              } else {
+                CHECK(batched(b, h, i, j) == Approx(expected(i, j)).epsilon(0).margin(1e-13));
+              }
+              CHECK(bhsd(b, h, i, j) == batched(b, h, i, j));
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("attention: a decode query at a KV-cache offset gets the last row of the prefill") {
+  const Eigen::Index seq = 6, heads = 2, dim = 4;
+  const auto k = random_tensor<float>(1, seq, heads, dim, 21);
+  const auto q_all = random_tensor<float>(1, seq, heads, dim, 22);
+  const Eigen::array<Eigen::Index, 4> last{0, seq - 1, 0, 0}, one{1, 1, heads, dim};
+  const posemb::Tensor4<float> q_last = q_all.slice(last, one);
+  for (ScoreScheme scheme : {ScoreScheme::Rope, ScoreScheme::Alibi}) {
+    CAPTURE(static_cast<int>(scheme));
+    ScoreOptions options;
+    options.scheme = scheme;
+    if (scheme == ScoreScheme::Rope) options.rope = posemb::default_rope_spec(dim);
+    if (scheme == ScoreScheme::Alibi) options.alibi_slopes = posemb::alibi_slopes(heads);
+    options.causal = true;
+    options.softmax = true;
+    const auto prefill = posemb::attention_scores(q_all, std::int64_t{0}, k, std::int64_t{0}, options);
+    const auto decode = posemb::attention_scores(q_last, std::int64_t{seq - 1}, k, std::int64_t{0}, options);
+    REQUIRE(decode.dimension(2) == 1);
+    for (Eigen::Index h = 0; h < heads; ++h) {
+      for (Eigen::Index j = 0; j < seq; ++j) {
+        CAPTURE(h, j);
+        CHECK(decode(0, h, 0, j) == Approx(prefill(0, h, seq - 1, j)).epsilon(0).margin(1e-6));
+      }
+    }
+    // The decode row is not uniform: positions (RoPE / ALiBi) reached the single query.
+    CHECK(std::abs(decode(0, 0, 0, 0) - decode(0, 0, 0, seq - 1)) > 1e-4);
+  }
+}
+
+TEST_CASE("attention: half-precision inputs score in float") {
+  const auto qf = random_tensor<float>(1, 3, 2, 4, 31);
+  const auto kf = random_tensor<float>(1, 3, 2, 4, 32);
+  const posemb::Tensor4<Eigen::half> qh = qf.cast<Eigen::half>(), kh = kf.cast<Eigen::half>();
+  const posemb::Tensor4<float> qr = qh.cast<float>(), kr = kh.cast<float>();  // the values half holds
+  const ScoreOptions options = rope_options(4, posemb::Pairing::RotateHalf);
+  const posemb::Tensor4<float> from_half = posemb::attention_scores(qh, std::int64_t{0}, kh, std::int64_t{0}, options);
+  const posemb::Tensor4<float> from_float = posemb::attention_scores(qr, std::int64_t{0}, kr, std::int64_t{0}, options);
+  for (Eigen::Index i = 0; i < from_half.size(); ++i) {
+    CHECK(from_half.data()[i] == Approx(from_float.data()[i]).epsilon(0).margin(4e-3));  // RoPE output rounded to half
+  }
+}
+
+TEST_CASE("attention: errors") {
+  const Rows q = random_rows(2, 4, 1), k = random_rows(3, 4, 2);
+  const PositionVector qp = position_range(0, 2), kp = position_range(0, 3);
+  ScoreOptions ok;
+
+  SECTION("single head: shapes") {
+    throws_with([&] { posemb::attention_scores(Rows(0, 4), position_range(0, 0), k, kp, ok); }, "q.rows() = 0");
+    throws_with([&] { posemb::attention_scores(q, qp, Rows(0, 4), position_range(0, 0), ok); }, "k.rows() = 0");
+    throws_with([&] { posemb::attention_scores(Rows(2, 0), qp, Rows(3, 0), kp, ok); }, "q.cols() = 0");
+    throws_with([&] { posemb::attention_scores(q, qp, random_rows(3, 5, 3), kp, ok); },
+                "k.cols() = 5: expected head_dim = q.cols() = 4");
+    throws_with([&] { posemb::attention_scores(q, position_range(0, 3), k, kp, ok); },
+                "q_positions.size() = 3: expected one position per row of q = 2");
+    throws_with([&] { posemb::attention_scores(q, qp, k, position_range(0, 2), ok); },
+                "k_positions.size() = 2: expected one position per row of k = 3");
+  }
+  SECTION("options") {
+    ScoreOptions bad;
+    bad.scheme = static_cast<ScoreScheme>(9);
+    throws_with([&] { posemb::attention_scores(q, qp, k, kp, bad); },
+                "scheme = 9: expected ScoreScheme::None, ScoreScheme::Rope or ScoreScheme::Alibi");
+    bad = ScoreOptions{};
+    bad.rope = posemb::default_rope_spec(4);  // a spec without scheme == Rope
+    throws_with([&] { posemb::attention_scores(q, qp, k, kp, bad); },
+                "rope.rotary_dim = 4: expected an empty RopeSpec unless scheme == ScoreScheme::Rope");
+    bad = rope_options(8, posemb::Pairing::RotateHalf);  // rotary_dim > head_dim
+    throws_with([&] { posemb::attention_scores(q, qp, k, kp, bad); }, "head_dim = 4: expected >= rotary_dim = 8");
+    bad = ScoreOptions{};
+    bad.scheme = ScoreScheme::Rope;  // scheme Rope with an empty spec
+    throws_with([&] { posemb::attention_scores(q, qp, k, kp, bad); }, "rotary_dim = 0");
+    bad = ScoreOptions{};
+    bad.scheme = ScoreScheme::Alibi;
+    bad.alibi_slopes = posemb::alibi_slopes(4);
+    throws_with([&] { posemb::attention_scores(q, qp, k, kp, bad); },
+                "alibi_slopes.size() = 4: expected one slope per query head = 1");
+    bad.alibi_slopes = Eigen::VectorXd::Constant(1, -0.5);
+    throws_with([&] { posemb::attention_scores(q, qp, k, kp, bad); }, "alibi_slopes[0] = -0.5");
+    bad.alibi_slopes = Eigen::VectorXd::Constant(1, std::nan(""));
+    throws_with([&] { posemb::attention_scores(q, qp, k, kp, bad); }, "alibi_slopes[0] = nan");
+    bad = ScoreOptions{};
+    bad.alibi_slopes = posemb::alibi_slopes(1);  // slopes without scheme == Alibi
+    throws_with([&] { posemb::attention_scores(q, qp, k, kp, bad); },
+                "alibi_slopes.size() = 1: expected no slopes unless scheme == ScoreScheme::Alibi");
+    for (double scale : {0.0, -1.0, std::nan(""), std::numeric_limits<double>::infinity()}) {
+      bad = ScoreOptions{};
+      bad.scale = scale;
+      throws_with([&] { posemb::attention_scores(q, qp, k, kp, bad); }, "scale = ");
+    }
+  }
+  SECTION("batched: shapes, heads, layout and positions") {
+    const auto q4 = random_tensor<float>(2, 3, 4, 8, 1);  // BSHD
+    const auto k4 = random_tensor<float>(2, 5, 2, 8, 2);
+    const std::int64_t zero = 0;
+    throws_with([&] { posemb::attention_scores(q4, zero, random_tensor<float>(2, 5, 3, 8, 3), zero, ok); },
+                "k.dimension(2) (kv_heads) = 3: expected a divisor of the query head count 4");
+    throws_with([&] { posemb::attention_scores(q4, zero, random_tensor<float>(2, 5, 0, 8, 3), zero, ok); },
+                "kv_heads) = 0");
+    throws_with([&] { posemb::attention_scores(q4, zero, random_tensor<float>(1, 5, 2, 8, 3), zero, ok); },
+                "k.dimension(0) = 1: expected batch = q.dimension(0) = 2");
+    throws_with([&] { posemb::attention_scores(q4, zero, random_tensor<float>(2, 5, 2, 6, 3), zero, ok); },
+                "k.dimension(3) = 6: expected head_dim = q.dimension(3) = 8");
+    throws_with([&] { posemb::attention_scores(random_tensor<float>(0, 3, 4, 8, 3), zero, k4, zero, ok); },
+                "q.dimension(0) = 0");
+    throws_with([&] { posemb::attention_scores(random_tensor<float>(2, 0, 4, 8, 3), zero, k4, zero, ok); },
+                "q.dimension(1) = 0");
+    throws_with([&] { posemb::attention_scores(random_tensor<float>(2, 3, 0, 8, 3), zero, k4, zero, ok); },
+                "q.dimension(2) = 0");
+    throws_with([&] { posemb::attention_scores(random_tensor<float>(2, 3, 4, 0, 3), zero, k4, zero, ok); },
+                "q.dimension(3) = 0");
+    throws_with([&] { posemb::attention_scores(q4, zero, random_tensor<float>(2, 0, 2, 8, 3), zero, ok); },
+                "k.dimension(1) = 0");
+    throws_with([&] { posemb::attention_scores(q4, zero, k4, zero, ok, static_cast<TensorLayout>(3)); },
+                "layout = 3: expected TensorLayout::BSHD or TensorLayout::BHSD");
+    PositionMatrix wrong(2, 4);
+    wrong.setZero();
+    throws_with([&] { posemb::attention_scores(q4, wrong, k4, zero, ok); },
+                "positions shape = [2, 4]: expected [batch, seq] = [2, 3] or [1, 3]");
+    throws_with([&] { posemb::attention_scores(q4, zero, k4, wrong, ok); },
+                "positions shape = [2, 4]: expected [batch, seq] = [2, 5] or [1, 5]");
+    ScoreOptions alibi;
+    alibi.scheme = ScoreScheme::Alibi;
+    alibi.alibi_slopes = posemb::alibi_slopes(2);  // kv head count, not the query head count
+    throws_with([&] { posemb::attention_scores(q4, zero, k4, zero, alibi); },
+                "alibi_slopes.size() = 2: expected one slope per query head = 4");
+    ScoreOptions masked;
+    masked.causal = true;
+    masked.softmax = true;
+    throws_with([&] { posemb::attention_scores(q4, zero, k4, std::int64_t{1}, masked); },
+                "query position = 0: every key position is greater");
+  }
+}
