@@ -79,30 +79,29 @@ inline std::vector<std::int64_t> npy_parse_shape(const std::string& text, const 
   if (text.size() < 2 || text.front() != '(' || text.back() != ')') {
     throw Error(file + ": npy shape = " + text + ": expected a tuple such as (2, 3)");
   }
-  std::vector<std::int64_t> shape;
-  std::string item;
-  auto flush = [&]() {
-    const auto first = item.find_first_not_of(' ');
-    if (first == std::string::npos) {
-      item.clear();
-      return;
+  // Comma-separated items; "()" is a scalar and only the last item may be empty ("(5,)").
+  std::vector<std::string> items(1);
+  for (std::size_t i = 1; i + 1 < text.size(); ++i) {
+    if (text[i] == ',') {
+      items.emplace_back();
+    } else {
+      items.back() += text[i];
     }
-    const std::string digits = item.substr(first, item.find_last_not_of(' ') - first + 1);
+  }
+  for (std::string& item : items) {  // trim spaces
+    const auto first = item.find_first_not_of(' ');
+    item = first == std::string::npos ? std::string()
+                                      : item.substr(first, item.find_last_not_of(' ') - first + 1);
+  }
+  if (items.back().empty()) items.pop_back();
+  std::vector<std::int64_t> shape;
+  for (const std::string& digits : items) {
     if (digits.empty() || digits.size() > 15 ||
         digits.find_first_not_of("0123456789") != std::string::npos) {
       throw Error(file + ": npy shape = " + text + ": expected non-negative integer dimensions");
     }
     shape.push_back(std::stoll(digits));
-    item.clear();
-  };
-  for (std::size_t i = 1; i + 1 < text.size(); ++i) {
-    if (text[i] == ',') {
-      flush();
-    } else {
-      item += text[i];
-    }
   }
-  flush();
   return shape;
 }
 
@@ -201,6 +200,9 @@ void write_npy(const std::string& path, const T* data, const std::vector<std::in
   const std::size_t total = 10 + header.size() + 1;
   header.append((64 - total % 64) % 64, ' ');
   header += '\n';
+  if (header.size() > 0xffff) {  // the 1.0 header length is a uint16
+    detail::fail("shape.size()", shape.size(), "too many dimensions for a version 1.0 .npy header");
+  }
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   if (!out) throw Error(path + ": cannot open for writing");
   const unsigned char prefix[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0,
