@@ -1,0 +1,193 @@
+// xPos: RoPE with an exponential decay that keeps scores relative (Sun et al. 2022, "A
+// Length-Extrapolatable Transformer", §3.1; reference: microsoft/torchscale `XPOS`).
+//
+// On top of the rotation, pair i of a query at position p is scaled by zeta_i^((p - c)/scale_base)
+// and pair i of a key at position p by zeta_i^(-(p - c)/scale_base), with
+//
+//   zeta_i = (2i/d + gamma) / (1 + gamma),  gamma = 0.4,  d = rotary_dim,
+//
+// both features of the pair getting the same scale. Then
+//   <q_m, k_n> = sum_i zeta_i^((m - n)/scale_base) * <R(m) q, R(n) k>_i
+// depends on m - n only and decays with distance for m > n (zeta_i < 1). The centre c cancels in
+// every score; it only keeps the scales representable: zeta_0^(|p - c|/512) leaves float's range
+// past |p - c| ~ 36k (double's past ~ 290k), so long contexts set c near the positions in use.
+// A scale that would overflow or underflow the storage type throws; nothing is modified then.
+#pragma once
+
+#include <Eigen/Core>
+#include <unsupported/Eigen/CXX11/Tensor>
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <sstream>
+#include <string>
+#include <type_traits>
+
+#include "posemb/detail/storage.hpp"
+#include "posemb/detail/token_rotation.hpp"
+#include "posemb/error.hpp"
+#include "posemb/rope.hpp"
+
+namespace posemb {
+
+struct XposParams {
+  double gamma = 0.4;         // zeta_i = (2i/d + gamma) / (1 + gamma)
+  double scale_base = 512.0;  // exponent (p - c) / scale_base
+  std::int64_t centre = 0;    // c: position with scale 1
+
+  void validate() const {
+    detail::require_positive_finite("gamma", gamma);
+    detail::require_positive_finite("scale_base", scale_base);
+  }
+};
+
+// The rotation (frequencies, attention factor, pairing, rotary_dim) plus the xPos decay.
+struct XposSpec {
+  RopeSpec rope;
+  XposParams params;
+
+  void validate() const {
+    rope.validate();
+    params.validate();
+  }
+};
+
+// Whether a head vector is a query (scaled by zeta^(+(p-c)/scale_base)) or a key (zeta^(-...)).
+enum class XposRole { Query, Key };
+
+// zeta_i = (2i/d + gamma) / (1 + gamma) for pair i of rotary_dim d.
+inline double xpos_zeta(int pair, int rotary_dim, double gamma) {
+  return (2.0 * pair / rotary_dim + gamma) / (1.0 + gamma);
+}
+
+// The magnitude applied to pair i at `position`: zeta_i^(+-(position - centre) / scale_base).
+inline double xpos_scale(int pair, std::int64_t position, int rotary_dim, const XposParams& params,
+                         XposRole role) {
+  const double exponent = static_cast<double>(position - params.centre) / params.scale_base;
+  return std::pow(xpos_zeta(pair, rotary_dim, params.gamma),
+                  role == XposRole::Query ? exponent : -exponent);
+}
+
+namespace detail {
+
+// Fills cos/sin of pairs [begin, end) at `position` for detail::rotate_*_with: RoPE's cos and sin
+// times attention_scale times the pair's xPos scale, rounded once to C.
+struct XposFill {
+  const XposSpec& spec;
+  XposRole role;
+
+  template <class C>
+  void operator()(std::int64_t position, int begin, int end, C* cos, C* sin) const {
+    const RopeSpec& rope = spec.rope;
+    for (int i = begin; i < end; ++i) {
+      const double angle = rope_angle(position, rope.inv_freq[i]);
+      const double magnitude =
+          rope.attention_scale * xpos_scale(i, position, rope.rotary_dim, spec.params, role);
+      cos[i - begin] = static_cast<C>(magnitude * std::cos(angle));
+      sin[i - begin] = static_cast<C>(magnitude * std::sin(angle));
+    }
+  }
+};
+
+// Throws unless every xPos scale for positions in [min_position, max_position] lies within the
+// normal range of storage type T. Pair 0 has the smallest zeta, so it bounds every other pair.
+template <class T>
+void check_xpos_range(const XposSpec& spec, XposRole role, std::int64_t min_position,
+                      std::int64_t max_position) {
+  spec.validate();
+  using Limits = std::numeric_limits<T>;
+  double largest = 0.0, smallest = 0.0;  // T's largest finite and smallest normal value
+  if constexpr (std::is_same_v<T, double>) {
+    largest = (Limits::max)();
+    smallest = (Limits::min)();
+  } else {
+    largest = static_cast<float>((Limits::max)());
+    smallest = static_cast<float>((Limits::min)());
+  }
+  for (const std::int64_t position : {min_position, max_position}) {
+    const double scale = xpos_scale(0, position, spec.rope.rotary_dim, spec.params, role);
+    if (!(scale <= largest && scale >= smallest)) {
+      std::ostringstream expected;
+      expected.precision(6);
+      expected << "xPos scale zeta_0^(" << (role == XposRole::Query ? "+" : "-")
+               << "(position - centre) / scale_base) = " << scale << " with centre "
+               << spec.params.centre << " is outside the storage type's normal range [" << smallest
+               << ", " << largest << "]; move XposParams::centre nearer the positions";
+      fail("position", position, expected.str());
+    }
+  }
+}
+
+}  // namespace detail
+
+// ---------------------------------------------------------------------------------------------
+// 4-D tensors. x: [batch, seq, heads, head_dim] (BSHD) or [batch, heads, seq, head_dim] (BHSD),
+// queries or keys (`role`); positions: PositionMatrix [batch, seq] (or [1, seq]) or an offset.
+// Rotates and scales the first rotary_dim features of every head in place; allocates nothing.
+template <class X, detail::if_tensor4<X> = 0>
+void apply_xpos_inplace(X&& x, const detail::TokenPositions& positions, const XposSpec& spec,
+                        XposRole role, TensorLayout layout = TensorLayout::BSHD) {
+  using T = std::remove_const_t<typename std::remove_reference_t<X>::Scalar>;
+  spec.validate();
+  detail::check_layout(layout);
+  const Eigen::Index batch = x.dimension(0);
+  const Eigen::Index seq = layout == TensorLayout::BSHD ? x.dimension(1) : x.dimension(2);
+  positions.check(batch, seq);
+  if (batch > 0 && seq > 0) {
+    std::int64_t lo = positions.at(0, 0), hi = lo;
+    for (Eigen::Index b = 0; b < batch; ++b) {
+      for (Eigen::Index s = 0; s < seq; ++s) {
+        lo = std::min(lo, positions.at(b, s));
+        hi = std::max(hi, positions.at(b, s));
+      }
+    }
+    detail::check_xpos_range<T>(spec, role, lo, hi);
+  }
+  detail::XposFill fill{spec, role};
+  detail::rotate_tensor_with(x.data(), x.dimensions(), layout, positions, spec.rope.rotary_dim,
+                             spec.rope.pairing, fill);
+}
+
+// Out of place, returning a new tensor.
+template <class X, detail::if_tensor4<X> = 0>
+Tensor4<std::remove_const_t<typename X::Scalar>> apply_xpos(
+    const X& x, const detail::TokenPositions& positions, const XposSpec& spec, XposRole role,
+    TensorLayout layout = TensorLayout::BSHD) {
+  Tensor4<std::remove_const_t<typename X::Scalar>> out = x;
+  apply_xpos_inplace(out, positions, spec, role, layout);
+  return out;
+}
+
+// Matrices. x: [rows, head_dim], row r at positions[r]; or a column vector [head_dim].
+template <class Derived>
+void apply_xpos_inplace(const Eigen::MatrixBase<Derived>& x, const PositionVector& positions,
+                        const XposSpec& spec, XposRole role) {
+  auto rows = detail::head_rows(x);
+  spec.validate();
+  detail::check_rotary_head_dim(spec.rope.rotary_dim, rows.head_dim);
+  if (positions.size() != rows.count) {
+    detail::fail("positions.size()", positions.size(),
+                 "expected one position per row = " + std::to_string(rows.count));
+  }
+  if (rows.count > 0) {
+    detail::check_xpos_range<typename Derived::Scalar>(spec, role, positions.minCoeff(),
+                                                       positions.maxCoeff());
+  }
+  detail::XposFill fill{spec, role};
+  for (Eigen::Index r = 0; r < rows.count; ++r) {
+    detail::rotate_head_with(rows.data + r * rows.vector_stride, rows.element_stride, positions[r],
+                             spec.rope.rotary_dim, spec.rope.pairing, fill);
+  }
+}
+
+template <class Derived>
+typename Derived::PlainObject apply_xpos(const Eigen::MatrixBase<Derived>& x,
+                                         const PositionVector& positions, const XposSpec& spec,
+                                         XposRole role) {
+  typename Derived::PlainObject out = x;
+  apply_xpos_inplace(out, positions, spec, role);
+  return out;
+}
+
+}  // namespace posemb
