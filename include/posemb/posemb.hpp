@@ -1,8 +1,24 @@
-// posemb: positional embeddings for transformer models. The umbrella header.
+// posemb: positional embeddings for transformer models. The umbrella header: everything but
+// config.hpp, which needs nlohmann-json (include <posemb/config.hpp> for config.json loading).
 #pragma once
 
 #include "posemb/version.hpp"
 #include "posemb/error.hpp"
+#include "posemb/npy.hpp"
+
+// Rotary: frequencies, the kernel, scaled variants, xPos, FoPE, KV-cache helpers, permutation.
 #include "posemb/frequencies.hpp"
 #include "posemb/rope.hpp"
-#include "posemb/npy.hpp"
+#include "posemb/scaled.hpp"
+#include "posemb/xpos.hpp"
+#include "posemb/kv_cache.hpp"
+#include "posemb/fope.hpp"
+#include "posemb/permute.hpp"
+
+// Additive: absolute tables and ALiBi.
+#include "posemb/sinusoidal.hpp"
+#include "posemb/learned.hpp"
+#include "posemb/alibi.hpp"
+
+// Attention scores tying them together.
+#include "posemb/attention.hpp"

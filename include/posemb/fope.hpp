@@ -1,0 +1,596 @@
+// Fourier Position Embedding (FoPE).
+//
+// Hua et al. 2024, "Fourier Position Embedding: Enhancing Attention's Periodic Extension for
+// Length Generalization", arXiv:2412.17739. Reference implementation: FourierEmbedding in
+// olmo/model.py of github.com/TsinghuaC3I/Fourier-Position-Embedding (commit bd94b20), run with
+// fourier_separate_basis, fourier_separate_head, fourier_ignore_zero,
+// rope_clamp_floor_freq and rope_clamp_floor_to_zero. posemb reproduces its output; the
+// conformance cases and a plain-math account of that code are in tests/data/fope/.
+//
+// FoPE treats RoPE as a non-uniform discrete Fourier transform and repairs two kinds of
+// spectrum damage:
+//
+//  1. Clip floor (CF). With training length N, a frequency w_k = theta^(-2k/head_dim) strictly
+//     below the floor 2 pi / N * floor_ratio never completes a full turn in training; it is set
+//     to 0 and (by default) dropped. The D_in frequencies left are the retained ones.
+//  2. Fourier series (FS). Each slot j < D_out of head h mixes every retained frequency:
+//
+//       C_hj(t) = sum_{k < D_in} A_cos[h, k, j] cos(w_k t)
+//       S_hj(t) = sum_{k < D_in} A_sin[h, k, j] sin(w_k t)
+//
+//     Slots D_out <= j < head_dim/2 are padding: C = 1 and S = padding_sin (1 in the reference,
+//     its "zero frequency, non-zero phase" slots).
+//
+// The head vector is then rotated with rotate-half pairing (j with j + head_dim/2):
+//
+//   y_j              = x_j C_j - x_{j+head_dim/2} S_j
+//   y_{j+head_dim/2} = x_{j+head_dim/2} C_j + x_j S_j
+//
+// The same module (same coefficients) rotates queries and keys. With identity coefficients
+// (D_in = D_out) FoPE is rotate-half RoPE on the retained frequencies plus the padded slots.
+//
+// Grouped-query attention: coefficients are stored per key-value head, [n_kv_heads, D_in,
+// D_out]; query head h uses coefficient head h / (n_heads / n_kv_heads), the grouping of
+// production ports (e.g. xtuner's FourierEmbedding) and of repeat_kv.
+//
+// Precision: angles w_k t are formed in double and reduced mod 2 pi, the sums C and S are
+// accumulated in double, and only C and S are rounded to the arithmetic type (float for
+// float/half/bf16 storage). The reference forms float32 phases, which drift by about t * 6e-8
+// rad; at small positions the two agree to ~3e-6.
+#pragma once
+
+#include <Eigen/Core>
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <unsupported/Eigen/CXX11/Tensor>
+#include <utility>
+#include <vector>
+
+#include "posemb/detail/random.hpp"
+#include "posemb/detail/storage.hpp"
+#include "posemb/error.hpp"
+#include "posemb/frequencies.hpp"
+#include "posemb/rope.hpp"
+
+namespace posemb {
+
+// ---------------------------------------------------------------------------------------------
+// 1. Clip floor
+
+// The frequencies before and after the clip floor.
+struct FopeFrequencies {
+  Eigen::VectorXd base_inv_freq;                  // [P] frequencies before the clip
+  Eigen::Array<bool, Eigen::Dynamic, 1> clipped;  // [P] true where base_inv_freq < floor
+  double floor = 0.0;                             // 2 pi / N * floor_ratio, radians per token
+  bool drop_clipped = true;                       // clipped frequencies removed (not kept as 0)
+  Eigen::VectorXd inv_freq;                       // [D_in] the frequencies FoPE mixes
+
+  int pairs() const { return static_cast<int>(base_inv_freq.size()); }
+  int d_in() const { return static_cast<int>(inv_freq.size()); }
+  int clipped_count() const { return static_cast<int>(clipped.count()); }
+};
+
+// Clip floor (reference: RotaryEmbedding.get_inv_freq with rope_clamp_floor_freq and
+// rope_clamp_floor_to_zero, then FourierEmbedding's fourier_ignore_zero):
+//
+//   floor = 2 pi / train_length * floor_ratio
+//   w_k < floor (strictly)  ->  w_k = 0
+//   drop_clipped: the zeros are removed, keeping the order of the others
+//
+// base_inv_freq: [P], e.g. default_inv_freq(head_dim, theta). floor_ratio = 0 clips nothing.
+inline FopeFrequencies fope_clip_floor(const Eigen::VectorXd& base_inv_freq,
+                                       std::int64_t train_length, double floor_ratio = 1.0,
+                                       bool drop_clipped = true) {
+  detail::require_positive("train_length", train_length);
+  if (!(std::isfinite(floor_ratio) && floor_ratio >= 0.0)) {
+    detail::fail("floor_ratio", floor_ratio, "expected a finite number >= 0");
+  }
+  FopeFrequencies f;
+  f.base_inv_freq = base_inv_freq;
+  f.floor = detail::two_pi / static_cast<double>(train_length) * floor_ratio;
+  f.drop_clipped = drop_clipped;
+  f.clipped = (base_inv_freq.array() < f.floor);
+  const Eigen::Index kept =
+      drop_clipped ? base_inv_freq.size() - f.clipped.count() : base_inv_freq.size();
+  f.inv_freq.resize(kept);
+  Eigen::Index next = 0;
+  for (Eigen::Index k = 0; k < base_inv_freq.size(); ++k) {
+    if (!f.clipped[k]) {
+      f.inv_freq[next++] = base_inv_freq[k];
+    } else if (!drop_clipped) {
+      f.inv_freq[next++] = 0.0;
+    }
+  }
+  return f;
+}
+
+// ---------------------------------------------------------------------------------------------
+// 2. Parameters
+
+// FoPE's settings as plain values (what a config.json's rope_scaling {"rope_type": "fope"}
+// holds). Zero in n_kv_heads or d_out means "the default".
+struct FopeConfig {
+  int head_dim = 0;               // features per head (even)
+  int n_heads = 0;                // query heads
+  int n_kv_heads = 0;             // key-value heads = coefficient heads; 0: n_heads
+  double theta = 10000.0;         // RoPE base
+  std::int64_t train_length = 0;  // N, the training context length
+  double floor_ratio = 1.0;       // the floor is 2 pi / N * floor_ratio
+  bool drop_clipped = true;       // the reference's fourier_ignore_zero
+  int d_out = 0;                  // mixed slots; 0: min(D_in, head_dim/4), or head_dim/2
+                                  // when clipped frequencies are kept
+  double sigma = 0.3;             // Xavier-normal gain of the initial noise
+  std::uint64_t seed = 0;         // seed of the initial noise
+  double padding_sin = 1.0;       // S of the padded slots (C is always 1)
+};
+
+// A read-only view of a coefficient array: [coefficient heads, D_in, D_out], C order.
+using FopeCoefficientMap = Eigen::TensorMap<const Eigen::Tensor<float, 3, Eigen::RowMajor>>;
+
+class Fope;
+inline Fope make_fope(const FopeConfig& config);
+inline Fope fope_with_coefficients(const FopeConfig& config, const FopeCoefficientMap& sin_coef,
+                                   const FopeCoefficientMap& cos_coef);
+
+// Everything the FoPE kernel needs: frequencies, head counts, the coefficient arrays and the
+// padding. Built by make_fope (initialised coefficients, owned) or fope_with_coefficients
+// (a checkpoint's arrays, mapped without copying: keep them alive as long as the Fope and any
+// copy or table of it). Immutable; copies share the coefficients.
+class Fope {
+ public:
+  // The settings with n_kv_heads and d_out resolved.
+  const FopeConfig& config() const { return config_; }
+  int head_dim() const { return config_.head_dim; }
+  int slots() const { return config_.head_dim / 2; }
+  int n_heads() const { return config_.n_heads; }
+  int n_kv_heads() const { return config_.n_kv_heads; }
+  int d_in() const { return frequencies_.d_in(); }
+  int d_out() const { return config_.d_out; }
+  double padding_cos() const { return 1.0; }
+  double padding_sin() const { return config_.padding_sin; }
+  const FopeFrequencies& frequencies() const { return frequencies_; }
+  const Eigen::VectorXd& inv_freq() const { return frequencies_.inv_freq; }  // [D_in]
+  // A_sin, A_cos: [n_kv_heads, D_in, D_out]
+  const FopeCoefficientMap& sin_coef() const { return sin_coef_; }
+  const FopeCoefficientMap& cos_coef() const { return cos_coef_; }
+  // True when the coefficients were initialised here, false when they map a caller's arrays.
+  bool owns_coefficients() const { return storage_ != nullptr; }
+
+  // Query heads per coefficient head for a tensor with `heads` heads: n_heads / n_kv_heads for
+  // queries, 1 for keys (heads == n_kv_heads). Head h uses coefficient head h / group.
+  Eigen::Index head_group(Eigen::Index heads) const {
+    if (heads == n_heads()) return n_heads() / n_kv_heads();
+    if (heads == n_kv_heads()) return 1;
+    detail::fail("heads", heads,
+                 "expected n_heads = " + std::to_string(n_heads()) +
+                     " (queries) or n_kv_heads = " + std::to_string(n_kv_heads()) + " (keys)");
+  }
+
+ private:
+  Fope(FopeConfig config, FopeFrequencies frequencies,
+       std::shared_ptr<const std::vector<float>> storage, const float* sin_coef,
+       const float* cos_coef)
+      : config_(std::move(config)),
+        frequencies_(std::move(frequencies)),
+        storage_(std::move(storage)),
+        sin_coef_(sin_coef, config_.n_kv_heads, frequencies_.d_in(), config_.d_out),
+        cos_coef_(cos_coef, config_.n_kv_heads, frequencies_.d_in(), config_.d_out) {}
+
+  friend Fope make_fope(const FopeConfig& config);
+  friend Fope fope_with_coefficients(const FopeConfig& config, const FopeCoefficientMap& sin_coef,
+                                     const FopeCoefficientMap& cos_coef);
+
+  FopeConfig config_;
+  FopeFrequencies frequencies_;
+  std::shared_ptr<const std::vector<float>> storage_;  // owned sin then cos, or null
+  FopeCoefficientMap sin_coef_, cos_coef_;
+};
+
+// Validates a FopeConfig (throws posemb::Error naming the field), clips the frequencies and
+// fills in the defaults of n_kv_heads and d_out. Returns {the resolved config, the frequencies}.
+inline std::pair<FopeConfig, FopeFrequencies> resolve_fope_config(FopeConfig config) {
+  using detail::fail;
+  using detail::require_positive;
+  using detail::require_positive_finite;
+  detail::require_even_positive("head_dim", config.head_dim);
+  require_positive("n_heads", config.n_heads);
+  if (config.n_kv_heads == 0) config.n_kv_heads = config.n_heads;
+  require_positive("n_kv_heads", config.n_kv_heads);
+  if (config.n_heads % config.n_kv_heads != 0) {
+    fail("n_heads", config.n_heads,
+         "expected a multiple of n_kv_heads = " + std::to_string(config.n_kv_heads));
+  }
+  require_positive_finite("theta", config.theta);
+  if (!(std::isfinite(config.sigma) && config.sigma >= 0.0)) {
+    fail("sigma", config.sigma, "expected a finite number >= 0");
+  }
+  if (!std::isfinite(config.padding_sin)) {
+    fail("padding_sin", config.padding_sin, "expected a finite number");
+  }
+  FopeFrequencies frequencies =
+      fope_clip_floor(default_inv_freq(config.head_dim, config.theta), config.train_length,
+                      config.floor_ratio, config.drop_clipped);
+  if (frequencies.d_in() == 0) {
+    fail("train_length", config.train_length,
+         "every frequency lies below the clip floor 2 pi / train_length * floor_ratio = " +
+             std::to_string(frequencies.floor) + "; expected a longer train_length");
+  }
+  const int slots = config.head_dim / 2;
+  if (config.d_out == 0) {
+    config.d_out = config.drop_clipped ? std::min(frequencies.d_in(), config.head_dim / 4) : slots;
+  }
+  if (config.d_out < 1 || config.d_out > slots) {
+    fail("d_out", config.d_out, "expected 1 <= d_out <= head_dim / 2 = " + std::to_string(slots));
+  }
+  return {config, frequencies};
+}
+
+// The standard deviation of the initial noise: torch.nn.init.xavier_normal_(gain = sigma) on
+// the 3-D tensor [H, D_in, D_out], as the reference does. torch takes fan_in = D_in * D_out and
+// fan_out = H * D_out (the trailing dimension counts as a receptive field), so
+//
+//   std = sigma * sqrt(2 / (fan_in + fan_out)) = sigma * sqrt(2 / (D_out * (D_in + H)))
+//
+// which is not the 2-D value sigma * sqrt(2 / (D_in + D_out)).
+inline double fope_noise_std(double sigma, int coefficient_heads, int d_in, int d_out) {
+  return sigma * std::sqrt(2.0 / (static_cast<double>(d_out) * (d_in + coefficient_heads)));
+}
+
+// FoPE with initialised coefficients (reference: FourierEmbedding.reset_parameters with
+// fourier_init = "eye_xavier_norm"): A = E + R for A_sin and A_cos independently, where
+//   E, the "step-eye": step = ceil(D_in / D_out), E[h, i * step, i] = 1 for i * step < D_in
+//      (the identity when D_in == D_out; trailing columns may hold no 1 when D_in > D_out);
+//   R, normal noise with std fope_noise_std(sigma, n_kv_heads, D_in, D_out).
+// The noise comes from detail::BoxMullerNormal(seed): A_sin's entries in C order, then A_cos's.
+// A seed gives the same matrices everywhere, but not torch's: load a trained checkpoint's
+// arrays with fope_with_coefficients to reproduce a model.
+inline Fope make_fope(const FopeConfig& config) {
+  auto [resolved, frequencies] = resolve_fope_config(config);
+  const int heads = resolved.n_kv_heads, d_in = frequencies.d_in(), d_out = resolved.d_out;
+  const double std_dev = fope_noise_std(resolved.sigma, heads, d_in, d_out);
+  const int step = (d_in + d_out - 1) / d_out;
+  const std::size_t per_array = static_cast<std::size_t>(heads) * d_in * d_out;
+  auto storage = std::make_shared<std::vector<float>>(2 * per_array);
+  detail::BoxMullerNormal normal(resolved.seed);
+  for (std::size_t array = 0; array < 2; ++array) {  // 0: A_sin, 1: A_cos
+    float* a = storage->data() + array * per_array;
+    for (int h = 0; h < heads; ++h) {
+      for (int k = 0; k < d_in; ++k) {
+        for (int j = 0; j < d_out; ++j) {
+          const double eye = (k == j * step) ? 1.0 : 0.0;
+          a[(static_cast<std::size_t>(h) * d_in + k) * d_out + j] =
+              static_cast<float>(eye + std_dev * normal());
+        }
+      }
+    }
+  }
+  const float* sin_coef = storage->data();
+  const float* cos_coef = storage->data() + per_array;
+  return Fope(std::move(resolved), std::move(frequencies), std::move(storage), sin_coef, cos_coef);
+}
+
+// make_fope from plain values, for a config loader. d_out = 0: the default width;
+// n_kv_heads = 0: n_heads.
+inline Fope make_fope(int head_dim, int n_heads, int n_kv_heads, double theta,
+                      std::int64_t train_length, double sigma = 0.3, int d_out = 0,
+                      std::uint64_t seed = 0, double padding_sin = 1.0) {
+  FopeConfig config;
+  config.head_dim = head_dim;
+  config.n_heads = n_heads;
+  config.n_kv_heads = n_kv_heads;
+  config.theta = theta;
+  config.train_length = train_length;
+  config.sigma = sigma;
+  config.d_out = d_out;
+  config.seed = seed;
+  config.padding_sin = padding_sin;
+  return make_fope(config);
+}
+
+// FoPE applying a checkpoint's coefficient arrays (e.g. the reference's
+// transformer.blocks.<i>.pos_emb.sin_coef / cos_coef), mapped without copying.
+// sin_coef, cos_coef: [n_kv_heads, D_in, D_out], float32, C order. D_out is taken from the
+// arrays (config.d_out, if not 0, must agree); config.sigma and config.seed are not used.
+inline Fope fope_with_coefficients(const FopeConfig& config, const FopeCoefficientMap& sin_coef,
+                                   const FopeCoefficientMap& cos_coef) {
+  FopeConfig wanted = config;
+  if (wanted.d_out == 0) wanted.d_out = static_cast<int>(sin_coef.dimension(2));
+  auto [resolved, frequencies] = resolve_fope_config(wanted);
+  const std::array<Eigen::Index, 3> expected = {resolved.n_kv_heads, frequencies.d_in(),
+                                                resolved.d_out};
+  const char* axis[3] = {"n_kv_heads", "D_in (frequencies kept by the clip floor)", "d_out"};
+  for (const auto* array : {&sin_coef, &cos_coef}) {
+    const std::string name = array == &sin_coef ? "sin_coef" : "cos_coef";
+    if (array->data() == nullptr) {
+      detail::fail(name + ".data()", "null", "expected a coefficient array");
+    }
+    for (int i = 0; i < 3; ++i) {
+      if (array->dimension(i) != expected[i]) {
+        detail::fail(name + ".dimension(" + std::to_string(i) + ")", array->dimension(i),
+                     "expected " + std::string(axis[i]) + " = " + std::to_string(expected[i]) +
+                         " (shape [n_kv_heads, D_in, D_out] = [" + std::to_string(expected[0]) +
+                         ", " + std::to_string(expected[1]) + ", " + std::to_string(expected[2]) +
+                         "])");
+      }
+    }
+    for (Eigen::Index i = 0; i < array->size(); ++i) {
+      if (!std::isfinite(array->data()[i])) {
+        detail::fail(name + "[" + std::to_string(i) + "]", array->data()[i],
+                     "expected finite coefficients");
+      }
+    }
+  }
+  return Fope(std::move(resolved), std::move(frequencies), nullptr, sin_coef.data(),
+              cos_coef.data());
+}
+
+// The same from raw pointers and shapes (e.g. an NpyArray's shape): each shape must be 3-D.
+inline Fope fope_with_coefficients(const FopeConfig& config, const float* sin_coef,
+                                   const std::vector<std::int64_t>& sin_shape,
+                                   const float* cos_coef,
+                                   const std::vector<std::int64_t>& cos_shape) {
+  for (const auto* shape : {&sin_shape, &cos_shape}) {
+    if (shape->size() != 3) {
+      detail::fail(std::string(shape == &sin_shape ? "sin_coef" : "cos_coef") + " rank",
+                   shape->size(), "expected 3 dimensions [n_kv_heads, D_in, D_out]");
+    }
+  }
+  return fope_with_coefficients(
+      config, FopeCoefficientMap(sin_coef, sin_shape[0], sin_shape[1], sin_shape[2]),
+      FopeCoefficientMap(cos_coef, cos_shape[0], cos_shape[1], cos_shape[2]));
+}
+
+// ---------------------------------------------------------------------------------------------
+// 3. C and S
+
+namespace detail {
+
+// C and S of every coefficient head and slot at one position, rounded to C.
+// cos_out, sin_out: [n_kv_heads, head_dim / 2]; scratch: [2 * D_in + 2 * D_out] doubles.
+template <class C>
+void fope_cos_sin(const Fope& fope, std::int64_t position, C* cos_out, C* sin_out,
+                  double* scratch) {
+  const int d_in = fope.d_in(), d_out = fope.d_out(), slots = fope.slots();
+  double* cos_w = scratch;               // [D_in] cos(w_k t)
+  double* sin_w = scratch + d_in;        // [D_in] sin(w_k t)
+  double* cos_sum = scratch + 2 * d_in;  // [D_out]
+  double* sin_sum = cos_sum + d_out;     // [D_out]
+  for (int k = 0; k < d_in; ++k) {
+    const double angle = rope_angle(position, fope.inv_freq()[k]);
+    cos_w[k] = std::cos(angle);
+    sin_w[k] = std::sin(angle);
+  }
+  for (int h = 0; h < fope.n_kv_heads(); ++h) {
+    const float* a_cos = fope.cos_coef().data() + static_cast<std::size_t>(h) * d_in * d_out;
+    const float* a_sin = fope.sin_coef().data() + static_cast<std::size_t>(h) * d_in * d_out;
+    std::fill(cos_sum, cos_sum + 2 * d_out, 0.0);
+    for (int k = 0; k < d_in; ++k) {
+      for (int j = 0; j < d_out; ++j) {
+        cos_sum[j] += static_cast<double>(a_cos[k * d_out + j]) * cos_w[k];
+        sin_sum[j] += static_cast<double>(a_sin[k * d_out + j]) * sin_w[k];
+      }
+    }
+    C* cos_row = cos_out + static_cast<std::size_t>(h) * slots;
+    C* sin_row = sin_out + static_cast<std::size_t>(h) * slots;
+    for (int j = 0; j < d_out; ++j) {
+      cos_row[j] = static_cast<C>(cos_sum[j]);
+      sin_row[j] = static_cast<C>(sin_sum[j]);
+    }
+    for (int j = d_out; j < slots; ++j) {
+      cos_row[j] = static_cast<C>(fope.padding_cos());
+      sin_row[j] = static_cast<C>(fope.padding_sin());
+    }
+  }
+}
+
+}  // namespace detail
+
+// C and S at one position, in double: {cos, sin}, each [n_kv_heads, head_dim / 2].
+inline std::pair<Eigen::MatrixXd, Eigen::MatrixXd> fope_cos_sin(const Fope& fope,
+                                                                std::int64_t position) {
+  using RowMatrix = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  RowMatrix cos(fope.n_kv_heads(), fope.slots()), sin(fope.n_kv_heads(), fope.slots());
+  std::vector<double> scratch(2 * static_cast<std::size_t>(fope.d_in() + fope.d_out()));
+  detail::fope_cos_sin(fope, position, cos.data(), sin.data(), scratch.data());
+  return {cos, sin};
+}
+
+// A precomputed (C, S) table for positions [first_position, first_position + count), in the
+// arithmetic type C (float for float/half/bf16 storage, double for double storage). Holds a
+// copy of the Fope (sharing its coefficients). Immutable after construction.
+template <class C>
+class FopeTable {
+  static_assert(std::is_same_v<C, float> || std::is_same_v<C, double>,
+                "FopeTable holds float or double");
+
+ public:
+  using Matrix = Eigen::Matrix<C, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+
+  FopeTable(Fope fope, std::int64_t first_position, std::int64_t count)
+      : fope_(std::move(fope)), first_position_(first_position) {
+    detail::require_positive("count", count);
+    const Eigen::Index width = static_cast<Eigen::Index>(fope_.n_kv_heads()) * fope_.slots();
+    cos_.resize(count, width);
+    sin_.resize(count, width);
+    std::vector<double> scratch(2 * static_cast<std::size_t>(fope_.d_in() + fope_.d_out()));
+    for (std::int64_t row = 0; row < count; ++row) {
+      detail::fope_cos_sin(fope_, first_position + row, cos_.row(row).data(), sin_.row(row).data(),
+                           scratch.data());
+    }
+  }
+
+  const Fope& fope() const { return fope_; }
+  std::int64_t first_position() const { return first_position_; }
+  std::int64_t count() const { return cos_.rows(); }
+  bool contains(std::int64_t position) const {
+    return position >= first_position_ && position - first_position_ < count();
+  }
+  // cos, sin: [count, n_kv_heads * head_dim / 2]; row r is position first_position + r, and
+  // coefficient head g's slots start at column g * head_dim / 2.
+  const Matrix& cos() const { return cos_; }
+  const Matrix& sin() const { return sin_; }
+
+  // Row pointers ([n_kv_heads, head_dim / 2]) for one position; throws outside the range.
+  const C* cos_row(std::int64_t position) const { return cos_.row(row_of(position)).data(); }
+  const C* sin_row(std::int64_t position) const { return sin_.row(row_of(position)).data(); }
+
+ private:
+  Eigen::Index row_of(std::int64_t position) const {
+    if (!contains(position)) {
+      detail::fail("position", position,
+                   "outside the FoPE table's range [" + std::to_string(first_position_) + ", " +
+                       std::to_string(first_position_ + count()) + ")");
+    }
+    return static_cast<Eigen::Index>(position - first_position_);
+  }
+
+  Fope fope_;
+  std::int64_t first_position_;
+  Matrix cos_, sin_;
+};
+
+// The table type to use with storage type T.
+template <class T>
+using FopeTableFor = FopeTable<detail::compute_t<T>>;
+
+// ---------------------------------------------------------------------------------------------
+// 4. Application to 4-D tensors
+
+namespace detail {
+
+// (C, S) rows per token: computed on the fly into a buffer allocated once per call...
+template <class C>
+class FopeDirectRows {
+ public:
+  explicit FopeDirectRows(const Fope& fope)
+      : fope_(fope),
+        cos_(static_cast<std::size_t>(fope.n_kv_heads()) * fope.slots()),
+        sin_(cos_.size()),
+        scratch_(2 * static_cast<std::size_t>(fope.d_in() + fope.d_out())) {}
+  std::pair<const C*, const C*> at(std::int64_t position) {
+    fope_cos_sin(fope_, position, cos_.data(), sin_.data(), scratch_.data());
+    return {cos_.data(), sin_.data()};
+  }
+
+ private:
+  const Fope& fope_;
+  std::vector<C> cos_, sin_;
+  std::vector<double> scratch_;
+};
+
+// ... or read from a table (no allocation).
+template <class C>
+class FopeTableRows {
+ public:
+  explicit FopeTableRows(const FopeTable<C>& table) : table_(table) {}
+  std::pair<const C*, const C*> at(std::int64_t position) const {
+    return {table_.cos_row(position), table_.sin_row(position)};
+  }
+
+ private:
+  const FopeTable<C>& table_;
+};
+
+template <class C>
+FopeDirectRows<C> fope_rows(const Fope& fope) {
+  return FopeDirectRows<C>(fope);
+}
+template <class C, class TableC>
+FopeTableRows<C> fope_rows(const FopeTable<TableC>& table) {
+  static_assert(std::is_same_v<C, TableC>,
+                "posemb: use FopeTableFor<T> (double for double storage, float otherwise)");
+  return FopeTableRows<C>(table);
+}
+
+inline const Fope& fope_of(const Fope& fope) { return fope; }
+template <class C>
+const Fope& fope_of(const FopeTable<C>& table) {
+  return table.fope();
+}
+
+// Rotates every head of a 4-D tensor with FoPE; in and out share shape and layout (in == out:
+// in place). in, out: [batch, seq, heads, head_dim] (BSHD) or [batch, heads, seq, head_dim]
+// (BHSD); heads is n_heads (queries) or n_kv_heads (keys).
+template <class T, class Source>
+void fope_rotate_tensor(const Source& source, const TokenPositions& positions, TensorLayout layout,
+                        const T* in, T* out, const Eigen::array<Eigen::Index, 4>& dims) {
+  if (layout != TensorLayout::BSHD && layout != TensorLayout::BHSD) {
+    fail("layout", static_cast<int>(layout), "expected TensorLayout::BSHD or TensorLayout::BHSD");
+  }
+  const Fope& fope = fope_of(source);
+  const bool bshd = layout == TensorLayout::BSHD;
+  const Eigen::Index batch = dims[0];
+  const Eigen::Index seq = bshd ? dims[1] : dims[2];
+  const Eigen::Index heads = bshd ? dims[2] : dims[1];
+  const Eigen::Index head_dim = dims[3];
+  if (head_dim != fope.head_dim()) {
+    fail("head_dim", head_dim, "expected the FoPE head_dim = " + std::to_string(fope.head_dim()));
+  }
+  const Eigen::Index group = fope.head_group(heads);
+  positions.check(batch, seq);
+  const Eigen::Index token_stride = bshd ? heads * head_dim : head_dim;
+  const Eigen::Index head_stride = bshd ? head_dim : seq * head_dim;
+  const int slots = fope.slots();
+  using C = compute_t<T>;
+  auto rows = fope_rows<C>(source);
+  for (Eigen::Index b = 0; b < batch; ++b) {
+    for (Eigen::Index s = 0; s < seq; ++s) {
+      const auto [cos, sin] = rows.at(positions.at(b, s));
+      const Eigen::Index token = b * seq * heads * head_dim + s * token_stride;
+      for (Eigen::Index h = 0; h < heads; ++h) {
+        const Eigen::Index at = token + h * head_stride;
+        const Eigen::Index row = (h / group) * slots;
+        rotate_pairs(in + at, out + at, 1, cos + row, sin + row, 0, slots,
+                     static_cast<int>(head_dim), Pairing::RotateHalf);
+      }
+    }
+  }
+}
+
+}  // namespace detail
+
+// `source` is a Fope (C, S computed per token; one scratch allocation per call) or a
+// FopeTableFor<T> (no allocation). `positions` is a PositionMatrix [batch, seq] (or [1, seq])
+// or a scalar offset (token s at offset + s, as for KV-cache decode).
+
+// x: [batch, seq, heads, head_dim] (BSHD) or [batch, heads, seq, head_dim] (BHSD), heads =
+// n_heads (queries) or n_kv_heads (keys).
+template <class X, class Source, detail::if_tensor4<X> = 0>
+void apply_fope_inplace(X&& x, const detail::TokenPositions& positions, const Source& source,
+                        TensorLayout layout = TensorLayout::BSHD) {
+  detail::fope_rotate_tensor(source, positions, layout, x.data(), x.data(), x.dimensions());
+}
+
+// Out of place into a caller's tensor `out` of the same shape.
+template <class X, class Y, class Source, detail::if_tensor4<X> = 0, detail::if_tensor4<Y> = 0>
+void apply_fope(const X& x, Y&& out, const detail::TokenPositions& positions, const Source& source,
+                TensorLayout layout = TensorLayout::BSHD) {
+  using YT = std::remove_reference_t<Y>;
+  static_assert(std::is_same_v<std::remove_const_t<typename X::Scalar>, typename YT::Scalar>,
+                "posemb: x and out must have the same scalar type");
+  for (int i = 0; i < 4; ++i) {
+    if (x.dimension(i) != out.dimension(i)) {
+      detail::fail(
+          "out.dimension(" + std::to_string(i) + ")", out.dimension(i),
+          "expected x.dimension(" + std::to_string(i) + ") = " + std::to_string(x.dimension(i)));
+    }
+  }
+  detail::fope_rotate_tensor(source, positions, layout, x.data(), out.data(), x.dimensions());
+}
+
+// Out of place, returning a new tensor.
+template <class X, class Source, detail::if_tensor4<X> = 0>
+Tensor4<std::remove_const_t<typename X::Scalar>> apply_fope(
+    const X& x, const detail::TokenPositions& positions, const Source& source,
+    TensorLayout layout = TensorLayout::BSHD) {
+  Tensor4<std::remove_const_t<typename X::Scalar>> out(x.dimensions());
+  detail::fope_rotate_tensor(source, positions, layout, x.data(), out.data(), x.dimensions());
+  return out;
+}
+
+}  // namespace posemb
