@@ -1,12 +1,18 @@
 // Reproduces the published gap-5 drift table (sinusoidal vs RoPE), then sweeps the pair over
 // every position 0..2047 to show how much each scheme's score moves at a fixed gap.
 //
-//   drift_table [DATA_DIR]        DATA_DIR defaults to the project's data/drift_table
+//   drift_table [--svg FILE] [DATA_DIR]
+//
+// DATA_DIR defaults to the project's data/drift_table; --svg also draws the gap-5 score
+// against position for sinusoidal and RoPE.
 #include <cstdio>
+#include <cstring>
 #include <exception>
 #include <string>
+#include <vector>
 
 #include "drift_table.hpp"
+#include "svg.hpp"
 
 namespace {
 
@@ -19,7 +25,18 @@ void print_sweep(const char* name, const drift::Sweep& s) {
 
 int main(int argc, char** argv) {
   try {
-    const std::string dir = argc > 1 ? argv[1] : std::string(POSEMB_DATA_DIR) + "/drift_table";
+    std::string dir = std::string(POSEMB_DATA_DIR) + "/drift_table";
+    std::string svg_path;
+    for (int i = 1; i < argc; ++i) {
+      if (std::strcmp(argv[i], "--svg") == 0 && i + 1 < argc) {
+        svg_path = argv[++i];
+      } else if (argv[i][0] == '-') {
+        std::fprintf(stderr, "usage: drift_table [--svg FILE] [DATA_DIR]\n");
+        return 2;
+      } else {
+        dir = argv[i];
+      }
+    }
     const drift::Inputs in = drift::load_inputs(dir);
     const int table_len = drift::sweep_positions + 8;
     const auto pe_float32 = drift::sinusoidal_table_float32(table_len);
@@ -63,6 +80,19 @@ int main(int argc, char** argv) {
     print_sweep("sinusoidal, float32 table (published), x * 8",
                 drift::sweep([&](auto m, auto n) { return drift::sinusoidal_score(in, pe_float32, m, n, 8.0f); }, 5));
     std::printf("\n|x_q| = %.4f, |pe[n]| = %.4f for every n\n", in.x_q.norm(), pe.row(0).norm());
+
+    if (!svg_path.empty()) {
+      std::vector<double> positions, sinusoidal, rope;
+      for (std::int64_t n = 0; n < drift::sweep_positions; ++n) {
+        positions.push_back(static_cast<double>(n));
+        sinusoidal.push_back(drift::sinusoidal_score(in, pe_float32, n + 5, n));
+        rope.push_back(drift::rope_score(in, interleaved, n + 5, n));
+      }
+      svg::write_line_chart_svg(svg_path, "Gap-5 score against position (d = 64, base 10000)",
+                                "key position n (query at n + 5)", "score", positions,
+                                {{"sinusoidal (added to the embedding)", sinusoidal}, {"RoPE", rope}});
+      std::printf("wrote %s\n", svg_path.c_str());
+    }
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "drift_table: error: %s\n", e.what());
