@@ -1,0 +1,194 @@
+# End-to-end tests of the posemb tool, included from tools/CMakeLists.txt (which defines
+# posemb_cli_test, cli_source, cli_data and cli_out).
+set(cases ${cli_source}/data)
+set(fope_a ${cli_data}/fope/a_hd64_h8_N512_S32)
+set(fope_b ${cli_data}/fope/b_hd16_h2_N64_S128_extrap)
+set(fope_c ${cli_data}/fope/c_identity_hd64_h4_N512_S40)
+set(fope_c2 ${cli_data}/fope/c2_stepeye_hd64_h4_N4096_S48)
+
+# ---- freqs on every HuggingFace conformance case: NAME.expected.json is `freqs NAME.json`,
+# NAME.seqN.expected.json is `freqs NAME.json --seq-len N`; relative 1e-6.
+file(GLOB hf_expected ${cli_data}/hf/*.expected.json)
+foreach(expected IN LISTS hf_expected)
+  get_filename_component(file ${expected} NAME)
+  string(REGEX REPLACE "\\.expected\\.json$" "" case ${file})
+  set(seq_args)
+  if(case MATCHES "^(.*)\\.seq([0-9]+)$")
+    set(config ${CMAKE_MATCH_1})
+    set(seq_args --seq-len ${CMAKE_MATCH_2})
+  else()
+    set(config ${case})
+  endif()
+  posemb_cli_test("freqs ${case}"
+    ARGS freqs ${cli_data}/hf/${config}.json ${seq_args}
+    STDOUT ${cli_out}/freqs_${case}.json
+    CHECK freqs ${cli_out}/freqs_${case}.json ${expected})
+endforeach()
+
+# ---- apply on every FoPE conformance case with its coefficients; 1e-5 * max(1, max |y|).
+file(GLOB fope_configs ${cli_data}/fope/*/config.json)
+foreach(config IN LISTS fope_configs)
+  get_filename_component(dir ${config} DIRECTORY)
+  get_filename_component(case ${dir} NAME)
+  posemb_cli_test("apply fope ${case}"
+    ARGS apply ${config} --input ${dir}/x.npy --positions ${dir}/positions.npy
+         --fope-sin-coef ${dir}/sin_coef.npy --fope-cos-coef ${dir}/cos_coef.npy
+         --output ${cli_out}/fope_${case}.npy
+    CHECK close ${cli_out}/fope_${case}.npy ${dir}/y.npy)
+endforeach()
+# With sigma 0 the coefficients the tool initialises are the step-eye the reference used.
+foreach(dir IN ITEMS ${fope_c} ${fope_c2})
+  get_filename_component(case ${dir} NAME)
+  posemb_cli_test("apply fope ${case} initialised coefficients"
+    ARGS apply ${dir}/config.json --input ${dir}/x.npy --output ${cli_out}/fope_init_${case}.npy
+    CHECK close ${cli_out}/fope_init_${case}.npy ${dir}/y.npy)
+endforeach()
+
+# ---- apply RoPE: against RoFormer's formula evaluated in the checker, and against the library.
+set(rope_config ${cli_data}/hf/default_hd64.json)  # theta 10000, head_dim 64, rotate_half
+posemb_cli_test("apply rope default vs formula"
+  ARGS apply ${rope_config} --input ${fope_a}/x.npy --output ${cli_out}/rope_default.npy
+  CHECK rope-formula ${fope_a}/x.npy ${cli_out}/rope_default.npy 10000 64 rotate_half bshd 0)
+posemb_cli_test("apply rope bhsd interleaved offset vs formula"
+  ARGS apply ${rope_config} --input ${fope_a}/x.npy --layout bhsd --pairing interleaved
+       --offset 1000 --output ${cli_out}/rope_bhsd.npy
+  CHECK rope-formula ${fope_a}/x.npy ${cli_out}/rope_bhsd.npy 10000 64 interleaved bhsd 1000)
+posemb_cli_test("apply rope negative offset vs formula"
+  ARGS apply ${rope_config} --input ${fope_a}/x.npy --offset=-7 --output ${cli_out}/rope_negative.npy
+  CHECK rope-formula ${fope_a}/x.npy ${cli_out}/rope_negative.npy 10000 64 rotate_half bshd -7)
+posemb_cli_test("apply rope positions file vs library"
+  ARGS apply ${rope_config} --input ${fope_a}/x.npy --positions ${fope_a}/positions.npy
+       --output ${cli_out}/rope_positions.npy
+  CHECK rope-library ${rope_config} ${fope_a}/x.npy ${cli_out}/rope_positions.npy bshd 0 config query)
+foreach(case IN ITEMS yarn_hd64 llama3_hd32 partial_half longrope_phi3_style dynamic_legacy_type)
+  posemb_cli_test("apply rope ${case} vs library"
+    ARGS apply ${cli_data}/hf/${case}.json --input ${fope_a}/x.npy --offset 5000
+         --output ${cli_out}/rope_${case}.npy
+    CHECK rope-library ${cli_data}/hf/${case}.json ${fope_a}/x.npy ${cli_out}/rope_${case}.npy
+          bshd 5000 config query)
+endforeach()
+posemb_cli_test("apply xpos key vs library"
+  ARGS apply ${cases}/xpos.json --input ${fope_a}/x.npy --role key --output ${cli_out}/xpos_key.npy
+  CHECK rope-library ${cases}/xpos.json ${fope_a}/x.npy ${cli_out}/xpos_key.npy bshd 0 config key)
+# float64 in, float64 out.
+add_test(NAME cli.make_float64_input
+  COMMAND posemb_cli_check to-f64 ${fope_a}/x.npy ${cli_out}/x_f64.npy)
+set_tests_properties(cli.make_float64_input PROPERTIES FIXTURES_SETUP posemb_cli_f64)
+posemb_cli_test("apply rope float64 vs formula"
+  ARGS apply ${rope_config} --input ${cli_out}/x_f64.npy --offset 123 --output ${cli_out}/rope_f64.npy
+  CHECK rope-formula ${cli_out}/x_f64.npy ${cli_out}/rope_f64.npy 10000 64 rotate_half bshd 123)
+set_tests_properties(cli.apply_rope_float64_vs_formula PROPERTIES FIXTURES_REQUIRED posemb_cli_f64)
+
+# ---- alibi and sinusoidal against values written out by hand.
+posemb_cli_test("alibi causal 2 heads"
+  ARGS alibi --heads 2 --q-len 3 --k-len 3 --output ${cli_out}/alibi_causal.npy
+  CHECK values ${cli_out}/alibi_causal.npy ${cases}/alibi_h2_causal.expected.json 0)
+posemb_cli_test("alibi symmetric 3 heads q-offset"
+  ARGS alibi --heads 3 --q-len 1 --k-len 4 --symmetric --q-offset 2 --output ${cli_out}/alibi_sym.npy
+  CHECK values ${cli_out}/alibi_sym.npy ${cases}/alibi_h3_symmetric.expected.json 0)
+posemb_cli_test("alibi decode default q-offset"
+  ARGS alibi --heads 1 --q-len 1 --k-len 3 --causal --output ${cli_out}/alibi_decode.npy
+  CHECK values ${cli_out}/alibi_decode.npy ${cases}/alibi_decode.expected.json 0)
+posemb_cli_test("sinusoidal interleaved"
+  ARGS sinusoidal --dim 4 --max-len 3 --output ${cli_out}/sinusoidal.npy
+  CHECK values ${cli_out}/sinusoidal.npy ${cases}/sinusoidal_d4_interleaved.expected.json 2e-7)
+posemb_cli_test("sinusoidal concat base 100"
+  ARGS sinusoidal --dim 4 --max-len 2 --layout concat --base 100 --output ${cli_out}/sinusoidal_concat.npy
+  CHECK values ${cli_out}/sinusoidal_concat.npy ${cases}/sinusoidal_d4_concat_base100.expected.json 2e-7)
+add_test(NAME cli.make_zero_embeddings
+  COMMAND posemb_cli_check zeros ${cli_out}/zeros_1x3x4.npy 1 3 4)
+set_tests_properties(cli.make_zero_embeddings PROPERTIES FIXTURES_SETUP posemb_cli_zeros)
+posemb_cli_test("apply sinusoidal model adds the table"
+  ARGS apply ${cases}/xglm_sinusoidal.json --input ${cli_out}/zeros_1x3x4.npy --output ${cli_out}/xglm.npy
+  CHECK values ${cli_out}/xglm.npy ${cases}/xglm_zeros_plus_table.expected.json 2e-7)
+set_tests_properties(cli.apply_sinusoidal_model_adds_the_table PROPERTIES FIXTURES_REQUIRED posemb_cli_zeros)
+
+# ---- inspect, against values worked out by hand.
+# YaRN factor 4: attention factor 0.1 ln 4 + 1 = 1.1386294361119891.
+posemb_cli_test("inspect yarn" ARGS inspect ${cli_data}/hf/yarn_hd64.json --seq-len 8192
+  STDOUT_MATCHES "attention factor: 1\\.138629436111989")
+# Llama 3.1 (theta 500000, d 32, L0 8192, low/high_freq_factor 1/4): pair 8 has inv_freq
+# 500000^(-1/2) = 0.0014142135623730951, 1 full turn in L0 (wavelength 4443 tokens, between
+# L0/4 and L0): ramp; pair 7 (4 turns) is kept, pair 9 (0 turns) interpolated.
+posemb_cli_test("inspect llama3 bands" ARGS inspect ${cli_data}/hf/llama3_hd32.json
+  STDOUT_MATCHES " 7  [0-9.e-]+ +[0-9.e-]+ +[0-9.]+ +4  kept.* 8  0\\.00141421356237309[0-9]* +[0-9.e-]+ +[0-9.]+ +1  ramp.* 9  [0-9.e-]+ +[0-9.e-]+ +[0-9.]+ +0  interpolated")
+# FoPE N = 4096, head_dim 64: D_in = 23 (tests/data/fope/README.md), pair 23 is the first clipped.
+posemb_cli_test("inspect fope" ARGS inspect ${fope_c2}/config.json
+  STDOUT_MATCHES "D_in: 23 retained frequencies \\(9 clipped, dropped\\).* 22  [0-9.e-]+ +[0-9.e-]+ +[0-9.]+ +1  kept.* 23  [0-9.e-]+ +0 +inf +0  clipped")
+# ALiBi, 4 heads: slopes 2^-2, 2^-4, 2^-6, 2^-8.
+posemb_cli_test("inspect alibi" ARGS inspect ${cases}/bloom_alibi.json
+  STDOUT_MATCHES "0  0\\.25.*1  0\\.0625.*2  0\\.015625.*3  0\\.00390625")
+posemb_cli_test("help apply" ARGS apply --help STDOUT_MATCHES "--fope-sin-coef")
+
+# ---- error paths: exit status 1 (bad input) or 2 (usage), one line on stderr naming the culprit,
+# nothing written to --output.
+set(out ${cli_out}/must_not_exist.npy)
+posemb_cli_test("error missing config" EXIT 1 STDERR "no_such_config\\.json: cannot open"
+  ARGS freqs ${cases}/no_such_config.json)
+posemb_cli_test("error missing input" EXIT 1 STDERR "no_such_x\\.npy: cannot open"
+  ARGS apply ${rope_config} --input ${cases}/no_such_x.npy --output ${out} OUTPUT ${out})
+posemb_cli_test("error bad json" EXIT 1 STDERR "bad_json\\.json: malformed JSON"
+  ARGS apply ${cases}/bad_json.json --input ${fope_a}/x.npy --output ${out} OUTPUT ${out})
+posemb_cli_test("error unknown rope type" EXIT 1
+  STDERR "unknown_rope_type\\.json: rope_scaling\\.rope_type = \"banana\""
+  ARGS apply ${cases}/unknown_rope_type.json --input ${fope_a}/x.npy --output ${out} OUTPUT ${out})
+posemb_cli_test("error fope missing key" EXIT 1
+  STDERR "fope_no_train_length\\.json: rope_scaling\\.train_length: missing"
+  ARGS freqs ${cases}/fope_no_train_length.json)
+posemb_cli_test("error input dtype" EXIT 1
+  STDERR "positions\\.npy: dtype = <i8: expected float32 or float64"
+  ARGS apply ${rope_config} --input ${fope_a}/positions.npy --output ${out} OUTPUT ${out})
+posemb_cli_test("error positions dtype" EXIT 1 STDERR "x\\.npy: dtype = <f4: expected int64"
+  ARGS apply ${rope_config} --input ${fope_a}/x.npy --positions ${fope_a}/x.npy --output ${out}
+  OUTPUT ${out})
+posemb_cli_test("error coefficient dtype" EXIT 1 STDERR "positions\\.npy: dtype = <i8: expected float32"
+  ARGS apply ${fope_a}/config.json --input ${fope_a}/x.npy --fope-sin-coef ${fope_a}/positions.npy
+       --fope-cos-coef ${fope_a}/cos_coef.npy --output ${out} OUTPUT ${out})
+posemb_cli_test("error input rank" EXIT 1 STDERR "inv_freq\\.npy: shape = \\[16\\]: expected"
+  ARGS apply ${rope_config} --input ${fope_a}/inv_freq.npy --output ${out} OUTPUT ${out})
+posemb_cli_test("error positions shape" EXIT 1 STDERR "positions\\.npy: shape = \\[128\\]: expected int64 \\[seq\\]"
+  ARGS apply ${rope_config} --input ${fope_a}/x.npy --positions ${fope_b}/positions.npy --output ${out}
+  OUTPUT ${out})
+posemb_cli_test("error head_dim below rotary_dim" EXIT 1 STDERR "applied to .*x\\.npy: head_dim = 16: expected >= rotary_dim = 64"
+  ARGS apply ${rope_config} --input ${fope_b}/x.npy --output ${out} OUTPUT ${out})
+posemb_cli_test("error coefficient shape" EXIT 1 STDERR "sin_coef\\.npy, .*cos_coef\\.npy: sin_coef\\.dimension\\(0\\) = 4: expected n_kv_heads = 8"
+  ARGS apply ${fope_a}/config.json --input ${fope_a}/x.npy --fope-sin-coef ${fope_c}/sin_coef.npy
+       --fope-cos-coef ${fope_c}/cos_coef.npy --output ${out} OUTPUT ${out})
+posemb_cli_test("error fope interleaved" EXIT 2 STDERR "--pairing = interleaved: FoPE rotates with rotate_half"
+  ARGS apply ${fope_a}/config.json --input ${fope_a}/x.npy --pairing interleaved --output ${out}
+  OUTPUT ${out})
+posemb_cli_test("error coefficients for a rope config" EXIT 2 STDERR "--fope-sin-coef: the config .* is not a FoPE config"
+  ARGS apply ${rope_config} --input ${fope_a}/x.npy --fope-sin-coef ${fope_a}/sin_coef.npy
+       --fope-cos-coef ${fope_a}/cos_coef.npy --output ${out} OUTPUT ${out})
+posemb_cli_test("error unwritable output" EXIT 1 STDERR "no_such_dir/y\\.npy: cannot write: No such file or directory"
+  ARGS alibi --heads 2 --q-len 2 --k-len 2 --output ${cli_out}/no_such_dir/y.npy)
+posemb_cli_test("error output is a directory" EXIT 1 STDERR "cli_out: cannot write: Is a directory"
+  ARGS sinusoidal --dim 4 --max-len 2 --output ${cli_out})
+posemb_cli_test("error apply alibi model" EXIT 1 STDERR "bloom_alibi\\.json: the model uses ALiBi"
+  ARGS apply ${cases}/bloom_alibi.json --input ${fope_a}/x.npy --output ${out} OUTPUT ${out})
+posemb_cli_test("error apply learned model" EXIT 1 STDERR "gpt2_learned\\.json: the model uses learned absolute positions"
+  ARGS apply ${cases}/gpt2_learned.json --input ${fope_a}/x.npy --output ${out} OUTPUT ${out})
+posemb_cli_test("error freqs alibi model" EXIT 1 STDERR "bloom_alibi\\.json: the model's positions are alibi, not rotary"
+  ARGS freqs ${cases}/bloom_alibi.json)
+# Usage errors: exit status 2.
+posemb_cli_test("usage no subcommand" EXIT 2 STDERR "subcommand is required" ARGS "")
+posemb_cli_test("usage unknown option" EXIT 2 STDERR "--frobnicate"
+  ARGS apply ${rope_config} --input ${fope_a}/x.npy --output ${out} --frobnicate OUTPUT ${out})
+posemb_cli_test("usage missing output" EXIT 2 STDERR "--output is required"
+  ARGS apply ${rope_config} --input ${fope_a}/x.npy)
+posemb_cli_test("usage positions and offset" EXIT 2 STDERR "--positions excludes --offset"
+  ARGS apply ${rope_config} --input ${fope_a}/x.npy --positions ${fope_a}/positions.npy --offset 3
+       --output ${out} OUTPUT ${out})
+posemb_cli_test("usage bad layout" EXIT 2 STDERR "--layout: bsdh not in"
+  ARGS apply ${rope_config} --input ${fope_a}/x.npy --layout bsdh --output ${out} OUTPUT ${out})
+posemb_cli_test("usage sin coefficients without cos" EXIT 2 STDERR "--fope-sin-coef requires --fope-cos-coef"
+  ARGS apply ${fope_a}/config.json --input ${fope_a}/x.npy --fope-sin-coef ${fope_a}/sin_coef.npy
+       --output ${out} OUTPUT ${out})
+posemb_cli_test("usage causal and symmetric" EXIT 2 STDERR "--causal excludes --symmetric"
+  ARGS alibi --heads 2 --q-len 2 --k-len 2 --causal --symmetric --output ${out} OUTPUT ${out})
+posemb_cli_test("usage zero heads" EXIT 2 STDERR "--heads: Value 0 not in range"
+  ARGS alibi --heads 0 --q-len 2 --k-len 2 --output ${out} OUTPUT ${out})
+posemb_cli_test("usage odd dim" EXIT 2 STDERR "--dim = 3: expected an even number"
+  ARGS sinusoidal --dim 3 --max-len 2 --output ${out} OUTPUT ${out})
+posemb_cli_test("usage negative seq-len" EXIT 2 STDERR "--seq-len"
+  ARGS freqs ${rope_config} --seq-len -5)
