@@ -30,6 +30,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "posemb/detail/rope_kernels.hpp"
 #include "posemb/detail/storage.hpp"
 #include "posemb/error.hpp"
 #include "posemb/frequencies.hpp"
@@ -47,6 +48,13 @@ enum class TensorLayout {
 inline const char* to_string(Pairing pairing) {
   return pairing == Pairing::Interleaved ? "interleaved" : "rotate_half";
 }
+
+// Worker threads for the 4-D tensor overloads that take one: at most `count` threads including
+// the caller's, and fewer when the tensor is too small to gain from them (below 2^18 elements
+// per thread a tensor is done on the calling thread alone).
+struct Threads {
+  int count = 1;
+};
 
 // Per-token positions: [batch, seq], or [1, seq] shared by every batch row.
 using PositionMatrix = Eigen::Matrix<std::int64_t, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
@@ -118,10 +126,17 @@ void rope_cos_sin(const RopeSpec& spec, std::int64_t position, int pair_begin, i
 // The rotation kernel. Rotates pairs [pair_begin, pair_end) of one head vector.
 // in, out: one head, element i at in[i * stride] (in == out for in place);
 // cos, sin: [pair_end - pair_begin] for this token, already scaled.
+// Contiguous heads (stride 1) go to the vectorized kernels of rope_kernels.hpp; the loop below
+// is the plain scalar form of the same arithmetic, used for strided heads.
 template <class T, class C>
 inline void rotate_pairs(const T* in, T* out, Eigen::Index stride, const C* cos, const C* sin,
                          int pair_begin, int pair_end, int rotary_dim, Pairing pairing) {
   static_assert(std::is_same_v<C, compute_t<T>>, "cos/sin must be in the arithmetic type of T");
+  if (stride == 1) {
+    rotate_contiguous(in, out, cos, sin, pair_begin, pair_end, rotary_dim,
+                      pairing == Pairing::Interleaved);
+    return;
+  }
   const Eigen::Index half = rotary_dim / 2;
   for (int i = pair_begin; i < pair_end; ++i) {
     const Eigen::Index ia = pairing == Pairing::Interleaved ? 2 * i : i;
@@ -164,10 +179,8 @@ class RopeTable {
     detail::require_positive("count", count);
     cos_.resize(count, spec_.pairs());
     sin_.resize(count, spec_.pairs());
-    for (std::int64_t row = 0; row < count; ++row) {
-      detail::rope_cos_sin(spec_, first_position + row, 0, spec_.pairs(), cos_.row(row).data(),
-                           sin_.row(row).data());
-    }
+    detail::fill_rope_table(spec_.inv_freq.data(), spec_.pairs(), spec_.attention_scale,
+                            first_position, count, cos_.data(), sin_.data());
   }
 
   const RopeSpec& spec() const { return spec_; }
@@ -205,15 +218,54 @@ using RopeTableFor = RopeTable<detail::compute_t<T>>;
 
 namespace detail {
 
+// ---- Sources of cos/sin -----------------------------------------------------------------
+// The kernels below take a `source` of each token's cos/sin: a RopeTable (rows looked up), a
+// RopeSpec (computed in the call), or a CosSinFunction (computed by a callable: xPos's scaled
+// cos/sin, the KV-cache helpers' re-rotations). spec_of(source) gives the pairing and
+// rotary_dim; fill_cos_sin(source, ...) computes the cos/sin of pairs [begin, end) at a position.
+
+// cos/sin from a callable: fill(position, pair_begin, pair_end, cos, sin) writes the cos/sin
+// (already scaled, in the arithmetic type) of pairs [pair_begin, pair_end); `spec` gives the
+// pairing and rotary_dim of the rotation they feed.
+template <class Fill>
+struct CosSinFunction {
+  const RopeSpec& spec;
+  const Fill& fill;
+};
+
+inline const RopeSpec& spec_of(const RopeSpec& spec) { return spec; }
+template <class C>
+const RopeSpec& spec_of(const RopeTable<C>& table) {
+  return table.spec();
+}
+template <class Fill>
+const RopeSpec& spec_of(const CosSinFunction<Fill>& source) {
+  return source.spec;
+}
+
+template <class C>
+void fill_cos_sin(const RopeSpec& spec, std::int64_t position, int begin, int end, C* cos, C* sin) {
+  rope_cos_sin_vectorized(spec.inv_freq.data() + begin, position, spec.attention_scale,
+                          end - begin, cos, sin);
+}
+template <class Fill, class C>
+void fill_cos_sin(const CosSinFunction<Fill>& source, std::int64_t position, int begin, int end,
+                  C* cos, C* sin) {
+  source.fill(position, begin, end, cos, sin);
+}
+
+// Pairs whose cos/sin are computed at once on the stack when there is no table.
+inline constexpr int cos_sin_chunk = 64;
+
 // Calls visit(cos, sin, pair_begin, pair_end) over chunks of pairs for one position, with
 // cos/sin computed on the fly into a stack buffer (no allocation).
-template <class C, class Visit>
-void for_cos_sin_chunks(const RopeSpec& spec, std::int64_t position, Visit&& visit) {
-  constexpr int chunk = 64;
-  C cos[chunk], sin[chunk];
-  for (int begin = 0; begin < spec.pairs(); begin += chunk) {
-    const int end = std::min(begin + chunk, spec.pairs());
-    rope_cos_sin(spec, position, begin, end, cos, sin);
+template <class C, class Source, class Visit>
+void for_cos_sin_chunks(const Source& source, std::int64_t position, Visit&& visit) {
+  const int pairs = spec_of(source).pairs();
+  C cos[cos_sin_chunk], sin[cos_sin_chunk];
+  for (int begin = 0; begin < pairs; begin += cos_sin_chunk) {
+    const int end = std::min(begin + cos_sin_chunk, pairs);
+    fill_cos_sin(source, position, begin, end, cos, sin);
     visit(static_cast<const C*>(cos), static_cast<const C*>(sin), begin, end);
   }
 }
@@ -223,10 +275,40 @@ void for_cos_sin_chunks(const RopeTable<C>& table, std::int64_t position, Visit&
   visit(table.cos_row(position), table.sin_row(position), 0, table.spec().pairs());
 }
 
-inline const RopeSpec& spec_of(const RopeSpec& spec) { return spec; }
-template <class C>
-const RopeSpec& spec_of(const RopeTable<C>& table) {
-  return table.spec();
+// Tokens per unit of work in rotate_tensor: their cos/sin are formed once for all heads.
+inline constexpr int tokens_per_block = 16;
+
+// The same for a block of tokens at positions[0 .. count), count <= tokens_per_block:
+// visit(cos_rows, sin_rows, pair_begin, pair_end) where cos_rows[t], sin_rows[t] hold token t's
+// cos/sin for pairs [pair_begin, pair_end).
+template <class C, class Source, class Visit>
+void for_block_cos_sin_chunks(const Source& source, const std::int64_t* positions, int count,
+                              Visit&& visit) {
+  const int pairs = spec_of(source).pairs();
+  C cos[tokens_per_block][cos_sin_chunk], sin[tokens_per_block][cos_sin_chunk];
+  const C* cos_rows[tokens_per_block];
+  const C* sin_rows[tokens_per_block];
+  for (int t = 0; t < count; ++t) {
+    cos_rows[t] = cos[t];
+    sin_rows[t] = sin[t];
+  }
+  for (int begin = 0; begin < pairs; begin += cos_sin_chunk) {
+    const int end = std::min(begin + cos_sin_chunk, pairs);
+    for (int t = 0; t < count; ++t) fill_cos_sin(source, positions[t], begin, end, cos[t], sin[t]);
+    visit(cos_rows, sin_rows, begin, end);
+  }
+}
+
+template <class C, class Visit>
+void for_block_cos_sin_chunks(const RopeTable<C>& table, const std::int64_t* positions,
+                              int count, Visit&& visit) {
+  const C* cos_rows[tokens_per_block];
+  const C* sin_rows[tokens_per_block];
+  for (int t = 0; t < count; ++t) {
+    cos_rows[t] = table.cos_row(positions[t]);
+    sin_rows[t] = table.sin_row(positions[t]);
+  }
+  visit(cos_rows, sin_rows, 0, table.spec().pairs());
 }
 
 // Validates a spec (a table's spec was validated when it was built) and head_dim against it.
@@ -242,6 +324,14 @@ inline void check_head_dim(const RopeSpec& spec, Eigen::Index head_dim) {
 template <class C>
 void check_head_dim(const RopeTable<C>& table, Eigen::Index head_dim) {
   check_head_dim(table.spec(), head_dim, false);
+}
+template <class Fill>
+void check_head_dim(const CosSinFunction<Fill>& source, Eigen::Index head_dim) {
+  check_head_dim(source.spec, head_dim, true);
+}
+
+inline void check_threads(const Threads& threads) {
+  if (threads.count < 1) fail("threads.count", threads.count, "expected >= 1");
 }
 
 // Rotates one head vector (out-of-place copies the pass-through tail).
@@ -301,14 +391,34 @@ inline constexpr bool is_tensor4_v = is_tensor4<std::remove_cv_t<std::remove_ref
 template <class X>
 using if_tensor4 = std::enable_if_t<is_tensor4_v<X>, int>;
 
-// Rotates every head of a 4-D tensor; in and out share shape and layout (in == out: in place).
-// in, out: [batch, seq, heads, head_dim] (BSHD) or [batch, heads, seq, head_dim] (BHSD)
-template <class T, class Source>
-void rotate_tensor(const Source& source, const TokenPositions& positions, TensorLayout layout,
-                   const T* in, T* out, const Eigen::array<Eigen::Index, 4>& dims) {
+inline void check_layout(TensorLayout layout) {
   if (layout != TensorLayout::BSHD && layout != TensorLayout::BHSD) {
     fail("layout", static_cast<int>(layout), "expected TensorLayout::BSHD or TensorLayout::BHSD");
   }
+}
+
+// Rows of the table for every token's position, so that an out-of-range position throws before
+// any work (or any worker thread) starts. A spec covers every position.
+template <class Source>
+void check_positions(const Source&, const TokenPositions&, Eigen::Index, Eigen::Index) {}
+template <class C>
+void check_positions(const RopeTable<C>& table, const TokenPositions& positions,
+                     Eigen::Index batch, Eigen::Index seq) {
+  for (Eigen::Index b = 0; b < batch; ++b) {
+    for (Eigen::Index s = 0; s < seq; ++s) (void)table.cos_row(positions.at(b, s));
+  }
+}
+
+// Rotates every head of a 4-D tensor; in and out share shape and layout (in == out: in place).
+// in, out: [batch, seq, heads, head_dim] (BSHD) or [batch, heads, seq, head_dim] (BHSD)
+// Work is split into blocks of tokens_per_block tokens of one batch row; each block gets its
+// cos/sin once (table rows, or computed on the stack) and rotates all its heads. Blocks are
+// shared among up to `threads` threads (threads_for decides how many are worth starting).
+template <class T, class Source>
+void rotate_tensor(const Source& source, const TokenPositions& positions, TensorLayout layout,
+                   const T* in, T* out, const Eigen::array<Eigen::Index, 4>& dims,
+                   int threads = 1) {
+  check_layout(layout);
   const bool bshd = layout == TensorLayout::BSHD;
   const Eigen::Index batch = dims[0];
   const Eigen::Index seq = bshd ? dims[1] : dims[2];
@@ -316,30 +426,53 @@ void rotate_tensor(const Source& source, const TokenPositions& positions, Tensor
   const Eigen::Index head_dim = dims[3];
   check_head_dim(source, head_dim);
   positions.check(batch, seq);
+  check_positions(source, positions, batch, seq);
   // Element offsets between consecutive tokens and consecutive heads.
   const Eigen::Index token_stride = bshd ? heads * head_dim : head_dim;
   const Eigen::Index head_stride = bshd ? head_dim : seq * head_dim;
   using C = compute_t<T>;
   const RopeSpec& spec = spec_of(source);
-  for (Eigen::Index b = 0; b < batch; ++b) {
-    for (Eigen::Index s = 0; s < seq; ++s) {
-      const Eigen::Index token = b * seq * heads * head_dim + s * token_stride;
-      for_cos_sin_chunks<C>(source, positions.at(b, s),
-                            [&](const C* cos, const C* sin, int begin, int end) {
-                              for (Eigen::Index h = 0; h < heads; ++h) {
-                                const Eigen::Index at = token + h * head_stride;
-                                rotate_pairs(in + at, out + at, 1, cos, sin, begin, end,
-                                             spec.rotary_dim, spec.pairing);
-                              }
-                            });
-      if (in != out) {
-        for (Eigen::Index h = 0; h < heads; ++h) {
-          const Eigen::Index at = token + h * head_stride;
-          std::copy(in + at + spec.rotary_dim, in + at + head_dim, out + at + spec.rotary_dim);
+  const bool interleaved = spec.pairing == Pairing::Interleaved;
+  const Eigen::Index blocks_per_row = (seq + tokens_per_block - 1) / tokens_per_block;
+  const auto rotate_blocks = [&](Eigen::Index block_begin, Eigen::Index block_end) {
+    for (Eigen::Index block = block_begin; block < block_end; ++block) {
+      const Eigen::Index b = block / blocks_per_row;
+      const Eigen::Index s0 = (block % blocks_per_row) * tokens_per_block;
+      const int count = static_cast<int>(std::min<Eigen::Index>(tokens_per_block, seq - s0));
+      std::int64_t block_positions[tokens_per_block];
+      for (int t = 0; t < count; ++t) block_positions[t] = positions.at(b, s0 + t);
+      // Offset of token t's head h.
+      const auto at = [&](int t, Eigen::Index h) {
+        return b * seq * heads * head_dim + (s0 + t) * token_stride + h * head_stride;
+      };
+      for_block_cos_sin_chunks<C>(
+          source, block_positions, count,
+          [&](const C* const* cos_rows, const C* const* sin_rows, int begin, int end) {
+            // Visit heads in memory order: BSHD token-major, BHSD head-major.
+            const auto rotate = [&](int t, Eigen::Index h) {
+              rotate_contiguous(in + at(t, h), out + at(t, h), cos_rows[t], sin_rows[t], begin,
+                                end, spec.rotary_dim, interleaved);
+            };
+            if (bshd) {
+              for (int t = 0; t < count; ++t)
+                for (Eigen::Index h = 0; h < heads; ++h) rotate(t, h);
+            } else {
+              for (Eigen::Index h = 0; h < heads; ++h)
+                for (int t = 0; t < count; ++t) rotate(t, h);
+            }
+          });
+      if (in != out && spec.rotary_dim < head_dim) {  // the pass-through tail
+        for (int t = 0; t < count; ++t) {
+          for (Eigen::Index h = 0; h < heads; ++h) {
+            std::copy(in + at(t, h) + spec.rotary_dim, in + at(t, h) + head_dim,
+                      out + at(t, h) + spec.rotary_dim);
+          }
         }
       }
     }
-  }
+  };
+  parallel_for(batch * blocks_per_row, threads_for(batch * seq * heads * head_dim, threads),
+               rotate_blocks);
 }
 
 // A view of a dense Eigen matrix or vector as `count` head vectors of `head_dim` elements.
@@ -389,10 +522,17 @@ void apply_rope_inplace(const Eigen::MatrixBase<Derived>& x, std::int64_t positi
                         const Source& source) {
   auto rows = detail::head_rows(x);
   detail::check_head_dim(source, rows.head_dim);
-  for (Eigen::Index r = 0; r < rows.count; ++r) {
-    auto* head = rows.data + r * rows.vector_stride;
-    detail::rotate_head(source, position, head, head, rows.element_stride, rows.head_dim);
-  }
+  using C = detail::compute_t<typename decltype(rows)::T>;
+  const RopeSpec& spec = detail::spec_of(source);
+  // cos/sin once (table row, or computed on the stack), then every row.
+  detail::for_cos_sin_chunks<C>(source, position, [&](const C* cos, const C* sin, int begin,
+                                                      int end) {
+    for (Eigen::Index r = 0; r < rows.count; ++r) {
+      auto* head = rows.data + r * rows.vector_stride;
+      detail::rotate_pairs(head, head, rows.element_stride, cos, sin, begin, end, spec.rotary_dim,
+                           spec.pairing);
+    }
+  });
 }
 
 // Out of place: returns the rotated copy as a plain matrix of x's shape.
@@ -417,10 +557,20 @@ void apply_rope_inplace(X&& x, const detail::TokenPositions& positions, const So
   detail::rotate_tensor(source, positions, layout, x.data(), x.data(), x.dimensions());
 }
 
-// Out of place into a caller's tensor `out` of the same shape (allocates nothing).
+// The same on up to threads.count threads (large tensors only; see Threads).
+template <class X, class Source, detail::if_tensor4<X> = 0>
+void apply_rope_inplace(X&& x, const detail::TokenPositions& positions, const Source& source,
+                        TensorLayout layout, Threads threads) {
+  detail::check_threads(threads);
+  detail::rotate_tensor(source, positions, layout, x.data(), x.data(), x.dimensions(),
+                        threads.count);
+}
+
+// Out of place into a caller's tensor `out` of the same shape (allocates nothing), on up to
+// threads.count threads (large tensors only; see Threads).
 template <class X, class Y, class Source, detail::if_tensor4<X> = 0, detail::if_tensor4<Y> = 0>
 void apply_rope(const X& x, Y&& out, const detail::TokenPositions& positions,
-                const Source& source, TensorLayout layout = TensorLayout::BSHD) {
+                const Source& source, TensorLayout layout, Threads threads) {
   using YT = std::remove_reference_t<Y>;
   static_assert(std::is_same_v<std::remove_const_t<typename X::Scalar>, typename YT::Scalar>,
                 "posemb: x and out must have the same scalar type");
@@ -431,7 +581,16 @@ void apply_rope(const X& x, Y&& out, const detail::TokenPositions& positions,
                        std::to_string(x.dimension(i)));
     }
   }
-  detail::rotate_tensor(source, positions, layout, x.data(), out.data(), x.dimensions());
+  detail::check_threads(threads);
+  detail::rotate_tensor(source, positions, layout, x.data(), out.data(), x.dimensions(),
+                        threads.count);
+}
+
+// Out of place into a caller's tensor `out` of the same shape (allocates nothing).
+template <class X, class Y, class Source, detail::if_tensor4<X> = 0, detail::if_tensor4<Y> = 0>
+void apply_rope(const X& x, Y&& out, const detail::TokenPositions& positions,
+                const Source& source, TensorLayout layout = TensorLayout::BSHD) {
+  apply_rope(x, std::forward<Y>(out), positions, source, layout, Threads{1});
 }
 
 // Out of place, returning a new tensor.

@@ -1,0 +1,622 @@
+// RoPE benchmarks: every fast path is first checked against the plain scalar reference (the
+// RoFormer formula with libm cos/sin of the double angle), then timed with Google Benchmark.
+// The summary at the end prints each figure as a RATIO to a baseline timed in the same process
+// (memcpy of the same bytes, the scalar reference, one thread), because the machines we run on
+// are shared and their absolute times are not comparable across runs. See bench/README.md.
+//
+// Shapes: x [1, 2048, 32, 128] (BSHD) or [1, 32, 2048, 128] (BHSD), positions 0..2047;
+// decode x [1, 1, 32, 128] at position 100000; table 131072 positions x 64 frequencies.
+#include <benchmark/benchmark.h>
+
+#include <Eigen/Core>
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "posemb/fused_attention.hpp"
+#include "posemb/rope.hpp"
+
+namespace {
+
+using posemb::Pairing;
+using posemb::TensorLayout;
+
+constexpr Eigen::Index kBatch = 1, kSeq = 2048, kHeads = 32, kDim = 128;
+constexpr Eigen::Index kElements = kBatch * kSeq * kHeads * kDim;  // 2^23: 32 MiB in float
+constexpr std::int64_t kDecodePosition = 100000;
+constexpr Eigen::Index kTablePositions = 131072, kTablePairs = 64;
+constexpr double kTwoPi = 6.283185307179586476925286766559;
+
+// ---------------------------------------------------------------------------------------------
+// The scalar reference: theta = remainder(p * inv_freq_i, 2 pi) in double, cos/sin by libm,
+// rounded to float, then a' = a c - b s, b' = a s + b c for each pair of each head.
+// Kept scalar on purpose: it is the baseline the fast paths are measured against.
+
+// cos, sin: [pairs] for one position.
+__attribute__((optimize("no-tree-vectorize"))) void reference_cos_sin(
+    const posemb::RopeSpec& spec, std::int64_t position, float* cos, float* sin) {
+  for (int i = 0; i < spec.pairs(); ++i) {
+    const double angle = std::remainder(static_cast<double>(position) * spec.inv_freq[i], kTwoPi);
+    cos[i] = static_cast<float>(spec.attention_scale * std::cos(angle));
+    sin[i] = static_cast<float>(spec.attention_scale * std::sin(angle));
+  }
+}
+
+// x: one head [head_dim], rotated in place with precomputed cos/sin [pairs].
+template <class T>
+__attribute__((optimize("no-tree-vectorize"))) void reference_rotate(
+    const posemb::RopeSpec& spec, const float* cos, const float* sin, T* x) {
+  const int half = spec.pairs();
+  for (int i = 0; i < half; ++i) {
+    const int ia = spec.pairing == Pairing::Interleaved ? 2 * i : i;
+    const int ib = spec.pairing == Pairing::Interleaved ? 2 * i + 1 : i + half;
+    const float a = static_cast<float>(x[ia]), b = static_cast<float>(x[ib]);
+    x[ia] = static_cast<T>(a * cos[i] - b * sin[i]);
+    x[ib] = static_cast<T>(a * sin[i] + b * cos[i]);
+  }
+}
+
+// The decode step the way the scalar reference does it: cos/sin once, then every head.
+// x: [heads, head_dim]
+__attribute__((optimize("no-tree-vectorize"))) void reference_decode(const posemb::RopeSpec& spec,
+                                                                     std::int64_t position,
+                                                                     float* x) {
+  float cos[64], sin[64];
+  reference_cos_sin(spec, position, cos, sin);
+  for (Eigen::Index h = 0; h < kHeads; ++h) reference_rotate(spec, cos, sin, x + h * kDim);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Buffers, allocated and touched once (first touch of fresh pages costs more than a rotation).
+
+// Tensors start on a 64-byte boundary, as Eigen and PyTorch allocate them; the "unaligned"
+// benchmarks map them kUnaligned elements further on.
+constexpr Eigen::Index kPadding = 16, kUnaligned = 4;
+
+template <class T>
+struct Pair {
+  std::vector<T, Eigen::aligned_allocator<T>> x, out;  // [kElements + kPadding]
+};
+
+struct Buffers {
+  Pair<float> f32;
+  Pair<Eigen::half> f16;
+  Pair<Eigen::bfloat16> bf16;
+  std::vector<float> table_cos, table_sin;  // [kTablePositions, kTablePairs]
+  std::vector<float> decode;                // [kHeads, kDim]
+};
+
+template <class T>
+void fill(Pair<T>& pair, std::uint32_t seed) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> dist(-2.0f, 2.0f);
+  pair.x.resize(kElements + kPadding);
+  pair.out.resize(kElements + kPadding);
+  for (auto& v : pair.x) v = static_cast<T>(dist(gen));
+  std::copy(pair.x.begin(), pair.x.end(), pair.out.begin());
+}
+
+Buffers& buffers() {
+  static Buffers b = [] {
+    Buffers made;
+    fill(made.f32, 1u);
+    fill(made.f16, 2u);
+    fill(made.bf16, 3u);
+    made.table_cos.assign(kTablePositions * kTablePairs, 0.0f);
+    made.table_sin.assign(kTablePositions * kTablePairs, 0.0f);
+    made.decode.resize(kHeads * kDim);
+    std::mt19937 gen(4u);
+    std::uniform_real_distribution<float> dist(-2.0f, 2.0f);
+    for (auto& v : made.decode) v = dist(gen);
+    return made;
+  }();
+  return b;
+}
+
+const posemb::RopeSpec& spec_for(Pairing pairing) {
+  static const posemb::RopeSpec interleaved = posemb::default_rope_spec(128, 10000.0, Pairing::Interleaved);
+  static const posemb::RopeSpec rotate_half = posemb::default_rope_spec(128, 10000.0, Pairing::RotateHalf);
+  return pairing == Pairing::Interleaved ? interleaved : rotate_half;
+}
+
+template <class T>
+const posemb::RopeTableFor<T>& table_for(Pairing pairing) {
+  static const posemb::RopeTableFor<T> interleaved(spec_for(Pairing::Interleaved), 0, kSeq);
+  static const posemb::RopeTableFor<T> rotate_half(spec_for(Pairing::RotateHalf), 0, kSeq);
+  return pairing == Pairing::Interleaved ? interleaved : rotate_half;
+}
+
+template <class T>
+Pair<T>& pair_of(Buffers& b) {
+  if constexpr (std::is_same_v<T, float>) return b.f32;
+  else if constexpr (std::is_same_v<T, Eigen::half>) return b.f16;
+  else return b.bf16;
+}
+
+template <class T>
+posemb::TensorMap4<T> map(T* data, TensorLayout layout) {
+  return layout == TensorLayout::BSHD ? posemb::TensorMap4<T>(data, kBatch, kSeq, kHeads, kDim)
+                                      : posemb::TensorMap4<T>(data, kBatch, kHeads, kSeq, kDim);
+}
+
+// One configuration of the large benchmark.
+struct Config {
+  Pairing pairing;
+  TensorLayout layout;
+  bool in_place;
+  bool use_table;  // false: cos/sin formed inside the call
+  int threads;
+  Eigen::Index offset = 0;  // elements from the 64-byte boundary where the buffers start
+};
+
+template <class T>
+void run_fast(const Config& c, Pair<T>& p) {
+  auto x = map(p.x.data() + c.offset, c.layout);
+  auto out = map(p.out.data() + c.offset, c.layout);
+  const posemb::Threads threads{c.threads};
+  if (c.use_table) {
+    const auto& table = table_for<T>(c.pairing);
+    if (c.in_place) posemb::apply_rope_inplace(out, 0, table, c.layout, threads);
+    else posemb::apply_rope(x, out, 0, table, c.layout, threads);
+  } else {
+    const auto& spec = spec_for(c.pairing);
+    if (c.in_place) posemb::apply_rope_inplace(out, 0, spec, c.layout, threads);
+    else posemb::apply_rope(x, out, 0, spec, c.layout, threads);
+  }
+}
+
+// Runs the fast path once (out of place, or in place on a copy of x) and compares every element
+// with the scalar reference; returns the largest |fast - reference| / (|a| + |b|) of a pair.
+template <class T>
+double check(const Config& c) {
+  Pair<T>& p = pair_of<T>(buffers());
+  std::copy(p.x.begin(), p.x.end(), p.out.begin());
+  run_fast(c, p);
+  const posemb::RopeSpec& spec = spec_for(c.pairing);
+  std::vector<float> cos(spec.pairs()), sin(spec.pairs());
+  std::vector<T> head(kDim);
+  double worst = 0;
+  for (Eigen::Index s = 0; s < kSeq; ++s) {
+    reference_cos_sin(spec, s, cos.data(), sin.data());
+    for (Eigen::Index h = 0; h < kHeads; ++h) {
+      const Eigen::Index at = c.offset + (c.layout == TensorLayout::BSHD ? (s * kHeads + h) * kDim
+                                                                          : (h * kSeq + s) * kDim);
+      std::copy(p.x.begin() + at, p.x.begin() + at + kDim, head.begin());
+      reference_rotate(spec, cos.data(), sin.data(), head.data());
+      for (int i = 0; i < spec.pairs(); ++i) {
+        const int ia = c.pairing == Pairing::Interleaved ? 2 * i : i;
+        const int ib = c.pairing == Pairing::Interleaved ? 2 * i + 1 : i + spec.pairs();
+        const double norm = std::abs(float(p.x[at + ia])) + std::abs(float(p.x[at + ib])) + 1e-30;
+        for (int e : {ia, ib}) {
+          worst = std::max(worst, std::abs(double(float(p.out[at + e])) - float(head[e])) / norm);
+        }
+      }
+    }
+  }
+  std::copy(p.x.begin(), p.x.end(), p.out.begin());
+  return worst;
+}
+
+std::string name_of(const Config& c, const char* type) {
+  std::string name = std::string("rope/") + (c.use_table ? "table/" : "in_call/") + type + "/" +
+                     posemb::to_string(c.pairing) + (c.layout == TensorLayout::BSHD ? "/bshd" : "/bhsd") +
+                     (c.in_place ? "/in_place" : "/out_of_place");
+  if (c.threads > 1) name += "/threads:" + std::to_string(c.threads);
+  if (c.offset != 0) name += "/unaligned";
+  return name;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Benchmarks. Each iteration runs the baseline and then the measured code, timing both; the
+// reported time is the measured code's, and the counter "ratio" is the median over iterations
+// of baseline time / measured time. Measured back to back, both see the same load from other
+// processes, which wall times taken minutes apart on a shared machine do not.
+
+using Clock = std::chrono::steady_clock;
+
+template <class Baseline, class Measured>
+void run_paired(benchmark::State& state, const Baseline& baseline, const Measured& measured) {
+  std::vector<double> ratios;
+  for (auto _ : state) {
+    const auto t0 = Clock::now();
+    baseline();
+    benchmark::ClobberMemory();
+    const auto t1 = Clock::now();
+    measured();
+    benchmark::ClobberMemory();
+    const auto t2 = Clock::now();
+    const double base = std::chrono::duration<double>(t1 - t0).count();
+    const double time = std::chrono::duration<double>(t2 - t1).count();
+    state.SetIterationTime(time);
+    ratios.push_back(base / time);
+  }
+  std::nth_element(ratios.begin(), ratios.begin() + ratios.size() / 2, ratios.end());
+  state.counters["ratio"] = ratios.empty() ? 0.0 : ratios[ratios.size() / 2];
+}
+
+// memcpy of a tensor's bytes (read + write the same number of bytes as a rotation).
+template <class T>
+void copy_tensor(Pair<T>& p, Eigen::Index offset) {
+  std::memcpy(p.out.data() + offset, p.x.data() + offset, kElements * sizeof(T));
+}
+
+// Large tensor against memcpy of the same bytes.
+template <class T>
+void bm_rope_vs_memcpy(benchmark::State& state, Config c) {
+  Pair<T>& p = pair_of<T>(buffers());
+  run_paired(state, [&] { copy_tensor(p, c.offset); }, [&] { run_fast(c, p); });
+  state.SetBytesProcessed(state.iterations() * 2 * std::int64_t(kElements * sizeof(T)));
+  std::copy(p.x.begin(), p.x.end(), p.out.begin());
+}
+
+// Two threads against one, same configuration.
+void bm_rope_threads(benchmark::State& state, Config c) {
+  Pair<float>& p = buffers().f32;
+  Config one = c;
+  one.threads = 1;
+  run_paired(state, [&] { run_fast(one, p); }, [&] { run_fast(c, p); });
+  state.SetBytesProcessed(state.iterations() * 2 * std::int64_t(kElements * sizeof(float)));
+  std::copy(p.x.begin(), p.x.end(), p.out.begin());
+}
+
+// Two threads against memcpy on two threads (each copying half).
+void bm_rope_threads_vs_memcpy(benchmark::State& state, Config c) {
+  Pair<float>& p = buffers().f32;
+  const Eigen::Index half = kElements / 2;
+  const auto copy_two_threads = [&] {
+    posemb::detail::parallel_for(2, 2, [&](Eigen::Index begin, Eigen::Index end) {
+      for (Eigen::Index part = begin; part < end; ++part) {
+        std::memcpy(p.out.data() + part * half, p.x.data() + part * half, half * sizeof(float));
+      }
+    });
+  };
+  run_paired(state, copy_two_threads, [&] { run_fast(c, p); });
+  state.SetBytesProcessed(state.iterations() * 2 * std::int64_t(kElements * sizeof(float)));
+  std::copy(p.x.begin(), p.x.end(), p.out.begin());
+}
+
+// Decode [1, 1, 32, 128] at position 100000 with cos/sin formed in the call, against the
+// scalar reference doing the same.
+void bm_decode(benchmark::State& state, Pairing pairing) {
+  std::vector<float>& x = buffers().decode;
+  const posemb::RopeSpec& spec = spec_for(pairing);
+  posemb::TensorMap4<float> map4(x.data(), 1, 1, kHeads, kDim);
+  run_paired(state, [&] { reference_decode(spec, kDecodePosition, x.data()); },
+             [&] { posemb::apply_rope_inplace(map4, kDecodePosition, spec); });
+}
+
+// Table build into preallocated buffers: `positions` x 64 entries per iteration. No baseline:
+// the figure is ns per entry (wall and CPU time, see the summary).
+void bm_table_fill(benchmark::State& state) {
+  const Eigen::Index positions = state.range(0);
+  Buffers& b = buffers();
+  const posemb::RopeSpec& spec = spec_for(Pairing::RotateHalf);
+  for (auto _ : state) {
+    posemb::detail::fill_rope_table(spec.inv_freq.data(), kTablePairs, 1.0, 0, positions,
+                                    b.table_cos.data(), b.table_sin.data());
+    benchmark::ClobberMemory();
+  }
+}
+
+// The public constructor (allocates its two matrices: page faults included).
+void bm_table_construct(benchmark::State& state) {
+  const Eigen::Index positions = state.range(0);
+  const posemb::RopeSpec& spec = spec_for(Pairing::RotateHalf);
+  for (auto _ : state) {
+    posemb::RopeTable<float> table(spec, 0, positions);
+    benchmark::DoNotOptimize(table.cos().data());
+  }
+}
+
+// Fused scores [2048 x 128] x [2048 x 128], one head, RoPE inside the product (cos/sin from a
+// table), against Eigen's GEMM of the same shape on q and k rotated beforehand.
+constexpr Eigen::Index kScoreSeq = 2048;
+using RowsF = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+
+struct ScoreInputs {
+  RowsF q, k, q_rotated, k_rotated, scores;
+  posemb::PositionVector positions;
+  posemb::RopeTable<float> table{spec_for(Pairing::RotateHalf), 0, kScoreSeq};
+  ScoreInputs() {
+    std::mt19937 gen(5u);
+    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+    q.resize(kScoreSeq, kDim);
+    k.resize(kScoreSeq, kDim);
+    for (Eigen::Index i = 0; i < q.size(); ++i) q.data()[i] = dist(gen);
+    for (Eigen::Index i = 0; i < k.size(); ++i) k.data()[i] = dist(gen);
+    positions.resize(kScoreSeq);
+    for (Eigen::Index i = 0; i < kScoreSeq; ++i) positions[i] = i;
+    q_rotated = q;
+    k_rotated = k;
+    posemb::apply_rope_inplace(q_rotated, positions, table);
+    posemb::apply_rope_inplace(k_rotated, positions, table);
+    scores.resize(kScoreSeq, kScoreSeq);
+  }
+};
+
+ScoreInputs& score_inputs() {
+  static ScoreInputs inputs;
+  return inputs;
+}
+
+// scores = scale * q_rotated k_rotatedᵀ, the unfused baseline.
+void gemm_scores(ScoreInputs& in, RowsF& scores) {
+  const float scale = 1.0f / std::sqrt(float(kDim));
+  scores.noalias() = scale * (in.q_rotated * in.k_rotated.transpose());
+}
+
+posemb::FusedScoreOptions score_options(bool alibi_causal) {
+  posemb::FusedScoreOptions options;
+  if (alibi_causal) {
+    options.alibi_slope = 0.0625;
+    options.causal = true;
+  }
+  return options;
+}
+
+void bm_fused_scores(benchmark::State& state, bool alibi_causal) {
+  ScoreInputs& in = score_inputs();
+  RowsF baseline(kScoreSeq, kScoreSeq);
+  const posemb::FusedScoreOptions options = score_options(alibi_causal);
+  run_paired(state, [&] { gemm_scores(in, baseline); },
+             [&] { posemb::fused_rope_scores<float>(in.q, in.positions, in.k, in.positions, in.table, options, in.scores); });
+}
+
+// Largest |fused - (GEMM on rotated q, k + bias, mask)| over all scores.
+double check_fused(bool alibi_causal) {
+  ScoreInputs& in = score_inputs();
+  const posemb::FusedScoreOptions options = score_options(alibi_causal);
+  posemb::fused_rope_scores<float>(in.q, in.positions, in.k, in.positions, in.table, options, in.scores);
+  RowsF expected(kScoreSeq, kScoreSeq);
+  gemm_scores(in, expected);
+  double worst = 0;
+  for (Eigen::Index i = 0; i < kScoreSeq; ++i) {
+    for (Eigen::Index j = 0; j < kScoreSeq; ++j) {
+      if (options.causal && j > i) {
+        if (in.scores(i, j) != -std::numeric_limits<float>::infinity()) return 1e30;
+        continue;
+      }
+      const double want = double(expected(i, j)) - options.alibi_slope * double(i - j);
+      worst = std::max(worst, std::abs(double(in.scores(i, j)) - want));
+    }
+  }
+  return worst;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Summary, from the fastest repetition of each benchmark (times) and the median repetition
+// (ratios).
+
+class RatioReporter : public benchmark::ConsoleReporter {
+ public:
+  void ReportRuns(const std::vector<Run>& runs) override {
+    for (const Run& run : runs) {
+      if (run.run_type != Run::RT_Iteration || run.error_occurred || run.iterations == 0) continue;
+      // "memcpy/f32/manual_time" or ".../repeats:3" -> "memcpy/f32"
+      std::string name = run.benchmark_name();
+      for (const char* suffix : {"/repeats:", "/manual_time", "/real_time"}) {
+        const auto at = name.find(suffix);
+        if (at != std::string::npos) name.erase(at);
+      }
+      Result& r = results_[name];
+      const double real = run.real_accumulated_time / double(run.iterations);
+      const double cpu = run.cpu_accumulated_time / double(run.iterations);
+      r.real = r.real < 0 ? real : std::min(r.real, real);
+      r.cpu = r.cpu < 0 ? cpu : std::min(r.cpu, cpu);
+      const auto ratio = run.counters.find("ratio");
+      if (ratio != run.counters.end()) r.ratios.push_back(ratio->second.value);
+    }
+    ConsoleReporter::ReportRuns(runs);
+  }
+
+  struct Result {
+    double real = -1, cpu = -1;  // seconds per iteration
+    std::vector<double> ratios;
+    double ratio() const {
+      std::vector<double> sorted = ratios;
+      std::sort(sorted.begin(), sorted.end());
+      return sorted.empty() ? -1 : sorted[sorted.size() / 2];
+    }
+  };
+  const Result* find(const std::string& name) const {
+    const auto found = results_.find(name);
+    return found == results_.end() ? nullptr : &found->second;
+  }
+
+ private:
+  std::map<std::string, Result> results_;
+};
+
+void print_ratio(const RatioReporter& reporter, const std::string& name, const char* meaning,
+                 double target) {
+  const RatioReporter::Result* r = reporter.find(name);
+  if (r == nullptr) return;
+  const double ratio = r->ratio();
+  std::printf("%-60s %7.3f  %s >= %.2f  %s\n", name.c_str(), ratio, meaning, target,
+              ratio >= target ? "met" : "MISSED");
+}
+
+std::string cpu_model() {
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(cpuinfo, line)) {
+    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
+  }
+  return "unknown";
+}
+
+std::vector<Config> large_configs(bool use_table) {
+  std::vector<Config> configs;
+  for (Pairing pairing : {Pairing::Interleaved, Pairing::RotateHalf})
+    for (TensorLayout layout : {TensorLayout::BSHD, TensorLayout::BHSD})
+      for (bool in_place : {false, true}) configs.push_back({pairing, layout, in_place, use_table, 1});
+  return configs;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+
+  // ---- checks against the scalar reference, before any timing ----
+  bool ok = true;
+  const auto report_check = [&](const std::string& name, double error, double limit) {
+    const bool pass = error <= limit;
+    ok = ok && pass;
+    std::printf("check %-62s %.2e (limit %.0e) %s\n", name.c_str(), error, limit, pass ? "ok" : "FAILED");
+  };
+  std::printf("Checks against the scalar reference: the largest |fast - reference| over every value,\n"
+              "divided by |a| + |b| of its pair for rotations, absolute where marked.\n");
+  std::vector<std::pair<Config, std::string>> registered;
+  for (bool use_table : {true, false}) {
+    for (const Config& c : large_configs(use_table)) registered.push_back({c, "f32"});
+  }
+  for (Pairing pairing : {Pairing::Interleaved, Pairing::RotateHalf}) {
+    registered.push_back({{pairing, TensorLayout::BSHD, false, true, 1, kUnaligned}, "f32"});
+    registered.push_back({{pairing, TensorLayout::BSHD, false, true, 2}, "f32"});
+    registered.push_back({{pairing, TensorLayout::BSHD, true, true, 2}, "f32"});
+    for (bool in_place : {false, true}) {
+      registered.push_back({{pairing, TensorLayout::BSHD, in_place, true, 1}, "bf16"});
+      registered.push_back({{pairing, TensorLayout::BSHD, in_place, true, 1}, "f16"});
+    }
+  }
+  for (const auto& [c, type] : registered) {
+    const std::string name = name_of(c, type.c_str());
+    if (type == "f32") report_check(name, check<float>(c), 4e-7);
+    else if (type == "f16") report_check(name, check<Eigen::half>(c), 1.0 / 1024);
+    else report_check(name, check<Eigen::bfloat16>(c), 1.0 / 128);
+  }
+  for (Pairing pairing : {Pairing::Interleaved, Pairing::RotateHalf}) {
+    std::vector<float> fast = buffers().decode, reference = buffers().decode;
+    posemb::TensorMap4<float> map4(fast.data(), 1, 1, kHeads, kDim);
+    posemb::apply_rope_inplace(map4, kDecodePosition, spec_for(pairing));
+    reference_decode(spec_for(pairing), kDecodePosition, reference.data());
+    double worst = 0;
+    for (std::size_t i = 0; i < fast.size(); ++i) worst = std::max(worst, double(std::abs(fast[i] - reference[i])));
+    report_check(std::string("decode/") + posemb::to_string(pairing) + " (absolute, |x| <= 2)", worst, 2e-6);
+  }
+  {
+    // The table: every entry of 131072 positions x 64 frequencies against libm.
+    Buffers& b = buffers();
+    const posemb::RopeSpec& spec = spec_for(Pairing::RotateHalf);
+    posemb::detail::fill_rope_table(spec.inv_freq.data(), kTablePairs, 1.0, 0, kTablePositions,
+                                    b.table_cos.data(), b.table_sin.data());
+    std::int64_t worst = 0;
+    const auto ulps = [](float a, float c) {
+      std::int32_t ia, ic;
+      std::memcpy(&ia, &a, 4);
+      std::memcpy(&ic, &c, 4);
+      const std::int64_t la = ia < 0 ? std::int64_t(INT32_MIN) - ia : ia;
+      const std::int64_t lc = ic < 0 ? std::int64_t(INT32_MIN) - ic : ic;
+      return la > lc ? la - lc : lc - la;
+    };
+    std::int64_t off_by_one = 0;
+    for (Eigen::Index p = 0; p < kTablePositions; ++p) {
+      for (Eigen::Index i = 0; i < kTablePairs; ++i) {
+        const double angle = std::remainder(double(p) * spec.inv_freq[i], kTwoPi);
+        const std::int64_t dc = ulps(b.table_cos[p * kTablePairs + i], float(std::cos(angle)));
+        const std::int64_t ds = ulps(b.table_sin[p * kTablePairs + i], float(std::sin(angle)));
+        worst = std::max({worst, dc, ds});
+        off_by_one += (dc > 0) + (ds > 0);
+      }
+    }
+    const bool pass = worst <= 1;
+    ok = ok && pass;
+    std::printf("check table 131072 x 64 float: max %lld ulp from libm cos/sin of the double angle "
+                "(%lld of %lld values differ by 1 ulp) %s\n",
+                (long long)worst, (long long)off_by_one, (long long)(2 * kTablePositions * kTablePairs),
+                pass ? "ok" : "FAILED");
+  }
+  for (bool alibi_causal : {false, true}) {
+    report_check(alibi_causal ? "fused/rope_alibi_causal (absolute)" : "fused/rope (absolute)",
+                 check_fused(alibi_causal), 1e-4);
+  }
+  if (!ok) {
+    std::printf("a fast path disagrees with the scalar reference: not timing\n");
+    return 1;
+  }
+
+  // ---- timing ----
+  for (const auto& [c, type] : registered) {
+    const std::string name = name_of(c, type.c_str());
+    if (c.threads > 1) {
+      benchmark::RegisterBenchmark((name + "/vs_one_thread").c_str(), bm_rope_threads, c)->UseManualTime();
+      benchmark::RegisterBenchmark((name + "/vs_memcpy").c_str(), bm_rope_threads_vs_memcpy, c)->UseManualTime();
+    } else if (type == "f32") {
+      benchmark::RegisterBenchmark(name.c_str(), bm_rope_vs_memcpy<float>, c)->UseManualTime();
+    } else if (type == "f16") {
+      benchmark::RegisterBenchmark(name.c_str(), bm_rope_vs_memcpy<Eigen::half>, c)->UseManualTime();
+    } else {
+      benchmark::RegisterBenchmark(name.c_str(), bm_rope_vs_memcpy<Eigen::bfloat16>, c)->UseManualTime();
+    }
+  }
+  for (Pairing pairing : {Pairing::Interleaved, Pairing::RotateHalf}) {
+    benchmark::RegisterBenchmark((std::string("decode/") + posemb::to_string(pairing)).c_str(), bm_decode, pairing)
+        ->UseManualTime();
+  }
+  benchmark::RegisterBenchmark("fused/rope", bm_fused_scores, false)->UseManualTime();
+  benchmark::RegisterBenchmark("fused/rope_alibi_causal", bm_fused_scores, true)->UseManualTime();
+  benchmark::RegisterBenchmark("table/fill", bm_table_fill)->Arg(kTablePositions)->Arg(kSeq);
+  benchmark::RegisterBenchmark("table/construct", bm_table_construct)->Arg(kSeq);
+
+  RatioReporter reporter;
+  benchmark::RunSpecifiedBenchmarks(&reporter);
+
+  // ---- summary ----
+  const std::time_t now = std::time(nullptr);
+  char date[32];
+  std::strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", std::gmtime(&now));
+  std::printf("\nSummary (%s, %s, %u hardware threads). Ratio = baseline time / measured time\n"
+              "for the same work, median over back-to-back pairs.\n",
+              date, cpu_model().c_str(), std::thread::hardware_concurrency());
+  std::printf("%-60s %7s  %s\n", "benchmark", "ratio", "meaning, target");
+  for (const auto& [c, type] : registered) {
+    const std::string name = name_of(c, type.c_str());
+    if (c.threads > 1) {
+      print_ratio(reporter, name + "/vs_one_thread", "speedup over 1 thread (expect 1.3-1.9),", 1.3);
+      print_ratio(reporter, name + "/vs_memcpy", "of 2-thread memcpy bandwidth,", 0.8);
+    } else if (type == "f32") {
+      print_ratio(reporter, name, "of memcpy bandwidth,", c.use_table ? 0.8 : 0.6);
+    } else {
+      print_ratio(reporter, name, "of memcpy bandwidth (same bytes),", 0.7);
+    }
+  }
+  for (Pairing pairing : {Pairing::Interleaved, Pairing::RotateHalf}) {
+    print_ratio(reporter, std::string("decode/") + posemb::to_string(pairing),
+                "speedup over the scalar reference,", 4.0);
+  }
+  for (const char* name : {"fused/rope", "fused/rope_alibi_causal"}) {
+    if (const RatioReporter::Result* r = reporter.find(name)) {
+      const double cost = 1.0 / r->ratio();  // fused time / GEMM time
+      std::printf("%-60s %7.3f  time relative to Eigen GEMM on pre-rotated q, k, <= 1.10  %s\n",
+                  name, cost, cost <= 1.10 ? "met" : "MISSED");
+    }
+  }
+  for (Eigen::Index positions : {kTablePositions, kSeq}) {
+    const std::string name = "table/fill/" + std::to_string(positions);
+    if (const RatioReporter::Result* r = reporter.find(name)) {
+      const double entries = double(positions * kTablePairs);
+      const double ns = r->real * 1e9 / entries;
+      std::printf("%-60s %7.3f  ns per (position, frequency) entry (CPU time: %.3f), target <= 1.50  %s\n",
+                  name.c_str(), ns, r->cpu * 1e9 / entries, ns <= 1.5 ? "met" : "MISSED");
+    }
+  }
+  if (const RatioReporter::Result* r = reporter.find("table/construct/2048")) {
+    const double entries = double(kSeq * kTablePairs);
+    std::printf("%-60s %7.3f  ns per entry, RopeTable constructor incl. allocation (CPU time: %.3f)\n",
+                "table/construct/2048", r->real * 1e9 / entries, r->cpu * 1e9 / entries);
+  }
+  return 0;
+}
