@@ -22,14 +22,13 @@
 #include <cstdint>
 #include <string>
 
-#include "posemb/detail/token_rotation.hpp"
 #include "posemb/error.hpp"
 #include "posemb/rope.hpp"
 
 namespace posemb {
 namespace detail {
 
-// Fills for detail::rotate_*_with (token_rotation.hpp).
+// cos/sin fills (CosSinFunction sources for rope.hpp's kernels).
 
 // Pair i turns by p * (to_i - from_i), scaled by to.attention_scale / from.attention_scale.
 struct RerotateFill {
@@ -83,9 +82,9 @@ void rerotate_keys_inplace(X&& keys, const detail::TokenPositions& positions, co
     detail::fail("to.pairing", to_string(to.pairing),
                  std::string("expected from.pairing = ") + to_string(from.pairing));
   }
-  detail::RerotateFill fill{from, to};
-  detail::rotate_tensor_with(keys.data(), keys.dimensions(), layout, positions, to.rotary_dim,
-                             to.pairing, fill);
+  const detail::RerotateFill fill{from, to};
+  detail::rotate_tensor(detail::CosSinFunction<detail::RerotateFill>{to, fill}, positions, layout,
+                        keys.data(), keys.data(), keys.dimensions());
 }
 
 // keys: as above, rotated with `spec`. Moves every key by delta positions (delta may be
@@ -95,10 +94,9 @@ template <class X, detail::if_tensor4<X> = 0>
 void shift_keys_inplace(X&& keys, std::int64_t delta, const RopeSpec& spec,
                         TensorLayout layout = TensorLayout::BSHD) {
   spec.validate();
-  detail::ShiftFill fill{spec, delta};
-  detail::rotate_tensor_with(keys.data(), keys.dimensions(), layout,
-                             detail::TokenPositions(std::int64_t{0}), spec.rotary_dim, spec.pairing,
-                             fill);
+  const detail::ShiftFill fill{spec, delta};
+  detail::rotate_tensor(detail::CosSinFunction<detail::ShiftFill>{spec, fill}, std::int64_t{0},
+                        layout, keys.data(), keys.data(), keys.dimensions());
 }
 
 }  // namespace posemb

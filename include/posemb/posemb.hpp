@@ -20,5 +20,6 @@
 #include "posemb/learned.hpp"
 #include "posemb/alibi.hpp"
 
-// Attention scores tying them together.
+// Attention scores tying them together; the fused RoPE + q k^T kernel.
 #include "posemb/attention.hpp"
+#include "posemb/fused_attention.hpp"

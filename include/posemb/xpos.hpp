@@ -25,7 +25,6 @@
 #include <type_traits>
 
 #include "posemb/detail/storage.hpp"
-#include "posemb/detail/token_rotation.hpp"
 #include "posemb/error.hpp"
 #include "posemb/rope.hpp"
 
@@ -71,8 +70,8 @@ inline double xpos_scale(int pair, std::int64_t position, int rotary_dim, const 
 
 namespace detail {
 
-// Fills cos/sin of pairs [begin, end) at `position` for detail::rotate_*_with: RoPE's cos and sin
-// times attention_scale times the pair's xPos scale, rounded once to C.
+// Fills cos/sin of pairs [begin, end) at `position` (a CosSinFunction for rope.hpp's kernels):
+// RoPE's cos and sin times attention_scale times the pair's xPos scale, rounded once to C.
 struct XposFill {
   const XposSpec& spec;
   XposRole role;
@@ -144,9 +143,9 @@ void apply_xpos_inplace(X&& x, const detail::TokenPositions& positions, const Xp
     }
     detail::check_xpos_range<T>(spec, role, lo, hi);
   }
-  detail::XposFill fill{spec, role};
-  detail::rotate_tensor_with(x.data(), x.dimensions(), layout, positions, spec.rope.rotary_dim,
-                             spec.rope.pairing, fill);
+  const detail::XposFill fill{spec, role};
+  detail::rotate_tensor(detail::CosSinFunction<detail::XposFill>{spec.rope, fill}, positions,
+                        layout, x.data(), x.data(), x.dimensions());
 }
 
 // Out of place, returning a new tensor.
@@ -163,22 +162,12 @@ Tensor4<std::remove_const_t<typename X::Scalar>> apply_xpos(
 template <class Derived>
 void apply_xpos_inplace(const Eigen::MatrixBase<Derived>& x, const PositionVector& positions,
                         const XposSpec& spec, XposRole role) {
-  auto rows = detail::head_rows(x);
-  spec.validate();
-  detail::check_rotary_head_dim(spec.rope.rotary_dim, rows.head_dim);
-  if (positions.size() != rows.count) {
-    detail::fail("positions.size()", positions.size(),
-                 "expected one position per row = " + std::to_string(rows.count));
-  }
-  if (rows.count > 0) {
+  if (positions.size() > 0) {
     detail::check_xpos_range<typename Derived::Scalar>(spec, role, positions.minCoeff(),
                                                        positions.maxCoeff());
   }
-  detail::XposFill fill{spec, role};
-  for (Eigen::Index r = 0; r < rows.count; ++r) {
-    detail::rotate_head_with(rows.data + r * rows.vector_stride, rows.element_stride, positions[r],
-                             spec.rope.rotary_dim, spec.rope.pairing, fill);
-  }
+  const detail::XposFill fill{spec, role};
+  apply_rope_inplace(x, positions, detail::CosSinFunction<detail::XposFill>{spec.rope, fill});
 }
 
 template <class Derived>
