@@ -403,55 +403,27 @@ inline std::pair<Eigen::MatrixXd, Eigen::MatrixXd> fope_cos_sin(const Fope& fope
 // A precomputed (C, S) table for positions [first_position, first_position + count), in the
 // arithmetic type C (float for float/half/bf16 storage, double for double storage). Holds a
 // copy of the Fope (sharing its coefficients). Immutable after construction.
+// cos(), sin(): [count, n_kv_heads * head_dim / 2]; row r is position first_position + r, and
+// coefficient head g's slots start at column g * head_dim / 2. cos_row(p), sin_row(p): one
+// position's [n_kv_heads, head_dim / 2], throwing outside the range.
 template <class C>
-class FopeTable {
-  static_assert(std::is_same_v<C, float> || std::is_same_v<C, double>,
-                "FopeTable holds float or double");
-
+class FopeTable : public detail::PositionRows<C> {
  public:
-  using Matrix = Eigen::Matrix<C, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-
   FopeTable(Fope fope, std::int64_t first_position, std::int64_t count)
-      : fope_(std::move(fope)), first_position_(first_position) {
-    detail::require_positive("count", count);
-    const Eigen::Index width = static_cast<Eigen::Index>(fope_.n_kv_heads()) * fope_.slots();
-    cos_.resize(count, width);
-    sin_.resize(count, width);
+      : detail::PositionRows<C>("FoPE", first_position, count,
+                                static_cast<Eigen::Index>(fope.n_kv_heads()) * fope.slots()),
+        fope_(std::move(fope)) {
     std::vector<double> scratch(2 * static_cast<std::size_t>(fope_.d_in() + fope_.d_out()));
     for (std::int64_t row = 0; row < count; ++row) {
-      detail::fope_cos_sin(fope_, first_position + row, cos_.row(row).data(), sin_.row(row).data(),
-                           scratch.data());
+      detail::fope_cos_sin(fope_, first_position + row, this->cos_.row(row).data(),
+                           this->sin_.row(row).data(), scratch.data());
     }
   }
 
   const Fope& fope() const { return fope_; }
-  std::int64_t first_position() const { return first_position_; }
-  std::int64_t count() const { return cos_.rows(); }
-  bool contains(std::int64_t position) const {
-    return position >= first_position_ && position - first_position_ < count();
-  }
-  // cos, sin: [count, n_kv_heads * head_dim / 2]; row r is position first_position + r, and
-  // coefficient head g's slots start at column g * head_dim / 2.
-  const Matrix& cos() const { return cos_; }
-  const Matrix& sin() const { return sin_; }
-
-  // Row pointers ([n_kv_heads, head_dim / 2]) for one position; throws outside the range.
-  const C* cos_row(std::int64_t position) const { return cos_.row(row_of(position)).data(); }
-  const C* sin_row(std::int64_t position) const { return sin_.row(row_of(position)).data(); }
 
  private:
-  Eigen::Index row_of(std::int64_t position) const {
-    if (!contains(position)) {
-      detail::fail("position", position,
-                   "outside the FoPE table's range [" + std::to_string(first_position_) + ", " +
-                       std::to_string(first_position_ + count()) + ")");
-    }
-    return static_cast<Eigen::Index>(position - first_position_);
-  }
-
   Fope fope_;
-  std::int64_t first_position_;
-  Matrix cos_, sin_;
 };
 
 // The table type to use with storage type T.

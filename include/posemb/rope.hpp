@@ -162,34 +162,24 @@ inline std::pair<Eigen::VectorXd, Eigen::VectorXd> rope_cos_sin(const RopeSpec& 
   return {cos, sin};
 }
 
-// A precomputed cos/sin table for positions [first_position, first_position + count), in the
-// arithmetic type C (float for float/half/bf16 storage, double for double storage).
-// Immutable after construction: build once, share across threads.
+namespace detail {
+
+// cos/sin rows for the positions [first_position, first_position + count): the storage and the
+// position lookup of RopeTable and FopeTable. Row r holds position first_position + r.
 template <class C>
-class RopeTable {
+class PositionRows {
   static_assert(std::is_same_v<C, float> || std::is_same_v<C, double>,
-                "RopeTable holds float or double");
+                "a cos/sin table holds float or double");
 
  public:
   using Matrix = Eigen::Matrix<C, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
-  RopeTable(RopeSpec spec, std::int64_t first_position, std::int64_t count)
-      : spec_(std::move(spec)), first_position_(first_position) {
-    spec_.validate();
-    detail::require_positive("count", count);
-    cos_.resize(count, spec_.pairs());
-    sin_.resize(count, spec_.pairs());
-    detail::fill_rope_table(spec_.inv_freq.data(), spec_.pairs(), spec_.attention_scale,
-                            first_position, count, cos_.data(), sin_.data());
-  }
-
-  const RopeSpec& spec() const { return spec_; }
   std::int64_t first_position() const { return first_position_; }
   std::int64_t count() const { return cos_.rows(); }
   bool contains(std::int64_t position) const {
     return position >= first_position_ && position - first_position_ < count();
   }
-  // cos: [count, rotary_dim / 2], row r is position first_position + r.
+  // cos, sin: [count, width]
   const Matrix& cos() const { return cos_; }
   const Matrix& sin() const { return sin_; }
 
@@ -197,19 +187,58 @@ class RopeTable {
   const C* cos_row(std::int64_t position) const { return cos_.row(row_of(position)).data(); }
   const C* sin_row(std::int64_t position) const { return sin_.row(row_of(position)).data(); }
 
+ protected:
+  // table: the table's name in error messages ("RoPE", "FoPE").
+  PositionRows(const char* table, std::int64_t first_position, std::int64_t count,
+               Eigen::Index width)
+      : table_(table), first_position_(first_position) {
+    require_positive("count", count);
+    cos_.resize(count, width);
+    sin_.resize(count, width);
+  }
+
+  Matrix cos_, sin_;
+
  private:
   Eigen::Index row_of(std::int64_t position) const {
     if (!contains(position)) {
-      detail::fail("position", position,
-                   "outside the RoPE table's range [" + std::to_string(first_position_) + ", " +
-                       std::to_string(first_position_ + count()) + ")");
+      fail("position", position,
+           std::string("outside the ") + table_ + " table's range [" +
+               std::to_string(first_position_) + ", " + std::to_string(first_position_ + count()) +
+               ")");
     }
     return static_cast<Eigen::Index>(position - first_position_);
   }
 
-  RopeSpec spec_;
+  const char* table_;
   std::int64_t first_position_;
-  Matrix cos_, sin_;
+};
+
+inline const RopeSpec& validated(const RopeSpec& spec) {
+  spec.validate();
+  return spec;
+}
+
+}  // namespace detail
+
+// A precomputed cos/sin table for positions [first_position, first_position + count), in the
+// arithmetic type C (float for float/half/bf16 storage, double for double storage).
+// cos(), sin(): [count, rotary_dim / 2], row r is position first_position + r.
+// Immutable after construction: build once, share across threads.
+template <class C>
+class RopeTable : public detail::PositionRows<C> {
+ public:
+  RopeTable(RopeSpec spec, std::int64_t first_position, std::int64_t count)
+      : detail::PositionRows<C>("RoPE", first_position, count, detail::validated(spec).pairs()),
+        spec_(std::move(spec)) {
+    detail::fill_rope_table(spec_.inv_freq.data(), spec_.pairs(), spec_.attention_scale,
+                            first_position, count, this->cos_.data(), this->sin_.data());
+  }
+
+  const RopeSpec& spec() const { return spec_; }
+
+ private:
+  RopeSpec spec_;
 };
 
 // The table type to use with storage type T.
