@@ -12,6 +12,7 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "posemb/rope.hpp"
@@ -347,7 +348,7 @@ TEST_CASE("bad thread counts and out-of-table positions throw before any work") 
 }
 
 TEST_CASE("ggml reference vectors (fp64 lines) through the fast tensor path") {
-  // /work/shared/conformance/ggml/vectors.md: head_dim 8, x[d] = d + 1, base 10000; the `fp64`
+  // tests/data/ggml/vectors.md: head_dim 8, x[d] = d + 1, base 10000; the `fp64`
   // lines are the rotation evaluated in double and rounded to float.
   struct Row {
     std::int64_t position;
@@ -465,5 +466,71 @@ TEST_CASE("bfloat16 and half narrowing match Eigen's conversions bit for bit") {
             Eigen::numext::bit_cast<std::uint32_t>(static_cast<float>(bf[i])));
     REQUIRE(Eigen::numext::bit_cast<std::uint32_t>(hf_back[i]) ==
             Eigen::numext::bit_cast<std::uint32_t>(static_cast<float>(hf[i])));
+  }
+}
+
+namespace {
+
+// At position 0 (cos 1, sin 0 exactly) a rotation returns every finite input but -0 bit for
+// bit, subnormals included (which vcvtneps2bf16 alone would flush to zero); a lane is NaN
+// where it or its partner is NaN or infinite (inf * 0), and an infinity stays infinite when its
+// partner is finite.
+// x: [1, 1, 2, 128], both heads through the vectorized half-precision kernels.
+template <class T>
+void check_special_values_at_position_zero(Pairing pairing, bool in_place) {
+  const std::uint16_t min_subnormal = 0x0001;
+  const std::uint16_t max_subnormal = std::is_same_v<T, Eigen::half> ? 0x03FF : 0x007F;
+  const std::uint16_t max_finite = std::is_same_v<T, Eigen::half> ? 0x7BFF : 0x7F7F;
+  const std::uint16_t infinity = std::is_same_v<T, Eigen::half> ? 0x7C00 : 0x7F80;
+  const std::uint16_t nan = std::is_same_v<T, Eigen::half> ? 0x7E00 : 0x7FC0;
+  posemb::Tensor4<T> x(1, 1, 2, 128), out(1, 1, 2, 128);
+  fill_random(x.data(), x.size(), 11u);
+  const auto set = [&](Eigen::Index at, std::uint16_t bits) {
+    x.data()[at] = Eigen::numext::bit_cast<T>(bits);
+  };
+  // Head 0: finite specials scattered over the 16-lane blocks.
+  set(0, min_subnormal);
+  set(17, max_subnormal);
+  set(40, static_cast<std::uint16_t>(0x8000 | min_subnormal));
+  set(64, static_cast<std::uint16_t>(0x8000 | max_subnormal));
+  set(90, max_finite);
+  set(127, static_cast<std::uint16_t>(0x8000 | max_finite));
+  // Head 1: infinities and NaNs.
+  set(128 + 3, infinity);
+  set(128 + 50, static_cast<std::uint16_t>(0x8000 | infinity));
+  set(128 + 64, nan);
+  set(128 + 101, static_cast<std::uint16_t>(0x8000 | nan));
+  set(128 + 120, min_subnormal);
+  const posemb::Tensor4<T> original = x;
+  const posemb::RopeSpec spec = posemb::default_rope_spec(128, 10000.0, pairing);
+  if (in_place) posemb::apply_rope_inplace(x, 0, spec);
+  else posemb::apply_rope(x, out, 0, spec);
+  const T* result = in_place ? x.data() : out.data();
+  for (Eigen::Index head = 0; head < 2; ++head) {
+    for (Eigen::Index d = 0; d < 128; ++d) {
+      const Eigen::Index partner = pairing == Pairing::Interleaved ? (d ^ 1) : (d + 64) % 128;
+      const float value = static_cast<float>(original.data()[head * 128 + d]);
+      const float other = static_cast<float>(original.data()[head * 128 + partner]);
+      const T got = result[head * 128 + d];
+      INFO(posemb::to_string(pairing) << (in_place ? " in place" : " out of place") << " head "
+                                      << head << " element " << d);
+      if (std::isnan(value) || !std::isfinite(other)) {
+        CHECK(std::isnan(static_cast<float>(got)));
+      } else {
+        CHECK(Eigen::numext::bit_cast<std::uint16_t>(got) ==
+              Eigen::numext::bit_cast<std::uint16_t>(original.data()[head * 128 + d]));
+      }
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("half-precision kernels keep subnormals, infinities and NaNs (rotation at position 0)") {
+  for (Pairing pairing : {Pairing::Interleaved, Pairing::RotateHalf}) {
+    for (bool in_place : {false, true}) {
+      check_special_values_at_position_zero<Eigen::bfloat16>(pairing, in_place);
+      check_special_values_at_position_zero<Eigen::half>(pairing, in_place);
+    }
   }
 }
