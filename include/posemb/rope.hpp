@@ -403,22 +403,25 @@ class TokenPositions {
   std::int64_t offset_ = 0;
 };
 
-// True for Eigen::Tensor<T, 4, RowMajor> and TensorMaps of one: the 4-D activations posemb takes.
-template <class X>
-struct is_tensor4 : std::false_type {};
-template <class T, class Index>
-struct is_tensor4<Eigen::Tensor<T, 4, Eigen::RowMajor, Index>> : std::true_type {};
-template <class T, class Index, int Options, template <class> class MakePointer>
-struct is_tensor4<Eigen::TensorMap<Eigen::Tensor<T, 4, Eigen::RowMajor, Index>, Options, MakePointer>>
+// True for Eigen::Tensor<T, Rank, RowMajor> and TensorMaps of one (const or not): the
+// activations posemb takes (rank 4: [batch, seq, heads, head_dim]; rank 3: [batch, seq, d]).
+template <class X, int Rank>
+struct is_row_major_tensor : std::false_type {};
+template <class T, int Rank, class Index>
+struct is_row_major_tensor<Eigen::Tensor<T, Rank, Eigen::RowMajor, Index>, Rank> : std::true_type {};
+template <class T, int Rank, class Index, int Options, template <class> class MakePointer>
+struct is_row_major_tensor<
+    Eigen::TensorMap<Eigen::Tensor<T, Rank, Eigen::RowMajor, Index>, Options, MakePointer>, Rank>
     : std::true_type {};
-template <class T, class Index, int Options, template <class> class MakePointer>
-struct is_tensor4<
-    Eigen::TensorMap<const Eigen::Tensor<T, 4, Eigen::RowMajor, Index>, Options, MakePointer>>
-    : std::true_type {};
+template <class T, int Rank, class Index, int Options, template <class> class MakePointer>
+struct is_row_major_tensor<
+    Eigen::TensorMap<const Eigen::Tensor<T, Rank, Eigen::RowMajor, Index>, Options, MakePointer>,
+    Rank> : std::true_type {};
+template <class X, int Rank>
+using if_row_major_tensor = std::enable_if_t<
+    is_row_major_tensor<std::remove_cv_t<std::remove_reference_t<X>>, Rank>::value, int>;
 template <class X>
-inline constexpr bool is_tensor4_v = is_tensor4<std::remove_cv_t<std::remove_reference_t<X>>>::value;
-template <class X>
-using if_tensor4 = std::enable_if_t<is_tensor4_v<X>, int>;
+using if_tensor4 = if_row_major_tensor<X, 4>;
 
 inline void check_layout(TensorLayout layout) {
   if (layout != TensorLayout::BSHD && layout != TensorLayout::BHSD) {

@@ -98,22 +98,8 @@ inline Eigen::Index table_row_of(std::int64_t position, Eigen::Index table_rows)
   return static_cast<Eigen::Index>(position);
 }
 
-// True for Eigen::Tensor<T, 3, RowMajor> and TensorMaps of one.
 template <class X>
-struct is_tensor3 : std::false_type {};
-template <class T, class Index>
-struct is_tensor3<Eigen::Tensor<T, 3, Eigen::RowMajor, Index>> : std::true_type {};
-template <class T, class Index, int Options, template <class> class MakePointer>
-struct is_tensor3<Eigen::TensorMap<Eigen::Tensor<T, 3, Eigen::RowMajor, Index>, Options, MakePointer>>
-    : std::true_type {};
-template <class T, class Index, int Options, template <class> class MakePointer>
-struct is_tensor3<
-    Eigen::TensorMap<const Eigen::Tensor<T, 3, Eigen::RowMajor, Index>, Options, MakePointer>>
-    : std::true_type {};
-template <class X>
-inline constexpr bool is_tensor3_v = is_tensor3<std::remove_cv_t<std::remove_reference_t<X>>>::value;
-template <class X>
-using if_tensor3 = std::enable_if_t<is_tensor3_v<X>, int>;
+using if_tensor3 = if_row_major_tensor<X, 3>;
 
 // x[0 .. d) += table row `row`, in the arithmetic type of T, rounded once to T.
 template <class T, class Table>
