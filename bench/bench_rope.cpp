@@ -131,9 +131,9 @@ const posemb::RopeSpec& spec_for(Pairing pairing) {
 }
 
 template <class T>
-const posemb::RopeTableFor<T>& table_for(Pairing pairing) {
-  static const posemb::RopeTableFor<T> interleaved(spec_for(Pairing::Interleaved), 0, kSeq);
-  static const posemb::RopeTableFor<T> rotate_half(spec_for(Pairing::RotateHalf), 0, kSeq);
+const posemb::RopeTable<T>& table_for(Pairing pairing) {
+  static const posemb::RopeTable<T> interleaved(spec_for(Pairing::Interleaved), 0, kSeq);
+  static const posemb::RopeTable<T> rotate_half(spec_for(Pairing::RotateHalf), 0, kSeq);
   return pairing == Pairing::Interleaved ? interleaved : rotate_half;
 }
 
@@ -303,7 +303,7 @@ void bm_table_fill(benchmark::State& state) {
   Buffers& b = buffers();
   const posemb::RopeSpec& spec = spec_for(Pairing::RotateHalf);
   for (auto _ : state) {
-    posemb::detail::fill_rope_table(spec.inv_freq.data(), kTablePairs, 1.0, 0, positions,
+    posemb::detail::fill_cos_sin_table(spec.inv_freq.data(), kTablePairs, 1.0, 0, positions,
                                     b.table_cos.data(), b.table_sin.data());
     benchmark::ClobberMemory();
   }
@@ -511,7 +511,7 @@ int main(int argc, char** argv) {
     // The table: every entry of 131072 positions x 64 frequencies against libm.
     Buffers& b = buffers();
     const posemb::RopeSpec& spec = spec_for(Pairing::RotateHalf);
-    posemb::detail::fill_rope_table(spec.inv_freq.data(), kTablePairs, 1.0, 0, kTablePositions,
+    posemb::detail::fill_cos_sin_table(spec.inv_freq.data(), kTablePairs, 1.0, 0, kTablePositions,
                                     b.table_cos.data(), b.table_sin.data());
     std::int64_t worst = 0;
     const auto ulps = [](float a, float c) {
