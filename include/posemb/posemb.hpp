@@ -15,6 +15,9 @@
 #include "posemb/xpos.hpp"
 #include "posemb/kv_cache.hpp"
 #include "posemb/fope.hpp"
+#include "posemb/mrope.hpp"
+#include "posemb/mrope_positions.hpp"
+#include "posemb/vision_rope.hpp"
 #include "posemb/permute.hpp"
 
 // Additive: absolute tables and ALiBi.
