@@ -5,7 +5,9 @@
 // are shared and their absolute times are not comparable across runs. See bench/README.md.
 //
 // Shapes: x [1, 2048, 32, 128] (BSHD) or [1, 32, 2048, 128] (BHSD), positions 0..2047 (RoPE,
-// and FoPE with 8 key-value heads of coefficients, training length 4096, a prebuilt table);
+// and FoPE with 8 key-value heads of coefficients, training length 4096, a prebuilt table;
+// M-RoPE with Qwen2-VL's sections [16, 24, 24] or Qwen3-VL's interleaved [24, 20, 20] at the
+// positions of a prompt text:64, image 1x64x64, text:960, from a prebuilt table);
 // decode x [1, 1, 32, 128] at position 100000; table 131072 positions x 64 frequencies.
 #include <benchmark/benchmark.h>
 
@@ -27,6 +29,8 @@
 
 #include "posemb/fope.hpp"
 #include "posemb/fused_attention.hpp"
+#include "posemb/mrope.hpp"
+#include "posemb/mrope_positions.hpp"
 #include "posemb/rope.hpp"
 
 namespace {
@@ -371,6 +375,84 @@ void bm_fope_threads(benchmark::State& state) {
   std::copy(p.x.begin(), p.x.end(), p.out.begin());
 }
 
+// ---------------------------------------------------------------------------------------------
+// M-RoPE through the rotary engine: x [1, 2048, 32, 128], rotate-half, the (t, h, w) positions
+// of text:64, an image of 32 x 32 merged patches (1x64x64), text:960, gathered per pair from a
+// prebuilt 1-D table (MropeTable<float>).
+
+const posemb::MropeIndex& mrope_prompt() {
+  static const posemb::MropeIndex index = posemb::mrope_position_ids(
+      {posemb::MropeSegment::text(64), posemb::MropeSegment::image(1, 64, 64),
+       posemb::MropeSegment::text(960)},
+      {posemb::MropeFamily::Qwen2VL, 2});
+  return index;
+}
+
+const posemb::MropeSpec& mrope_spec(posemb::MropeLayout layout) {
+  static const posemb::MropeSpec chunked = posemb::make_mrope_spec(
+      spec_for(Pairing::RotateHalf), {16, 24, 24}, posemb::MropeLayout::Chunked);
+  static const posemb::MropeSpec interleaved = posemb::make_mrope_spec(
+      spec_for(Pairing::RotateHalf), {24, 20, 20}, posemb::MropeLayout::Interleaved);
+  return layout == posemb::MropeLayout::Chunked ? chunked : interleaved;
+}
+
+const posemb::MropeTable<float>& mrope_table(posemb::MropeLayout layout) {
+  const std::int64_t count = mrope_prompt().positions.maxCoeff() + 1;
+  static const posemb::MropeTable<float> chunked(mrope_spec(posemb::MropeLayout::Chunked), 0, count);
+  static const posemb::MropeTable<float> interleaved(mrope_spec(posemb::MropeLayout::Interleaved), 0, count);
+  return layout == posemb::MropeLayout::Chunked ? chunked : interleaved;
+}
+
+void run_mrope(Pair<float>& p, posemb::MropeLayout layout) {
+  auto x = map(p.x.data(), TensorLayout::BSHD);
+  auto out = map(p.out.data(), TensorLayout::BSHD);
+  posemb::apply_mrope(x, out, mrope_prompt().positions, mrope_table(layout));
+}
+
+// M-RoPE against the scalar reference: each pair's cos/sin from reference_cos_sin at its axis'
+// position, then the rotate-half rotation. Returns the largest |fast - reference| / (|a| + |b|).
+double check_mrope(posemb::MropeLayout layout) {
+  Pair<float>& p = buffers().f32;
+  std::copy(p.x.begin(), p.x.end(), p.out.begin());
+  run_mrope(p, layout);
+  const posemb::MropeSpec& spec = mrope_spec(layout);
+  const posemb::PositionMatrix& thw = mrope_prompt().positions;
+  float axis_cos[3][64], axis_sin[3][64], cos[64], sin[64];
+  std::vector<float> head(kDim);
+  double worst = 0;
+  for (Eigen::Index s = 0; s < kSeq; ++s) {
+    for (int a = 0; a < 3; ++a) reference_cos_sin(spec.rope, thw(a, s), axis_cos[a], axis_sin[a]);
+    for (int j = 0; j < spec.rope.pairs(); ++j) {
+      const int a = posemb::mrope_axis(spec, j);
+      cos[j] = axis_cos[a][j];
+      sin[j] = axis_sin[a][j];
+    }
+    for (Eigen::Index h = 0; h < kHeads; ++h) {
+      const Eigen::Index at = (s * kHeads + h) * kDim;
+      std::copy(p.x.begin() + at, p.x.begin() + at + kDim, head.begin());
+      reference_rotate(spec.rope, cos, sin, head.data());
+      for (int i = 0; i < spec.rope.pairs(); ++i) {
+        const double norm = std::abs(p.x[at + i]) + std::abs(p.x[at + i + 64]) + 1e-30;
+        for (int e : {i, i + 64}) worst = std::max(worst, double(std::abs(p.out[at + e] - head[e])) / norm);
+      }
+    }
+  }
+  std::copy(p.x.begin(), p.x.end(), p.out.begin());
+  return worst;
+}
+
+// M-RoPE (one thread, out of place) against memcpy of the same bytes.
+void bm_mrope_vs_memcpy(benchmark::State& state, posemb::MropeLayout layout) {
+  Pair<float>& p = buffers().f32;
+  run_paired(state, [&] { copy_tensor(p, 0); }, [&] { run_mrope(p, layout); });
+  state.SetBytesProcessed(state.iterations() * 2 * std::int64_t(kElements * sizeof(float)));
+  std::copy(p.x.begin(), p.x.end(), p.out.begin());
+}
+
+std::string mrope_name(posemb::MropeLayout layout) {
+  return std::string("mrope/table/f32/rotate_half/bshd/out_of_place/") + posemb::to_string(layout);
+}
+
 // Table build into preallocated buffers: `positions` x 64 entries per iteration. No baseline:
 // the figure is ns per entry (wall and CPU time, see the summary).
 void bm_table_fill(benchmark::State& state) {
@@ -618,6 +700,9 @@ int main(int argc, char** argv) {
     report_check("fope/table/f32/rotate_half/bshd/out_of_place (threads " + std::to_string(threads) + ")",
                  check_fope(threads), 4e-7);
   }
+  for (const posemb::MropeLayout layout : {posemb::MropeLayout::Chunked, posemb::MropeLayout::Interleaved}) {
+    report_check(mrope_name(layout), check_mrope(layout), 4e-7);
+  }
   for (bool alibi_causal : {false, true}) {
     report_check(alibi_causal ? "fused/rope_alibi_causal (absolute)" : "fused/rope (absolute)",
                  check_fused(alibi_causal), 1e-4);
@@ -649,6 +734,9 @@ int main(int argc, char** argv) {
   benchmark::RegisterBenchmark(fope_name.c_str(), bm_fope_vs_memcpy)->UseManualTime();
   benchmark::RegisterBenchmark((fope_name + "/threads:2/vs_one_thread").c_str(), bm_fope_threads)
       ->UseManualTime();
+  for (const posemb::MropeLayout layout : {posemb::MropeLayout::Chunked, posemb::MropeLayout::Interleaved}) {
+    benchmark::RegisterBenchmark(mrope_name(layout).c_str(), bm_mrope_vs_memcpy, layout)->UseManualTime();
+  }
   benchmark::RegisterBenchmark("fused/rope", bm_fused_scores, false)->UseManualTime();
   benchmark::RegisterBenchmark("fused/rope_alibi_causal", bm_fused_scores, true)->UseManualTime();
   benchmark::RegisterBenchmark("table/fill", bm_table_fill)->Arg(kTablePositions)->Arg(kSeq);
@@ -682,6 +770,17 @@ int main(int argc, char** argv) {
   }
   print_ratio(reporter, fope_name, "of memcpy bandwidth,", 0.6);
   print_ratio(reporter, fope_name + "/threads:2/vs_one_thread", "speedup over 1 thread,", 1.5);
+  // M-RoPE: of memcpy, and relative to 1-D RoPE's ratio on the same tensor and table path.
+  const RatioReporter::Result* rope_1d = reporter.find("rope/table/f32/rotate_half/bshd/out_of_place");
+  for (const posemb::MropeLayout layout : {posemb::MropeLayout::Chunked, posemb::MropeLayout::Interleaved}) {
+    print_ratio(reporter, mrope_name(layout), "of memcpy bandwidth,", 0.8);
+    const RatioReporter::Result* r = reporter.find(mrope_name(layout));
+    if (r != nullptr && rope_1d != nullptr) {
+      const double relative = r->ratio() / rope_1d->ratio();
+      std::printf("%-60s %7.3f  of 1-D RoPE's ratio (rope/table/f32/rotate_half/bshd/out_of_place), >= 0.90  %s\n",
+                  (mrope_name(layout) + "/vs_rope").c_str(), relative, relative >= 0.9 ? "met" : "MISSED");
+    }
+  }
   for (const char* name : {"fused/rope", "fused/rope_alibi_causal"}) {
     if (const RatioReporter::Result* r = reporter.find(name)) {
       const double cost = 1.0 / r->ratio();  // fused time / GEMM time

@@ -235,11 +235,18 @@ class MropePositions {
 // Example:
 //   const posemb::MropeTable<float> table(spec, /*first_position=*/0, /*count=*/32768);
 //   posemb::apply_mrope_inplace(q, thw, table);
+namespace detail {
+inline const MropeSpec& validated(const MropeSpec& spec) {
+  spec.validate();
+  return spec;
+}
+}  // namespace detail
+
 template <class T>
 class MropeTable {
  public:
   MropeTable(const MropeSpec& spec, std::int64_t first_position, std::int64_t count)
-      : rope_((spec.validate(), spec.rope), first_position, count),
+      : rope_(detail::validated(spec).rope, first_position, count),
         sections_(spec.sections),
         layout_(spec.layout) {}
 
