@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "posemb/mrope.hpp"
+#include "posemb/kv_cache.hpp"
 #include "posemb/npy.hpp"
 #include "posemb/rope.hpp"
 #include "support.hpp"
@@ -246,6 +247,19 @@ TEST_CASE("shifting all three axes by d equals a 1-D RoPE shift by d") {
       CHECK(max_abs_diff(direct, composed) <= 1e-13 + 1e-15 * double(d));
     }
   }
+}
+
+TEST_CASE("the KV-cache shift of kv_cache.hpp moves M-RoPE keys on every axis") {
+  const auto k = random_tensor<double>(1, 14, 2, 16);
+  PositionMatrix thw(3, 14);
+  thw << 500, 501, 502, 503, 503, 503, 503, 503, 503, 506, 507, 508, 509, 510,  //
+      500, 501, 502, 503, 503, 503, 504, 504, 504, 506, 507, 508, 509, 510,     //
+      500, 501, 502, 503, 504, 505, 503, 504, 505, 506, 507, 508, 509, 510;
+  const MropeSpec spec = spec_of(16, 1e4, {2, 3, 3}, MropeLayout::Chunked);
+  auto cached = posemb::apply_mrope(k, thw, spec);
+  posemb::shift_keys_inplace(cached, /*delta=*/-500, spec.rope);
+  const PositionMatrix moved = (thw.array() - 500).matrix();
+  CHECK(max_abs_diff(cached, posemb::apply_mrope(k, moved, spec)) <= 1e-12);
 }
 
 TEST_CASE("the inverse undoes the rotation, for the spec and the table, with an attention scale") {
