@@ -280,6 +280,14 @@ TEST_CASE("the inverse undoes the rotation, for the spec and the table, with an 
     const auto back_table = posemb::apply_mrope(posemb::apply_mrope(x, thw, table), thw, table,
                                                 TensorLayout::BSHD, {}, Rotation::Inverse);
     CHECK(max_abs_diff(back_table, x) <= 1e-12);
+    // The table's inverse is the spec's, bit for bit, with the scale and without.
+    for (const double scale : {1.25, 1.0}) {
+      MropeSpec scaled = spec;
+      scaled.rope.attention_scale = scale;
+      const posemb::MropeTable<double> scaled_table(scaled, 0, 5000);
+      CHECK(bit_equal(posemb::apply_mrope(y, thw, scaled_table, TensorLayout::BSHD, {}, Rotation::Inverse),
+                      posemb::apply_mrope(y, thw, scaled, TensorLayout::BSHD, {}, Rotation::Inverse)));
+    }
   }
 }
 

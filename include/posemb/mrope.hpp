@@ -262,13 +262,23 @@ class MropeTable {
 
 namespace detail {
 
-// The inverse of a rotation by (c, s) = m (cos t, sin t): (c, -s) / m^2, with m = scale.
+// cos/sin of pairs [begin, end) of a token at pos = (t, h, w): angle pos[a(j)] * inv_freq[j] in
+// double, through the one generator (cos_sin_of with magnitude attention_scale: the same product
+// and rounding as cos_sin_at, so t = h = w gives RoPE's bits). The inverse: magnitude
+// 1 / attention_scale and the sign of sin flipped, as RopeSpecSource.
 template <class C>
-void invert_cos_sin(double scale, int n, C* cos, C* sin) {
-  const C k = static_cast<C>(1.0 / (scale * scale));
-  for (int i = 0; i < n; ++i) {
-    if (scale != 1.0) cos[i] *= k;
-    sin[i] = scale == 1.0 ? -sin[i] : -sin[i] * k;
+void mrope_cos_sin(const RopeSpec& rope, const MropeSections& sections, MropeLayout layout,
+                   const double* pos, int begin, int end, C* cos, C* sin, Rotation rotation) {
+  const bool inverse = rotation == Rotation::Inverse;
+  const double scale = inverse ? 1.0 / rope.attention_scale : rope.attention_scale;
+  double angle[cos_sin_chunk], magnitude[cos_sin_chunk];
+  for (int j = begin; j < end; ++j) {
+    angle[j - begin] = pos[mrope_axis(sections, layout, j)] * rope.inv_freq[j];
+    magnitude[j - begin] = scale;
+  }
+  cos_sin_of(angle, magnitude, end - begin, cos, sin);
+  if (inverse) {
+    for (int i = 0; i < end - begin; ++i) sin[i] = -sin[i];
   }
 }
 
@@ -291,28 +301,18 @@ struct MropeSpecSource {
     check_head_dim(spec.rope, shape);
     positions.check(shape.batch, shape.seq);
   }
-  // Inverse: 1 / attention_scale and the sign of sin flipped, as RopeSpecSource.
   template <class C>
   void fill(Eigen::Index b, Eigen::Index s, int begin, int end, C* cos, C* sin,
             Rotation rotation) const {
-    const bool inverse = rotation == Rotation::Inverse;
-    const double scale = inverse ? 1.0 / spec.rope.attention_scale : spec.rope.attention_scale;
     const double pos[3] = {positions.at(kAxisT, b, s), positions.at(kAxisH, b, s),
                            positions.at(kAxisW, b, s)};
-    double angle[cos_sin_chunk], magnitude[cos_sin_chunk];
-    for (int j = begin; j < end; ++j) {
-      angle[j - begin] = pos[mrope_axis(spec, j)] * spec.rope.inv_freq[j];
-      magnitude[j - begin] = scale;
-    }
-    cos_sin_of(angle, magnitude, end - begin, cos, sin);
-    if (inverse) {
-      for (int i = 0; i < end - begin; ++i) sin[i] = -sin[i];
-    }
+    mrope_cos_sin(spec.rope, spec.sections, spec.layout, pos, begin, end, cos, sin, rotation);
   }
 };
 
 // M-RoPE's cos/sin gathered from a 1-D RoPE table (a Pairs source): pair j's values come from
-// the table row of its axis' position.
+// the table row of its axis' position. The inverse: (cos, -sin) of the rows when the scale is 1,
+// otherwise formed as MropeSpecSource forms it, so that both agree bit for bit.
 template <class TableT>
 struct MropeTableSource {
   static constexpr SourceKind kind = SourceKind::Pairs;
@@ -341,6 +341,7 @@ struct MropeTableSource {
                   "posemb: the table's arithmetic type differs from the tensor's; use "
                   "MropeTable<T> with T the tensor's storage type");
     const RopeTable<TableT>& rows = table.rope_table();
+    const MropeSections& sections = table.sections();
     const C* cos_row[3];
     const C* sin_row[3];
     for (int a = 0; a < 3; ++a) {
@@ -348,7 +349,12 @@ struct MropeTableSource {
       cos_row[a] = rows.cos_row(p);
       sin_row[a] = rows.sin_row(p);
     }
-    const MropeSections& sections = table.sections();
+    if (rotation == Rotation::Inverse && rope().attention_scale != 1.0) {
+      const double pos[3] = {positions.at(kAxisT, b, s), positions.at(kAxisH, b, s),
+                             positions.at(kAxisW, b, s)};
+      mrope_cos_sin(rope(), sections, table.layout(), pos, begin, end, cos, sin, rotation);
+      return;
+    }
     if (table.layout() == MropeLayout::Chunked) {
       // Three runs of consecutive pairs: [0, s0) t, [s0, s0 + s1) h, the rest w.
       const int bounds[4] = {0, sections[0], sections[0] + sections[1], rope().pairs()};
@@ -366,7 +372,9 @@ struct MropeTableSource {
         sin[j - begin] = sin_row[a][j];
       }
     }
-    if (rotation == Rotation::Inverse) invert_cos_sin(rope().attention_scale, end - begin, cos, sin);
+    if (rotation == Rotation::Inverse) {
+      for (int i = 0; i < end - begin; ++i) sin[i] = -sin[i];
+    }
   }
 };
 
