@@ -127,8 +127,10 @@ class CosSinRows {
              Eigen::Index width)
       : table_(table), first_position_(first_position) {
     detail::require_positive("count", count);
-    cos_.resize(count, width);
-    sin_.resize(count, width);
+    detail::allocate_sized("count", count, 2.0L * count * width, sizeof(C), [&] {
+      cos_.resize(count, width);
+      sin_.resize(count, width);
+    });
   }
 
   Matrix cos_, sin_;
