@@ -245,6 +245,8 @@ inline const MropeSpec& validated(const MropeSpec& spec) {
 template <class T>
 class MropeTable {
  public:
+  using compute_type = compute_t<T>;
+
   MropeTable(const MropeSpec& spec, std::int64_t first_position, std::int64_t count)
       : rope_(detail::validated(spec).rope, first_position, count),
         sections_(spec.sections),
@@ -378,6 +380,27 @@ struct MropeTableSource {
   }
 };
 
+template <class Source>
+struct is_mrope_table : std::false_type {};
+template <class U>
+struct is_mrope_table<MropeTable<U>> : std::true_type {};
+
+// A readable compile error for a source that is neither an MropeSpec nor an MropeTable of the
+// tensor's arithmetic type.
+template <class Source, class T>
+constexpr bool require_mrope_source() {
+  static_assert(std::is_same_v<Source, MropeSpec> || is_mrope_table<Source>::value,
+                "posemb: the source of apply_mrope must be a posemb::MropeSpec or a "
+                "posemb::MropeTable<T>");
+  if constexpr (is_mrope_table<Source>::value) {
+    static_assert(std::is_same_v<typename Source::compute_type, compute_t<T>>,
+                  "posemb: this MropeTable holds another arithmetic type than the tensor needs "
+                  "(double for double storage, float for float/half/bf16): use MropeTable<T> with "
+                  "T the tensor's storage type");
+  }
+  return true;
+}
+
 inline MropeSpecSource rotary_source(const MropeSpec& spec, const MropePositions& positions) {
   return MropeSpecSource(spec, positions);
 }
@@ -400,10 +423,12 @@ MropeTableSource<TableT> rotary_source(const MropeTable<TableT>& table,
 // Example (Qwen2-VL prefill, positions from the prompt's layout):
 //   const posemb::MropeIndex index = posemb::mrope_position_ids(segments, rules);
 //   posemb::apply_mrope_inplace(q, index.positions, spec);   // q: [1, seq, 28, 128]
-template <class X, class Source, IfTensor4<X> = 0>
+template <class X, class Source, IfNotMatrix<X> = 0>
 void apply_mrope_inplace(X&& x, const MropePositions& positions, const Source& source,
                          TensorLayout layout = TensorLayout::BSHD, Threads threads = {},
                          Rotation rotation = Rotation::Forward) {
+  static_assert(require_activation_tensor<X>());
+  static_assert(detail::require_mrope_source<Source, scalar_of_t<X>>());
   detail::rotate_tensor_inplace(detail::rotary_source(source, positions),
                                 ActivationShape(x.dimensions(), layout), x.data(), threads,
                                 rotation);
@@ -415,10 +440,12 @@ void apply_mrope_inplace(X&& x, const MropePositions& positions, const Source& s
 //   posemb::apply_mrope(k_proj, k_cache, thw, table,
 //                       posemb::Layouts(posemb::TensorLayout::BSHD, posemb::TensorLayout::BHSD,
 //                                       cache_length));
-template <class X, class Y, class Source, IfTensor4<X> = 0, IfTensor4<Y> = 0>
+template <class X, class Y, class Source, IfNotMatrix<X> = 0, IfNotMatrix<Y> = 0>
 void apply_mrope(const X& x, Y&& out, const MropePositions& positions, const Source& source,
                  Layouts layouts = TensorLayout::BSHD, Threads threads = {},
                  Rotation rotation = Rotation::Forward) {
+  static_assert(require_activation_tensor<X>() && require_activation_tensor<Y>());
+  static_assert(detail::require_mrope_source<Source, scalar_of_t<X>>());
   detail::check_output_tensor(x, out, layouts);
   detail::rotate_tensor(detail::rotary_source(source, positions),
                         ActivationShape(x.dimensions(), layouts.in), x.data(),
@@ -427,10 +454,11 @@ void apply_mrope(const X& x, Y&& out, const MropePositions& positions, const Sou
 }
 
 // Out of place, returning a new tensor in x's layout.
-template <class X, class Source, IfTensor4<X> = 0>
+template <class X, class Source, IfNotMatrix<X> = 0>
 Tensor4<scalar_of_t<X>> apply_mrope(const X& x, const MropePositions& positions,
                                     const Source& source, TensorLayout layout = TensorLayout::BSHD,
                                     Threads threads = {}, Rotation rotation = Rotation::Forward) {
+  static_assert(require_activation_tensor<X>());
   Tensor4<scalar_of_t<X>> out(x.dimensions());
   apply_mrope(x, out, positions, source, layout, threads, rotation);
   return out;

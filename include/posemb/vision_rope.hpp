@@ -143,7 +143,7 @@ inline PositionMatrix vision_patch_positions(const VisionRope& rope, std::int64_
 // batch 1. `positions`: vision_patch_positions of the grid.
 
 // In place; allocates nothing.
-template <class X, IfTensor4<X> = 0>
+template <class X, IfNotMatrix<X> = 0>
 void apply_vision_rope_inplace(X&& x, const MropePositions& positions, const VisionRope& rope,
                                TensorLayout layout = TensorLayout::BSHD, Threads threads = {},
                                Rotation rotation = Rotation::Forward) {
@@ -151,7 +151,7 @@ void apply_vision_rope_inplace(X&& x, const MropePositions& positions, const Vis
 }
 
 // Out of place into a caller's tensor.
-template <class X, class Y, IfTensor4<X> = 0, IfTensor4<Y> = 0>
+template <class X, class Y, IfNotMatrix<X> = 0, IfNotMatrix<Y> = 0>
 void apply_vision_rope(const X& x, Y&& out, const MropePositions& positions,
                        const VisionRope& rope, Layouts layouts = TensorLayout::BSHD,
                        Threads threads = {}, Rotation rotation = Rotation::Forward) {
@@ -163,7 +163,7 @@ void apply_vision_rope(const X& x, Y&& out, const MropePositions& positions,
 // Example (a tower's queries [patches, heads, head_dim] in a caller's buffer):
 //   const posemb::TensorMap4<float> q(q_data, 1, patches, heads, head_dim);
 //   const auto rotated = posemb::apply_vision_rope(q, patch_positions, rope);
-template <class X, IfTensor4<X> = 0>
+template <class X, IfNotMatrix<X> = 0>
 Tensor4<scalar_of_t<X>> apply_vision_rope(const X& x, const MropePositions& positions,
                                           const VisionRope& rope,
                                           TensorLayout layout = TensorLayout::BSHD,
