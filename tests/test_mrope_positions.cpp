@@ -213,6 +213,13 @@ TEST_CASE("the builder rejects grids the merge does not divide and bad rules") {
   throws_with([&] { (void)posemb::mrope_position_ids({MropeSegment::video(0, 4, 4)}, rules); },
               "segments[0].t = 0");
   throws_with([&] { (void)posemb::mrope_position_ids({}, rules); }, "segments.size() = 0");
+  // 2^40 tokens are refused before anything is allocated.
+  throws_with([&] { (void)posemb::mrope_position_ids({MropeSegment::image(1 << 20, 1 << 20, 1 << 20)}, rules); },
+              "seq_len = 288230376151711744: expected at most 2^40 tokens");
+#if !defined(__SANITIZE_ADDRESS__)  // ASan reports a failed allocation instead of throwing
+  throws_with([&] { (void)posemb::mrope_position_ids({MropeSegment::text(std::int64_t(1) << 39)}, rules); },
+              "seq_len = 549755813888: expected a size whose a table of");
+#endif
   throws_with([&] { (void)posemb::mrope_position_ids({MropeSegment::text(1)}, {MropeFamily::Qwen2VL, 0}); },
               "spatial_merge_size = 0");
   throws_with(

@@ -171,6 +171,13 @@ TEST_CASE("vision: bad grids and head dims throw posemb::Error") {
   throws_with([&] { (void)posemb::vision_patch_positions(qwen, 1, 5, 4); },
               "grid h = 5: expected a multiple of spatial_merge_size = 2");
   throws_with([&] { (void)posemb::vision_patch_positions(qwen, 0, 4, 4); }, "grid t = 0");
+  // 2^60 patches cannot be indexed; 2^54 cannot be allocated: posemb::Error, not std::bad_alloc.
+  throws_with([&] { (void)posemb::vision_patch_positions(qwen, 1 << 20, 1 << 20, 1 << 20); },
+              "grid t * h * w = 1152921504606846976: expected a size whose a table of");
+#if !defined(__SANITIZE_ADDRESS__)  // ASan reports a failed allocation instead of throwing
+  throws_with([&] { (void)posemb::vision_patch_positions(qwen, 1 << 14, 1 << 20, 1 << 20); },
+              "can be allocated");
+#endif
   const VisionRope pixtral = posemb::pixtral_vision_rope(16);
   throws_with([&] { (void)posemb::vision_patch_positions(pixtral, 2, 3, 5); },
               "grid t = 2: expected 1 (one image per grid)");

@@ -165,7 +165,8 @@ inline MropeIndex mrope_position_ids(const std::vector<MropeSegment>& segments,
   }
 
   MropeIndex index;
-  index.positions.resize(3, seq);
+  detail::allocate_sized("seq_len", seq, 3.0L * seq, sizeof(std::int64_t),
+                         [&] { index.positions.resize(3, seq); });
   std::int64_t p = 0;  // the next free position
   Eigen::Index n = 0;  // the next token
   for (const MropeSegment& segment : grids) {

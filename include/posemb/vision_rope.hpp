@@ -121,7 +121,9 @@ inline PositionMatrix vision_patch_positions(const VisionRope& rope, std::int64_
   const std::int64_t m = rope.order == VisionPatchOrder::MergeBlocks ? rope.spatial_merge_size : 1;
   side("h", h, m);
   side("w", w, m);
-  PositionMatrix positions = PositionMatrix::Zero(3, t * h * w);
+  PositionMatrix positions;
+  detail::allocate_sized("grid t * h * w", t * h * w, 3.0L * t * h * w, sizeof(std::int64_t),
+                         [&] { positions.setZero(3, t * h * w); });
   Eigen::Index n = 0;
   for (std::int64_t frame = 0; frame < t; ++frame) {
     for (std::int64_t block_row = 0; block_row < h / m; ++block_row) {
