@@ -19,6 +19,7 @@
 #include "posemb/sinusoidal.hpp"
 #include "posemb/learned.hpp"
 #include "posemb/alibi.hpp"
+#include "posemb/relative_bias.hpp"
 
 // Attention scores tying them together; the fused RoPE + q k^T kernel.
 #include "posemb/attention.hpp"
