@@ -64,6 +64,107 @@ TEST_CASE("alibi: slopes for other head counts follow get_slopes") {
   check_slopes(40, forty);
 }
 
+namespace {
+
+// get_slopes of the reference code (attention_with_linear_biases, fairseq transformer.py) as the
+// slopes were computed before max_bias existed: start = 2^(-2^-(log2 n - 3)), ratio = start.
+std::vector<double> reference_get_slopes(int n) {
+  const auto power_of_2 = [](int m) {
+    const double start = std::pow(2.0, -std::pow(2.0, -(std::log2(double(m)) - 3)));
+    std::vector<double> slopes;
+    for (int i = 0; i < m; ++i) slopes.push_back(start * std::pow(start, i));
+    return slopes;
+  };
+  if (std::log2(double(n)) == std::floor(std::log2(double(n)))) return power_of_2(n);
+  const int closest = 1 << static_cast<int>(std::floor(std::log2(double(n))));
+  std::vector<double> slopes = power_of_2(closest);
+  const std::vector<double> twice = reference_get_slopes(2 * closest);
+  for (int k = 0; k < n - closest; ++k) slopes.push_back(twice[static_cast<std::size_t>(2 * k)]);
+  return slopes;
+}
+
+// MPT's gen_slopes (llm-foundry attention.py), exponents in double: N = 2^ceil(log2 n),
+// m = (1 .. N) * max_bias / N, slopes = 1 / 2^m, then concat(slopes[1::2], slopes[::2])[:n].
+std::vector<double> mpt_gen_slopes(int n, double max_bias) {
+  const int N = 1 << static_cast<int>(std::ceil(std::log2(double(n))));
+  std::vector<double> slopes;
+  for (int k = 1; k <= N; ++k) slopes.push_back(1.0 / std::pow(2.0, k * (max_bias / N)));
+  if (N == n) return slopes;
+  std::vector<double> strided;
+  for (int k = 1; k < N; k += 2) strided.push_back(slopes[static_cast<std::size_t>(k)]);
+  for (int k = 0; k < N; k += 2) strided.push_back(slopes[static_cast<std::size_t>(k)]);
+  strided.resize(static_cast<std::size_t>(n));
+  return strided;
+}
+
+}  // namespace
+
+TEST_CASE("alibi: max_bias 8 reproduces the reference get_slopes for n = 1 .. 80") {
+  for (int n = 1; n <= 80; ++n) {
+    CAPTURE(n);
+    const std::vector<double> expected = reference_get_slopes(n);
+    const Eigen::VectorXd slopes = posemb::alibi_slopes(n);
+    const Eigen::VectorXd explicit_eight = posemb::alibi_slopes(n, 8.0);
+    REQUIRE(slopes.size() == n);
+    for (int h = 0; h < n; ++h) {
+      CAPTURE(h);
+      CHECK(slopes[h] == Approx(expected[static_cast<std::size_t>(h)]).epsilon(1e-14));
+      CHECK(explicit_eight[h] == slopes[h]);
+    }
+  }
+}
+
+TEST_CASE("alibi: other max_bias values follow MPT's gen_slopes") {
+  for (double max_bias : {8.0, 16.0, 4.0, 1.5, 12.0}) {
+    for (int n = 1; n <= 80; ++n) {
+      CAPTURE(max_bias, n);
+      const std::vector<double> expected = mpt_gen_slopes(n, max_bias);
+      const Eigen::VectorXd slopes = posemb::alibi_slopes(n, max_bias);
+      for (int h = 0; h < n; ++h) {
+        CAPTURE(h);
+        CHECK(slopes[h] == Approx(expected[static_cast<std::size_t>(h)]).epsilon(1e-14));
+      }
+    }
+  }
+  // By hand: 4 heads at max_bias 16: 2^-4, 2^-8, 2^-12, 2^-16; 3 heads at 4: 2^-2, 2^-4, 2^-1.
+  const Eigen::VectorXd four = posemb::alibi_slopes(4, 16.0);
+  CHECK(four[0] == 0.0625);
+  CHECK(four[3] == std::ldexp(1.0, -16));
+  const Eigen::VectorXd three = posemb::alibi_slopes(3, 4.0);
+  CHECK(three[0] == 0.25);
+  CHECK(three[1] == 0.0625);
+  CHECK(three[2] == 0.5);
+}
+
+TEST_CASE("alibi: tensor-parallel shards concatenate to the full slopes for n = 1 .. 80") {
+  for (double max_bias : {8.0, 5.0}) {
+    for (int n = 1; n <= 80; ++n) {
+      CAPTURE(max_bias, n);
+      const Eigen::VectorXd full = posemb::alibi_slopes(n, max_bias);
+      for (int ranks = 1; ranks <= std::min(n, 8); ++ranks) {
+        CAPTURE(ranks);
+        // Rank r holds heads [r n / ranks, (r + 1) n / ranks): uneven shards too.
+        Eigen::VectorXd joined(n);
+        for (int r = 0; r < ranks; ++r) {
+          const int begin = r * n / ranks, end = (r + 1) * n / ranks;
+          const Eigen::VectorXd shard = posemb::alibi_slopes(n, max_bias, posemb::HeadRange{begin, end});
+          REQUIRE(shard.size() == end - begin);
+          joined.segment(begin, end - begin) = shard;
+        }
+        CHECK(joined == full);  // bit for bit
+      }
+    }
+  }
+  // The bias of a shard is the shard's heads of the full bias.
+  const auto full = posemb::alibi_bias<double>(12, position_range(0, 5), position_range(0, 5));
+  const auto shard = posemb::alibi_bias<double>(posemb::alibi_slopes(12, 8.0, posemb::HeadRange{9, 12}),
+                                                position_range(0, 5), position_range(0, 5));
+  REQUIRE(shard.dimension(0) == 3);
+  for (int h = 0; h < 3; ++h)
+    for (int i = 0; i < 5; ++i)
+      for (int j = 0; j < 5; ++j) CHECK(shard(h, i, j) == full(9 + h, i, j));
+}
+
 TEST_CASE("alibi: causal bias at hand-computed entries, -inf above the diagonal") {
   // n = 2: slopes 1/16, 1/256. Query and key positions 0, 1, 2.
   const auto bias = posemb::alibi_bias<double>(2, position_range(0, 3), position_range(0, 3));
@@ -153,4 +254,16 @@ TEST_CASE("alibi: errors") {
               "form = 5: expected AlibiForm::Causal or AlibiForm::Symmetric");
   throws_with([] { posemb::alibi_bias_row<float>(4, 1, position_range(0, 2), static_cast<AlibiForm>(-1)); },
               "form = -1");
+  throws_with([] { posemb::alibi_slopes(8, 0.0); }, "max_bias = 0: expected a finite number > 0");
+  throws_with([] { posemb::alibi_slopes(8, -8.0); }, "max_bias = -8");
+  throws_with([] { posemb::alibi_slopes(8, std::nan("")); }, "max_bias = nan");
+  throws_with([] { posemb::alibi_slopes(8, 8.0, posemb::HeadRange{4, 9}); },
+              "head range = [4, 9): expected 0 <= begin < end <= n_heads = 8");
+  throws_with([] { posemb::alibi_slopes(8, 8.0, posemb::HeadRange{-1, 2}); }, "head range = [-1, 2)");
+  throws_with([] { posemb::alibi_slopes(8, 8.0, posemb::HeadRange{3, 3}); }, "head range = [3, 3)");
+  throws_with([] { posemb::alibi_slopes(8, 8.0, posemb::HeadRange{8, 9}); }, "head range = [8, 9)");
+  throws_with([] { posemb::alibi_bias<float>(Eigen::VectorXd(), position_range(0, 2), position_range(0, 2)); },
+              "slopes.size() = 0");
+  throws_with([] { posemb::alibi_bias_row<float>(Eigen::VectorXd::Constant(2, -1.0), 0, position_range(0, 2)); },
+              "slopes[0] = -1");
 }
