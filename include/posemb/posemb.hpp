@@ -15,7 +15,7 @@
 #include "posemb/fope.hpp"
 #include "posemb/permute.hpp"
 
-// Additive: absolute tables and ALiBi.
+// Additive: absolute tables and the attention biases (ALiBi, T5 relative).
 #include "posemb/sinusoidal.hpp"
 #include "posemb/learned.hpp"
 #include "posemb/alibi.hpp"
