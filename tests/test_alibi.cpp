@@ -106,10 +106,16 @@ TEST_CASE("alibi: max_bias 8 reproduces the reference get_slopes for n = 1 .. 80
     const Eigen::VectorXd slopes = posemb::alibi_slopes(n);
     const Eigen::VectorXd explicit_eight = posemb::alibi_slopes(n, 8.0);
     REQUIRE(slopes.size() == n);
+    int c = 1;  // the largest power of two <= n
+    while (2 * c <= n) c *= 2;
     for (int h = 0; h < n; ++h) {
       CAPTURE(h);
       CHECK(slopes[h] == Approx(expected[static_cast<std::size_t>(h)]).epsilon(1e-14));
       CHECK(explicit_eight[h] == slopes[h]);
+      // Bit for bit the slopes posemb gave before max_bias existed: 2^(-8 (h + 1) / c), then
+      // 2^(-8 (2k + 1) / (2c)).
+      const double before = h < c ? std::exp2(-8.0 * (h + 1) / c) : std::exp2(-8.0 * (2 * (h - c) + 1) / (2 * c));
+      CHECK(slopes[h] == before);
     }
   }
 }
@@ -156,7 +162,7 @@ TEST_CASE("alibi: tensor-parallel shards concatenate to the full slopes for n = 
     }
   }
   // The bias of a shard is the shard's heads of the full bias.
-  const auto full = posemb::alibi_bias<double>(12, position_range(0, 5), position_range(0, 5));
+  const auto full = posemb::alibi_bias<double>(posemb::alibi_slopes(12), position_range(0, 5), position_range(0, 5));
   const auto shard = posemb::alibi_bias<double>(posemb::alibi_slopes(12, 8.0, posemb::HeadRange{9, 12}),
                                                 position_range(0, 5), position_range(0, 5));
   REQUIRE(shard.dimension(0) == 3);
@@ -167,7 +173,7 @@ TEST_CASE("alibi: tensor-parallel shards concatenate to the full slopes for n = 
 
 TEST_CASE("alibi: causal bias at hand-computed entries, -inf above the diagonal") {
   // n = 2: slopes 1/16, 1/256. Query and key positions 0, 1, 2.
-  const auto bias = posemb::alibi_bias<double>(2, position_range(0, 3), position_range(0, 3));
+  const auto bias = posemb::alibi_bias<double>(posemb::alibi_slopes(2), position_range(0, 3), position_range(0, 3));
   REQUIRE(bias.dimension(0) == 2);
   REQUIRE(bias.dimension(1) == 3);
   REQUIRE(bias.dimension(2) == 3);
@@ -185,7 +191,7 @@ TEST_CASE("alibi: causal bias at hand-computed entries, -inf above the diagonal"
 
 TEST_CASE("alibi: symmetric bias is -slope * |qpos - kpos| with nothing masked") {
   // n = 3: slopes 2^-4, 2^-8, 2^-2.
-  const auto bias = posemb::alibi_bias<double>(3, positions_of({4}), positions_of({0, 4, 10}),
+  const auto bias = posemb::alibi_bias<double>(posemb::alibi_slopes(3), positions_of({4}), positions_of({0, 4, 10}),
                                                AlibiForm::Symmetric);
   CHECK(bias(0, 0, 0) == -4.0 / 16);
   CHECK(bias(0, 0, 1) == 0.0);
@@ -200,8 +206,8 @@ TEST_CASE("alibi: the decode row equals the last row of the full bias") {
   const std::int64_t len = 9;
   for (AlibiForm form : {AlibiForm::Causal, AlibiForm::Symmetric}) {
     CAPTURE(posemb::to_string(form));
-    const auto full = posemb::alibi_bias<float>(heads, position_range(0, len), position_range(0, len), form);
-    const auto row = posemb::alibi_bias_row<float>(heads, len - 1, position_range(0, len), form);
+    const auto full = posemb::alibi_bias<float>(posemb::alibi_slopes(heads), position_range(0, len), position_range(0, len), form);
+    const auto row = posemb::alibi_bias_row<float>(posemb::alibi_slopes(heads), len - 1, position_range(0, len), form);
     REQUIRE(row.rows() == heads);
     REQUIRE(row.cols() == len);
     for (int h = 0; h < heads; ++h) {
@@ -217,13 +223,13 @@ TEST_CASE("alibi: the decode row equals the last row of the full bias") {
 
 TEST_CASE("alibi: KV-cache queries at offset positions get the rows of the full bias") {
   // Prefill keys 0 .. 11; two new queries at positions 10, 11 equal rows 10, 11 of the 12 x 12 bias.
-  const auto full = posemb::alibi_bias<double>(5, position_range(0, 12), position_range(0, 12));
-  const auto tail = posemb::alibi_bias<double>(5, position_range(10, 2), position_range(0, 12));
+  const auto full = posemb::alibi_bias<double>(posemb::alibi_slopes(5), position_range(0, 12), position_range(0, 12));
+  const auto tail = posemb::alibi_bias<double>(posemb::alibi_slopes(5), position_range(10, 2), position_range(0, 12));
   for (int h = 0; h < 5; ++h)
     for (int i = 0; i < 2; ++i)
       for (int j = 0; j < 12; ++j) CHECK(tail(h, i, j) == full(h, 10 + i, j));
   // Shifting every position by the same amount changes nothing (the bias is relative).
-  const auto shifted = posemb::alibi_bias<double>(5, position_range(1000010, 2), position_range(1000000, 12));
+  const auto shifted = posemb::alibi_bias<double>(posemb::alibi_slopes(5), position_range(1000010, 2), position_range(1000000, 12));
   for (int h = 0; h < 5; ++h)
     for (int i = 0; i < 2; ++i)
       for (int j = 0; j < 12; ++j) CHECK(shifted(h, i, j) == tail(h, i, j));
@@ -232,27 +238,27 @@ TEST_CASE("alibi: KV-cache queries at offset positions get the rows of the full 
 TEST_CASE("alibi: extreme positions do not overflow") {
   const std::int64_t big = std::numeric_limits<std::int64_t>::max();
   const std::int64_t small = std::numeric_limits<std::int64_t>::min();
-  const auto row = posemb::alibi_bias_row<double>(1, big, positions_of({small, big}), AlibiForm::Symmetric);
+  const auto row = posemb::alibi_bias_row<double>(posemb::alibi_slopes(1), big, positions_of({small, big}), AlibiForm::Symmetric);
   CHECK(row(0, 0) == Approx(-std::ldexp(1.0, 64) / 256.0).epsilon(1e-15));
   CHECK(row(0, 1) == 0.0);
 }
 
 TEST_CASE("alibi: half-precision storage keeps -inf and rounds the values") {
-  const auto bias = posemb::alibi_bias<Eigen::half>(2, position_range(0, 3), position_range(0, 3));
+  const auto bias = posemb::alibi_bias<Eigen::half>(posemb::alibi_slopes(2), position_range(0, 3), position_range(0, 3));
   CHECK(std::isinf(static_cast<float>(bias(0, 0, 2))));
   CHECK(static_cast<float>(bias(0, 2, 0)) == -0.125f);
-  const auto bf16 = posemb::alibi_bias_row<Eigen::bfloat16>(2, 0, position_range(0, 2));
+  const auto bf16 = posemb::alibi_bias_row<Eigen::bfloat16>(posemb::alibi_slopes(2), 0, position_range(0, 2));
   CHECK(std::isinf(static_cast<float>(bf16(1, 1))));
 }
 
 TEST_CASE("alibi: errors") {
   throws_with([] { posemb::alibi_slopes(0); }, "n_heads = 0: expected a number > 0");
   throws_with([] { posemb::alibi_slopes(-4); }, "n_heads = -4");
-  throws_with([] { posemb::alibi_bias<float>(0, position_range(0, 2), position_range(0, 2)); }, "n_heads = 0");
-  throws_with([] { posemb::alibi_bias_row<float>(0, 1, position_range(0, 2)); }, "n_heads = 0");
-  throws_with([] { posemb::alibi_bias<float>(4, position_range(0, 2), position_range(0, 2), static_cast<AlibiForm>(5)); },
+  throws_with([] { posemb::alibi_bias<float>(posemb::alibi_slopes(0), position_range(0, 2), position_range(0, 2)); }, "n_heads = 0");
+  throws_with([] { posemb::alibi_bias_row<float>(posemb::alibi_slopes(0), 1, position_range(0, 2)); }, "n_heads = 0");
+  throws_with([] { posemb::alibi_bias<float>(posemb::alibi_slopes(4), position_range(0, 2), position_range(0, 2), static_cast<AlibiForm>(5)); },
               "form = 5: expected AlibiForm::Causal or AlibiForm::Symmetric");
-  throws_with([] { posemb::alibi_bias_row<float>(4, 1, position_range(0, 2), static_cast<AlibiForm>(-1)); },
+  throws_with([] { posemb::alibi_bias_row<float>(posemb::alibi_slopes(4), 1, position_range(0, 2), static_cast<AlibiForm>(-1)); },
               "form = -1");
   throws_with([] { posemb::alibi_slopes(8, 0.0); }, "max_bias = 0: expected a finite number > 0");
   throws_with([] { posemb::alibi_slopes(8, -8.0); }, "max_bias = -8");

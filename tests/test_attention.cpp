@@ -253,7 +253,7 @@ TEST_CASE("attention: ALiBi logits are scale * q.k plus alibi_bias") {
     none.causal = causal;
     const auto with = posemb::attention_scores(q, std::int64_t{4}, k, std::int64_t{4}, alibi, TensorLayout::BHSD);
     const auto without = posemb::attention_scores(q, std::int64_t{4}, k, std::int64_t{4}, none, TensorLayout::BHSD);
-    const auto bias = posemb::alibi_bias<double>(3, position_range(4, 5), position_range(4, 5),
+    const auto bias = posemb::alibi_bias<double>(posemb::alibi_slopes(3), position_range(4, 5), position_range(4, 5),
                                                  causal ? posemb::AlibiForm::Causal : posemb::AlibiForm::Symmetric);
     for (Eigen::Index h = 0; h < 3; ++h) {
       for (Eigen::Index i = 0; i < 5; ++i) {
@@ -663,4 +663,41 @@ TEST_CASE("attention: layer options, errors") {
   options.scheme = ScoreScheme::None;
   throws_with([&] { posemb::attention_scores(q, qp, k, kp, options); },
               "relative_bias heads = 4: expected no table unless scheme == ScoreScheme::RelativeBias");
+}
+
+TEST_CASE("attention: batched sliding window and chunk, prefill and decode at a KV-cache offset") {
+  const auto q = random_tensor<float>(1, 20, 2, 8, 91);    // BSHD, 2 query heads
+  const auto k = random_tensor<float>(1, 1020, 1, 8, 92);  // one kv head
+  for (std::int64_t window : {1, 7, 64}) {
+    CAPTURE(window);
+    ScoreOptions options;
+    options.scheme = ScoreScheme::Rope;
+    options.rope = posemb::default_rope_spec(8);
+    options.layer.sliding_window = window;
+    options.softmax = true;
+    // Prefill of the last 20 tokens against the whole cache: query i at position 1000 + i.
+    const auto p = posemb::attention_scores(q, std::int64_t{1000}, k, std::int64_t{0}, options);
+    for (Eigen::Index h = 0; h < 2; ++h) {
+      for (Eigen::Index i = 0; i < 20; ++i) {
+        CAPTURE(h, i);
+        Eigen::Index seen = 0;
+        for (Eigen::Index j = 0; j < 1020; ++j) {
+          const bool inside = j <= 1000 + i && 1000 + i - j < window;
+          CHECK((p(0, h, i, j) > 0.0f) == inside);
+          seen += p(0, h, i, j) > 0.0f;
+        }
+        CHECK(seen == std::min<std::int64_t>(1000 + i + 1, window));
+      }
+    }
+  }
+  // Chunk 256: the query at position 1019 (chunk 3, positions 768 .. 1023) sees keys 768 .. 1019.
+  ScoreOptions chunked;
+  chunked.layer.attention_chunk_size = 256;
+  const Eigen::array<Eigen::Index, 4> last{0, 19, 0, 0}, one{1, 1, 2, 8};
+  const posemb::Tensor4<float> q_last = q.slice(last, one);
+  const auto logits = posemb::attention_scores(q_last, std::int64_t{1019}, k, std::int64_t{0}, chunked);
+  for (Eigen::Index j = 0; j < 1020; ++j) {
+    CAPTURE(j);
+    CHECK(std::isfinite(logits(0, 1, 0, j)) == (j >= 768));
+  }
 }

@@ -124,8 +124,8 @@ T alibi_to_storage(double value) {
 
 }  // namespace detail
 
-// bias[h, i, j] for per-head slopes [heads] (alibi_slopes: all heads, another max_bias, or one
-// rank's heads), query positions q_positions[i] ([q_len]) and key positions k_positions[j]
+// bias[h, i, j] for per-head slopes [heads] (alibi_slopes(n): all n heads; or another max_bias,
+// or one rank's heads), query positions q_positions[i] ([q_len]) and key positions k_positions[j]
 // ([k_len]); returns [heads, q_len, k_len] stored as T.
 // Example (BLOOM, 16 heads, prefill of 8 tokens then the bias of the 9th against its cache):
 //   const posemb::AlibiBias<float> prefill =
@@ -151,13 +151,6 @@ AlibiBias<T> alibi_bias(const Eigen::VectorXd& slopes, const PositionVector& q_p
   return bias;
 }
 
-// The same with the slopes of all n_heads heads at max_bias 8: alibi_slopes(n_heads).
-template <class T = float>
-AlibiBias<T> alibi_bias(int n_heads, const PositionVector& q_positions,
-                        const PositionVector& k_positions, AlibiForm form = AlibiForm::Causal) {
-  return alibi_bias<T>(alibi_slopes(n_heads), q_positions, k_positions, form);
-}
-
 // One query row, for decode with a KV cache: the bias of the query at q_position against every
 // key position, without building the full [heads, q_len, k_len] bias. Returns [heads, k_len],
 // equal to alibi_bias(slopes, {q_position}, k_positions, form) with the query axis dropped.
@@ -177,13 +170,6 @@ AlibiBiasRow<T> alibi_bias_row(const Eigen::VectorXd& slopes, std::int64_t q_pos
     }
   }
   return row;
-}
-
-// The same with the slopes of all n_heads heads at max_bias 8: alibi_slopes(n_heads).
-template <class T = float>
-AlibiBiasRow<T> alibi_bias_row(int n_heads, std::int64_t q_position, const PositionVector& k_positions,
-                               AlibiForm form = AlibiForm::Causal) {
-  return alibi_bias_row<T>(alibi_slopes(n_heads), q_position, k_positions, form);
 }
 
 }  // namespace posemb
