@@ -51,7 +51,8 @@ void rotate_rows_into(const Eigen::MatrixBase<Derived>& x, const PositionVector&
 
 }  // namespace detail
 
-// q: [seq_q, head_dim] at q_positions [seq_q]; k: [seq_k, head_dim] at k_positions [seq_k];
+// q: [seq_q, head_dim] at q_positions [seq_q]; k: [seq_k, head_dim] at k_positions [seq_k]
+// (matrices, maps or blocks of them, any strides; their rows are read once per tile);
 // out: [seq_q, seq_k] (resized), of q's scalar type, float or double. source: a RopeSpec or a
 // RopeTable of that type. options as for attention_scores, with two differences: the rotation
 // is always `source` (options.rope stays empty; ScoreScheme::None and Rope both mean "no bias"),
