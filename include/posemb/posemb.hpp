@@ -22,5 +22,6 @@
 #include "posemb/relative_bias.hpp"
 
 // Attention scores tying them together; the fused RoPE + q k^T kernel.
+#include "posemb/layer_attention.hpp"
 #include "posemb/attention.hpp"
 #include "posemb/fused_attention.hpp"
