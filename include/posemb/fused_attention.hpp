@@ -42,11 +42,11 @@ template <class Derived, class T, class Source>
 void rotate_rows_into(const Eigen::MatrixBase<Derived>& x, const PositionVector& positions,
                       Eigen::Index begin, Eigen::Index count, const Source& source, T* panel) {
   const Eigen::Index head_dim = x.cols();
-  for (Eigen::Index r = 0; r < count; ++r) {
-    T* row = panel + r * head_dim;
-    Eigen::Map<Eigen::Matrix<T, 1, Eigen::Dynamic>>(row, head_dim) = x.row(begin + r);
-    rotate_head(source, positions[begin + r], row, row, 1, head_dim);
-  }
+  using Rows = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  Eigen::Map<Rows> rows(panel, count, head_dim);
+  rows = x.middleRows(begin, count);
+  rotate_matrix_rows(rows, rotary_source(source), count,
+                     [&](Eigen::Index r) { return positions[begin + r]; });
 }
 
 }  // namespace detail
@@ -89,12 +89,14 @@ void fused_rope_scores(const Eigen::MatrixBase<DQ>& q, const PositionVector& q_p
     detail::fail("k_positions.size()", k_positions.size(),
                  "expected one position per row of k = " + std::to_string(seq_k));
   }
-  detail::check_head_dim(source, head_dim);
+  detail::rotary_source(source).check(ActivationShape({1, 1, 1, head_dim}, TensorLayout::BSHD));
   const detail::ScorePlan plan(options, 1, head_dim, true);
   // A table must cover every position before any work starts.
   for (const PositionVector* positions : {&q_positions, &k_positions}) {
     for (Eigen::Index i = 0; i < positions->size(); ++i) {
-      detail::check_positions(source, detail::TokenPositions((*positions)[i]), 1, 1);
+      if constexpr (decltype(detail::rotary_source(source))::kind == detail::SourceKind::Rows) {
+        (void)detail::rotary_source(source).template cos_row<T>((*positions)[i]);
+      }
     }
   }
 
