@@ -45,8 +45,8 @@ void rotate_rows_into(const Eigen::MatrixBase<Derived>& x, const PositionVector&
   using Rows = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
   Eigen::Map<Rows> rows(panel, count, head_dim);
   rows = x.middleRows(begin, count);
-  rotate_matrix_rows(rows, rotary_source(source), count,
-                     [&](Eigen::Index r) { return positions[begin + r]; });
+  const PositionVector panel_positions = positions.segment(begin, count);
+  rotate_matrix_rows(rows, rotary_source(source, Positions(panel_positions)));
 }
 
 }  // namespace detail
@@ -89,15 +89,11 @@ void fused_rope_scores(const Eigen::MatrixBase<DQ>& q, const PositionVector& q_p
     detail::fail("k_positions.size()", k_positions.size(),
                  "expected one position per row of k = " + std::to_string(seq_k));
   }
-  detail::rotary_source(source).check(ActivationShape({1, 1, 1, head_dim}, TensorLayout::BSHD));
   const detail::ScorePlan plan(options, 1, head_dim, true);
-  // A table must cover every position before any work starts.
+  // The spec or table must fit head_dim and (a table) cover every position before any work.
   for (const PositionVector* positions : {&q_positions, &k_positions}) {
-    for (Eigen::Index i = 0; i < positions->size(); ++i) {
-      if constexpr (decltype(detail::rotary_source(source))::kind == detail::SourceKind::Rows) {
-        (void)detail::rotary_source(source).template cos_row<T>((*positions)[i]);
-      }
-    }
+    detail::rotary_source(source, Positions(*positions))
+        .check(ActivationShape({1, positions->size(), 1, head_dim}, TensorLayout::BSHD));
   }
 
   const T scale = static_cast<T>(plan.scale());
