@@ -21,11 +21,12 @@
 #include "posemb/vision_rope.hpp"
 #include "posemb/permute.hpp"
 
-// Additive: absolute tables and ALiBi.
+// Additive: absolute tables and the attention biases (ALiBi, T5 relative).
 #include "posemb/absolute.hpp"
 #include "posemb/sinusoidal.hpp"
 #include "posemb/learned.hpp"
 #include "posemb/alibi.hpp"
+#include "posemb/relative_bias.hpp"
 
 // Attention scores tying them together; the fused RoPE + q k^T kernel.
 #include "posemb/layer_attention.hpp"
