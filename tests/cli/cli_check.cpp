@@ -4,6 +4,11 @@
 //   freqs GOT.json EXPECTED.json
 //       rotary_dim equal; inv_freq and attention_scale within 1e-6 relative (tests/data/hf/README.md);
 //       pairing is "interleaved" or "rotate_half".
+//   layers GOT.json EXPECTED.json
+//       GOT is `posemb layers --json`: one object per layer of EXPECTED's "layers", each matching
+//       by tests/data/models/README.md's criterion (layer_check.hpp).
+//   layer GOT.json EXPECTED.json I
+//       GOT is `posemb freqs` (one object) and matches element I of EXPECTED's "layers".
 //   close GOT.npy EXPECTED.npy
 //       same dtype and shape, |got - expected| <= 1e-5 * max(1, max |expected|) (tests/data/fope).
 //   values GOT.npy EXPECTED.json TOLERANCE
@@ -33,6 +38,7 @@
 #include "posemb/npy.hpp"
 #include "posemb/rope.hpp"
 #include "posemb/xpos.hpp"
+#include "../layer_check.hpp"
 
 namespace {
 
@@ -81,6 +87,30 @@ bool check_freqs(const std::string& got_path, const std::string& expected_path) 
     return fail("attention_scale = " + std::to_string(gs) + ", expected " + std::to_string(es));
   }
   std::printf("ok: %zu inverse frequencies, max relative error %.3g\n", e.size(), worst);
+  return true;
+}
+
+bool check_layers(const std::string& got_path, const std::string& expected_path) {
+  const nlohmann::json got = read_json(got_path);
+  const nlohmann::json expected = read_json(expected_path).at("layers");
+  if (!got.is_array() || got.size() != expected.size()) {
+    return fail("got " + std::to_string(got.size()) + " layers, expected " +
+                std::to_string(expected.size()));
+  }
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    const std::string mismatch = posemb_test::layer_mismatch(got[i], expected[i]);
+    if (!mismatch.empty()) return fail("layer " + std::to_string(i) + ": " + mismatch);
+  }
+  std::printf("ok: %zu layers\n", expected.size());
+  return true;
+}
+
+bool check_layer(const std::string& got_path, const std::string& expected_path, std::size_t index) {
+  const nlohmann::json got = read_json(got_path);
+  const nlohmann::json expected = read_json(expected_path).at("layers").at(index);
+  const std::string mismatch = posemb_test::layer_mismatch(got, expected);
+  if (!mismatch.empty()) return fail("layer " + std::to_string(index) + ": " + mismatch);
+  std::printf("ok: layer %zu\n", index);
   return true;
 }
 
@@ -186,7 +216,7 @@ bool library_matches(const posemb::ModelPositions& model, const NpyArray& x, con
   std::vector<T> want = x.values<T>();
   const auto& s = x.shape;
   const std::int64_t seq = layout == "bshd" ? s[1] : s[2];
-  posemb::RopeSpec spec = model.rope_spec_for(offset + seq);
+  posemb::RopeSpec spec = model.rope_spec(offset + seq);
   if (pairing != "config") {
     spec.pairing = pairing == "interleaved" ? posemb::Pairing::Interleaved : posemb::Pairing::RotateHalf;
   }
@@ -223,6 +253,10 @@ int main(int argc, char** argv) {
     bool ok = false;
     if (a.size() == 3 && a[0] == "freqs") {
       ok = check_freqs(a[1], a[2]);
+    } else if (a.size() == 3 && a[0] == "layers") {
+      ok = check_layers(a[1], a[2]);
+    } else if (a.size() == 4 && a[0] == "layer") {
+      ok = check_layer(a[1], a[2], std::stoul(a[3]));
     } else if (a.size() == 3 && a[0] == "close") {
       ok = check_close(a[1], a[2]);
     } else if (a.size() == 4 && a[0] == "values") {

@@ -168,8 +168,20 @@ posemb_cli_test("error apply alibi model" EXIT 1 STDERR "bloom_alibi\\.json: the
   ARGS apply ${cases}/bloom_alibi.json --input ${fope_a}/x.npy --output ${out} OUTPUT ${out})
 posemb_cli_test("error apply learned model" EXIT 1 STDERR "gpt2_learned\\.json: the model uses learned absolute positions"
   ARGS apply ${cases}/gpt2_learned.json --input ${fope_a}/x.npy --output ${out} OUTPUT ${out})
-posemb_cli_test("error freqs alibi model" EXIT 1 STDERR "bloom_alibi\\.json: the model's positions are alibi, not rotary"
-  ARGS freqs ${cases}/bloom_alibi.json)
+# freqs describes a layer of any kind: an ALiBi layer rotates nothing.
+posemb_cli_test("freqs alibi model" ARGS freqs ${cases}/bloom_alibi.json
+  STDOUT_MATCHES "\"positions\": \"alibi\", \"rope_type\": null, .*\"rotary_dim\": 0, \"inv_freq\": \\[\\]")
+posemb_cli_test("error layer out of range" EXIT 2 STDERR "--layer = 26: expected a layer in \\[0, 26\\)"
+  ARGS freqs ${cli_data}/models/gemma-3-1b-it.json --layer 26)
+posemb_cli_test("error negative layer" EXIT 2 STDERR "--layer = -1"
+  ARGS apply ${cli_data}/models/gemma-3-1b-it.json --layer -1 --input ${fope_a}/x.npy --output ${out}
+  OUTPUT ${out})
+posemb_cli_test("error layer types length" EXIT 1 STDERR "bad_layer_types\\.json: layer_types\\.size\\(\\) = 3: expected num_hidden_layers = 4"
+  ARGS layers ${cases}/bad_layer_types.json --json)
+# inspect prints the layer pattern in one line: Gemma 3 1B, 5 sliding layers at base 1e4 with a
+# 512 window, then one global layer at 1e6, over 26 layers.
+posemb_cli_test("inspect layer pattern" ARGS inspect ${cli_data}/models/gemma-3-1b-it.json
+  STDOUT_MATCHES "layers 0-4 sliding \\(1e4, window 512\\), 5 global \\(1e6\\), repeating every 6 of 26")
 # Usage errors: exit status 2.
 posemb_cli_test("usage no subcommand" EXIT 2 STDERR "subcommand is required" ARGS "")
 posemb_cli_test("usage unknown option" EXIT 2 STDERR "--frobnicate"
@@ -192,3 +204,57 @@ posemb_cli_test("usage odd dim" EXIT 2 STDERR "--dim = 3: expected an even numbe
   ARGS sinusoidal --dim 3 --max-len 2 --output ${out} OUTPUT ${out})
 posemb_cli_test("usage negative seq-len" EXIT 2 STDERR "--seq-len"
   ARGS freqs ${rope_config} --seq-len -5)
+
+# ---- per-layer schemes on every model conformance case (tests/data/models/README.md):
+# `layers --json` against every layer; `freqs --layer I` against layer 0, the first layer that
+# differs from layer 0 and the last; `freqs` without --layer gives layer 0 when all layers are
+# alike and exits 2 naming --layer otherwise.
+file(GLOB model_expected ${cli_data}/models/*.expected.json)
+foreach(expected IN LISTS model_expected)
+  get_filename_component(file ${expected} NAME)
+  string(REGEX REPLACE "\\.expected\\.json$" "" case ${file})
+  set(seq_args)
+  if(case MATCHES "^(.*)\\.seq([0-9]+)$")
+    set(config ${cli_data}/models/${CMAKE_MATCH_1}.json)
+    set(seq_args --seq-len ${CMAKE_MATCH_2})
+  else()
+    set(config ${cli_data}/models/${case}.json)
+  endif()
+  posemb_cli_test("layers ${case}"
+    ARGS layers ${config} ${seq_args} --json
+    STDOUT ${cli_out}/layers_${case}.json
+    CHECK layers ${cli_out}/layers_${case}.json ${expected})
+
+  # Which layers differ from layer 0 (everything but "layer" compared).
+  file(READ ${expected} expected_text)
+  string(JSON count LENGTH "${expected_text}" layers)
+  math(EXPR last "${count} - 1")
+  string(JSON first_object GET "${expected_text}" layers 0)
+  string(JSON first_object REMOVE "${first_object}" layer)
+  set(differing "")
+  foreach(i RANGE ${last})
+    string(JSON object GET "${expected_text}" layers ${i})
+    string(JSON object REMOVE "${object}" layer)
+    if(NOT differing STREQUAL "" OR object STREQUAL first_object)
+      continue()
+    endif()
+    set(differing ${i})
+  endforeach()
+  set(checked_layers 0 ${differing} ${last})
+  list(REMOVE_DUPLICATES checked_layers)
+  foreach(i IN LISTS checked_layers)
+    posemb_cli_test("freqs ${case} layer ${i}"
+      ARGS freqs ${config} --layer ${i} ${seq_args}
+      STDOUT ${cli_out}/freqs_${case}_layer${i}.json
+      CHECK layer ${cli_out}/freqs_${case}_layer${i}.json ${expected} ${i})
+  endforeach()
+  if(differing STREQUAL "")
+    posemb_cli_test("freqs ${case} alike layers"
+      ARGS freqs ${config} ${seq_args}
+      STDOUT ${cli_out}/freqs_${case}_alike.json
+      CHECK layer ${cli_out}/freqs_${case}_alike.json ${expected} 0)
+  else()
+    posemb_cli_test("freqs ${case} layers differ" EXIT 2 STDERR "--layer"
+      ARGS freqs ${config} ${seq_args})
+  endif()
+endforeach()
