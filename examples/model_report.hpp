@@ -9,6 +9,8 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <optional>
 #include <string>
 #include <vector>
@@ -103,18 +105,15 @@ inline PairFrequencies pair_frequencies(const ModelPositions& model,
   return rope_pair_frequencies(model.rope_scheme(), seq_len, model.max_position_embeddings);
 }
 
-// A number as short as it reads: 10000, 1e6, 0.25.
+// A number as short as it reads: 10000 as 1e4, 150000 as 1.5e5, 0.25 as 0.25.
 inline std::string short_number(double value) {
-  char text[32];
-  if (value >= 1e4 && value == std::floor(value)) {
-    int exponent = 0;
-    double mantissa = value;
-    while (mantissa >= 10.0 && std::fmod(mantissa, 10.0) == 0.0) {
-      mantissa /= 10.0;
-      ++exponent;
-    }
-    if (exponent >= 4) {
-      std::snprintf(text, sizeof text, "%ge%d", mantissa, exponent);
+  char text[40];
+  if (value >= 1e4 && std::isfinite(value)) {
+    const int exponent = static_cast<int>(std::floor(std::log10(value)));
+    const double scale = std::pow(10.0, exponent);
+    std::snprintf(text, sizeof text, "%.4g", value / scale);
+    if (std::strtod(text, nullptr) * scale == value) {
+      std::snprintf(text + std::strlen(text), sizeof text - std::strlen(text), "e%d", exponent);
       return text;
     }
   }
