@@ -47,11 +47,14 @@ class Error : public std::invalid_argument {
     update();
     return *this;
   }
-  // Puts a key path in front of the parameter name ("rope_scaling." + "sigma").
+  // Puts a key path in front of the parameter name ("rope_scaling." + "sigma"); a message
+  // without a parameter gets the path as context instead.
   Error& qualify(const std::string& key_path) {
     if (!parameter_.empty()) {
       parameter_ = key_path + parameter_;
       update();
+    } else if (!key_path.empty() && key_path.back() == '.') {
+      add_context(key_path.substr(0, key_path.size() - 1));
     } else {
       add_context(key_path);
     }
