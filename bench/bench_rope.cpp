@@ -356,10 +356,13 @@ void gemm_scores(ScoreInputs& in, RowsF& scores) {
   scores.noalias() = scale * (in.q_rotated * in.k_rotated.transpose());
 }
 
-posemb::FusedScoreOptions score_options(bool alibi_causal) {
-  posemb::FusedScoreOptions options;
+constexpr double kScoreSlope = 0.0625;
+
+posemb::ScoreOptions score_options(bool alibi_causal) {
+  posemb::ScoreOptions options;
   if (alibi_causal) {
-    options.alibi_slope = 0.0625;
+    options.scheme = posemb::ScoreScheme::Alibi;
+    options.alibi_slopes = Eigen::VectorXd::Constant(1, kScoreSlope);
     options.causal = true;
   }
   return options;
@@ -368,16 +371,16 @@ posemb::FusedScoreOptions score_options(bool alibi_causal) {
 void bm_fused_scores(benchmark::State& state, bool alibi_causal) {
   ScoreInputs& in = score_inputs();
   RowsF baseline(kScoreSeq, kScoreSeq);
-  const posemb::FusedScoreOptions options = score_options(alibi_causal);
+  const posemb::ScoreOptions options = score_options(alibi_causal);
   run_paired(state, [&] { gemm_scores(in, baseline); },
-             [&] { posemb::fused_rope_scores<float>(in.q, in.positions, in.k, in.positions, in.table, options, in.scores); });
+             [&] { posemb::fused_rope_scores(in.q, in.positions, in.k, in.positions, in.scores, in.table, options); });
 }
 
 // Largest |fused - (GEMM on rotated q, k + bias, mask)| over all scores.
 double check_fused(bool alibi_causal) {
   ScoreInputs& in = score_inputs();
-  const posemb::FusedScoreOptions options = score_options(alibi_causal);
-  posemb::fused_rope_scores<float>(in.q, in.positions, in.k, in.positions, in.table, options, in.scores);
+  const posemb::ScoreOptions options = score_options(alibi_causal);
+  posemb::fused_rope_scores(in.q, in.positions, in.k, in.positions, in.scores, in.table, options);
   RowsF expected(kScoreSeq, kScoreSeq);
   gemm_scores(in, expected);
   double worst = 0;
@@ -387,7 +390,7 @@ double check_fused(bool alibi_causal) {
         if (in.scores(i, j) != -std::numeric_limits<float>::infinity()) return 1e30;
         continue;
       }
-      const double want = double(expected(i, j)) - options.alibi_slope * double(i - j);
+      const double want = double(expected(i, j)) - (alibi_causal ? kScoreSlope : 0.0) * double(i - j);
       worst = std::max(worst, std::abs(double(in.scores(i, j)) - want));
     }
   }

@@ -78,11 +78,11 @@ DriftInputs drift_inputs() {
 TEST_CASE("attention: RoPE scores reproduce the published drift table") {
   const DriftInputs in = drift_inputs();
   ScoreOptions interleaved = rope_options(64, posemb::Pairing::Interleaved);
-  interleaved.scale = 1.0;
+  interleaved.layer.softmax_scale = 1.0;
   ScoreOptions rotate_half = rope_options(64, posemb::Pairing::RotateHalf);
-  rotate_half.scale = 1.0;
+  rotate_half.layer.softmax_scale = 1.0;
   ScoreOptions none;
-  none.scale = 1.0;
+  none.layer.softmax_scale = 1.0;
   const auto score = [&](const ScoreOptions& options, std::int64_t m, std::int64_t n) {
     return posemb::attention_scores(in.q, positions_of({m}), in.k, positions_of({n}), options)(0, 0);
   };
@@ -103,7 +103,7 @@ TEST_CASE("attention: float32 RoPE scores do not drift over 2048 positions") {
   const DriftInputs in = drift_inputs();
   const Eigen::MatrixXf q = in.q.cast<float>(), k = in.k.cast<float>();
   ScoreOptions options = rope_options(64, posemb::Pairing::Interleaved);
-  options.scale = 1.0;
+  options.layer.softmax_scale = 1.0;
   float lo = std::numeric_limits<float>::infinity(), hi = -lo;
   for (std::int64_t n = 0; n < 2048; ++n) {
     const float s = posemb::attention_scores(q, positions_of({n + 5}), k, positions_of({n}), options)(0, 0);
@@ -154,7 +154,7 @@ TEST_CASE("attention: default scale is 1/sqrt(head_dim); an explicit scale repla
   const Rows ones = Rows::Ones(1, 4);
   ScoreOptions options;
   CHECK(posemb::attention_scores(ones, position_range(0, 1), ones, position_range(0, 1), options)(0, 0) == 2.0);  // 4 / sqrt(4)
-  options.scale = 0.125;
+  options.layer.softmax_scale = 0.125;
   CHECK(posemb::attention_scores(ones, position_range(0, 1), ones, position_range(0, 1), options)(0, 0) == 0.5);
 }
 
@@ -164,7 +164,7 @@ TEST_CASE("attention: softmax and causal mask at hand-computed values") {
   q << 1.0;
   k << 0.0, std::log(2.0), std::log(4.0);
   ScoreOptions options;
-  options.scale = 1.0;
+  options.layer.softmax_scale = 1.0;
   options.softmax = true;
   const Rows p = posemb::attention_scores(q, positions_of({2}), k, position_range(0, 3), options);
   CHECK(p(0, 0) == Approx(1.0 / 7).epsilon(1e-14));
@@ -186,7 +186,7 @@ TEST_CASE("attention: softmax is stable for large logits") {
   q << 1.0;
   k << 1000.0, 1001.0;
   ScoreOptions options;
-  options.scale = 1.0;
+  options.layer.softmax_scale = 1.0;
   options.softmax = true;
   const Rows p = posemb::attention_scores(q, position_range(0, 1), k, position_range(0, 2), options);
   const double e = std::exp(1.0);
@@ -253,7 +253,7 @@ TEST_CASE("attention: ALiBi logits are scale * q.k plus alibi_bias") {
     none.causal = causal;
     const auto with = posemb::attention_scores(q, std::int64_t{4}, k, std::int64_t{4}, alibi, TensorLayout::BHSD);
     const auto without = posemb::attention_scores(q, std::int64_t{4}, k, std::int64_t{4}, none, TensorLayout::BHSD);
-    const auto bias = posemb::alibi_bias<double>(3, position_range(4, 5), position_range(4, 5),
+    const auto bias = posemb::alibi_bias<double>(posemb::alibi_slopes(3), position_range(4, 5), position_range(4, 5),
                                                  causal ? posemb::AlibiForm::Causal : posemb::AlibiForm::Symmetric);
     for (Eigen::Index h = 0; h < 3; ++h) {
       for (Eigen::Index i = 0; i < 5; ++i) {
@@ -284,7 +284,7 @@ TEST_CASE("attention: grouped-query attention maps query head h to kv head h / (
   k(0, 0, 1, 0) = 0.0;
   k(0, 0, 1, 1) = 1.0;
   ScoreOptions options;
-  options.scale = 1.0;
+  options.layer.softmax_scale = 1.0;
   const auto s = posemb::attention_scores(q, std::int64_t{0}, k, std::int64_t{0}, options);
   REQUIRE(s.dimension(1) == 4);
   CHECK(s(0, 0, 0, 0) == 1.0);
@@ -402,7 +402,7 @@ TEST_CASE("attention: errors") {
     ScoreOptions bad;
     bad.scheme = static_cast<ScoreScheme>(9);
     throws_with([&] { posemb::attention_scores(q, qp, k, kp, bad); },
-                "scheme = 9: expected ScoreScheme::None, ScoreScheme::Rope or ScoreScheme::Alibi");
+                "scheme = 9: expected ScoreScheme::None, ScoreScheme::Rope, ScoreScheme::Alibi or ScoreScheme::RelativeBias");
     bad = ScoreOptions{};
     bad.rope = posemb::default_rope_spec(4);  // a spec without scheme == Rope
     throws_with([&] { posemb::attention_scores(q, qp, k, kp, bad); },
@@ -427,7 +427,7 @@ TEST_CASE("attention: errors") {
                 "alibi_slopes.size() = 1: expected no slopes unless scheme == ScoreScheme::Alibi");
     for (double scale : {0.0, -1.0, std::nan(""), std::numeric_limits<double>::infinity()}) {
       bad = ScoreOptions{};
-      bad.scale = scale;
+      bad.layer.softmax_scale = scale;
       throws_with([&] { posemb::attention_scores(q, qp, k, kp, bad); }, "scale = ");
     }
   }
@@ -471,5 +471,233 @@ TEST_CASE("attention: errors") {
     masked.softmax = true;
     throws_with([&] { posemb::attention_scores(q4, zero, k4, std::int64_t{1}, masked); },
                 "query position = 0: every key position is greater");
+  }
+}
+
+TEST_CASE("attention: relative-bias logits are scale * q.k plus t5_bias, per head") {
+  const Eigen::Index heads = 3, seq = 40, dim = 4;
+  const auto q = random_tensor<double>(1, seq, heads, dim, 41);
+  const auto k = random_tensor<double>(1, seq, heads, dim, 42);
+  posemb::T5BiasTable<float>::Table weights(32, heads);
+  std::mt19937_64 engine(43);
+  std::uniform_real_distribution<float> uniform(-2.0f, 2.0f);
+  for (Eigen::Index n = 0; n < weights.size(); ++n) weights.data()[n] = uniform(engine);
+  for (bool bidirectional : {true, false}) {
+    CAPTURE(bidirectional);
+    const posemb::T5BiasTable<float> table({32, 20, bidirectional}, weights);
+    ScoreOptions relative;
+    relative.scheme = ScoreScheme::RelativeBias;
+    relative.relative_bias = table;
+    relative.layer.softmax_scale = 1.0;  // T5 does not scale q.k
+    relative.causal = !bidirectional;
+    ScoreOptions none;
+    none.layer.softmax_scale = 1.0;
+    none.causal = !bidirectional;
+    const std::int64_t offset = 100;
+    const auto with = posemb::attention_scores(q, offset, k, offset, relative);
+    const auto without = posemb::attention_scores(q, offset, k, offset, none);
+    const auto bias = posemb::t5_bias(table, position_range(offset, seq), position_range(offset, seq));
+    for (Eigen::Index h = 0; h < heads; ++h) {
+      Rows qh(seq, dim), kh(seq, dim);
+      for (Eigen::Index s = 0; s < seq; ++s)
+        for (Eigen::Index c = 0; c < dim; ++c) {
+          qh(s, c) = q(0, s, h, c);
+          kh(s, c) = k(0, s, h, c);
+        }
+      ScoreOptions one = relative;
+      one.relative_bias = table.head(h);
+      const Rows single = posemb::attention_scores(qh, position_range(offset, seq), kh, position_range(offset, seq), one);
+      for (Eigen::Index i = 0; i < seq; ++i) {
+        for (Eigen::Index j = 0; j < seq; ++j) {
+          CAPTURE(h, i, j);
+          if (!bidirectional && j > i) {
+            CHECK(with(0, h, i, j) == -std::numeric_limits<double>::infinity());
+          } else {
+            CHECK(with(0, h, i, j) == Approx(without(0, h, i, j) + bias(h, i, j)).epsilon(0).margin(1e-14));
+          }
+          CHECK(single(i, j) == with(0, h, i, j));
+        }
+      }
+    }
+  }
+}
+
+namespace {
+
+// The number of keys each query row attends to (probability > 0), and checks the row sums to 1.
+std::vector<int> visible_counts(const Rows& p) {
+  std::vector<int> counts;
+  for (Eigen::Index i = 0; i < p.rows(); ++i) {
+    counts.push_back(static_cast<int>((p.row(i).array() > 0.0).count()));
+    CHECK(p.row(i).sum() == Approx(1.0).epsilon(0).margin(1e-12));
+  }
+  return counts;
+}
+
+}  // namespace
+
+TEST_CASE("attention: a sliding-window row i sees exactly min(i + 1, W) keys, also in decode") {
+  const Rows q = random_rows(20, 8, 51), k = random_rows(20, 8, 52);
+  for (std::int64_t window : {1, 3, 7, 20, 50}) {
+    CAPTURE(window);
+    ScoreOptions options;
+    options.scheme = ScoreScheme::Rope;
+    options.rope = posemb::default_rope_spec(8);
+    options.layer.sliding_window = window;
+    options.softmax = true;
+    const Rows p = posemb::attention_scores(q, position_range(0, 20), k, position_range(0, 20), options);
+    const std::vector<int> counts = visible_counts(p);
+    for (int i = 0; i < 20; ++i) {
+      CAPTURE(i);
+      CHECK(counts[static_cast<std::size_t>(i)] == std::min<std::int64_t>(i + 1, window));
+      for (int j = 0; j < 20; ++j) CHECK((p(i, j) > 0.0) == (j <= i && i - j < window));
+    }
+    // Decode at a KV-cache offset: the query at position 1000 + 19 against the cache 1000 .. 1019
+    // (and against the whole cache 0 .. 1019) sees the last min(1020, W) keys, like the last row.
+    const Rows last = posemb::attention_scores(q.bottomRows(1), position_range(1019, 1), k,
+                                               position_range(1000, 20), options);
+    CHECK(visible_counts(last)[0] == std::min<std::int64_t>(20, window));
+    const Rows big_k = random_rows(1020, 8, 53);
+    const Rows whole = posemb::attention_scores(q.bottomRows(1), position_range(1019, 1), big_k,
+                                                position_range(0, 1020), options);
+    CHECK(visible_counts(whole)[0] == std::min<std::int64_t>(1020, window));
+    for (int j = 0; j < 1020; ++j) CHECK((whole(0, j) > 0.0) == (1019 - j < window));
+    // The decode row equals the prefill row at the same positions.
+    const Rows prefill = posemb::attention_scores(q, position_range(1000, 20), k, position_range(1000, 20), options);
+    for (int j = 0; j < 20; ++j) CHECK(last(0, j) == Approx(prefill(19, j)).epsilon(0).margin(1e-14));
+  }
+}
+
+TEST_CASE("attention: chunked attention stops at chunk boundaries, negative positions too") {
+  const Rows q = random_rows(12, 4, 61), k = random_rows(12, 4, 62);
+  ScoreOptions options;
+  options.layer.attention_chunk_size = 4;
+  const Rows logits = posemb::attention_scores(q, position_range(0, 12), k, position_range(0, 12), options);
+  for (int i = 0; i < 12; ++i) {
+    for (int j = 0; j < 12; ++j) {
+      CAPTURE(i, j);
+      CHECK(std::isfinite(logits(i, j)) == (j <= i && i / 4 == j / 4));
+    }
+  }
+  // Row 3 (last of chunk 0) sees 0..3; row 4 (first of chunk 1) sees only itself.
+  CHECK(std::isfinite(logits(3, 0)));
+  CHECK(std::isinf(logits(4, 3)));
+  CHECK(std::isfinite(logits(4, 4)));
+  // Positions -6 .. 5 with chunk 4: chunks [-8, -5], [-4, -1], [0, 3], [4, 7] (floor division).
+  const PositionVector pos = position_range(-6, 12);
+  const Rows shifted = posemb::attention_scores(q, pos, k, pos, options);
+  const auto chunk = [](std::int64_t p) { return p >= 0 ? p / 4 : -((-p + 3) / 4); };
+  for (int i = 0; i < 12; ++i) {
+    for (int j = 0; j < 12; ++j) {
+      CAPTURE(pos[i], pos[j]);
+      CHECK(std::isfinite(shifted(i, j)) == (j <= i && chunk(pos[i]) == chunk(pos[j])));
+    }
+  }
+  CHECK(std::isinf(shifted(2, 1)));     // query -4 and key -5 lie in different chunks
+  CHECK(std::isfinite(shifted(5, 2)));  // query -1 sees key -4
+  CHECK(std::isinf(shifted(6, 5)));     // query 0 does not see key -1
+}
+
+TEST_CASE("attention: Llama 4 query temperature") {
+  const posemb::QueryTemperature llama4{8192.0, 0.1};
+  CHECK(llama4.factor(8190) == 1.0);
+  CHECK(llama4.factor(8191) == 1.0693147180559945);   // 1 + 0.1 ln 2
+  CHECK(llama4.factor(131071) == 1.2833213344056216);  // 1 + 0.1 ln 17
+  // Through the helper: the logits of a query at p are factor(p) times those without.
+  const Rows q = random_rows(3, 8, 71), k = random_rows(5, 8, 72);
+  const PositionVector qpos = positions_of({8190, 8191, 131071}), kpos = position_range(0, 5);
+  ScoreOptions plain;
+  ScoreOptions tuned;
+  tuned.layer.query_temperature = llama4;
+  const Rows a = posemb::attention_scores(q, qpos, k, kpos, plain);
+  const Rows b = posemb::attention_scores(q, qpos, k, kpos, tuned);
+  const double factors[3] = {1.0, 1.0693147180559945, 1.2833213344056216};
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 5; ++j) CHECK(b(i, j) == Approx(factors[i] * a(i, j)).epsilon(1e-14));
+  // Batched: the same factors.
+  posemb::Tensor4<double> q4(1, 3, 1, 8), k4(1, 5, 1, 8);
+  for (int s = 0; s < 3; ++s)
+    for (int c = 0; c < 8; ++c) q4(0, s, 0, c) = q(s, c);
+  for (int s = 0; s < 5; ++s)
+    for (int c = 0; c < 8; ++c) k4(0, s, 0, c) = k(s, c);
+  PositionMatrix qpm(1, 3);
+  qpm << 8190, 8191, 131071;
+  const auto b4 = posemb::attention_scores(q4, qpm, k4, std::int64_t{0}, tuned);
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 5; ++j) CHECK(b4(0, 0, i, j) == Approx(b(i, j)).epsilon(1e-14));
+}
+
+TEST_CASE("attention: layer options, errors") {
+  const Rows q = random_rows(2, 4, 81), k = random_rows(3, 4, 82);
+  const PositionVector qp = position_range(5, 2), kp = position_range(0, 3);
+  for (std::int64_t bad : {0, -3}) {
+    ScoreOptions options;
+    options.layer.sliding_window = bad;
+    throws_with([&] { posemb::attention_scores(q, qp, k, kp, options); },
+                "layer.sliding_window = " + std::to_string(bad) + ": expected a number > 0");
+    options = ScoreOptions{};
+    options.layer.attention_chunk_size = bad;
+    throws_with([&] { posemb::attention_scores(q, qp, k, kp, options); },
+                "layer.attention_chunk_size = " + std::to_string(bad) + ": expected a number > 0");
+  }
+  ScoreOptions options;
+  options.layer.query_temperature = posemb::QueryTemperature{0.0, 0.1};
+  throws_with([&] { posemb::attention_scores(q, qp, k, kp, options); }, "layer.query_temperature.floor_scale = 0");
+  options.layer.query_temperature = posemb::QueryTemperature{8192.0, std::nan("")};
+  throws_with([&] { posemb::attention_scores(q, qp, k, kp, options); }, "layer.query_temperature.attn_scale = nan");
+  // A window that leaves a row no key: queries 5, 6 against keys 0 .. 2 with W = 2.
+  options = ScoreOptions{};
+  options.layer.sliding_window = 2;
+  options.softmax = true;
+  throws_with([&] { posemb::attention_scores(q, qp, k, kp, options); },
+              "query position = 5: the sliding window or the attention chunk leaves this row no key");
+  // Relative bias: the table must be there, one column per query head, and only with its scheme.
+  options = ScoreOptions{};
+  options.scheme = ScoreScheme::RelativeBias;
+  throws_with([&] { posemb::attention_scores(q, qp, k, kp, options); },
+              "relative_bias = absent: expected a T5BiasTable when scheme == ScoreScheme::RelativeBias");
+  posemb::T5BiasTable<float>::Table weights = posemb::T5BiasTable<float>::Table::Zero(32, 4);
+  options.relative_bias = posemb::T5BiasTable<float>({32, 128, true}, weights);
+  throws_with([&] { posemb::attention_scores(q, qp, k, kp, options); },
+              "relative_bias heads = 4: expected one table column per query head = 1");
+  options.scheme = ScoreScheme::None;
+  throws_with([&] { posemb::attention_scores(q, qp, k, kp, options); },
+              "relative_bias heads = 4: expected no table unless scheme == ScoreScheme::RelativeBias");
+}
+
+TEST_CASE("attention: batched sliding window and chunk, prefill and decode at a KV-cache offset") {
+  const auto q = random_tensor<float>(1, 20, 2, 8, 91);    // BSHD, 2 query heads
+  const auto k = random_tensor<float>(1, 1020, 1, 8, 92);  // one kv head
+  for (std::int64_t window : {1, 7, 64}) {
+    CAPTURE(window);
+    ScoreOptions options;
+    options.scheme = ScoreScheme::Rope;
+    options.rope = posemb::default_rope_spec(8);
+    options.layer.sliding_window = window;
+    options.softmax = true;
+    // Prefill of the last 20 tokens against the whole cache: query i at position 1000 + i.
+    const auto p = posemb::attention_scores(q, std::int64_t{1000}, k, std::int64_t{0}, options);
+    for (Eigen::Index h = 0; h < 2; ++h) {
+      for (Eigen::Index i = 0; i < 20; ++i) {
+        CAPTURE(h, i);
+        Eigen::Index seen = 0;
+        for (Eigen::Index j = 0; j < 1020; ++j) {
+          const bool inside = j <= 1000 + i && 1000 + i - j < window;
+          CHECK((p(0, h, i, j) > 0.0f) == inside);
+          seen += p(0, h, i, j) > 0.0f;
+        }
+        CHECK(seen == std::min<std::int64_t>(1000 + i + 1, window));
+      }
+    }
+  }
+  // Chunk 256: the query at position 1019 (chunk 3, positions 768 .. 1023) sees keys 768 .. 1019.
+  ScoreOptions chunked;
+  chunked.layer.attention_chunk_size = 256;
+  const Eigen::array<Eigen::Index, 4> last{0, 19, 0, 0}, one{1, 1, 2, 8};
+  const posemb::Tensor4<float> q_last = q.slice(last, one);
+  const auto logits = posemb::attention_scores(q_last, std::int64_t{1019}, k, std::int64_t{0}, chunked);
+  for (Eigen::Index j = 0; j < 1020; ++j) {
+    CAPTURE(j);
+    CHECK(std::isfinite(logits(0, 1, 0, j)) == (j >= 768));
   }
 }

@@ -6,7 +6,10 @@
 //   posemb apply CONFIG.json --input X.npy --output Y.npy [--positions P.npy | --offset K]
 //                [--role query|key] [--layout bshd|bhsd] [--pairing interleaved|rotate_half]
 //                [--layer I] [--seq-len N] [--fope-sin-coef S.npy --fope-cos-coef C.npy]
-//   posemb alibi --heads H --q-len N --k-len M [--causal | --symmetric] [--q-offset K] --output B.npy
+//   posemb alibi --heads H --q-len N --k-len M [--causal | --symmetric] [--q-offset K]
+//                [--max-bias B] [--head-begin A --head-end Z] --output B.npy
+//   posemb buckets --num-buckets B --max-distance D (--bidirectional | --causal)
+//                  --q-len N --k-len M [--q-offset K] --output IDS.npy
 //   posemb sinusoidal --dim D --max-len L [--layout interleaved|concat] [--base B] --output T.npy
 //
 // Exit status: 0 on success, 2 for a usage error, 1 for anything else, with one line
@@ -31,6 +34,7 @@
 #include "posemb/error.hpp"
 #include "posemb/fope.hpp"
 #include "posemb/npy.hpp"
+#include "posemb/relative_bias.hpp"
 #include "posemb/rope.hpp"
 #include "posemb/sinusoidal.hpp"
 #include "posemb/xpos.hpp"
@@ -491,23 +495,101 @@ int run_apply(const ApplyOptions& options) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// alibi: B[h, i, j] for query positions q_offset + i and key positions j (alibi.hpp).
+// alibi: B[h, i, j] for query positions q_offset + i and key positions j (alibi.hpp), for all
+// heads or the heads [head_begin, head_end) of one tensor-parallel rank.
 
-int run_alibi(int heads, std::int64_t q_len, std::int64_t k_len, bool symmetric,
-              std::optional<std::int64_t> q_offset, const std::string& output) {
-  // Default: the queries are the last q_len positions of the key sequence (decode with a cache).
+struct AlibiOptions {
+  int heads = 0;
+  std::int64_t q_len = 0, k_len = 0;
+  std::optional<std::int64_t> q_offset;
+  bool symmetric = false, causal = false;
+  double max_bias = 8.0;
+  std::optional<int> head_begin, head_end;
+  std::string output;
+};
+
+// The library names its parameters; the tool names its flags: "posemb: max_bias = 0: ..." from
+// the library becomes "--max-bias = 0: ...".
+[[noreturn]] void rethrow_as_flag(const Error& error, const std::string& parameter, const std::string& flag) {
+  const std::string message = error.what();
+  const std::string prefix = "posemb: " + parameter + " = ";
+  if (message.compare(0, prefix.size(), prefix) == 0) {
+    throw UsageError(flag + " = " + message.substr(prefix.size()));
+  }
+  throw error;
+}
+
+// The query positions of a bias or bucket matrix: offset .. offset + q_len - 1, by default the
+// last q_len of the k_len key positions (decode with a cache).
+std::int64_t query_offset(std::optional<std::int64_t> q_offset, std::int64_t q_len, std::int64_t k_len) {
   const std::int64_t offset = q_offset.value_or(k_len - q_len);
+  if (offset > std::numeric_limits<std::int64_t>::max() - (q_len - 1)) {
+    throw UsageError("--q-offset = " + std::to_string(offset) + ": expected q_offset + q_len - 1 to fit in int64");
+  }
+  return offset;
+}
+
+int run_alibi(const AlibiOptions& options) {
+  const std::int64_t q_len = options.q_len, k_len = options.k_len;
+  const std::int64_t offset = query_offset(options.q_offset, q_len, k_len);
+  const int begin = options.head_begin.value_or(0), end = options.head_end.value_or(options.heads);
+  if (begin < 0 || begin >= end || end > options.heads) {
+    throw UsageError("--head-begin, --head-end = " + std::to_string(begin) + ", " + std::to_string(end) +
+                     ": expected 0 <= begin < end <= --heads = " + std::to_string(options.heads));
+  }
+  const std::int64_t heads = end - begin;
   if (q_len > max_output_elements / k_len || heads * q_len * k_len > max_output_elements) {
-    throw UsageError("--heads * --q-len * --k-len = " + std::to_string(heads) + " * " +
+    throw UsageError("heads * --q-len * --k-len = " + std::to_string(heads) + " * " +
                      std::to_string(q_len) + " * " + std::to_string(k_len) +
                      ": expected at most 2^28 elements");
+  }
+  Eigen::VectorXd slopes;
+  try {
+    slopes = alibi_slopes(options.heads, options.max_bias, HeadRange{begin, end});
+  } catch (const Error& error) {
+    rethrow_as_flag(error, "max_bias", "--max-bias");
   }
   PositionVector q_positions(q_len), k_positions(k_len);
   for (std::int64_t i = 0; i < q_len; ++i) q_positions[i] = offset + i;
   for (std::int64_t j = 0; j < k_len; ++j) k_positions[j] = j;
   const AlibiBias<float> bias = alibi_bias<float>(
-      heads, q_positions, k_positions, symmetric ? AlibiForm::Symmetric : AlibiForm::Causal);
-  tool::write_npy_atomic(output, bias.data(), {heads, q_len, k_len});
+      slopes, q_positions, k_positions, options.symmetric ? AlibiForm::Symmetric : AlibiForm::Causal);
+  tool::write_npy_atomic(options.output, bias.data(), {heads, q_len, k_len});
+  return 0;
+}
+
+// ---------------------------------------------------------------------------------------------
+// buckets: the T5 bucket ids (relative_bias.hpp) of query positions q_offset + i against key
+// positions j, int64 [q_len, k_len].
+
+struct BucketsOptions {
+  int num_buckets = 0, max_distance = 0;
+  bool bidirectional = false, causal = false;
+  std::int64_t q_len = 0, k_len = 0;
+  std::optional<std::int64_t> q_offset;
+  std::string output;
+};
+
+int run_buckets(const BucketsOptions& options) {
+  if (!options.bidirectional && !options.causal) {
+    throw UsageError("buckets: one of --bidirectional or --causal is required");
+  }
+  const std::int64_t q_len = options.q_len, k_len = options.k_len;
+  if (q_len > max_output_elements / k_len) {
+    throw UsageError("--q-len * --k-len = " + std::to_string(q_len) + " * " + std::to_string(k_len) +
+                     ": expected at most 2^28 elements");
+  }
+  const std::int64_t offset = query_offset(options.q_offset, q_len, k_len);
+  const T5Buckets buckets{options.num_buckets, options.max_distance, options.bidirectional};
+  BucketMatrix ids;
+  try {
+    ids = t5_bucket_matrix(buckets, q_len, k_len, offset);
+  } catch (const Error& error) {
+    const std::string message = error.what();
+    if (message.find("posemb: num_buckets") == 0) rethrow_as_flag(error, "num_buckets", "--num-buckets");
+    rethrow_as_flag(error, "max_distance", "--max-distance");
+  }
+  tool::write_npy_atomic(options.output, ids.data(), {q_len, k_len});
   return 0;
 }
 
@@ -619,26 +701,55 @@ int main(int argc, char** argv) {
   cos_coef_option->needs(sin_coef_option);
 
   // alibi
-  int heads = 0;
-  std::int64_t q_len = 0, k_len = 0;
-  std::optional<std::int64_t> q_offset;
-  std::string alibi_output;
-  bool symmetric = false, causal = false;
+  AlibiOptions alibi_options;
   CLI::App* alibi = app.add_subcommand(
       "alibi", "Write the ALiBi bias B: float32 [heads, q_len, k_len]; masked entries are -inf.");
-  alibi->add_option("--heads", heads, "Number of heads")->required()->check(CLI::Range(1, 1 << 20));
-  alibi->add_option("--q-len", q_len, "Number of queries")->required()->check(CLI::PositiveNumber);
-  alibi->add_option("--k-len", k_len, "Number of keys (positions 0..k_len-1)")
+  alibi->add_option("--heads", alibi_options.heads, "Number of heads")->required()->check(CLI::Range(1, 1 << 20));
+  alibi->add_option("--q-len", alibi_options.q_len, "Number of queries")->required()->check(CLI::PositiveNumber);
+  alibi->add_option("--k-len", alibi_options.k_len, "Number of keys (positions 0..k_len-1)")
       ->required()
       ->check(CLI::PositiveNumber);
   CLI::Option* causal_flag = alibi->add_flag(
-      "--causal", causal, "-slope * (q - k), -inf where k > q (the default)");
+      "--causal", alibi_options.causal, "-slope * (q - k), -inf where k > q (the default)");
   CLI::Option* symmetric_flag =
-      alibi->add_flag("--symmetric", symmetric, "-slope * |q - k|, nothing masked (encoders)");
+      alibi->add_flag("--symmetric", alibi_options.symmetric, "-slope * |q - k|, nothing masked (encoders)");
   causal_flag->excludes(symmetric_flag);
-  alibi->add_option("--q-offset", q_offset,
+  alibi->add_option("--q-offset", alibi_options.q_offset,
                     "Position of the first query (default k_len - q_len: the last q_len keys)");
-  alibi->add_option("--output", alibi_output, "B.npy")->required();
+  alibi->add_option("--max-bias", alibi_options.max_bias,
+                    "B in the slopes 2^(-B h / n) (MPT's alibi_bias_max)")
+      ->capture_default_str();
+  CLI::Option* head_begin = alibi->add_option(
+      "--head-begin", alibi_options.head_begin, "First head of a contiguous slice (a tensor-parallel rank)");
+  CLI::Option* head_end =
+      alibi->add_option("--head-end", alibi_options.head_end, "One past the last head of the slice");
+  head_begin->needs(head_end);
+  head_end->needs(head_begin);
+  alibi->add_option("--output", alibi_options.output, "B.npy: float32 [head_end - head_begin, q_len, k_len]")
+      ->required();
+
+  // buckets
+  BucketsOptions buckets_options;
+  CLI::App* buckets = app.add_subcommand(
+      "buckets",
+      "Write T5's relative position bucket ids: int64 [q_len, k_len], the bucket of key position "
+      "j - query position (q_offset + i), as HuggingFace's _relative_position_bucket in float32.");
+  buckets->add_option("--num-buckets", buckets_options.num_buckets, "relative_attention_num_buckets")
+      ->required();
+  buckets->add_option("--max-distance", buckets_options.max_distance, "relative_attention_max_distance")
+      ->required();
+  CLI::Option* bidirectional_flag = buckets->add_flag(
+      "--bidirectional", buckets_options.bidirectional, "Encoder buckets: half for keys after the query");
+  CLI::Option* buckets_causal_flag =
+      buckets->add_flag("--causal", buckets_options.causal, "Decoder buckets: keys before the query only");
+  bidirectional_flag->excludes(buckets_causal_flag);
+  buckets->add_option("--q-len", buckets_options.q_len, "Number of queries")->required()->check(CLI::PositiveNumber);
+  buckets->add_option("--k-len", buckets_options.k_len, "Number of keys (positions 0..k_len-1)")
+      ->required()
+      ->check(CLI::PositiveNumber);
+  buckets->add_option("--q-offset", buckets_options.q_offset,
+                      "Position of the first query (default k_len - q_len: the last q_len keys)");
+  buckets->add_option("--output", buckets_options.output, "IDS.npy: int64 [q_len, k_len]")->required();
 
   // sinusoidal
   int dim = 0;
@@ -672,7 +783,8 @@ int main(int argc, char** argv) {
     if (*freqs) return run_freqs(config_path, layer_index, seq_len);
     if (*layers) return run_layers(config_path, seq_len, layers_json);
     if (*apply) return run_apply(apply_options);
-    if (*alibi) return run_alibi(heads, q_len, k_len, symmetric, q_offset, alibi_output);
+    if (*alibi) return run_alibi(alibi_options);
+    if (*buckets) return run_buckets(buckets_options);
     if (*sinusoidal) return run_sinusoidal(dim, max_len, sinusoidal_layout, base, sinusoidal_output);
   } catch (const UsageError& error) {
     return error_exit(error.what(), 2);

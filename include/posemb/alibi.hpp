@@ -13,11 +13,20 @@
 //                                       -inf where kpos_j > qpos_i (the causal mask).
 //   Symmetric form (encoders):          -slope_h * |qpos_i - kpos_j|, nothing masked.
 //
-// Slopes for n heads (get_slopes):
-//   n a power of two: slope_h = 2^(-8h/n), h = 1 .. n.
+// Slopes for n heads and maximum bias B (B = 8 in the paper; MPT's alibi_bias_max):
+//   n a power of two: slope_h = 2^(-B h/n), h = 1 .. n (get_slopes for B = 8).
 //   otherwise, c = the largest power of two below n: the c slopes of the c-head recipe, then
-//   every other slope of the 2c-head recipe starting with its first, 2^(-8*1/(2c)),
-//   2^(-8*3/(2c)), 2^(-8*5/(2c)), ..., the first n - c of them.
+//   every other slope of the 2c-head recipe starting with its first, 2^(-B*1/(2c)),
+//   2^(-B*3/(2c)), 2^(-B*5/(2c)), ..., the first n - c of them.
+// For other B this is MPT's construction (llm-foundry, llmfoundry/models/layers/attention.py,
+// gen_slopes; HuggingFace transformers, models/mpt/modeling_mpt.py, build_mpt_alibi_tensor):
+// with N = 2^ceil(log2 n) and s_k = 2^(-B k/N), k = 1 .. N, the slopes are
+// concat(s_2, s_4, ..., s_N, s_1, s_3, ...)[:n] -- s_2m = 2^(-B m/c) is the c-head recipe and
+// s_(2m+1) the odd slopes of the 2c-head one, the same list. (MPT forms the exponents in
+// float32; here they are double.)
+//
+// A tensor-parallel rank holding heads [begin, end) of n computes exactly their slopes with
+// alibi_slopes(n, B, HeadRange{begin, end}); the ranks' slopes concatenated are the full list.
 #pragma once
 
 #include <Eigen/Core>
@@ -25,6 +34,8 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <optional>
+#include <string>
 
 #include "posemb/detail/storage.hpp"
 #include "posemb/error.hpp"
@@ -48,17 +59,33 @@ using AlibiBias = Eigen::Tensor<T, 3, Eigen::RowMajor>;
 template <class T>
 using AlibiBiasRow = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
-// Returns slopes: [n_heads], in the reference code's head order.
-inline Eigen::VectorXd alibi_slopes(int n_heads) {
+// A contiguous slice [begin, end) of a layer's heads, e.g. the heads of one tensor-parallel rank.
+struct HeadRange {
+  int begin = 0;
+  int end = 0;
+};
+
+// Returns slopes: [n_heads] in the reference code's head order, or [end - begin] for the heads of
+// `heads` only. max_bias is B above.
+// Example (MPT-7B: 32 heads, alibi_bias_max 8; rank 1 of 4 holds heads 8 .. 15):
+//   const Eigen::VectorXd all = posemb::alibi_slopes(32);                                 // [32]
+//   const Eigen::VectorXd mine = posemb::alibi_slopes(32, 8.0, posemb::HeadRange{8, 16});  // [8]
+inline Eigen::VectorXd alibi_slopes(int n_heads, double max_bias = 8.0,
+                                    std::optional<HeadRange> heads = std::nullopt) {
   detail::require_positive("n_heads", n_heads);
+  detail::require_positive_finite("max_bias", max_bias);
+  const HeadRange range = heads.value_or(HeadRange{0, n_heads});
+  if (range.begin < 0 || range.begin >= range.end || range.end > n_heads) {
+    detail::fail("head range", "[" + std::to_string(range.begin) + ", " + std::to_string(range.end) + ")",
+                 "expected 0 <= begin < end <= n_heads = " + std::to_string(n_heads));
+  }
   std::int64_t c = 1;  // the largest power of two <= n_heads
   while (2 * c <= n_heads) c *= 2;
-  Eigen::VectorXd slopes(n_heads);
-  for (std::int64_t h = 1; h <= c; ++h) {
-    slopes[h - 1] = std::exp2(-8.0 * static_cast<double>(h) / static_cast<double>(c));
-  }
-  for (std::int64_t k = 0; k < n_heads - c; ++k) {
-    slopes[c + k] = std::exp2(-8.0 * static_cast<double>(2 * k + 1) / static_cast<double>(2 * c));
+  Eigen::VectorXd slopes(range.end - range.begin);
+  for (std::int64_t h = range.begin; h < range.end; ++h) {
+    const double exponent = h < c ? static_cast<double>(h + 1) / static_cast<double>(c)
+                                  : static_cast<double>(2 * (h - c) + 1) / static_cast<double>(2 * c);
+    slopes[h - range.begin] = std::exp2(-max_bias * exponent);
   }
   return slopes;
 }
@@ -82,6 +109,14 @@ inline double alibi_bias_value(double slope, std::int64_t q_position, std::int64
   return -slope * std::abs(distance);
 }
 
+// slopes: [heads], heads >= 1, each finite and > 0.
+inline void check_alibi_slopes(const Eigen::VectorXd& slopes) {
+  require_positive("slopes.size()", slopes.size());
+  for (Eigen::Index h = 0; h < slopes.size(); ++h) {
+    require_positive_finite("slopes[" + std::to_string(h) + "]", slopes[h]);
+  }
+}
+
 template <class T>
 T alibi_to_storage(double value) {
   return static_cast<T>(static_cast<compute_t<T>>(value));
@@ -89,17 +124,23 @@ T alibi_to_storage(double value) {
 
 }  // namespace detail
 
-// bias[h, i, j] for query positions q_positions[i] ([q_len]) and key positions k_positions[j]
-// ([k_len]); returns [n_heads, q_len, k_len] stored as T.
+// bias[h, i, j] for per-head slopes [heads] (alibi_slopes(n): all n heads; or another max_bias,
+// or one rank's heads), query positions q_positions[i] ([q_len]) and key positions k_positions[j]
+// ([k_len]); returns [heads, q_len, k_len] stored as T.
+// Example (BLOOM, 16 heads, prefill of 8 tokens then the bias of the 9th against its cache):
+//   const posemb::AlibiBias<float> prefill =
+//       posemb::alibi_bias<float>(posemb::alibi_slopes(16), positions_0_to_7, positions_0_to_7);
+//   const posemb::AlibiBiasRow<float> decode =
+//       posemb::alibi_bias_row<float>(posemb::alibi_slopes(16), 8, positions_0_to_8);  // [16, 9]
 template <class T = float>
-AlibiBias<T> alibi_bias(int n_heads, const PositionVector& q_positions,
+AlibiBias<T> alibi_bias(const Eigen::VectorXd& slopes, const PositionVector& q_positions,
                         const PositionVector& k_positions, AlibiForm form = AlibiForm::Causal) {
   static_assert(detail::is_storage_type_v<T>,
                 "posemb storage type must be float, double, Eigen::half or Eigen::bfloat16");
   detail::check_alibi_form(form);
-  const Eigen::VectorXd slopes = alibi_slopes(n_heads);
-  AlibiBias<T> bias(n_heads, q_positions.size(), k_positions.size());
-  for (Eigen::Index h = 0; h < n_heads; ++h) {
+  detail::check_alibi_slopes(slopes);
+  AlibiBias<T> bias(slopes.size(), q_positions.size(), k_positions.size());
+  for (Eigen::Index h = 0; h < slopes.size(); ++h) {
     for (Eigen::Index i = 0; i < q_positions.size(); ++i) {
       for (Eigen::Index j = 0; j < k_positions.size(); ++j) {
         bias(h, i, j) = detail::alibi_to_storage<T>(
@@ -111,18 +152,18 @@ AlibiBias<T> alibi_bias(int n_heads, const PositionVector& q_positions,
 }
 
 // One query row, for decode with a KV cache: the bias of the query at q_position against every
-// key position, without building the full [heads, q_len, k_len] bias. Returns [n_heads, k_len],
-// equal to alibi_bias(n_heads, {q_position}, k_positions, form) with the query axis dropped.
+// key position, without building the full [heads, q_len, k_len] bias. Returns [heads, k_len],
+// equal to alibi_bias(slopes, {q_position}, k_positions, form) with the query axis dropped.
 template <class T = float>
-AlibiBiasRow<T> alibi_bias_row(int n_heads, std::int64_t q_position,
+AlibiBiasRow<T> alibi_bias_row(const Eigen::VectorXd& slopes, std::int64_t q_position,
                                const PositionVector& k_positions,
                                AlibiForm form = AlibiForm::Causal) {
   static_assert(detail::is_storage_type_v<T>,
                 "posemb storage type must be float, double, Eigen::half or Eigen::bfloat16");
   detail::check_alibi_form(form);
-  const Eigen::VectorXd slopes = alibi_slopes(n_heads);
-  AlibiBiasRow<T> row(n_heads, k_positions.size());
-  for (Eigen::Index h = 0; h < n_heads; ++h) {
+  detail::check_alibi_slopes(slopes);
+  AlibiBiasRow<T> row(slopes.size(), k_positions.size());
+  for (Eigen::Index h = 0; h < slopes.size(); ++h) {
     for (Eigen::Index j = 0; j < k_positions.size(); ++j) {
       row(h, j) = detail::alibi_to_storage<T>(
           detail::alibi_bias_value(slopes[h], q_position, k_positions[j], form));

@@ -1,19 +1,21 @@
-// Fused attention scores for one head: RoPE applied inside q kᵀ, with the ALiBi bias and the
-// causal mask folded in, without rotated copies of q and k in memory.
+// Fused attention scores for one head: RoPE applied inside q kᵀ, with the bias and the masks
+// folded in, without rotated copies of q and k in memory.
 //
-//   logits[i, j] = scale * <R(qpos_i) q_i, R(kpos_j) k_j> - slope * |qpos_i - kpos_j|
-//                  (-inf where causal and kpos_j > qpos_i)
+//   logits[i, j] = scale * <t(qpos_i) R(qpos_i) q_i, R(kpos_j) k_j> + bias[i, j]
+//                  (-inf where masked)
 //
-// R is rope.hpp's rotation (RoFormer, Su et al. 2021, eq. 13-15), the bias is ALiBi's (Press et
-// al. 2022, sec. 3; slope 0: none), scale defaults to 1 / sqrt(head_dim) (Vaswani et al. 2017,
-// eq. 1). The same numbers as attention.hpp's attention_scores with RoPE, plus the bias.
+// R is rope.hpp's rotation (RoFormer, Su et al. 2021, eq. 13-15). The scale, the query
+// temperature t, the bias (ALiBi or T5's relative bias) and the masks (causal, sliding window,
+// chunk) are attention.hpp's, from the same ScoreOptions: the same numbers as attention_scores
+// with ScoreScheme::Rope, plus the bias.
 //
 // How: the scores are computed in tiles of tile_rows queries x tile_rows keys. For each tile the
 // query rows and key rows are rotated into two small panels that stay in cache (tile_rows x
 // head_dim each), multiplied with Eigen's GEMM straight into the output tile, and the bias and
-// mask are applied to the tile while it is still in cache. Tiles whose keys all lie after all
-// their queries are filled with -inf without a product when causal. Key panels are rotated once
-// per query tile, seq_q / tile_rows times in all: a small cost next to the product.
+// masks are applied to the tile while it is still in cache. Tiles whose keys all lie after all
+// their queries are filled with -inf without a product when the mask is causal. Key panels are
+// rotated once per query tile, seq_q / tile_rows times in all: a small cost next to the product.
+// With softmax, each finished row is normalised at the end.
 #pragma once
 
 #include <Eigen/Core>
@@ -23,31 +25,26 @@
 #include <limits>
 #include <string>
 #include <type_traits>
-#include <vector>
 
+#include "posemb/attention.hpp"
 #include "posemb/error.hpp"
 #include "posemb/rope.hpp"
 
 namespace posemb {
-
-struct FusedScoreOptions {
-  double scale = 0.0;        // multiplies <q, k>; 0 means 1 / sqrt(head_dim)
-  double alibi_slope = 0.0;  // ALiBi slope of this head; 0 means no bias
-  bool causal = false;       // -inf where kpos > qpos
-};
 
 namespace detail {
 
 inline constexpr Eigen::Index fused_tile_rows = 256;
 
 // Copies rows [begin, begin + count) of x into panel and rotates each at its position.
-// x: [rows, head_dim] row-major; panel: [count, head_dim].
-template <class T, class Source>
-void rotate_rows_into(const T* x, Eigen::Index head_dim, const PositionVector& positions,
+// x: [rows, head_dim] (any Eigen matrix expression); panel: [count, head_dim] row-major.
+template <class Derived, class T, class Source>
+void rotate_rows_into(const Eigen::MatrixBase<Derived>& x, const PositionVector& positions,
                       Eigen::Index begin, Eigen::Index count, const Source& source, T* panel) {
-  std::copy(x + begin * head_dim, x + (begin + count) * head_dim, panel);
+  const Eigen::Index head_dim = x.cols();
   for (Eigen::Index r = 0; r < count; ++r) {
     T* row = panel + r * head_dim;
+    Eigen::Map<Eigen::Matrix<T, 1, Eigen::Dynamic>>(row, head_dim) = x.row(begin + r);
     rotate_head(source, positions[begin + r], row, row, 1, head_dim);
   }
 }
@@ -55,16 +52,27 @@ void rotate_rows_into(const T* x, Eigen::Index head_dim, const PositionVector& p
 }  // namespace detail
 
 // q: [seq_q, head_dim] at q_positions [seq_q]; k: [seq_k, head_dim] at k_positions [seq_k];
-// out: [seq_q, seq_k] (resized). T is float or double; source a RopeSpec or a RopeTableFor<T>.
-template <class T, class Source>
-void fused_rope_scores(
-    const Eigen::Ref<const Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>& q,
-    const PositionVector& q_positions,
-    const Eigen::Ref<const Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>& k,
-    const PositionVector& k_positions, const Source& source, const FusedScoreOptions& options,
-    Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>& out) {
+// out: [seq_q, seq_k] (resized), of q's scalar type, float or double. source: a RopeSpec or a
+// RopeTable of that type. options as for attention_scores, with two differences: the rotation
+// is always `source` (options.rope stays empty; ScoreScheme::None and Rope both mean "no bias"),
+// and the one-head bias is options.alibi_slopes [1] or a one-head options.relative_bias.
+// Example (causal RoPE + ALiBi scores of 512 prefill tokens, head 3 of 16):
+//   const posemb::RopeTable<float> table(posemb::default_rope_spec(128), 0, 512);
+//   posemb::ScoreOptions options;
+//   options.scheme = posemb::ScoreScheme::Alibi;
+//   options.alibi_slopes = posemb::alibi_slopes(16, 8.0, posemb::HeadRange{3, 4});
+//   options.causal = true;
+//   Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> scores;
+//   posemb::fused_rope_scores(q, positions, k, positions, scores, table, options);  // [512, 512]
+template <class DQ, class DK, class T, class Source>
+void fused_rope_scores(const Eigen::MatrixBase<DQ>& q, const PositionVector& q_positions,
+                       const Eigen::MatrixBase<DK>& k, const PositionVector& k_positions,
+                       Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>& out,
+                       const Source& source, const ScoreOptions& options = {}) {
   static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>,
                 "posemb: fused_rope_scores takes float or double q and k");
+  static_assert(std::is_same_v<typename DQ::Scalar, T> && std::is_same_v<typename DK::Scalar, T>,
+                "posemb: q, k and out must have the same scalar type");
   using Rows = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
   const Eigen::Index seq_q = q.rows(), seq_k = k.rows(), head_dim = q.cols();
   detail::require_positive("q.rows()", seq_q);
@@ -81,12 +89,7 @@ void fused_rope_scores(
                  "expected one position per row of k = " + std::to_string(seq_k));
   }
   detail::check_head_dim(source, head_dim);
-  if (!(std::isfinite(options.scale) && options.scale >= 0.0)) {
-    detail::fail("options.scale", options.scale, "expected a finite number >= 0 (0: 1/sqrt(head_dim))");
-  }
-  if (!(std::isfinite(options.alibi_slope) && options.alibi_slope >= 0.0)) {
-    detail::fail("options.alibi_slope", options.alibi_slope, "expected a finite number >= 0 (0: no bias)");
-  }
+  const detail::ScorePlan plan(options, 1, head_dim, true);
   // A table must cover every position before any work starts.
   for (const PositionVector* positions : {&q_positions, &k_positions}) {
     for (Eigen::Index i = 0; i < positions->size(); ++i) {
@@ -94,10 +97,12 @@ void fused_rope_scores(
     }
   }
 
-  const T scale = static_cast<T>(options.scale > 0.0 ? options.scale
-                                                     : 1.0 / std::sqrt(static_cast<double>(head_dim)));
+  const T scale = static_cast<T>(plan.scale());
+  const bool temperature = options.layer.query_temperature.has_value();
+  const bool causal = options.causal || options.layer.sliding_window || options.layer.attention_chunk_size;
   constexpr T neg_inf = -std::numeric_limits<T>::infinity();
   const Eigen::Index tile = detail::fused_tile_rows;
+  const auto k_position = [&](Eigen::Index j) { return k_positions[j]; };
   out.resize(seq_q, seq_k);
   Rows q_panel(std::min(tile, seq_q), head_dim), k_panel(std::min(tile, seq_k), head_dim);
   for (Eigen::Index i0 = 0; i0 < seq_q; i0 += tile) {
@@ -107,29 +112,28 @@ void fused_rope_scores(
     for (Eigen::Index j0 = 0; j0 < seq_k; j0 += tile) {
       const Eigen::Index cols = std::min(tile, seq_k - j0);
       auto scores = out.block(i0, j0, rows, cols);
-      if (options.causal && k_positions.segment(j0, cols).minCoeff() > last_query) {
+      if (causal && k_positions.segment(j0, cols).minCoeff() > last_query) {
         scores.setConstant(neg_inf);  // every key after every query
         continue;
       }
       if (!q_rotated) {
-        detail::rotate_rows_into(q.data(), head_dim, q_positions, i0, rows, source, q_panel.data());
+        detail::rotate_rows_into(q, q_positions, i0, rows, source, q_panel.data());
+        if (temperature) {
+          for (Eigen::Index i = 0; i < rows; ++i) {
+            q_panel.row(i) *= static_cast<T>(plan.temperature(q_positions[i0 + i]));
+          }
+        }
         q_rotated = true;
       }
-      detail::rotate_rows_into(k.data(), head_dim, k_positions, j0, cols, source, k_panel.data());
+      detail::rotate_rows_into(k, k_positions, j0, cols, source, k_panel.data());
       scores.noalias() = scale * (q_panel.topRows(rows) * k_panel.topRows(cols).transpose());
-      if (!options.causal && options.alibi_slope == 0.0) continue;
       for (Eigen::Index i = 0; i < rows; ++i) {
-        const std::int64_t qpos = q_positions[i0 + i];
-        T* row = &scores(i, 0);
-        for (Eigen::Index j = 0; j < cols; ++j) {
-          const std::int64_t kpos = k_positions[j0 + j];
-          const double distance = std::abs(static_cast<double>(qpos) - static_cast<double>(kpos));
-          const T biased = row[j] - static_cast<T>(options.alibi_slope * distance);
-          row[j] = options.causal && kpos > qpos ? neg_inf : biased;
-        }
+        // out's row i0 + i, keys j0 .. j0 + cols - 1
+        plan.bias_and_mask(&out(i0 + i, 0), j0, j0 + cols, 0, q_positions[i0 + i], k_position);
       }
     }
   }
+  for (Eigen::Index i = 0; i < seq_q; ++i) plan.softmax(&out(i, 0), seq_k, q_positions[i], k_position);
 }
 
 }  // namespace posemb

@@ -15,10 +15,11 @@
 #include "posemb/fope.hpp"
 #include "posemb/permute.hpp"
 
-// Additive: absolute tables and ALiBi.
+// Additive: absolute tables and the attention biases (ALiBi, T5 relative).
 #include "posemb/sinusoidal.hpp"
 #include "posemb/learned.hpp"
 #include "posemb/alibi.hpp"
+#include "posemb/relative_bias.hpp"
 
 // Attention scores tying them together; the fused RoPE + q k^T kernel.
 #include "posemb/attention.hpp"

@@ -12,7 +12,7 @@
 //   close GOT.npy EXPECTED.npy
 //       same dtype and shape, |got - expected| <= 1e-5 * max(1, max |expected|) (tests/data/fope).
 //   values GOT.npy EXPECTED.json TOLERANCE
-//       float32 GOT equal to {"shape": [...], "values": [...]} within TOLERANCE (absolute);
+//       float32 or int64 GOT equal to {"shape": [...], "values": [...]} within TOLERANCE (absolute);
 //       the string "-inf" stands for minus infinity, which must match exactly.
 //   rope-formula X.npy GOT.npy THETA ROTARY_DIM PAIRING LAYOUT OFFSET
 //       GOT is plain RoPE of X at positions OFFSET + s, computed here in double from RoFormer's
@@ -140,9 +140,14 @@ bool check_close(const std::string& got_path, const std::string& expected_path) 
 bool check_values(const std::string& got_path, const std::string& expected_path, double tolerance) {
   const NpyArray got = posemb::read_npy(got_path);
   const nlohmann::json expected = read_json(expected_path);
-  if (got.dtype != "<f4") return fail("dtype " + got.dtype + ", expected <f4");
+  if (got.dtype != "<f4" && got.dtype != "<i8") return fail("dtype " + got.dtype + ", expected <f4 or <i8");
   if (got.shape != expected.at("shape").get<std::vector<std::int64_t>>()) return fail("shape differs");
-  const std::vector<float> g = got.values<float>();
+  std::vector<double> g;
+  if (got.dtype == "<i8") {
+    for (std::int64_t value : got.values<std::int64_t>()) g.push_back(static_cast<double>(value));
+  } else {
+    for (float value : got.values<float>()) g.push_back(value);
+  }
   const auto& e = expected.at("values");
   if (e.size() != g.size()) return fail("expected file has " + std::to_string(e.size()) + " values");
   double worst = 0.0;
@@ -152,7 +157,7 @@ bool check_values(const std::string& got_path, const std::string& expected_path,
       if (!(std::isinf(g[i]) && g[i] < 0)) return fail("element " + std::to_string(i) + " = " + std::to_string(g[i]) + ", expected -inf");
       continue;
     }
-    const double error = std::fabs(static_cast<double>(g[i]) - e[i].get<double>());
+    const double error = std::fabs(g[i] - e[i].get<double>());
     if (!(error <= tolerance)) {
       return fail("element " + std::to_string(i) + " = " + std::to_string(g[i]) + ", expected " + e[i].dump());
     }

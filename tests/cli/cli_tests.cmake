@@ -103,6 +103,30 @@ posemb_cli_test("apply sinusoidal model adds the table"
   CHECK values ${cli_out}/xglm.npy ${cases}/xglm_zeros_plus_table.expected.json 2e-7)
 set_tests_properties(cli.apply_sinusoidal_model_adds_the_table PROPERTIES FIXTURES_REQUIRED posemb_cli_zeros)
 
+# ---- buckets (T5) and alibi with max_bias and a head slice, against values worked out by hand.
+posemb_cli_test("buckets bidirectional exact edges"
+  ARGS buckets --num-buckets 32 --max-distance 128 --bidirectional --q-len 1 --k-len 17 --q-offset 8
+       --output ${cli_out}/buckets_bi_edges.npy
+  CHECK values ${cli_out}/buckets_bi_edges.npy ${cases}/buckets_bidirectional_edges.expected.json 0)
+posemb_cli_test("buckets bidirectional logarithmic"
+  ARGS buckets --num-buckets 32 --max-distance 128 --bidirectional --q-len 1 --k-len 2 --q-offset 64
+       --output ${cli_out}/buckets_bi_log.npy
+  CHECK values ${cli_out}/buckets_bi_log.npy ${cases}/buckets_bidirectional_log.expected.json 0)
+posemb_cli_test("buckets causal decode default q-offset"
+  ARGS buckets --num-buckets 32 --max-distance 128 --causal --q-len 2 --k-len 3
+       --output ${cli_out}/buckets_causal_decode.npy
+  CHECK values ${cli_out}/buckets_causal_decode.npy ${cases}/buckets_causal_decode.expected.json 0)
+posemb_cli_test("buckets causal logarithmic"
+  ARGS buckets --num-buckets 32 --max-distance 128 --causal --q-len 1 --k-len 3 --q-offset 32
+       --output ${cli_out}/buckets_causal_log.npy
+  CHECK values ${cli_out}/buckets_causal_log.npy ${cases}/buckets_causal_log.expected.json 0)
+posemb_cli_test("alibi max-bias 16"
+  ARGS alibi --heads 4 --q-len 1 --k-len 3 --max-bias 16 --output ${cli_out}/alibi_max_bias.npy
+  CHECK values ${cli_out}/alibi_max_bias.npy ${cases}/alibi_h4_max_bias16.expected.json 0)
+posemb_cli_test("alibi head slice"
+  ARGS alibi --heads 6 --q-len 1 --k-len 2 --head-begin 4 --head-end 6 --output ${cli_out}/alibi_slice.npy
+  CHECK values ${cli_out}/alibi_slice.npy ${cases}/alibi_h6_heads_4_6.expected.json 0)
+
 # ---- inspect, against values worked out by hand.
 # YaRN factor 4: attention factor 0.1 ln 4 + 1 = 1.1386294361119891.
 posemb_cli_test("inspect yarn" ARGS inspect ${cli_data}/hf/yarn_hd64.json --seq-len 8192
@@ -258,3 +282,23 @@ foreach(expected IN LISTS model_expected)
       ARGS freqs ${config} ${seq_args})
   endif()
 endforeach()
+# Usage errors of buckets and of alibi's head slice and max-bias: exit status 2.
+posemb_cli_test("usage buckets num-buckets" EXIT 2
+  STDERR "--num-buckets = 3: expected a number >= 4 for bidirectional buckets"
+  ARGS buckets --num-buckets 3 --max-distance 128 --bidirectional --q-len 1 --k-len 1 --output ${out}
+  OUTPUT ${out})
+posemb_cli_test("usage buckets max-distance" EXIT 2 STDERR "--max-distance = 8: expected a number > max_exact = 8"
+  ARGS buckets --num-buckets 32 --max-distance 8 --bidirectional --q-len 1 --k-len 1 --output ${out}
+  OUTPUT ${out})
+posemb_cli_test("usage buckets without a direction" EXIT 2 STDERR "one of --bidirectional or --causal is required"
+  ARGS buckets --num-buckets 32 --max-distance 128 --q-len 1 --k-len 1 --output ${out} OUTPUT ${out})
+posemb_cli_test("usage buckets both directions" EXIT 2 STDERR "--bidirectional excludes --causal"
+  ARGS buckets --num-buckets 32 --max-distance 128 --bidirectional --causal --q-len 1 --k-len 1
+       --output ${out} OUTPUT ${out})
+posemb_cli_test("usage alibi max-bias" EXIT 2 STDERR "--max-bias = 0: expected a finite number > 0"
+  ARGS alibi --heads 2 --q-len 1 --k-len 1 --max-bias 0 --output ${out} OUTPUT ${out})
+posemb_cli_test("usage alibi head slice outside" EXIT 2
+  STDERR "--head-begin, --head-end = 2, 9: expected 0 <= begin < end <= --heads = 8"
+  ARGS alibi --heads 8 --q-len 1 --k-len 1 --head-begin 2 --head-end 9 --output ${out} OUTPUT ${out})
+posemb_cli_test("usage alibi head-begin alone" EXIT 2 STDERR "--head-begin requires --head-end"
+  ARGS alibi --heads 8 --q-len 1 --k-len 1 --head-begin 2 --output ${out} OUTPUT ${out})
