@@ -142,7 +142,8 @@ inline std::string variant_summary(const RopeScheme& scheme) {
 
 // One layer in a few words: "sliding (1e4, window 512)", "global (1e6, linear 8)".
 inline std::string describe_layer(const LayerPositions& layer, int common_head_dim) {
-  std::string type = layer.layer_type == "sliding_attention"   ? "sliding"
+  std::string type = !layer.stack.empty()                       ? layer.stack
+                     : layer.layer_type == "sliding_attention"   ? "sliding"
                      : layer.layer_type == "chunked_attention" ? "chunked"
                      : layer.layer_type == "linear_attention"  ? "linear attention"
                                                                : "global";
@@ -154,6 +155,13 @@ inline std::string describe_layer(const LayerPositions& layer, int common_head_d
       rope += ", rotary " + std::to_string(layer.rope->rotary_dim);
     }
     parts.push_back(rope);
+  } else if (layer.relative_bias) {
+    parts.push_back(std::string(layer.relative_bias->bidirectional ? "bidirectional" : "causal") +
+                    " relative bias, " + std::to_string(layer.relative_bias->num_buckets) +
+                    " buckets, " +
+                    (layer.relative_bias_table_layer == layer.index
+                         ? std::string("own table")
+                         : "table of layer " + std::to_string(layer.relative_bias_table_layer)));
   } else {
     parts.push_back(layer.kind == PositionKind::None ? "no positions" : posemb::to_string(layer.kind));
   }

@@ -339,3 +339,60 @@ TEST_CASE("per-layer config errors name the key", "[config][models][errors]") {
                Catch::Contains("rope_parameters.sliding_attention: missing"));
   }
 }
+
+TEST_CASE("T5 configs: relative bias layers, encoder bidirectional, decoder causal",
+          "[config][models][t5]") {
+  const fs::path t5_dir = fs::path(POSEMB_TEST_DATA_DIR) / "t5";
+  const auto flan = posemb::load_model_positions((t5_dir / "flan_t5_base.json").string());
+  REQUIRE(flan.layers.size() == 24);
+  CHECK(flan.n_heads == 12);
+  CHECK(flan.kind() == posemb::PositionKind::RelativeBias);
+  CHECK_FALSE(flan.layers_alike());
+  for (const posemb::LayerPositions& layer : flan.layers) {
+    const bool encoder = layer.index < 12;
+    INFO("layer " << layer.index);
+    CHECK(std::string(posemb::to_string(layer.kind)) == "relative_bias");
+    CHECK(layer.stack == (encoder ? "encoder" : "decoder"));
+    REQUIRE(layer.relative_bias);
+    CHECK(layer.relative_bias->num_buckets == 32);
+    CHECK(layer.relative_bias->max_distance == 128);
+    CHECK(layer.relative_bias->bidirectional == encoder);
+    CHECK(layer.relative_bias_table_layer == (encoder ? 0 : 12));
+    CHECK(layer.head_dim == 64);
+    CHECK(layer.attention.softmax_scale == 1.0);  // T5 does not scale q·kᵀ
+    CHECK_FALSE(layer.rope);
+  }
+  // The buckets the layers carry give the edge values of modeling_t5.py.
+  const posemb::T5Buckets encoder = *flan.layers[0].relative_bias, decoder = *flan.layers[12].relative_bias;
+  CHECK(posemb::t5_relative_position_bucket(-64, encoder.num_buckets, encoder.max_distance,
+                                            encoder.bidirectional) == 14);
+  CHECK(posemb::t5_relative_position_bucket(-64, decoder.num_buckets, decoder.max_distance,
+                                            decoder.bidirectional) == 26);
+
+  const auto encoder_only = posemb::load_model_positions((t5_dir / "t5_encoder_only.json").string());
+  REQUIRE(encoder_only.layers.size() == 6);
+  CHECK(encoder_only.layers_alike());
+  CHECK(encoder_only.layers[5].relative_bias->bidirectional);
+  CHECK(encoder_only.layers[5].stack.empty());
+
+  const auto decoder_only = parse(R"({"model_type": "t5", "d_model": 64, "d_kv": 16, "num_heads": 4,
+                                      "num_layers": 3, "is_encoder_decoder": false, "is_decoder": true})");
+  REQUIRE(decoder_only.layers.size() == 3);
+  CHECK_FALSE(decoder_only.layers[2].relative_bias->bidirectional);
+  CHECK(decoder_only.layers[2].relative_bias->num_buckets == 32);  // T5Config's defaults
+  CHECK(decoder_only.layers[2].relative_bias->max_distance == 128);
+
+  // UMT5: every layer its own table.
+  const auto umt5 = posemb::load_model_positions((t5_dir / "umt5_small.json").string());
+  REQUIRE(umt5.layers.size() == 6);
+  for (const auto& layer : umt5.layers) CHECK(layer.relative_bias_table_layer == layer.index);
+}
+
+TEST_CASE("T5 config errors name the key", "[config][models][t5][errors]") {
+  const std::string head = R"({"model_type": "t5", "d_model": 64, "d_kv": 16, "num_heads": 4, "num_layers": 2)";
+  CHECK_THAT(error_of(head + R"(, "relative_attention_num_buckets": 3})"),
+             Catch::Contains("relative_attention_num_buckets = 3"));
+  CHECK_THAT(error_of(head + R"(, "relative_attention_max_distance": 8})"),
+             Catch::Contains("relative_attention_max_distance = 8"));
+  CHECK_THAT(error_of(head + R"(, "num_decoder_layers": 0})"), Catch::Contains("num_decoder_layers = 0"));
+}

@@ -10,6 +10,8 @@
 //                [--max-bias B] [--head-begin A --head-end Z] --output B.npy
 //   posemb buckets --num-buckets B --max-distance D (--bidirectional | --causal)
 //                  --q-len N --k-len M [--q-offset K] --output IDS.npy
+//   posemb bias CONFIG.json --table T.npy --q-len N --k-len M [--q-offset K] [--decoder]
+//               --output BIAS.npy
 //   posemb sinusoidal --dim D --max-len L [--layout interleaved|concat] [--base B] --output T.npy
 //
 // Exit status: 0 on success, 2 for a usage error, 1 for anything else, with one line
@@ -122,7 +124,16 @@ std::string layer_json(const ModelPositions& model, const LayerPositions& layer,
             return "{\"floor_scale\": " + full_precision(t.floor_scale) +
                    ", \"attn_scale\": " + full_precision(t.attn_scale) + "}";
           });
-  return json + ", \"mrope_section\": null, \"mrope_layout\": null}";
+  json += ", \"mrope_section\": null, \"mrope_layout\": null";
+  if (layer.relative_bias) {
+    json += ", \"stack\": " + (layer.stack.empty() ? "null" : json_string(layer.stack)) +
+            ", \"relative_attention\": {\"num_buckets\": " +
+            std::to_string(layer.relative_bias->num_buckets) +
+            ", \"max_distance\": " + std::to_string(layer.relative_bias->max_distance) +
+            ", \"bidirectional\": " + (layer.relative_bias->bidirectional ? "true" : "false") +
+            ", \"table_layer\": " + std::to_string(layer.relative_bias_table_layer) + "}";
+  }
+  return json + "}";
 }
 
 int run_layers(const std::string& config_path, std::optional<std::int64_t> seq_len, bool as_json) {
@@ -454,6 +465,9 @@ void apply_scheme(const ModelPositions& model, const ApplyOptions& options,
     case PositionKind::None:
       throw Error(options.config + ": the layer has no positional encoding (NoPE); X is " +
                   "used as it is");
+    case PositionKind::RelativeBias:
+      throw Error(options.config + ": the model uses T5's relative position bias, a bias on " +
+                  "attention scores that does not change X; build it with `posemb bias`");
     case PositionKind::Alibi:
       throw Error(options.config + ": the model uses ALiBi, a bias on attention scores that does " +
                   "not change X; build it with `posemb alibi`");
@@ -590,6 +604,60 @@ int run_buckets(const BucketsOptions& options) {
     rethrow_as_flag(error, "max_distance", "--max-distance");
   }
   tool::write_npy_atomic(options.output, ids.data(), {q_len, k_len});
+  return 0;
+}
+
+// ---------------------------------------------------------------------------------------------
+// bias: the T5 relative position bias (relative_bias.hpp) of a T5-family config with the
+// checkpoint's table, float32 [heads, q_len, k_len] for query positions q_offset + i and key
+// positions j; the encoder's bidirectional buckets, or with --decoder the decoder's causal ones.
+
+struct BiasOptions {
+  std::string config, table, output;
+  std::int64_t q_len = 0, k_len = 0;
+  std::optional<std::int64_t> q_offset;
+  bool decoder = false;
+};
+
+int run_bias(const BiasOptions& options) {
+  const ModelPositions model = load_model_positions(options.config);
+  const std::string stack = options.decoder ? "decoder" : "encoder";
+  const LayerPositions* layer = nullptr;
+  for (const LayerPositions& candidate : model.layers) {
+    if (layer == nullptr && candidate.relative_bias &&
+        candidate.relative_bias->bidirectional == !options.decoder) {
+      layer = &candidate;
+    }
+  }
+  if (layer == nullptr) {
+    const bool t5 = !model.layers.empty() && model.layers[0].relative_bias;
+    throw Error(options.config + (t5 ? ": the model has no " + stack + " (is_encoder_decoder is "
+                                         "false); " + (options.decoder ? "drop" : "pass") + " --decoder"
+                                     : std::string(": the model's positions are ") +
+                                           to_string(model.layers.at(0).kind) +
+                                           ", not a T5 relative position bias"));
+  }
+  const T5Buckets buckets = *layer->relative_bias;
+  const std::int64_t heads = model.n_heads, q_len = options.q_len, k_len = options.k_len;
+  if (q_len > max_output_elements / k_len || heads * q_len * k_len > max_output_elements) {
+    throw UsageError("heads * --q-len * --k-len = " + std::to_string(heads) + " * " +
+                     std::to_string(q_len) + " * " + std::to_string(k_len) +
+                     ": expected at most 2^28 elements");
+  }
+  const std::int64_t offset = query_offset(options.q_offset, q_len, k_len);
+  const std::string expected = "float32 [num_buckets, heads] = [" +
+                               std::to_string(buckets.num_buckets) + ", " + std::to_string(heads) + "]";
+  const NpyArray table = tool::read_npy_checked(options.table, {"<f4"}, {2}, expected);
+  if (table.shape[0] != buckets.num_buckets || table.shape[1] != heads) {
+    throw Error(options.table + ": shape = " + tool::shape_string(table.shape) + ": expected " + expected);
+  }
+  const std::vector<float> weights = table.values<float>();
+  const T5BiasTable<float> bias_table(buckets, weights.data(), table.shape[0], table.shape[1]);
+  PositionVector q_positions(q_len), k_positions(k_len);
+  for (std::int64_t i = 0; i < q_len; ++i) q_positions[i] = offset + i;
+  for (std::int64_t j = 0; j < k_len; ++j) k_positions[j] = j;
+  const RelativeBias<float> bias = t5_bias(bias_table, q_positions, k_positions);
+  tool::write_npy_atomic(options.output, bias.data(), {heads, q_len, k_len});
   return 0;
 }
 
@@ -751,6 +819,26 @@ int main(int argc, char** argv) {
                       "Position of the first query (default k_len - q_len: the last q_len keys)");
   buckets->add_option("--output", buckets_options.output, "IDS.npy: int64 [q_len, k_len]")->required();
 
+  // bias
+  BiasOptions bias_options;
+  CLI::App* bias = app.add_subcommand(
+      "bias",
+      "Write the T5 relative position bias of a T5-family config (t5, mt5, umt5) with the "
+      "checkpoint's relative_attention_bias table: float32 [heads, q_len, k_len], no mask.");
+  bias->add_option("CONFIG", bias_options.config, "The model's config.json")->required();
+  bias->add_option("--table", bias_options.table,
+                   "T.npy: float32 [num_buckets, heads], block 0's relative_attention_bias.weight")
+      ->required();
+  bias->add_option("--q-len", bias_options.q_len, "Number of queries")->required()->check(CLI::PositiveNumber);
+  bias->add_option("--k-len", bias_options.k_len, "Number of keys (positions 0..k_len-1)")
+      ->required()
+      ->check(CLI::PositiveNumber);
+  bias->add_option("--q-offset", bias_options.q_offset,
+                   "Position of the first query (default k_len - q_len: the last q_len keys)");
+  bias->add_flag("--decoder", bias_options.decoder,
+                 "The decoder's causal buckets (default: the encoder's bidirectional ones)");
+  bias->add_option("--output", bias_options.output, "BIAS.npy")->required();
+
   // sinusoidal
   int dim = 0;
   std::int64_t max_len = 0;
@@ -785,6 +873,7 @@ int main(int argc, char** argv) {
     if (*apply) return run_apply(apply_options);
     if (*alibi) return run_alibi(alibi_options);
     if (*buckets) return run_buckets(buckets_options);
+    if (*bias) return run_bias(bias_options);
     if (*sinusoidal) return run_sinusoidal(dim, max_len, sinusoidal_layout, base, sinusoidal_output);
   } catch (const UsageError& error) {
     return error_exit(error.what(), 2);

@@ -42,6 +42,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "posemb/detail/json_reader.hpp"
@@ -49,6 +50,7 @@
 #include "posemb/fope.hpp"
 #include "posemb/layer_attention.hpp"
 #include "posemb/model_families.hpp"
+#include "posemb/relative_bias.hpp"
 #include "posemb/rope.hpp"
 #include "posemb/rope_registry.hpp"
 #include "posemb/scaled.hpp"
@@ -71,6 +73,13 @@ struct LayerPositions {
   int head_dim = 0;                // the width q·kᵀ runs over (0: not given by the config)
   std::optional<RopeScheme> rope;  // kind == Rope
   LayerAttention attention;        // softmax_scale is set on every softmax layer
+  // Encoder-decoder models (T5): "encoder" or "decoder"; "" for one stack of layers.
+  std::string stack;
+  // kind == RelativeBias: the buckets (bidirectional in the encoder, causal in the decoder's
+  // self-attention) and the layer whose [num_buckets, heads] table this layer adds (the first
+  // layer of its stack, which holds the table; UMT5: every layer its own).
+  std::optional<T5Buckets> relative_bias;
+  int relative_bias_table_layer = 0;
 
   // Linear-attention layers (Qwen3-Next's gated DeltaNet) have no softmax over q·kᵀ.
   bool softmax_attention() const { return layer_type != "linear_attention"; }
@@ -93,7 +102,13 @@ inline bool same_positions(const LayerPositions& a, const LayerPositions& b) {
          a.attention.softmax_scale == b.attention.softmax_scale &&
          a.attention.sliding_window == b.attention.sliding_window &&
          a.attention.attention_chunk_size == b.attention.attention_chunk_size &&
-         a.attention.query_temperature == b.attention.query_temperature;
+         a.attention.query_temperature == b.attention.query_temperature && a.stack == b.stack &&
+         a.relative_bias.has_value() == b.relative_bias.has_value() &&
+         (!a.relative_bias ||
+          (a.relative_bias->num_buckets == b.relative_bias->num_buckets &&
+           a.relative_bias->max_distance == b.relative_bias->max_distance &&
+           a.relative_bias->bidirectional == b.relative_bias->bidirectional &&
+           a.relative_bias_table_layer == b.relative_bias_table_layer));
 }
 
 // The positional scheme of one model, layer by layer, as read from its config.json.
@@ -204,6 +219,10 @@ class ConfigReader {
       model_.xpos = xpos;
     }
 
+    if (kind == PositionKind::RelativeBias) {
+      read_relative_bias_layers();
+      return;
+    }
     const std::vector<bool> rope_layers = read_rope_layers(n_layers);
     const std::vector<std::string> types = read_layer_types(n_layers, rope_layers);
     for (int i = 0; i < n_layers; ++i) {
@@ -241,10 +260,11 @@ class ConfigReader {
   };
 
   void read_heads() {
-    const auto heads = root_.first_of({"num_attention_heads", "n_head", "n_heads"},
+    const auto heads = root_.first_of({"num_attention_heads", "n_head", "n_heads", "num_heads"},
                                       [&](const std::string& key) { return root_.integer(key); });
     if (!heads) {
-      root_.missing("num_attention_heads", "expected num_attention_heads (or n_head, n_heads)");
+      root_.missing("num_attention_heads",
+                    "expected num_attention_heads (or n_head, n_heads, num_heads)");
     }
     model_.n_heads = to_int(root_.name("num_attention_heads"), *heads);
     if (auto kv = root_.first_of({"num_key_value_heads", "num_kv_heads"},
@@ -279,9 +299,12 @@ class ConfigReader {
                                                             : PositionKind::Rope;
   }
 
-  // The base head size: head_dim, else hidden_size / num_attention_heads; 0 if neither is given.
+  // The base head size: head_dim (T5: d_kv), else hidden_size / num_attention_heads; 0 if
+  // neither is given.
   int base_head_dim() const {
-    if (auto dim = root_.integer("head_dim")) return to_head_dim(root_.name("head_dim"), *dim);
+    if (const char* key = root_.first_key({"head_dim", "d_kv"})) {
+      return to_head_dim(root_.name(key), root_.integer(key, ""));
+    }
     const auto hidden = root_.first_of({"hidden_size", "n_embd", "d_model"},
                                        [&](const std::string& key) { return root_.integer(key); });
     if (!hidden) return 0;
@@ -306,6 +329,56 @@ class ConfigReader {
       }
     }
     return base_head_dim();
+  }
+
+  // T5 (configuration_t5.py, modeling_t5.py): the encoder's num_layers layers, then the
+  // decoder's num_decoder_layers (default num_layers), or one stack when is_encoder_decoder is
+  // false (the decoder's when is_decoder). Bidirectional buckets in the encoder, causal in the
+  // decoder's self-attention; each stack's first layer holds the table, the others share it.
+  void read_relative_bias_layers() {
+    T5Buckets buckets;
+    const auto count = [&](const char* key, std::int64_t fallback) {
+      return to_int(root_.name(key), root_.integer(key).value_or(fallback));
+    };
+    buckets.num_buckets = count("relative_attention_num_buckets", 32);
+    buckets.max_distance = count("relative_attention_max_distance", 128);
+    try {
+      t5_relative_position_bucket(0, buckets.num_buckets, buckets.max_distance, true);
+    } catch (Error& error) {
+      error.rename_parameter(root_.name(error.parameter() == "num_buckets"
+                                            ? "relative_attention_num_buckets"
+                                            : "relative_attention_max_distance"));
+      throw;
+    }
+    const int encoder_layers = count("num_layers", 6);
+    const int decoder_layers =
+        root_.has("num_decoder_layers") ? count("num_decoder_layers", 6) : encoder_layers;
+    std::vector<std::pair<std::string, int>> stacks;
+    if (root_.boolean("is_encoder_decoder").value_or(true)) {
+      stacks = {{"encoder", encoder_layers}, {"decoder", decoder_layers}};
+    } else {
+      stacks = {{root_.boolean("is_decoder").value_or(false) ? "decoder" : "encoder", encoder_layers}};
+    }
+    if (encoder_layers + decoder_layers > (1 << 16)) {
+      fail(root_.name("num_layers + num_decoder_layers"), encoder_layers + decoder_layers,
+           "expected a layer count in [1, 65536]");
+    }
+    const bool table_per_layer = model_.model_type == "umt5";
+    for (const auto& [stack, layers] : stacks) {
+      const int first = static_cast<int>(model_.layers.size());
+      for (int i = 0; i < layers; ++i) {
+        LayerPositions layer;
+        layer.index = first + i;
+        layer.kind = PositionKind::RelativeBias;
+        layer.head_dim = base_head_dim();
+        layer.stack = stacks.size() > 1 ? stack : "";
+        layer.relative_bias = buckets;
+        layer.relative_bias->bidirectional = stack == "encoder";
+        layer.relative_bias_table_layer = table_per_layer ? layer.index : first;
+        read_attention(layer, nullptr);
+        model_.layers.push_back(std::move(layer));
+      }
+    }
   }
 
   // Per layer: does it have RoPE (no_rope_layers: 1 = RoPE, 0 = NoPE).
@@ -667,6 +740,7 @@ class ConfigReader {
         break;
       }
       case SoftmaxRule::One:
+      case SoftmaxRule::Unscaled:
         scale = 1.0;
         break;
       case SoftmaxRule::AttentionMultiplier:

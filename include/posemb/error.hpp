@@ -61,6 +61,14 @@ class Error : public std::invalid_argument {
     return *this;
   }
 
+  // Names the parameter by the key that held its value ("num_buckets" ->
+  // "relative_attention_num_buckets").
+  Error& rename_parameter(const std::string& name) {
+    parameter_ = name;
+    update();
+    return *this;
+  }
+
   const char* what() const noexcept override { return text_.c_str(); }
 
  private:

@@ -18,6 +18,7 @@ enum class PositionKind {
   Alibi,       // linear attention bias (Press et al. 2021)
   Learned,     // learned absolute position embeddings added to the tokens
   Sinusoidal,  // fixed sinusoidal absolute embeddings added to the tokens
+  RelativeBias,  // T5's bucketed relative position bias on the attention scores
   None,        // no positional encoding in this layer (NoPE, linear attention)
 };
 
@@ -33,6 +34,8 @@ inline const char* to_string(PositionKind kind) {
       return "learned";
     case PositionKind::Sinusoidal:
       return "sinusoidal";
+    case PositionKind::RelativeBias:
+      return "relative_bias";
     case PositionKind::None:
       return "none";
   }
@@ -64,6 +67,7 @@ enum class SoftmaxRule {
   AttentionMultiplier, // attention_multiplier (default 1)
   DeepseekMscale,      // (qk_nope + qk_rope)^-0.5 * m^2, m = 0.1 mscale_all_dim ln(factor) + 1
   Gpt2,                // head_dim^-0.5 if scale_attn_weights, / (i+1) if scale_attn_by_inverse_layer_idx
+  Unscaled,            // 1: T5 folds the scale into its initialisation
 };
 
 // Which rope parameters each layer type gets when the config has one block (not nested by type).
@@ -96,7 +100,7 @@ struct ModelFamily {
   bool query_temperature;  // NoPE layers scale q (Llama 4 attn_temperature_tuning)
 };
 
-inline const std::array<ModelFamily, 37>& model_families() {
+inline const std::array<ModelFamily, 40>& model_families() {
   using P = Pairing;
   using K = PositionKind;
   using L = LayerTypeRule;
@@ -105,7 +109,7 @@ inline const std::array<ModelFamily, 37>& model_families() {
   using R = RopeSplit;
   using N = NopeRule;
   constexpr P half = P::RotateHalf, inter = P::Interleaved;
-  static const std::array<ModelFamily, 37> table{{
+  static const std::array<ModelFamily, 40> table{{
       // model_type     source                                          kind  pairing partial theta    layer types      pattern window          softmax                 split          nope                 temperature
       {"llama", "llama/configuration_llama.py, modeling_llama.py", K::Rope, half, 1.0, 1e4, L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, false},
       {"mistral", "mistral/modeling_mistral.py (sliding_window on every layer)", K::Rope, half, 1.0, 1e4, L::AllFull, 0, W::EveryLayer, S::HeadDim, R::OneBlock, N::None, false},
@@ -144,6 +148,9 @@ inline const std::array<ModelFamily, 37>& model_families() {
       {"xglm", "xglm/modeling_xglm.py (sinusoidal positions)", K::Sinusoidal, half, 1.0, 1e4, L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, false},
       {"m2m_100", "m2m_100/modeling_m2m_100.py (sinusoidal positions)", K::Sinusoidal, half, 1.0, 1e4, L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, false},
       {"mpt", "mpt/configuration_mpt.py (attn_config.alibi, default true)", K::Alibi, half, 1.0, 1e4, L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, false},
+      {"t5", "t5/configuration_t5.py, modeling_t5.py (relative_attention_bias in block 0, no 1/sqrt(d))", K::RelativeBias, half, 1.0, 1e4, L::AllFull, 0, W::Never, S::Unscaled, R::OneBlock, N::None, false},
+      {"mt5", "mt5/configuration_mt5.py, modeling_mt5.py (as t5)", K::RelativeBias, half, 1.0, 1e4, L::AllFull, 0, W::Never, S::Unscaled, R::OneBlock, N::None, false},
+      {"umt5", "umt5/modeling_umt5.py (a relative_attention_bias in every layer)", K::RelativeBias, half, 1.0, 1e4, L::AllFull, 0, W::Never, S::Unscaled, R::OneBlock, N::None, false},
   }};
   return table;
 }

@@ -302,3 +302,42 @@ posemb_cli_test("usage alibi head slice outside" EXIT 2
   ARGS alibi --heads 8 --q-len 1 --k-len 1 --head-begin 2 --head-end 9 --output ${out} OUTPUT ${out})
 posemb_cli_test("usage alibi head-begin alone" EXIT 2 STDERR "--head-begin requires --head-end"
   ARGS alibi --heads 8 --q-len 1 --k-len 1 --head-begin 2 --output ${out} OUTPUT ${out})
+
+# ---- T5 relative position bias from a T5 config and a table (table[b, h] = b + 100 h), against
+# values worked out by hand from modeling_t5.py's bucket rules.
+set(t5 ${cli_data}/t5)
+posemb_cli_test("bias t5 encoder 2x3"
+  ARGS bias ${t5}/t5_small_2heads.json --table ${t5}/table_32x2.npy --q-len 2 --k-len 3 --q-offset 0
+       --output ${cli_out}/t5_encoder_2x3.npy
+  CHECK values ${cli_out}/t5_encoder_2x3.npy ${cases}/t5_encoder_2x3.expected.json 0)
+posemb_cli_test("bias t5 decoder default offset"
+  ARGS bias ${t5}/t5_small_2heads.json --table ${t5}/table_32x2.npy --q-len 2 --k-len 3 --decoder
+       --output ${cli_out}/t5_decoder_default.npy
+  CHECK values ${cli_out}/t5_decoder_default.npy ${cases}/t5_decoder_default_offset.expected.json 0)
+posemb_cli_test("bias t5 decoder rel -128"
+  ARGS bias ${t5}/t5_small_2heads.json --table ${t5}/table_32x2.npy --q-len 1 --k-len 1 --q-offset 128
+       --decoder --output ${cli_out}/t5_decoder_m128.npy
+  CHECK values ${cli_out}/t5_decoder_m128.npy ${cases}/t5_decoder_rel_minus_128.expected.json 0)
+posemb_cli_test("bias t5 encoder rel -64"
+  ARGS bias ${t5}/t5_small_2heads.json --table ${t5}/table_32x2.npy --q-len 1 --k-len 1 --q-offset 64
+       --output ${cli_out}/t5_encoder_m64.npy
+  CHECK values ${cli_out}/t5_encoder_m64.npy ${cases}/t5_encoder_rel_minus_64.expected.json 0)
+posemb_cli_test("bias t5 encoder rel 127"
+  ARGS bias ${t5}/t5_encoder_only.json --table ${t5}/table_32x2.npy --q-len 1 --k-len 1 --q-offset=-127
+       --output ${cli_out}/t5_encoder_127.npy
+  CHECK values ${cli_out}/t5_encoder_127.npy ${cases}/t5_encoder_rel_127.expected.json 0)
+posemb_cli_test("error bias table shape" EXIT 1
+  STDERR "table_16x2\\.npy: shape = \\[16, 2\\]: expected float32 \\[num_buckets, heads\\] = \\[32, 2\\]"
+  ARGS bias ${t5}/t5_small_2heads.json --table ${t5}/table_16x2.npy --q-len 1 --k-len 1
+       --output ${out} OUTPUT ${out})
+posemb_cli_test("error bias decoder of an encoder" EXIT 1
+  STDERR "t5_encoder_only\\.json: the model has no decoder"
+  ARGS bias ${t5}/t5_encoder_only.json --table ${t5}/table_32x2.npy --q-len 1 --k-len 1 --decoder
+       --output ${out} OUTPUT ${out})
+posemb_cli_test("error bias of a rope model" EXIT 1
+  STDERR "default_hd64\\.json: the model's positions are rope, not a T5 relative position bias"
+  ARGS bias ${rope_config} --table ${t5}/table_32x2.npy --q-len 1 --k-len 1 --output ${out} OUTPUT ${out})
+# T5 layers: the encoder's bidirectional buckets, the decoder's causal ones, each stack's table in
+# its first layer.
+posemb_cli_test("layers t5" ARGS layers ${t5}/t5_small_2heads.json --json
+  STDOUT_MATCHES "\"layer\": 0, \"positions\": \"relative_bias\".*\"softmax_scale\": 1,.*\"stack\": \"encoder\", \"relative_attention\": {\"num_buckets\": 32, \"max_distance\": 128, \"bidirectional\": true, \"table_layer\": 0}.*\"layer\": 11, .*\"stack\": \"decoder\", \"relative_attention\": {\"num_buckets\": 32, \"max_distance\": 128, \"bidirectional\": false, \"table_layer\": 6}")
