@@ -17,7 +17,7 @@ TEST_CASE("fail names the parameter, the value and the expectation", "[error]") 
   }
 }
 
-TEST_CASE("context goes in front, outermost first; qualify prefixes the parameter", "[error]") {
+TEST_CASE("context goes in front, outermost first, and qualify prefixes the parameter", "[error]") {
   posemb::Error error("beta_fast", " = 1: expected > beta_slow = 32");
   error.add_context("rope_scaling");
   error.add_context("config.json");

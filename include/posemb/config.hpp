@@ -24,6 +24,9 @@
 // num_attention_heads, max_position_embeddings and num_hidden_layers. A null value counts as
 // absent. A config without num_hidden_layers describes one layer.
 //
+// T5-family configs (t5, mt5, umt5) list the encoder's num_layers layers, then the decoder's
+// num_decoder_layers; their positions are "relative_bias" (relative_bias.hpp).
+//
 // FoPE (rope_type "fope", Hua et al. 2024) reads its block as the authors' settings:
 //   train_length (else max_position_embeddings) = N, floor_ratio (1), ignore_zero (true: drop the
 //   clipped frequencies), clip_floor_to_zero (must be true), d_out, sigma (0.3), seed (0),
@@ -283,7 +286,7 @@ class ConfigReader {
   }
 
   int read_layer_count() const {
-    const char* key = root_.first_key({"num_hidden_layers", "n_layer", "num_layers"});
+    const char* key = root_.first_key({"num_hidden_layers", "n_layer", "n_layers", "num_layers"});
     if (key == nullptr) return 1;
     const std::int64_t n = root_.integer(key, "");
     if (n < 1 || n > (1 << 16)) fail(root_.name(key), n, "expected a layer count in [1, 65536]");
@@ -527,10 +530,11 @@ class ConfigReader {
       json = &synthetic;
       name.clear();
     } else if (sliding && family_.split == RopeSplit::LocalBase) {
-      synthetic = {{"rope_type", "default"},
-                   {"rope_theta", root_.number("rope_local_base_freq").value_or(1e4)}};
+      const double local_base = root_.number("rope_local_base_freq").value_or(1e4);
+      require_positive_finite(root_.name("rope_local_base_freq"), local_base);
+      synthetic = {{"rope_type", "default"}, {"rope_theta", local_base}};
       json = &synthetic;
-      name = "rope_local_base_freq";
+      name.clear();
     } else if (sliding && family_.split == RopeSplit::FullOnly) {
       synthetic = {{"rope_type", "default"}};
       json = &synthetic;
@@ -627,7 +631,9 @@ class ConfigReader {
     if (family_.softmax == SoftmaxRule::DeepseekMscale && scheme.rope_type != "default") {
       const double all_dim = block.number("mscale_all_dim").value_or(0.0);
       if (all_dim != 0.0) {
-        const double m = yarn_mscale(block.number("factor", context.why), all_dim);
+        const auto* yarn = std::get_if<YarnParams>(&scheme.params);
+        const double m =
+            yarn_mscale(yarn ? yarn->factor : block.number("factor", context.why), all_dim);
         out.softmax_factor = m * m;
       }
     }
