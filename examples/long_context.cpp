@@ -26,7 +26,7 @@
 
 namespace {
 
-using posemb::report::two_pi;
+using posemb::two_pi;
 
 int usage() {
   std::cerr << "usage: long_context CONFIG.json [--seq-len N]\n";

@@ -17,8 +17,6 @@
 
 namespace posemb::report {
 
-inline constexpr double two_pi = 6.283185307179586476925286766559;
-
 inline const char* to_string(PairBand band) {
   switch (band) {
     case PairBand::Kept:

@@ -358,7 +358,7 @@ TEST_CASE("FoPE configs (rope_type fope) give the authors' settings", "[config][
   CHECK(f.rotary_dim == 64);
   int rotating = 0;
   for (int k = 0; k < 32; ++k) {
-    CHECK(f.pairs[k].inv_freq == (base[k] < posemb::report::two_pi / 512 ? 0.0 : base[k]));
+    CHECK(f.pairs[k].inv_freq == (base[k] < posemb::two_pi / 512 ? 0.0 : base[k]));
     rotating += f.pairs[k].inv_freq > 0.0;
   }
   CHECK(rotating == 16);

@@ -253,10 +253,11 @@ TEST_CASE("interleaved families score as rotate-half after permuting Wq and Wk",
       xq[i] = normal(rng);
       xk[i] = normal(rng);
     }
-    const Eigen::MatrixXd wq_half =
-        posemb::permute_interleaved_to_rotate_half(wq, n_heads, interleaved.rotary_dim);
-    const Eigen::MatrixXd wk_half =
-        posemb::permute_interleaved_to_rotate_half(wk, n_kv_heads, interleaved.rotary_dim);
+    using posemb::Pairing;
+    const Eigen::MatrixXd wq_half = posemb::permute_pairing(
+        wq, n_heads, Pairing::Interleaved, Pairing::RotateHalf, interleaved.rotary_dim);
+    const Eigen::MatrixXd wk_half = posemb::permute_pairing(
+        wk, n_kv_heads, Pairing::Interleaved, Pairing::RotateHalf, interleaved.rotary_dim);
     for (auto [p, q] : {std::pair<std::int64_t, std::int64_t>{0, 0}, {17, 3}, {5000, 4093}}) {
       const Eigen::VectorXd want =
           rope_scores(wq, wk, xq, xk, n_heads, n_kv_heads, p, q, interleaved);

@@ -221,12 +221,12 @@ void print_pair_table(const report::PairFrequencies& f) {
   for (std::size_t i = 0; i < f.pairs.size(); ++i) {
     const report::PairFrequency& pair = f.pairs[i];
     const std::string wavelength =
-        pair.inv_freq > 0.0 ? fixed(report::two_pi / pair.inv_freq, 2) : "inf";
+        pair.inv_freq > 0.0 ? fixed(posemb::two_pi / pair.inv_freq, 2) : "inf";
     const std::string turns =
         f.original_context
             ? std::to_string(static_cast<long long>(
                   std::floor(static_cast<double>(*f.original_context) * pair.default_inv_freq /
-                             report::two_pi)))
+                             posemb::two_pi)))
             : "-";
     std::printf("%5zu  %-24s  %-24s  %14s  %11s  %s\n", i,
                 full_precision(pair.default_inv_freq).c_str(), full_precision(pair.inv_freq).c_str(),

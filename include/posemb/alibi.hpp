@@ -37,9 +37,8 @@
 #include <optional>
 #include <string>
 
-#include "posemb/detail/storage.hpp"
 #include "posemb/error.hpp"
-#include "posemb/rope.hpp"
+#include "posemb/tensor.hpp"
 
 namespace posemb {
 
@@ -135,7 +134,7 @@ T alibi_to_storage(double value) {
 template <class T = float>
 AlibiBias<T> alibi_bias(const Eigen::VectorXd& slopes, const PositionVector& q_positions,
                         const PositionVector& k_positions, AlibiForm form = AlibiForm::Causal) {
-  static_assert(detail::is_storage_type_v<T>,
+  static_assert(is_storage_type_v<T>,
                 "posemb storage type must be float, double, Eigen::half or Eigen::bfloat16");
   detail::check_alibi_form(form);
   detail::check_alibi_slopes(slopes);
@@ -158,7 +157,7 @@ template <class T = float>
 AlibiBiasRow<T> alibi_bias_row(const Eigen::VectorXd& slopes, std::int64_t q_position,
                                const PositionVector& k_positions,
                                AlibiForm form = AlibiForm::Causal) {
-  static_assert(detail::is_storage_type_v<T>,
+  static_assert(is_storage_type_v<T>,
                 "posemb storage type must be float, double, Eigen::half or Eigen::bfloat16");
   detail::check_alibi_form(form);
   detail::check_alibi_slopes(slopes);

@@ -45,11 +45,12 @@
 #include <type_traits>
 
 #include "posemb/alibi.hpp"
-#include "posemb/detail/storage.hpp"
+#include "posemb/tensor.hpp"
 #include "posemb/error.hpp"
 #include "posemb/layer_attention.hpp"
 #include "posemb/relative_bias.hpp"
 #include "posemb/rope.hpp"
+#include "posemb/tensor.hpp"
 
 namespace posemb {
 
@@ -104,7 +105,8 @@ class ScorePlan {
       fail("scheme", static_cast<int>(scheme), score_scheme_names());
     }
     if (scheme == ScoreScheme::Rope && !rope_inside) {
-      check_head_dim(options.rope, head_dim);
+      options.rope.validate();
+      check_head_dim(options.rope, ActivationShape({1, 1, 1, head_dim}, TensorLayout::BSHD));
     } else if (options.rope.rotary_dim != 0 || options.rope.inv_freq.size() != 0) {
       fail("rope.rotary_dim", options.rope.rotary_dim,
            rope_inside ? "expected an empty RopeSpec: fused_rope_scores rotates with its source argument"
@@ -250,13 +252,6 @@ class ScorePlan {
   double scale_ = 1.0;
 };
 
-// Element offset of token s, head h of a 4-D activation with `seq` tokens and `heads` heads.
-inline Eigen::Index head_offset(TensorLayout layout, Eigen::Index b, Eigen::Index s, Eigen::Index h,
-                                Eigen::Index seq, Eigen::Index heads, Eigen::Index head_dim) {
-  return layout == TensorLayout::BSHD ? ((b * seq + s) * heads + h) * head_dim
-                                      : ((b * heads + h) * seq + s) * head_dim;
-}
-
 }  // namespace detail
 
 // One head. q: [seq_q, head_dim] at q_positions [seq_q]; k: [seq_k, head_dim] at k_positions
@@ -272,12 +267,12 @@ inline Eigen::Index head_offset(TensorLayout layout, Eigen::Index b, Eigen::Inde
 //   for (int j = 0; j < 16; ++j) kpos[j] = j;
 //   const auto p = posemb::attention_scores(q, qpos, k, kpos, options);  // q: [4, 64], k: [16, 64]
 template <class DQ, class DK>
-ScoreMatrix<detail::compute_t<typename DQ::Scalar>> attention_scores(
+ScoreMatrix<compute_t<typename DQ::Scalar>> attention_scores(
     const Eigen::MatrixBase<DQ>& q, const PositionVector& q_positions,
     const Eigen::MatrixBase<DK>& k, const PositionVector& k_positions,
     const ScoreOptions& options = {}) {
   using T = typename DQ::Scalar;
-  using C = detail::compute_t<T>;
+  using C = compute_t<T>;
   static_assert(std::is_same_v<T, typename DK::Scalar>, "posemb: q and k must have the same scalar type");
   detail::require_positive("q.rows()", q.rows());
   detail::require_positive("k.rows()", k.rows());
@@ -333,23 +328,19 @@ ScoreMatrix<detail::compute_t<typename DQ::Scalar>> attention_scores(
 //   options.softmax = true;
 //   // q: [1, 1, 8, 256] (the new token), k: [1, 5001, 4, 256] (the cache)
 //   const auto p = posemb::attention_scores(q, std::int64_t{5000}, k, std::int64_t{0}, options);
-template <class XQ, class XK, detail::if_tensor4<XQ> = 0, detail::if_tensor4<XK> = 0>
-Tensor4<detail::compute_t<std::remove_const_t<typename XQ::Scalar>>> attention_scores(
-    const XQ& q, const detail::TokenPositions& q_positions, const XK& k,
-    const detail::TokenPositions& k_positions, const ScoreOptions& options = {},
+template <class XQ, class XK, IfTensor4<XQ> = 0, IfTensor4<XK> = 0>
+Tensor4<compute_t<std::remove_const_t<typename XQ::Scalar>>> attention_scores(
+    const XQ& q, const Positions& q_positions, const XK& k,
+    const Positions& k_positions, const ScoreOptions& options = {},
     TensorLayout layout = TensorLayout::BSHD) {
   using T = std::remove_const_t<typename XQ::Scalar>;
-  using C = detail::compute_t<T>;
+  using C = compute_t<T>;
   static_assert(std::is_same_v<T, std::remove_const_t<typename XK::Scalar>>,
                 "posemb: q and k must have the same scalar type");
-  if (layout != TensorLayout::BSHD && layout != TensorLayout::BHSD) {
-    detail::fail("layout", static_cast<int>(layout), "expected TensorLayout::BSHD or TensorLayout::BHSD");
-  }
-  const bool bshd = layout == TensorLayout::BSHD;
-  const Eigen::Index batch = q.dimension(0);
-  const Eigen::Index seq_q = q.dimension(bshd ? 1 : 2), heads = q.dimension(bshd ? 2 : 1);
-  const Eigen::Index seq_k = k.dimension(bshd ? 1 : 2), kv_heads = k.dimension(bshd ? 2 : 1);
-  const Eigen::Index head_dim = q.dimension(3);
+  const ActivationShape q_shape(q.dimensions(), layout), k_shape(k.dimensions(), layout);
+  const bool bshd = q_shape.bshd();
+  const Eigen::Index batch = q_shape.batch, seq_q = q_shape.seq, heads = q_shape.heads;
+  const Eigen::Index seq_k = k_shape.seq, kv_heads = k_shape.heads, head_dim = q_shape.head_dim;
   const char* seq_axis = bshd ? "1" : "2";
   const char* head_axis = bshd ? "2" : "1";
   detail::require_positive("q.dimension(0)", batch);
@@ -390,11 +381,11 @@ Tensor4<detail::compute_t<std::remove_const_t<typename XQ::Scalar>>> attention_s
     for (Eigen::Index h = 0; h < heads; ++h) {
       for (Eigen::Index i = 0; i < seq_q; ++i) {
         const std::int64_t q_position = q_positions.at(b, i);
-        const T* qi = q_data + detail::head_offset(layout, b, i, h, seq_q, heads, head_dim);
+        const T* qi = q_data + q_shape.offset(b, i, h);
         const C temperature = static_cast<C>(plan.temperature(q_position));
         C* row = scores.data() + ((b * heads + h) * seq_q + i) * seq_k;
         for (Eigen::Index j = 0; j < seq_k; ++j) {
-          const T* kj = k_data + detail::head_offset(layout, b, j, h / group, seq_k, kv_heads, head_dim);
+          const T* kj = k_data + k_shape.offset(b, j, h / group);
           C dot = 0;
           for (Eigen::Index c = 0; c < head_dim; ++c) {
             dot += static_cast<C>(qi[c]) * temperature * static_cast<C>(kj[c]);

@@ -42,16 +42,17 @@ template <class Derived, class T, class Source>
 void rotate_rows_into(const Eigen::MatrixBase<Derived>& x, const PositionVector& positions,
                       Eigen::Index begin, Eigen::Index count, const Source& source, T* panel) {
   const Eigen::Index head_dim = x.cols();
-  for (Eigen::Index r = 0; r < count; ++r) {
-    T* row = panel + r * head_dim;
-    Eigen::Map<Eigen::Matrix<T, 1, Eigen::Dynamic>>(row, head_dim) = x.row(begin + r);
-    rotate_head(source, positions[begin + r], row, row, 1, head_dim);
-  }
+  using Rows = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  Eigen::Map<Rows> rows(panel, count, head_dim);
+  rows = x.middleRows(begin, count);
+  const PositionVector panel_positions = positions.segment(begin, count);
+  rotate_matrix_rows(rows, rotary_source(source, Positions(panel_positions)));
 }
 
 }  // namespace detail
 
-// q: [seq_q, head_dim] at q_positions [seq_q]; k: [seq_k, head_dim] at k_positions [seq_k];
+// q: [seq_q, head_dim] at q_positions [seq_q]; k: [seq_k, head_dim] at k_positions [seq_k]
+// (matrices, maps or blocks of them, any strides; their rows are read once per tile);
 // out: [seq_q, seq_k] (resized), of q's scalar type, float or double. source: a RopeSpec or a
 // RopeTable of that type. options as for attention_scores, with two differences: the rotation
 // is always `source` (options.rope stays empty; ScoreScheme::None and Rope both mean "no bias"),
@@ -88,13 +89,11 @@ void fused_rope_scores(const Eigen::MatrixBase<DQ>& q, const PositionVector& q_p
     detail::fail("k_positions.size()", k_positions.size(),
                  "expected one position per row of k = " + std::to_string(seq_k));
   }
-  detail::check_head_dim(source, head_dim);
   const detail::ScorePlan plan(options, 1, head_dim, true);
-  // A table must cover every position before any work starts.
+  // The spec or table must fit head_dim and (a table) cover every position before any work.
   for (const PositionVector* positions : {&q_positions, &k_positions}) {
-    for (Eigen::Index i = 0; i < positions->size(); ++i) {
-      detail::check_positions(source, detail::TokenPositions((*positions)[i]), 1, 1);
-    }
+    detail::rotary_source(source, Positions(*positions))
+        .check(ActivationShape({1, positions->size(), 1, head_dim}, TensorLayout::BSHD));
   }
 
   const T scale = static_cast<T>(plan.scale());

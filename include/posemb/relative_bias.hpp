@@ -36,9 +36,8 @@
 #include <string>
 #include <utility>
 
-#include "posemb/detail/storage.hpp"
 #include "posemb/error.hpp"
-#include "posemb/rope.hpp"
+#include "posemb/tensor.hpp"
 
 namespace posemb {
 

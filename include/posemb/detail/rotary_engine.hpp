@@ -1,0 +1,290 @@
+// The one rotary engine: every rotary scheme (RoPE from a spec or a table, xPos, the KV-cache
+// re-rotation and shift, FoPE from its coefficients or a table, M-RoPE) is a source of
+// per-token cos/sin for this engine, and gets its token blocking, threads, half-precision
+// storage, vectorized rotation, inverse direction and layout change on write from it.
+//
+// A source is a small adapter the public entry points build around their argument and the
+// tokens' positions; the engine asks it for the cos/sin of token (b, s) and never looks at a
+// position itself:
+//
+//   int rotary_dim() const; int rotary_offset() const; Pairing pairing() const;
+//       features [rotary_offset, rotary_offset + rotary_dim) rotate, paired as `pairing`
+//   void check(const ActivationShape&) const;          throws posemb::Error for what it cannot
+//                                                      rotate (head_dim, heads, positions)
+//   Eigen::Index head_group(Eigen::Index heads) const; heads per cos/sin segment (below)
+//   static constexpr SourceKind kind;                  how it provides cos/sin:
+//     Rows:    const C* cos_row<C>(b, s), sin_row<C>(b, s), row_width()   (a table), and
+//              inverse_row<C>(b, s, C* cos, C* sin): the inverse's row, written out
+//     Pairs:   fill(b, s, begin, end, C* cos, C* sin, rotation)  (pairs [begin, end) at once)
+//     RowFill: fill_row(b, s, C* cos, C* sin, double* scratch, rotation), row_width(),
+//              scratch_size()
+//
+// A row holds one or more segments of rotary_dim / 2 values; head h of a tensor with `heads`
+// heads uses segment h / head_group(heads). RoPE has one segment shared by all heads; FoPE one per
+// key-value head (its per-head Fourier coefficients), so query head h uses segment
+// h / (n_heads / n_kv_heads) as HuggingFace's repeat_kv groups them.
+//
+// The inverse rotation: a pair turned by (c, s) = m (cos t, sin t) is turned back by
+// (c, -s) / (c^2 + s^2) = (cos t, -sin t) / m, each source computing that exactly where it can
+// (RoPE: the same cos/sin with the sign of sin flipped, divided by the attention scale, so that
+// the inverse at p is the forward rotation at -p bit for bit; FoPE: per slot).
+#pragma once
+
+#include <Eigen/Core>
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "posemb/detail/parallel.hpp"
+#include "posemb/detail/rotate.hpp"
+#include "posemb/error.hpp"
+#include "posemb/tensor.hpp"
+
+namespace posemb {
+namespace detail {
+
+enum class SourceKind { Rows, Pairs, RowFill };
+
+// Pairs whose cos/sin are computed at once on the stack by a Pairs source.
+inline constexpr int cos_sin_chunk = 64;
+
+// Tokens per unit of work: their cos/sin are formed once for all heads.
+inline constexpr int tokens_per_block = 16;
+
+// Per-thread storage of for_block_cos_sin: RowFill rows, a Rows source's inverse rows, scratch.
+template <class C>
+struct CosSinScratch {
+  std::vector<C> rows;
+  std::vector<double> scratch;
+};
+
+// The cos/sin rows of tokens s0 .. s0 + count - 1 of batch row b, count <= tokens_per_block:
+// calls visit(cos_rows, sin_rows, pair_begin, pair_end) where cos_rows[t], sin_rows[t] point at
+// token t's values of pairs [pair_begin, pair_end) (segment 0; segment g starts g * pairs
+// further, for Rows and RowFill sources), for `rotation`.
+template <class C, class Source, class Visit>
+void for_block_cos_sin(const Source& source, Eigen::Index b, Eigen::Index s0, int count,
+                       Rotation rotation, CosSinScratch<C>& storage, Visit&& visit) {
+  const int pairs = source.rotary_dim() / 2;
+  const C* cos_rows[tokens_per_block];
+  const C* sin_rows[tokens_per_block];
+  if constexpr (Source::kind == SourceKind::Pairs) {
+    C cos[tokens_per_block][cos_sin_chunk], sin[tokens_per_block][cos_sin_chunk];
+    for (int t = 0; t < count; ++t) {
+      cos_rows[t] = cos[t];
+      sin_rows[t] = sin[t];
+    }
+    for (int begin = 0; begin < pairs; begin += cos_sin_chunk) {
+      const int end = std::min(begin + cos_sin_chunk, pairs);
+      for (int t = 0; t < count; ++t) source.fill(b, s0 + t, begin, end, cos[t], sin[t], rotation);
+      visit(cos_rows, sin_rows, begin, end);
+    }
+  } else {
+    const Eigen::Index width = source.row_width();
+    const bool own_rows = Source::kind == SourceKind::RowFill || rotation == Rotation::Inverse;
+    if (own_rows) storage.rows.resize(static_cast<std::size_t>(2 * tokens_per_block * width));
+    if constexpr (Source::kind == SourceKind::RowFill) storage.scratch.resize(source.scratch_size());
+    for (int t = 0; t < count; ++t) {
+      C* cos = own_rows ? storage.rows.data() + 2 * t * width : nullptr;
+      if constexpr (Source::kind == SourceKind::Rows) {
+        if (rotation == Rotation::Inverse) {
+          source.template inverse_row<C>(b, s0 + t, cos, cos + width);
+        } else {
+          cos_rows[t] = source.template cos_row<C>(b, s0 + t);
+          sin_rows[t] = source.template sin_row<C>(b, s0 + t);
+          continue;
+        }
+      } else {
+        source.fill_row(b, s0 + t, cos, cos + width, storage.scratch.data(), rotation);
+      }
+      cos_rows[t] = cos;
+      sin_rows[t] = cos + width;
+    }
+    visit(cos_rows, sin_rows, 0, pairs);
+  }
+}
+
+inline void check_threads(const Threads& threads) {
+  if (threads.count < 1) fail("threads.count", threads.count, "expected >= 1");
+}
+
+inline void check_rotation(Rotation rotation) {
+  if (rotation != Rotation::Forward && rotation != Rotation::Inverse) {
+    fail("rotation", static_cast<int>(rotation), "expected Rotation::Forward or Rotation::Inverse");
+  }
+}
+
+// Throws unless `out` (out_shape) can receive `in` (in_shape) at out_seq_offset: the same
+// batch, heads and head_dim, and room for every token.
+inline void check_output(const ActivationShape& in, const ActivationShape& out,
+                         Eigen::Index out_seq_offset) {
+  const auto same = [](const char* what, Eigen::Index got, Eigen::Index expected) {
+    if (got != expected) {
+      fail(std::string("out ") + what, got, "expected the input's " + std::string(what) + " = " +
+                                                std::to_string(expected));
+    }
+  };
+  same("batch", out.batch, in.batch);
+  same("heads", out.heads, in.heads);
+  same("head_dim", out.head_dim, in.head_dim);
+  if (out_seq_offset < 0 || out_seq_offset > out.seq || out.seq - out_seq_offset < in.seq) {
+    fail("out_seq_offset", out_seq_offset,
+         "expected 0 <= out_seq_offset and out_seq_offset + seq = " + std::to_string(in.seq) +
+             " + out_seq_offset <= the output's seq = " + std::to_string(out.seq));
+  }
+}
+
+// Rotates every head of a 4-D activation `in` (in_shape) into `out` (out_shape, tokens from
+// out_seq_offset on); in == out with the same shape rotates in place.
+//   in:  [batch, seq, heads, head_dim] (BSHD) or [batch, heads, seq, head_dim] (BHSD)
+//   out: the same heads in its own layout, seq >= out_seq_offset + in seq
+// Work is split into blocks of tokens_per_block tokens of one batch row; each block gets its
+// cos/sin once and rotates all its heads. Blocks are shared among up to threads.count threads
+// (threads_for decides how many are worth starting). Everything is checked before any work.
+template <class T, class Source>
+void rotate_tensor(const Source& source, const ActivationShape& in_shape, const T* in,
+                   const ActivationShape& out_shape, Eigen::Index out_seq_offset, T* out,
+                   Threads threads, Rotation rotation = Rotation::Forward) {
+  using C = compute_t<T>;
+  check_threads(threads);
+  check_rotation(rotation);
+  source.check(in_shape);
+  if (out != in) {
+    check_output(in_shape, out_shape, out_seq_offset);
+  } else if (in_shape.layout != out_shape.layout || out_seq_offset != 0 ||
+             in_shape.seq != out_shape.seq) {
+    fail("out.data()", "x.data()",
+         "expected separate buffers for a rotation that changes the layout or the position");
+  }
+  const int rotary_dim = source.rotary_dim();
+  const int first = source.rotary_offset();  // the first rotated feature
+  const int pairs = rotary_dim / 2;
+  const bool interleaved = source.pairing() == Pairing::Interleaved;
+  const Eigen::Index head_dim = in_shape.head_dim, heads = in_shape.heads, seq = in_shape.seq;
+  const Eigen::Index group = std::max<Eigen::Index>(source.head_group(heads), 1);
+  const Eigen::Index blocks_per_row = (seq + tokens_per_block - 1) / tokens_per_block;
+  const bool pass_through = out != in && rotary_dim < head_dim;
+  const auto rotate_blocks = [&](Eigen::Index block_begin, Eigen::Index block_end) {
+    CosSinScratch<C> storage;
+    for (Eigen::Index block = block_begin; block < block_end; ++block) {
+      const Eigen::Index b = block / blocks_per_row;
+      const Eigen::Index s0 = (block % blocks_per_row) * tokens_per_block;
+      const int count = static_cast<int>(std::min<Eigen::Index>(tokens_per_block, seq - s0));
+      for_block_cos_sin<C>(
+          source, b, s0, count, rotation, storage,
+          [&](const C* const* cos_rows, const C* const* sin_rows, int begin, int end) {
+            const auto rotate = [&](int t, Eigen::Index h) {
+              const Eigen::Index from = in_shape.offset(b, s0 + t, h) + first;
+              const Eigen::Index to = out_shape.offset(b, out_seq_offset + s0 + t, h) + first;
+              const Eigen::Index segment = (h / group) * pairs;
+              rotate_contiguous(in + from, out + to, cos_rows[t] + segment, sin_rows[t] + segment,
+                                begin, end, rotary_dim, interleaved);
+            };
+            // Visit heads in the input's memory order: BSHD token-major, BHSD head-major.
+            if (in_shape.bshd()) {
+              for (int t = 0; t < count; ++t)
+                for (Eigen::Index h = 0; h < heads; ++h) rotate(t, h);
+            } else {
+              for (Eigen::Index h = 0; h < heads; ++h)
+                for (int t = 0; t < count; ++t) rotate(t, h);
+            }
+          });
+      if (pass_through) {  // features before and after the rotated slice
+        for (int t = 0; t < count; ++t) {
+          for (Eigen::Index h = 0; h < heads; ++h) {
+            const T* from = in + in_shape.offset(b, s0 + t, h);
+            T* to = out + out_shape.offset(b, out_seq_offset + s0 + t, h);
+            std::copy(from, from + first, to);
+            std::copy(from + first + rotary_dim, from + head_dim, to + first + rotary_dim);
+          }
+        }
+      }
+    }
+  };
+  parallel_for(in_shape.batch * blocks_per_row, threads_for(in_shape.size(), threads.count),
+               rotate_blocks);
+}
+
+// In place: in == out.
+template <class T, class Source>
+void rotate_tensor_inplace(const Source& source, const ActivationShape& shape, T* x,
+                           Threads threads, Rotation rotation = Rotation::Forward) {
+  rotate_tensor(source, shape, x, shape, 0, x, threads, rotation);
+}
+
+// The scalar rotation of pairs [pair_begin, pair_end) of one strided head vector (a column of a
+// column-major matrix). in, out: element i at in[i * stride]; cos, sin: [pair_end - pair_begin].
+template <class T, class C>
+void rotate_strided(const T* in, T* out, Eigen::Index stride, const C* cos, const C* sin,
+                    int pair_begin, int pair_end, int rotary_dim, Pairing pairing) {
+  static_assert(std::is_same_v<C, compute_t<T>>, "cos/sin must be in the arithmetic type of T");
+  const Eigen::Index half = rotary_dim / 2;
+  for (int i = pair_begin; i < pair_end; ++i) {
+    const Eigen::Index ia = pairing == Pairing::Interleaved ? 2 * i : i;
+    const Eigen::Index ib = pairing == Pairing::Interleaved ? 2 * i + 1 : i + half;
+    const C a = static_cast<C>(in[ia * stride]);
+    const C b = static_cast<C>(in[ib * stride]);
+    const C c = cos[i - pair_begin];
+    const C s = sin[i - pair_begin];
+    out[ia * stride] = static_cast<T>(a * c - b * s);
+    out[ib * stride] = static_cast<T>(a * s + b * c);
+  }
+}
+
+// A view of a dense Eigen matrix or vector as `count` head vectors of `head_dim` elements.
+template <class Derived>
+struct HeadRows {
+  using T = typename Derived::Scalar;
+  T* data;
+  Eigen::Index count, head_dim, vector_stride, element_stride;
+};
+
+template <class Derived>
+HeadRows<Derived> head_rows(const Eigen::MatrixBase<Derived>& x) {
+  static_assert(bool(Eigen::internal::traits<Derived>::Flags & Eigen::DirectAccessBit),
+                "posemb: the matrix must expose its storage (Matrix, Map, Block, Ref)");
+  Derived& m = const_cast<Derived&>(x.derived());
+  if (m.cols() == 1 && m.rows() != 1) {  // a column vector is one head vector
+    return {m.data(), 1, m.rows(), 0, m.rowStride()};
+  }
+  return {m.data(), m.rows(), m.cols(), m.rowStride(), m.colStride()};
+}
+
+// Rotates the rows of a matrix (or one column vector) in place; `source` was built with
+// positions for a [1, rows] grid (row r is token r). Segment-0 sources only (RoPE, xPos).
+template <class Derived, class Source>
+void rotate_matrix_rows(const Eigen::MatrixBase<Derived>& x, const Source& source,
+                        Rotation rotation = Rotation::Forward) {
+  static_assert(Source::kind != SourceKind::RowFill, "per-head cos/sin need a 4-D tensor");
+  using T = typename Derived::Scalar;
+  using C = compute_t<T>;
+  check_rotation(rotation);
+  auto rows = head_rows(x);
+  // A matrix is [rows, head_dim]: one sequence of rows tokens with one head each.
+  source.check(ActivationShape({1, rows.count, 1, rows.head_dim}, TensorLayout::BSHD));
+  CosSinScratch<C> storage;
+  const int rotary_dim = source.rotary_dim();
+  const int first = source.rotary_offset();
+  const bool interleaved = source.pairing() == Pairing::Interleaved;
+  for (Eigen::Index r0 = 0; r0 < rows.count; r0 += tokens_per_block) {
+    const int count = static_cast<int>(std::min<Eigen::Index>(tokens_per_block, rows.count - r0));
+    for_block_cos_sin<C>(
+        source, 0, r0, count, rotation, storage,
+        [&](const C* const* cos, const C* const* sin, int begin, int end) {
+          for (int t = 0; t < count; ++t) {
+            T* head = rows.data + (r0 + t) * rows.vector_stride + first * rows.element_stride;
+            if (rows.element_stride == 1) {
+              rotate_contiguous(head, head, cos[t], sin[t], begin, end, rotary_dim, interleaved);
+            } else {
+              rotate_strided(head, head, rows.element_stride, cos[t], sin[t], begin, end,
+                             rotary_dim, source.pairing());
+            }
+          }
+        });
+  }
+}
+
+}  // namespace detail
+}  // namespace posemb
