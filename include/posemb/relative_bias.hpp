@@ -20,8 +20,11 @@
 //                                     * (B - max_exact)),  at most B - 1
 // The logarithm is evaluated in float32 as the checkpoints were trained: float32(n) divided by
 // float32(max_exact), float32 log, divided by the double log(max_distance / max_exact) rounded
-// to float32, multiplied by float32(B - max_exact), truncated toward zero. Evaluating it in
-// double moves bucket edges (e.g. rel = +-64 at 32 buckets, max distance 128).
+// to float32, multiplied by float32(B - max_exact), truncated toward zero. At the exact edges
+// (rel = +-32, +-64 at 32 buckets, max distance 128) the quotient is a whole number, so the
+// bucket hangs on how that number rounds: this order of float32 operations is the one that
+// lands where the checkpoints expect. (Over the configurations the tests scan, double gives the
+// same buckets; a log that is 1 ulp low, as vectorized logs may be, would not.)
 //
 // The bias is built from explicit query and key positions, so a decode query at position p
 // against a KV cache of positions 0 .. p gets the last row of the full bias (t5_bias_row).
