@@ -4,7 +4,8 @@
 //   posemb freqs CONFIG.json [--layer I] [--seq-len N]
 //   posemb layers CONFIG.json [--seq-len N] [--json]
 //   posemb apply CONFIG.json --input X.npy --output Y.npy [--positions P.npy | --offset K]
-//                [--role query|key] [--layout bshd|bhsd] [--pairing interleaved|rotate_half]
+//                [--role query|key] [--layout bshd|bhsd] [--output-layout bshd|bhsd] [--inverse]
+//                [--pairing interleaved|rotate_half]
 //                [--layer I] [--seq-len N] [--fope-sin-coef S.npy --fope-cos-coef C.npy]
 //   posemb alibi --heads H --q-len N --k-len M [--causal | --symmetric] [--q-offset K]
 //                [--max-bias B] [--head-begin A --head-end Z] --output B.npy
@@ -325,50 +326,95 @@ struct ApplyOptions {
   std::string config, input, output, positions;
   std::optional<std::int64_t> offset, seq_len;
   std::string role = "query", layout = "bshd";
+  std::optional<std::string> output_layout;  // default: --layout
+  bool inverse = false;
   std::optional<std::string> pairing;
   std::string fope_sin_coef, fope_cos_coef;
   std::optional<std::int64_t> layer;
 };
 
 
-// The token positions of X: from --positions (int64 [seq] or [batch, seq]) or offset + s.
-// Returns [batch, seq] or [1, seq].
-PositionMatrix token_positions(const ApplyOptions& options, std::int64_t batch, std::int64_t seq) {
-  PositionMatrix positions;
+// The token positions of X: from --positions (int64 or float64, [seq] or [batch, seq]) or
+// offset + s. Holds [batch, seq] or [1, seq] integers, or fractions when P is float64.
+struct TokenPositions {
+  PositionMatrix integers;
+  FractionalPositionMatrix fractions;
+  bool fractional = false;
+
+  Positions view() const { return fractional ? Positions(fractions) : Positions(integers); }
+  // The largest position, or -1 for no token.
+  double max() const {
+    if (fractional) return fractions.size() == 0 ? -1.0 : fractions.maxCoeff();
+    return integers.size() == 0 ? -1.0 : static_cast<double>(integers.maxCoeff());
+  }
+  // The integer positions of an absolute table; fractions are refused.
+  const PositionMatrix& whole(const std::string& file) const {
+    if (fractional) throw Error(file + ": float64 positions: expected int64 positions for a table");
+    return integers;
+  }
+};
+
+TokenPositions token_positions(const ApplyOptions& options, std::int64_t batch, std::int64_t seq) {
+  TokenPositions positions;
   if (options.positions.empty()) {
-    positions.resize(1, seq);
+    positions.integers.resize(1, seq);
     const std::int64_t offset = options.offset.value_or(0);
     for (std::int64_t s = 0; s < seq; ++s) {
       if (s > 0 && offset > std::numeric_limits<std::int64_t>::max() - s) {
         throw UsageError("--offset = " + std::to_string(offset) + ": expected offset + seq to fit in int64");
       }
-      positions(0, s) = offset + s;
+      positions.integers(0, s) = offset + s;
     }
     return positions;
   }
-  const std::string expected = "int64 [seq] or [batch, seq] = [" + std::to_string(seq) + "] or [" +
-                               std::to_string(batch) + ", " + std::to_string(seq) + "]";
-  const NpyArray array = tool::read_npy_checked(options.positions, {"<i8"}, {1, 2}, expected);
+  const std::string expected = "int64 or float64 [seq] or [batch, seq] = [" + std::to_string(seq) +
+                               "] or [" + std::to_string(batch) + ", " + std::to_string(seq) + "]";
+  const NpyArray array = tool::read_npy_checked(options.positions, {"<i8", "<f8"}, {1, 2}, expected);
   const std::int64_t rows = array.shape.size() == 2 ? array.shape[0] : 1;
   const std::int64_t cols = array.shape.back();
   if (cols != seq || (rows != 1 && rows != batch)) {
     throw Error(options.positions + ": shape = " + tool::shape_string(array.shape) + ": expected " +
                 expected);
   }
-  const std::vector<std::int64_t> values = array.values<std::int64_t>();
-  positions.resize(rows, cols);
-  std::copy(values.begin(), values.end(), positions.data());
+  if (array.dtype == "<f8") {
+    const std::vector<double> values = array.values<double>();
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      if (!std::isfinite(values[i])) {
+        throw Error(options.positions + ": position[" + std::to_string(i) +
+                    "] = " + full_precision(values[i]) + ": expected a finite position");
+      }
+    }
+    positions.fractional = true;
+    positions.fractions.resize(rows, cols);
+    std::copy(values.begin(), values.end(), positions.fractions.data());
+  } else {
+    const std::vector<std::int64_t> values = array.values<std::int64_t>();
+    positions.integers.resize(rows, cols);
+    std::copy(values.begin(), values.end(), positions.integers.data());
+  }
   return positions;
 }
 
 bool has_fope_coefficients(const ApplyOptions& options) { return !options.fope_sin_coef.empty(); }
 
-// Applies the scheme to x (values of type T, shape `shape`) in place.
+// The dimensions of a 4-D activation of `shape` (in the input's layout) in the output's layout.
+std::vector<std::int64_t> output_shape(const std::vector<std::int64_t>& shape, bool transpose) {
+  if (!transpose) return shape;
+  return {shape[0], shape[2], shape[1], shape[3]};
+}
+
+// Applies the scheme to x (values of type T, shape `shape`) into y (the output's layout; y is
+// resized).
 template <class T>
 void apply_scheme(const ModelPositions& model, const ApplyOptions& options,
-                  const std::vector<std::int64_t>& shape, std::vector<T>& x) {
+                  const std::vector<std::int64_t>& shape, const std::vector<T>& x,
+                  std::vector<T>& y) {
   const bool bshd = options.layout == "bshd";
   const TensorLayout layout = bshd ? TensorLayout::BSHD : TensorLayout::BHSD;
+  const TensorLayout out_layout =
+      options.output_layout.value_or(options.layout) == "bshd" ? TensorLayout::BSHD : TensorLayout::BHSD;
+  const Layouts layouts(layout, out_layout);
+  const Rotation rotation = options.inverse ? Rotation::Inverse : Rotation::Forward;
   const auto x_error = [&](const std::string& expected) {
     throw Error(options.input + ": shape = " + tool::shape_string(shape) + ": expected " + expected);
   };
@@ -380,6 +426,20 @@ void apply_scheme(const ModelPositions& model, const ApplyOptions& options,
             (bshd ? "[batch, seq, heads, head_dim] (--layout bshd)"
                   : "[batch, heads, seq, head_dim] (--layout bhsd)"));
   }
+  if (additive && (options.inverse || out_layout != layout)) {
+    throw UsageError(std::string(options.inverse ? "--inverse" : "--output-layout") +
+                     ": the config's positions (" + to_string(kind) +
+                     ") are not a rotation; only rotary schemes take it");
+  }
+  y.assign(x.size(), T(0));
+  const auto in_map = [&] {
+    return Eigen::TensorMap<const Eigen::Tensor<T, 4, Eigen::RowMajor>>(x.data(), shape[0], shape[1],
+                                                                       shape[2], shape[3]);
+  };
+  const auto out_map = [&] {
+    const std::vector<std::int64_t> dims = output_shape(shape, out_layout != layout);
+    return TensorMap4<T>(y.data(), dims[0], dims[1], dims[2], dims[3]);
+  };
   if (has_fope_coefficients(options) && !fope) {
     throw UsageError("--fope-sin-coef: the config " + options.config +
                      " is not a FoPE config (rope_type \"fope\")");
@@ -389,8 +449,8 @@ void apply_scheme(const ModelPositions& model, const ApplyOptions& options,
     if (options.pairing && *options.pairing != "rotate_half") {
       throw UsageError("--pairing = " + *options.pairing + ": FoPE rotates with rotate_half pairing only");
     }
-    const PositionMatrix positions = token_positions(options, shape[0], bshd ? shape[1] : shape[2]);
-    TensorMap4<T> map(x.data(), shape[0], shape[1], shape[2], shape[3]);
+    const TokenPositions positions = token_positions(options, shape[0], bshd ? shape[1] : shape[2]);
+    auto out = out_map();
     if (has_fope_coefficients(options)) {
       const std::string what = "float32 [n_kv_heads, D_in, D_out]";
       const NpyArray sin_array = tool::read_npy_checked(options.fope_sin_coef, {"<f4"}, {3}, what);
@@ -406,40 +466,42 @@ void apply_scheme(const ModelPositions& model, const ApplyOptions& options,
           throw;
         }
       }();
-      apply_fope_inplace(map, positions, fope, layout);
+      apply_fope(in_map(), out, positions.view(), fope, layouts, {}, rotation);
     } else {
-      apply_fope_inplace(map, positions, make_fope(*model.fope), layout);
+      apply_fope(in_map(), out, positions.view(), make_fope(*model.fope), layouts, {}, rotation);
     }
     return;
   }
 
   switch (kind) {
     case PositionKind::Rope: {
-      const PositionMatrix positions = token_positions(options, shape[0], bshd ? shape[1] : shape[2]);
-      // As HuggingFace: the sequence length is max(position) + 1 unless --seq-len is given.
-      const std::int64_t max_position = positions.size() == 0 ? -1 : positions.maxCoeff();
+      const TokenPositions positions = token_positions(options, shape[0], bshd ? shape[1] : shape[2]);
+      // As HuggingFace: the sequence length is max(position) + 1 unless --seq-len is given
+      // (ceil(max) + 1 for fractional positions: the same comparisons with whole lengths).
+      const double max_position = std::ceil(positions.max());
       const std::int64_t seq_len = options.seq_len.value_or(
-          max_position == std::numeric_limits<std::int64_t>::max() ? max_position
-                                                                   : std::max<std::int64_t>(max_position, -1) + 1);
+          max_position >= 9.2e18 ? std::numeric_limits<std::int64_t>::max()
+                                 : static_cast<std::int64_t>(std::max(max_position, -1.0)) + 1);
       RopeSpec spec = options.layer ? model.layer(*options.layer).rope_spec(seq_len)
                                     : model.rope_spec(seq_len);
       if (options.pairing) {
         spec.pairing = *options.pairing == "interleaved" ? Pairing::Interleaved : Pairing::RotateHalf;
       }
-      TensorMap4<T> map(x.data(), shape[0], shape[1], shape[2], shape[3]);
+      auto out = out_map();
       if (model.xpos) {
         const XposSpec xpos{spec, *model.xpos};
-        apply_xpos_inplace(map, positions, xpos,
-                           options.role == "key" ? XposRole::Key : XposRole::Query, layout);
+        apply_xpos(in_map(), out, positions.view(), xpos,
+                   options.role == "key" ? XposRole::Key : XposRole::Query, layouts, {}, rotation);
       } else {
-        apply_rope_inplace(map, positions, spec, layout);
+        apply_rope(in_map(), out, positions.view(), spec, layouts, {}, rotation);
       }
       return;
     }
     case PositionKind::Sinusoidal: {
       // Token embeddings x: [batch, seq, d] plus the sinusoidal table (Vaswani et al. 2017).
       if (shape.size() != 3) x_error("3 dimensions [batch, seq, d] (token embeddings)");
-      const PositionMatrix positions = token_positions(options, shape[0], shape[1]);
+      const TokenPositions token = token_positions(options, shape[0], shape[1]);
+      const PositionMatrix& positions = token.whole(options.positions);
       if (positions.size() > 0 && positions.minCoeff() < 0) {
         throw Error("position = " + std::to_string(positions.minCoeff()) +
                     ": expected >= 0 for a sinusoidal table");
@@ -453,7 +515,8 @@ void apply_scheme(const ModelPositions& model, const ApplyOptions& options,
                     ": expected (position + 1) * d <= 2^28 for the sinusoidal table");
       }
       const EmbeddingTable<T> table = sinusoidal_table<T>(rows, static_cast<int>(shape[2]));
-      Eigen::TensorMap<Eigen::Tensor<T, 3, Eigen::RowMajor>> map(x.data(), shape[0], shape[1], shape[2]);
+      y = x;
+      Eigen::TensorMap<Eigen::Tensor<T, 3, Eigen::RowMajor>> map(y.data(), shape[0], shape[1], shape[2]);
       add_position_embeddings_inplace(map, positions, table);
       return;
     }
@@ -483,11 +546,9 @@ int run_apply(const ApplyOptions& options) {
   std::vector<float> y32;
   try {
     if (x.dtype == "<f8") {
-      y64 = x.values<double>();
-      apply_scheme(model, options, x.shape, y64);
+      apply_scheme(model, options, x.shape, x.values<double>(), y64);
     } else {
-      y32 = x.values<float>();
-      apply_scheme(model, options, x.shape, y32);
+      apply_scheme(model, options, x.shape, x.values<float>(), y32);
     }
   } catch (Error& error) {
     // The tool's own errors start with the file at fault; the library's name a parameter, so
@@ -500,10 +561,12 @@ int run_apply(const ApplyOptions& options) {
     error.add_context(options.config + " applied to " + options.input);
     throw;
   }
+  const bool transpose = x.shape.size() == 4 && options.output_layout.value_or(options.layout) != options.layout;
+  const std::vector<std::int64_t> y_shape = output_shape(x.shape, transpose);
   if (x.dtype == "<f8") {
-    tool::write_npy_atomic(options.output, y64.data(), x.shape);
+    tool::write_npy_atomic(options.output, y64.data(), y_shape);
   } else {
-    tool::write_npy_atomic(options.output, y32.data(), x.shape);
+    tool::write_npy_atomic(options.output, y32.data(), y_shape);
   }
   return 0;
 }
@@ -740,7 +803,8 @@ int main(int argc, char** argv) {
   apply->add_option("--input", apply_options.input, "X.npy: float32 or float64")->required();
   apply->add_option("--output", apply_options.output, "Y.npy: same shape and dtype as X")->required();
   CLI::Option* positions_option = apply->add_option(
-      "--positions", apply_options.positions, "P.npy: int64 [seq] or [batch, seq] (default 0..seq-1 + offset)");
+      "--positions", apply_options.positions,
+      "P.npy: int64 or float64 (fractional) [seq] or [batch, seq] (default 0..seq-1 + offset)");
   CLI::Option* offset_option =
       apply->add_option("--offset", apply_options.offset, "Position of the first token (default 0)");
   positions_option->excludes(offset_option);
@@ -751,6 +815,11 @@ int main(int argc, char** argv) {
                     "bshd: [batch, seq, heads, head_dim]; bhsd: [batch, heads, seq, head_dim]")
       ->check(CLI::IsMember({"bshd", "bhsd"}))
       ->capture_default_str();
+  apply->add_option("--output-layout", apply_options.output_layout,
+                    "Y's layout, bshd or bhsd (default: --layout): rotate and transpose in one pass")
+      ->check(CLI::IsMember({"bshd", "bhsd"}));
+  apply->add_flag("--inverse", apply_options.inverse,
+                  "Apply the inverse rotation R(p)^T = R(-p) (undo a rotary scheme, with its scale)");
   apply->add_option("--pairing", apply_options.pairing,
                     "Override the config's pairing: interleaved (GPT-J) or rotate_half (GPT-NeoX)")
       ->check(CLI::IsMember({"interleaved", "rotate_half"}));

@@ -13,7 +13,7 @@
 //                types, sliding windows, softmax scale, NoPE layers; one row per model_type
 //   rope block:  `rope_scaling` if a non-empty object, else `rope_parameters`, else {}; a block
 //                whose keys are layer types holds one block per layer type (v5)
-//   rope type:   P.rope_type, else legacy P.type, else "default"; rope_variants() (rope_registry.hpp)
+//   rope type:   P.rope_type, else legacy P.type, else "default"; the registry in rope_registry.hpp
 //                reads its parameters ("su" is read as "longrope")
 //   theta:       P.rope_theta, else rope_theta, else rotary_emb_base (GPT-NeoX), else the family's
 //   head dim:    qk_rope_head_dim (DeepSeek), else head_dim, else hidden_size / num_attention_heads
@@ -592,7 +592,7 @@ class ConfigReader {
       out.fope = true;
       return out;
     }
-    const RopeVariant* variant = find_rope_variant(scheme.rope_type);
+    const detail::RopeVariant* variant = detail::find_rope_variant(scheme.rope_type);
     if (variant == nullptr) {
       fail(block.name(type_key), "\"" + scheme.rope_type + "\"",
            "expected one of " + rope_type_names() + ", fope");
@@ -618,7 +618,7 @@ class ConfigReader {
 
     const std::optional<std::int64_t> top_original =
         root_.integer("original_max_position_embeddings");
-    const RopeReadContext context{root_,
+    const detail::RopeReadContext context{root_,
                                   block,
                                   model_.max_position_embeddings,
                                   top_original,

@@ -88,7 +88,8 @@ class Error : public std::invalid_argument {
   std::string text_;
 };
 
-namespace detail {
+// The checks posemb's functions make, public so that code around posemb (the examples, a model's
+// own loader) reports its bad input the same way.
 
 // Throws Error "name = value: expected".
 template <class Value>
@@ -110,6 +111,13 @@ inline void require_even_positive(const std::string& name, long long value) {
 inline void require_positive(const std::string& name, long long value) {
   if (value <= 0) fail(name, value, "expected a number > 0");
 }
+
+namespace detail {
+
+using posemb::fail;
+using posemb::require_even_positive;
+using posemb::require_positive;
+using posemb::require_positive_finite;
 
 // Runs allocate() for an array of `elements` values of `element_bytes` each, sized by the
 // caller's parameter `name` = `value`: a size past what an index can hold, or an allocation that

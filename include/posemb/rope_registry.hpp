@@ -94,10 +94,19 @@ inline bool operator==(const RopeScheme& a, const RopeScheme& b) {
          a.rotary_dim == b.rotary_dim && a.pairing == b.pairing;
 }
 
+// Bands of every pair and the context L0 they refer to (nullopt: the model's
+// max_position_embeddings).
+struct RopeBands {
+  std::vector<PairBand> pairs;  // [rotary_dim / 2]
+  std::optional<std::int64_t> original_context;
+};
+
+namespace detail {
+
 // What a variant's reader sees: its block P of config.json and the model-wide values HF fills in.
 struct RopeReadContext {
-  const detail::JsonReader& root;   // the (text) config, for max_position_embeddings
-  const detail::JsonReader& block;  // P
+  const JsonReader& root;   // the (text) config, for max_position_embeddings
+  const JsonReader& block;  // P
   std::optional<std::int64_t> max_position_embeddings;
   std::optional<std::int64_t> original_max_position_embeddings;  // top level: replaces P's
   double partial_rotary_factor = 1.0;
@@ -117,17 +126,10 @@ struct RopeReadContext {
   // s for yarn / longrope: P.factor, else max_position_embeddings / L0.
   double factor_or_ratio(std::int64_t original) const {
     if (auto factor = block.number("factor")) return *factor;
-    detail::require_context_length(block.name("original_max_position_embeddings"), original);
+    require_context_length(block.name("original_max_position_embeddings"), original);
     return static_cast<double>(max_position(why + " without factor")) /
            static_cast<double>(original);
   }
-};
-
-// Bands of every pair and the context L0 they refer to (nullopt: the model's
-// max_position_embeddings).
-struct RopeBands {
-  std::vector<PairBand> pairs;  // [rotary_dim / 2]
-  std::optional<std::int64_t> original_context;
 };
 
 // One row of the registry.
@@ -140,8 +142,6 @@ struct RopeVariant {
   RopeSpec (*build)(const RopeScheme& scheme, std::optional<std::int64_t> seq_len);
   RopeBands (*bands)(const RopeScheme& scheme, const RopeSpec& spec);
 };
-
-namespace detail {
 
 inline RopeBands uniform_bands(const RopeSpec& spec, PairBand band) {
   return {std::vector<PairBand>(static_cast<std::size_t>(spec.pairs()), band), std::nullopt};
@@ -156,8 +156,6 @@ inline RopeBands changed_bands(const RopeScheme& scheme, const RopeSpec& spec, P
   }
   return out;
 }
-
-}  // namespace detail
 
 // The registry. Legacy names: "su" (Phi-3's first name for LongRoPE) is read as "longrope".
 inline const std::array<RopeVariant, 7>& rope_variants() {
@@ -304,15 +302,18 @@ inline const RopeVariant* find_rope_variant(const std::string& rope_type) {
   return nullptr;
 }
 
+}  // namespace detail
+
 // "default, linear, ..." for error messages.
 inline std::string rope_type_names() {
   std::string names;
-  for (const RopeVariant& variant : rope_variants()) {
+  for (const detail::RopeVariant& variant : detail::rope_variants()) {
     names += (names.empty() ? "" : ", ") + std::string(variant.rope_type);
   }
   return names;
 }
 
+namespace detail {
 inline const RopeVariant& rope_variant(const std::string& rope_type) {
   const RopeVariant* variant = find_rope_variant(rope_type);
   if (variant == nullptr) {
@@ -320,14 +321,15 @@ inline const RopeVariant& rope_variant(const std::string& rope_type) {
   }
   return *variant;
 }
+}  // namespace detail
 
 inline RopeSpec RopeScheme::spec(std::optional<std::int64_t> seq_len) const {
-  return rope_variant(rope_type).build(*this, seq_len);
+  return detail::rope_variant(rope_type).build(*this, seq_len);
 }
 
 // What the scheme does to each pair at seq_len.
 inline RopeBands rope_bands(const RopeScheme& scheme, const RopeSpec& spec) {
-  return rope_variant(scheme.rope_type).bands(scheme, spec);
+  return detail::rope_variant(scheme.rope_type).bands(scheme, spec);
 }
 
 }  // namespace posemb

@@ -9,6 +9,8 @@
 //       by tests/data/models/README.md's criterion (layer_check.hpp).
 //   layer GOT.json EXPECTED.json I
 //       GOT is `posemb freqs` (one object) and matches element I of EXPECTED's "layers".
+//   same GOT.npy EXPECTED.npy          GOT equals EXPECTED bit for bit (dtype, shape, values).
+//   transposed GOT.npy EXPECTED.npy    GOT is EXPECTED [b, s, h, d] as [b, h, s, d], bit for bit.
 //   close GOT.npy EXPECTED.npy
 //       same dtype and shape, |got - expected| <= 1e-5 * max(1, max |expected|) (tests/data/fope).
 //   values GOT.npy EXPECTED.json TOLERANCE
@@ -250,6 +252,34 @@ bool check_rope_library(const std::string& config_path, const std::string& x_pat
                           : library_matches<float>(model, x, got, layout, offset, pairing, role);
 }
 
+// got == expected bit for bit (same dtype and shape), or, with `transposed`, got is expected with
+// axes 1 and 2 swapped ([b, s, h, d] <-> [b, h, s, d]).
+bool check_same(const std::string& got_path, const std::string& expected_path, bool transposed) {
+  const NpyArray got = posemb::read_npy(got_path), expected = posemb::read_npy(expected_path);
+  if (got.dtype != expected.dtype) return fail("dtype " + got.dtype + " != " + expected.dtype);
+  std::vector<std::int64_t> shape = expected.shape;
+  if (transposed) {
+    if (shape.size() != 4) return fail("expected a 4-D array to transpose");
+    std::swap(shape[1], shape[2]);
+  }
+  if (got.shape != shape) return fail("shapes differ");
+  const std::vector<double> g = as_doubles(got), e = as_doubles(expected);
+  for (std::size_t i = 0; i < e.size(); ++i) {
+    std::size_t at = i;
+    if (transposed) {  // i indexes expected [b, s, h, d]; at indexes got [b, h, s, d]
+      const auto& d = expected.shape;
+      const std::int64_t k = std::int64_t(i) % d[3], h = std::int64_t(i) / d[3] % d[2],
+                         s = std::int64_t(i) / (d[3] * d[2]) % d[1], b = std::int64_t(i) / (d[3] * d[2] * d[1]);
+      at = static_cast<std::size_t>(((b * d[2] + h) * d[1] + s) * d[3] + k);
+    }
+    if (!(g[at] == e[i])) {
+      return fail("element " + std::to_string(i) + ": " + std::to_string(g[at]) + " vs " + std::to_string(e[i]));
+    }
+  }
+  std::printf("ok: %zu values identical%s\n", e.size(), transposed ? " (transposed)" : "");
+  return true;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -270,6 +300,8 @@ int main(int argc, char** argv) {
       ok = check_rope_formula(a[1], a[2], std::stod(a[3]), std::stoi(a[4]), a[5], a[6], std::stoll(a[7]));
     } else if (a.size() == 8 && a[0] == "rope-library") {
       ok = check_rope_library(a[1], a[2], a[3], a[4], std::stoll(a[5]), a[6], a[7]);
+    } else if (a.size() == 3 && (a[0] == "same" || a[0] == "transposed")) {
+      ok = check_same(a[1], a[2], a[0] == "transposed");
     } else if (a.size() == 3 && a[0] == "to-f64") {
       const NpyArray x = posemb::read_npy(a[1]);
       const std::vector<double> values = as_doubles(x);

@@ -341,3 +341,36 @@ posemb_cli_test("error bias of a rope model" EXIT 1
 # its first layer.
 posemb_cli_test("layers t5" ARGS layers ${t5}/t5_small_2heads.json --json
   STDOUT_MATCHES "\"layer\": 0, \"positions\": \"relative_bias\".*\"softmax_scale\": 1,.*\"stack\": \"encoder\", \"relative_attention\": {\"num_buckets\": 32, \"max_distance\": 128, \"bidirectional\": true, \"table_layer\": 0}.*\"layer\": 11, .*\"stack\": \"decoder\", \"relative_attention\": {\"num_buckets\": 32, \"max_distance\": 128, \"bidirectional\": false, \"table_layer\": 6}")
+
+# ---- apply for inference engines: float64 positions, --inverse, --output-layout.
+set(yarn_config ${cli_data}/hf/yarn_hd64.json)
+add_test(NAME cli.make_float64_positions
+  COMMAND posemb_cli_check to-f64 ${fope_a}/positions.npy ${cli_out}/positions_f64.npy)
+set_tests_properties(cli.make_float64_positions PROPERTIES FIXTURES_SETUP posemb_cli_positions_f64)
+posemb_cli_test("apply rope integer positions"
+  ARGS apply ${yarn_config} --input ${fope_a}/x.npy --positions ${fope_a}/positions.npy
+       --output ${cli_out}/yarn_int_positions.npy)
+set_tests_properties(cli.apply_rope_integer_positions PROPERTIES FIXTURES_SETUP posemb_cli_yarn_forward)
+# Whole-valued float64 positions give the int64 result bit for bit.
+posemb_cli_test("apply rope float64 positions equal int64"
+  ARGS apply ${yarn_config} --input ${fope_a}/x.npy --positions ${cli_out}/positions_f64.npy
+       --output ${cli_out}/yarn_f64_positions.npy
+  CHECK same ${cli_out}/yarn_f64_positions.npy ${cli_out}/yarn_int_positions.npy)
+set_tests_properties(cli.apply_rope_float64_positions_equal_int64 PROPERTIES
+  FIXTURES_REQUIRED "posemb_cli_positions_f64;posemb_cli_yarn_forward")
+# --inverse undoes the forward rotation (YaRN's attention factor included).
+posemb_cli_test("apply rope inverse undoes forward"
+  ARGS apply ${yarn_config} --input ${cli_out}/yarn_int_positions.npy --positions ${fope_a}/positions.npy
+       --inverse --output ${cli_out}/yarn_back.npy
+  CHECK close ${cli_out}/yarn_back.npy ${fope_a}/x.npy)
+set_tests_properties(cli.apply_rope_inverse_undoes_forward PROPERTIES FIXTURES_REQUIRED posemb_cli_yarn_forward)
+# --output-layout bhsd writes the same values transposed.
+posemb_cli_test("apply rope output layout bhsd"
+  ARGS apply ${yarn_config} --input ${fope_a}/x.npy --positions ${fope_a}/positions.npy
+       --output-layout bhsd --output ${cli_out}/yarn_bhsd.npy
+  CHECK transposed ${cli_out}/yarn_bhsd.npy ${cli_out}/yarn_int_positions.npy)
+set_tests_properties(cli.apply_rope_output_layout_bhsd PROPERTIES FIXTURES_REQUIRED posemb_cli_yarn_forward)
+posemb_cli_test("usage inverse on alibi model"
+  ARGS apply ${cases}/bloom_alibi.json --input ${fope_a}/x.npy --inverse --output ${cli_out}/never.npy
+  EXIT 2 STDERR "--inverse: the config's positions \\(alibi\\) are not a rotation"
+  OUTPUT ${cli_out}/never.npy)
