@@ -8,7 +8,8 @@
 // row shows the same concentration, and saves DIR/NAME.png (1280 x 800 window, whole page).
 // Then moves sliders with the keyboard and checks the metrics become the native values for the
 // settings in the updated URL, that this URL shows the same view in a fresh page, and that a bad
-// URL value shows a message naming the setting with nothing computed from it. Any request that
+// URL value shows a message naming the setting with nothing computed from it (the tab's last
+// good view stays, or the default view in a new tab). Any request that
 // leaves file:// or data: fails the test; so does a browser that cannot start.
 "use strict";
 
@@ -167,9 +168,10 @@ async function main() {
     for (const [control, presses] of [["similarity", 3], ["slope", 2], ["drift-dim", 4]]) {
       await page.focus("#control-" + control);
       for (let k = 0; k < presses; ++k) await page.keyboard.press("ArrowLeft");
+      // Slider moves are applied once per animation frame.
+      await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+      timings.push({control, ms: await computeMs(page)});
     }
-    // Slider moves are applied once per animation frame.
-    await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
     const movedUrl = page.url();
     const moved = await pageMetrics(page);
     const settings = urlSettings(movedUrl);
@@ -210,11 +212,21 @@ async function main() {
             `?${query}: expected a message naming ${setting}, got ${JSON.stringify(shown)}`);
       check(JSON.stringify(await pageMetrics(bad)) === JSON.stringify(defaults),
             `?${query}: the view is not the default one`);
-      if (query === "seed=abc") {
-        await bad.screenshot({path: path.join(args.screenshots, "bad-url.png")});
-      }
       await bad.close();
     }
+    // In a tab that showed a good view, a bad URL keeps that view.
+    const tab = await openPage(browser, `${pageUrl}?preset=long-range&seed=7`, requests);
+    const good = await pageMetrics(tab);
+    await tab.goto(`${pageUrl}?preset=long-range&seed=-7`, {waitUntil: "load"});
+    await tab.waitForSelector("body[data-ready=true]");
+    const kept = await tab.$eval("#error", (e) => ({setting: e.dataset.setting, text: e.textContent}));
+    check(kept.setting === "seed" && kept.text.includes("last good"),
+          "?seed=-7 after a good view: " + JSON.stringify(kept));
+    check(JSON.stringify(await pageMetrics(tab)) === JSON.stringify(good),
+          "?seed=-7 after a good view: the last good view is not kept");
+    check(tab.url().endsWith("?preset=long-range&seed=7"), "the URL is not the good view's: " + tab.url());
+    await tab.screenshot({path: path.join(args.screenshots, "bad-url.png")});
+    await tab.close();
   } finally {
     await browser.close();
     fs.rmSync(profile, {recursive: true, force: true});
@@ -225,8 +237,12 @@ async function main() {
   console.log("largest relative difference page vs native (data-metric): " + worst.toExponential(3));
   console.log("largest relative difference of the precession fit: " + worstFit.toExponential(3));
   for (const t of timings) {
-    console.log(`compute ${t.preset}: whole view ${t.fullMs.toFixed(1)} ms, ` +
-                `score-matrix update ${t.fieldMs.toFixed(2)} ms`);
+    if (t.preset) {
+      console.log(`compute ${t.preset}: whole view ${t.fullMs.toFixed(1)} ms, ` +
+                  `score-matrix update ${t.fieldMs.toFixed(2)} ms`);
+    } else {
+      console.log(`compute after moving ${t.control} (baseline): ${t.ms.toFixed(2)} ms`);
+    }
   }
   console.log(`requests: ${requests.length}, none beyond file:// and data:`.replace(
     ", none", external.length ? ", some" : ", none"));
