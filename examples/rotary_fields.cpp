@@ -22,7 +22,6 @@
 #include <vector>
 
 #include "rotary_fields_view.hpp"
-
 #include "svg.hpp"
 
 namespace {
@@ -31,9 +30,9 @@ using rotary_fields::FieldConfig;
 using rotary_fields::FieldMetrics;
 
 struct Options {
-  std::vector<FieldConfig> configs;  // the configurations to tabulate and draw
+  std::vector<FieldConfig> configs;      // the configurations to tabulate and draw
   rotary_fields::ViewSettings settings;  // the one view --json prints; its panels for the report
-  std::string report_path;           // empty: no report
+  std::string report_path;               // empty: no report
   bool json = false;
 };
 
@@ -85,8 +84,8 @@ Options parse_options(int argc, char** argv) {
   options.settings = rotary_fields::parse_view_settings(settings);
   bool one_view = false;
   for (const auto& [name, value] : settings) {
-    one_view = one_view || name == "preset" || name == "base" || name == "pairs" ||
-               name == "len" || name == "scale";
+    one_view = one_view || name == "preset" || name == "base" || name == "pairs" || name == "len" ||
+               name == "scale";
   }
   if (one_view) {
     options.configs.push_back(options.settings.field);
@@ -473,8 +472,7 @@ std::string report_html(const std::vector<FieldConfig>& configs,
           "<figcaption>Spikes by theta phase over one pass through the field.</figcaption>\n"
           "</figure>\n";
 
-  html += "<h2>Grid-like interference (the contested part)</h2>\n<figure>\n" +
-          grid_svg(grid) +
+  html += "<h2>Grid-like interference (the contested part)</h2>\n<figure>\n" + grid_svg(grid) +
           "<figcaption>The sum of three planar cosine waves whose directions are 60&#176; apart "
           "peaks on a hexagonal lattice, like a grid cell's firing map; rotating the plane by "
           "60&#176; maps the pattern onto itself. Oscillatory-interference models of grid cells "
@@ -555,8 +553,7 @@ int main(int argc, char** argv) {
     if (!options.report_path.empty()) {
       svg::write_file(options.report_path,
                       report_html(options.configs, matrices, metrics_rows, calibration_rows,
-                                  ordering_text, precession, spikes, fit,
-                                  options.settings.grid));
+                                  ordering_text, precession, spikes, fit, options.settings.grid));
       std::printf("report: %s\n", options.report_path.c_str());
     }
     return ordered ? 0 : 1;

@@ -188,15 +188,16 @@ inline double parse_in_range(const std::string& name, const std::string& text, d
 // Every setting name, in the order the page and the JSON list them.
 inline const std::vector<std::string>& setting_names() {
   static const std::vector<std::string> names = {
-      "preset", "base",  "pairs",   "len",     "scale",       "similarity", "jitter",
-      "seed",   "slope", "noise",   "spacing", "orientation", "drift-base", "drift-dim"};
+      "preset", "base",  "pairs", "len",     "scale",       "similarity", "jitter",
+      "seed",   "slope", "noise", "spacing", "orientation", "drift-base", "drift-dim"};
   return names;
 }
 
 // The settings from name = value pairs (any order; a name at most once). Starts from the preset
 // (baseline when none is given) and the default panels; every value is checked before anything
 // is computed. Throws posemb::Error naming the first bad setting.
-inline ViewSettings parse_view_settings(const std::vector<std::pair<std::string, std::string>>& pairs) {
+inline ViewSettings parse_view_settings(
+    const std::vector<std::pair<std::string, std::string>>& pairs) {
   std::string preset_name = "baseline";
   for (std::size_t a = 0; a < pairs.size(); ++a) {
     bool known = false;
@@ -312,8 +313,7 @@ inline View compute_view(const ViewSettings& settings, unsigned parts = all_part
       for (int c = 0; c < cells; ++c) {
         const double x = view.grid_extent * (2.0 * (c + 0.5) / cells - 1.0);
         const double y = view.grid_extent * (1.0 - 2.0 * (r + 0.5) / cells);
-        view.grid[static_cast<std::size_t>(r) * cells + c] =
-            grid_interference(settings.grid, x, y);
+        view.grid[static_cast<std::size_t>(r) * cells + c] = grid_interference(settings.grid, x, y);
       }
     }
   }

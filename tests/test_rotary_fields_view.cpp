@@ -45,10 +45,17 @@ TEST_CASE("view settings: defaults, presets and overrides", "[rotary_fields_view
   CHECK(long_range.field.seed == 7u);
 
   // Any frequency or window setting makes the view custom; the order of the pairs is free.
-  const auto custom = parse_view_settings(
-      {{"pairs", "8"}, {"preset", "short-context"}, {"scale", "2.5"}, {"similarity", "-0.25"},
-       {"jitter", "0"}, {"slope", "-180"}, {"noise", "0"}, {"spacing", "0.5"},
-       {"orientation", "15"}, {"drift-base", "500"}, {"drift-dim", "32"}});
+  const auto custom = parse_view_settings({{"pairs", "8"},
+                                           {"preset", "short-context"},
+                                           {"scale", "2.5"},
+                                           {"similarity", "-0.25"},
+                                           {"jitter", "0"},
+                                           {"slope", "-180"},
+                                           {"noise", "0"},
+                                           {"spacing", "0.5"},
+                                           {"orientation", "15"},
+                                           {"drift-base", "500"},
+                                           {"drift-dim", "32"}});
   CHECK(custom.field.name == "custom");
   CHECK(custom.field.base == 10.0);  // from the preset
   CHECK(custom.field.pairs == 8);
@@ -119,8 +126,9 @@ TEST_CASE("drift panel: the published gap-5 sweep and the closed forms", "[rotar
 
   // Closed forms at a few positions, written out from the formulas with the seeded content
   // of another base and dimension:
-  //   RoPE:       sum_m (qa ka + qb kb) cos(w_m gap) + (qa kb - qb ka) sin(w_m gap), w_m = base^(-2m/d)
-  //   sinusoidal: ((x_q + pe(n + gap)) Wq) . ((x_k + pe(n)) Wk), pe(p)[2i] = sin(p w_i),
+  //   RoPE:       sum_m (qa ka + qb kb) cos(w_m gap) + (qa kb - qb ka) sin(w_m gap), w_m =
+  //   base^(-2m/d) sinusoidal: ((x_q + pe(n + gap)) Wq) . ((x_k + pe(n)) Wk), pe(p)[2i] = sin(p
+  //   w_i),
   //               pe(p)[2i + 1] = cos(p w_i)
   rotary_fields::DriftConfig other;
   other.base = 500.0;
@@ -133,7 +141,8 @@ TEST_CASE("drift panel: the published gap-5 sweep and the closed forms", "[rotar
   for (int m = 0; m < other.dim / 2; ++m) {
     const double w = std::pow(other.base, -2.0 * m / other.dim);
     const double qa = q[2 * m], qb = q[2 * m + 1], ka = k[2 * m], kb = k[2 * m + 1];
-    rope += (qa * ka + qb * kb) * std::cos(w * other.gap) + (qa * kb - qb * ka) * std::sin(w * other.gap);
+    rope += (qa * ka + qb * kb) * std::cos(w * other.gap) +
+            (qa * kb - qb * ka) * std::sin(w * other.gap);
   }
   auto pe = [&](int p) {
     Eigen::RowVectorXd row(other.dim);
@@ -151,7 +160,8 @@ TEST_CASE("drift panel: the published gap-5 sweep and the closed forms", "[rotar
     CHECK(other_curves.sinusoidal[n] == Approx(sinusoidal).epsilon(1e-12));
   }
   // Content of the wrong size is refused.
-  CHECK_THROWS_WITH(rotary_fields::drift_curves(other, content), Contains("content.x_q.size() = 64"));
+  CHECK_THROWS_WITH(rotary_fields::drift_curves(other, content),
+                    Contains("content.x_q.size() = 64"));
 }
 
 TEST_CASE("view: panels, parts and the JSON both front ends print", "[rotary_fields_view]") {
@@ -179,10 +189,11 @@ TEST_CASE("view: panels, parts and the JSON both front ends print", "[rotary_fie
   CHECK(view.grid.size() == static_cast<std::size_t>(view.grid_cells * view.grid_cells));
 
   const std::string summary = rotary_fields::view_json(view, false);
-  CHECK_THAT(summary, StartsWith("{\"preset\":\"extrapolation\",\"base\":16,\"pairs\":4,\"len\":64,"));
-  for (const char* key : {"\"peak\":", "\"mean\":", "\"nearby\":", "\"distant\":",
-                          "\"concentration\":", "\"width\":", "\"drift\":", "\"fit-slope\":",
-                          "\"sinusoidal-spread\":", "\"seed\":3,"}) {
+  CHECK_THAT(summary,
+             StartsWith("{\"preset\":\"extrapolation\",\"base\":16,\"pairs\":4,\"len\":64,"));
+  for (const char* key :
+       {"\"peak\":", "\"mean\":", "\"nearby\":", "\"distant\":", "\"concentration\":", "\"width\":",
+        "\"drift\":", "\"fit-slope\":", "\"sinusoidal-spread\":", "\"seed\":3,"}) {
     CHECK_THAT(summary, Contains(key));
   }
   CHECK_THAT(summary, !Contains("\"scores\""));
@@ -192,7 +203,8 @@ TEST_CASE("view: panels, parts and the JSON both front ends print", "[rotary_fie
   CHECK_THAT(rotary_fields::view_json(view, true), Contains("\"scores\":[["));
 
   // Only the parts asked for are computed and printed.
-  const rotary_fields::View grid_only = rotary_fields::compute_view(settings, rotary_fields::grid_part);
+  const rotary_fields::View grid_only =
+      rotary_fields::compute_view(settings, rotary_fields::grid_part);
   CHECK(grid_only.scores.size() == 0);
   CHECK(grid_only.spikes.empty());
   const std::string grid_json = rotary_fields::view_json(grid_only, true);
@@ -215,7 +227,8 @@ TEST_CASE("view JSON: escaping, errors and the presets", "[rotary_fields_view]")
              Contains("\"setting\":\"setting\""));
 
   const std::string presets = rotary_fields::presets_json();
-  for (const char* name : {"baseline", "long-range", "short-context", "extrapolation", "neural-phase"}) {
+  for (const char* name :
+       {"baseline", "long-range", "short-context", "extrapolation", "neural-phase"}) {
     CHECK_THAT(presets, Contains(std::string("\"name\":\"") + name + "\""));
   }
   CHECK_THAT(presets, Contains("\"ordering-holds\":true"));
