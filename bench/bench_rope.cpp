@@ -4,7 +4,8 @@
 // (memcpy of the same bytes, the scalar reference, one thread), because the machines we run on
 // are shared and their absolute times are not comparable across runs. See bench/README.md.
 //
-// Shapes: x [1, 2048, 32, 128] (BSHD) or [1, 32, 2048, 128] (BHSD), positions 0..2047;
+// Shapes: x [1, 2048, 32, 128] (BSHD) or [1, 32, 2048, 128] (BHSD), positions 0..2047 (RoPE,
+// and FoPE with 8 key-value heads of coefficients, training length 4096, a prebuilt table);
 // decode x [1, 1, 32, 128] at position 100000; table 131072 positions x 64 frequencies.
 #include <benchmark/benchmark.h>
 
@@ -24,6 +25,7 @@
 #include <thread>
 #include <vector>
 
+#include "posemb/fope.hpp"
 #include "posemb/fused_attention.hpp"
 #include "posemb/rope.hpp"
 
@@ -131,9 +133,9 @@ const posemb::RopeSpec& spec_for(Pairing pairing) {
 }
 
 template <class T>
-const posemb::RopeTableFor<T>& table_for(Pairing pairing) {
-  static const posemb::RopeTableFor<T> interleaved(spec_for(Pairing::Interleaved), 0, kSeq);
-  static const posemb::RopeTableFor<T> rotate_half(spec_for(Pairing::RotateHalf), 0, kSeq);
+const posemb::RopeTable<T>& table_for(Pairing pairing) {
+  static const posemb::RopeTable<T> interleaved(spec_for(Pairing::Interleaved), 0, kSeq);
+  static const posemb::RopeTable<T> rotate_half(spec_for(Pairing::RotateHalf), 0, kSeq);
   return pairing == Pairing::Interleaved ? interleaved : rotate_half;
 }
 
@@ -296,6 +298,79 @@ void bm_decode(benchmark::State& state, Pairing pairing) {
              [&] { posemb::apply_rope_inplace(map4, kDecodePosition, spec); });
 }
 
+// ---------------------------------------------------------------------------------------------
+// FoPE through the rotary engine: queries [1, 2048, 32, 128] with 8 coefficient heads
+// (grouped-query attention), training length 4096, a prebuilt FopeTable for positions 0..2047.
+
+constexpr int kFopeKvHeads = 8;
+
+const posemb::Fope& fope_model() {
+  static const posemb::Fope fope = [] {
+    posemb::FopeConfig config;
+    config.head_dim = int(kDim);
+    config.n_heads = int(kHeads);
+    config.n_kv_heads = kFopeKvHeads;
+    config.train_length = 4096;
+    config.seed = 5;
+    return posemb::make_fope(config);
+  }();
+  return fope;
+}
+
+const posemb::FopeTable<float>& fope_table() {
+  static const posemb::FopeTable<float> table(fope_model(), 0, kSeq);
+  return table;
+}
+
+void run_fope(Pair<float>& p, int threads) {
+  auto x = map(p.x.data(), TensorLayout::BSHD);
+  auto out = map(p.out.data(), TensorLayout::BSHD);
+  posemb::apply_fope(x, out, 0, fope_table(), TensorLayout::BSHD, posemb::Threads{threads});
+}
+
+// FoPE on `threads` threads against a plain scalar evaluation: C and S of every coefficient
+// head from fope_cos_sin (double), then the rotate-half rotation of each query head with its
+// group's row. Returns the largest |fast - reference| / (|a| + |b|) of a pair.
+double check_fope(int threads) {
+  Pair<float>& p = buffers().f32;
+  std::copy(p.x.begin(), p.x.end(), p.out.begin());
+  run_fope(p, threads);
+  const posemb::Fope& fope = fope_model();
+  const int slots = fope.slots();
+  const Eigen::Index group = kHeads / kFopeKvHeads;
+  double worst = 0;
+  for (Eigen::Index s = 0; s < kSeq; ++s) {
+    const auto [cos, sin] = posemb::fope_cos_sin(fope, s);
+    for (Eigen::Index h = 0; h < kHeads; ++h) {
+      const Eigen::Index at = (s * kHeads + h) * kDim;
+      for (int j = 0; j < slots; ++j) {
+        const double c = float(cos(h / group, j)), n = float(sin(h / group, j));
+        const double a = p.x[at + j], b = p.x[at + j + slots];
+        const double norm = std::abs(a) + std::abs(b) + 1e-30;
+        worst = std::max(worst, std::abs(p.out[at + j] - (a * c - b * n)) / norm);
+        worst = std::max(worst, std::abs(p.out[at + j + slots] - (b * c + a * n)) / norm);
+      }
+    }
+  }
+  std::copy(p.x.begin(), p.x.end(), p.out.begin());
+  return worst;
+}
+
+// FoPE (one thread) against memcpy of the same bytes.
+void bm_fope_vs_memcpy(benchmark::State& state) {
+  Pair<float>& p = buffers().f32;
+  run_paired(state, [&] { copy_tensor(p, 0); }, [&] { run_fope(p, 1); });
+  state.SetBytesProcessed(state.iterations() * 2 * std::int64_t(kElements * sizeof(float)));
+  std::copy(p.x.begin(), p.x.end(), p.out.begin());
+}
+
+// FoPE on two threads against one.
+void bm_fope_threads(benchmark::State& state) {
+  Pair<float>& p = buffers().f32;
+  run_paired(state, [&] { run_fope(p, 1); }, [&] { run_fope(p, 2); });
+  std::copy(p.x.begin(), p.x.end(), p.out.begin());
+}
+
 // Table build into preallocated buffers: `positions` x 64 entries per iteration. No baseline:
 // the figure is ns per entry (wall and CPU time, see the summary).
 void bm_table_fill(benchmark::State& state) {
@@ -303,7 +378,7 @@ void bm_table_fill(benchmark::State& state) {
   Buffers& b = buffers();
   const posemb::RopeSpec& spec = spec_for(Pairing::RotateHalf);
   for (auto _ : state) {
-    posemb::detail::fill_rope_table(spec.inv_freq.data(), kTablePairs, 1.0, 0, positions,
+    posemb::detail::fill_cos_sin_table(spec.inv_freq.data(), kTablePairs, 1.0, 0, positions,
                                     b.table_cos.data(), b.table_sin.data());
     benchmark::ClobberMemory();
   }
@@ -511,7 +586,7 @@ int main(int argc, char** argv) {
     // The table: every entry of 131072 positions x 64 frequencies against libm.
     Buffers& b = buffers();
     const posemb::RopeSpec& spec = spec_for(Pairing::RotateHalf);
-    posemb::detail::fill_rope_table(spec.inv_freq.data(), kTablePairs, 1.0, 0, kTablePositions,
+    posemb::detail::fill_cos_sin_table(spec.inv_freq.data(), kTablePairs, 1.0, 0, kTablePositions,
                                     b.table_cos.data(), b.table_sin.data());
     std::int64_t worst = 0;
     const auto ulps = [](float a, float c) {
@@ -538,6 +613,10 @@ int main(int argc, char** argv) {
                 "(%lld of %lld values differ by 1 ulp) %s\n",
                 (long long)worst, (long long)off_by_one, (long long)(2 * kTablePositions * kTablePairs),
                 pass ? "ok" : "FAILED");
+  }
+  for (int threads : {1, 2}) {
+    report_check("fope/table/f32/rotate_half/bshd/out_of_place (threads " + std::to_string(threads) + ")",
+                 check_fope(threads), 4e-7);
   }
   for (bool alibi_causal : {false, true}) {
     report_check(alibi_causal ? "fused/rope_alibi_causal (absolute)" : "fused/rope (absolute)",
@@ -566,6 +645,10 @@ int main(int argc, char** argv) {
     benchmark::RegisterBenchmark((std::string("decode/") + posemb::to_string(pairing)).c_str(), bm_decode, pairing)
         ->UseManualTime();
   }
+  const std::string fope_name = "fope/table/f32/rotate_half/bshd/out_of_place/kv_heads:8";
+  benchmark::RegisterBenchmark(fope_name.c_str(), bm_fope_vs_memcpy)->UseManualTime();
+  benchmark::RegisterBenchmark((fope_name + "/threads:2/vs_one_thread").c_str(), bm_fope_threads)
+      ->UseManualTime();
   benchmark::RegisterBenchmark("fused/rope", bm_fused_scores, false)->UseManualTime();
   benchmark::RegisterBenchmark("fused/rope_alibi_causal", bm_fused_scores, true)->UseManualTime();
   benchmark::RegisterBenchmark("table/fill", bm_table_fill)->Arg(kTablePositions)->Arg(kSeq);
@@ -597,6 +680,8 @@ int main(int argc, char** argv) {
     print_ratio(reporter, std::string("decode/") + posemb::to_string(pairing),
                 "speedup over the scalar reference,", 4.0);
   }
+  print_ratio(reporter, fope_name, "of memcpy bandwidth,", 0.6);
+  print_ratio(reporter, fope_name + "/threads:2/vs_one_thread", "speedup over 1 thread,", 1.5);
   for (const char* name : {"fused/rope", "fused/rope_alibi_causal"}) {
     if (const RatioReporter::Result* r = reporter.find(name)) {
       const double cost = 1.0 / r->ratio();  // fused time / GEMM time

@@ -91,8 +91,16 @@ int main(int argc, char** argv) {
     }
   }
   try {
-    const posemb::Fope fope = posemb::make_fope(head_dim, 1, 1, theta, train_length, 0.3, 0, 1);
-    const posemb::Fope fope_unmixed = posemb::make_fope(head_dim, 1, 1, theta, train_length, 0.0);
+    posemb::FopeConfig config;
+    config.head_dim = head_dim;
+    config.n_heads = 1;
+    config.theta = theta;
+    config.train_length = train_length;
+    config.seed = 1;
+    const posemb::Fope fope = posemb::make_fope(config);
+    config.sigma = 0.0;  // no noise: the step-eye alone
+    config.seed = 0;
+    const posemb::Fope fope_unmixed = posemb::make_fope(config);
     const posemb::FopeFrequencies& f = fope.frequencies();
     const int pairs = f.pairs();
 
@@ -102,7 +110,7 @@ int main(int argc, char** argv) {
     std::printf("pair   inv_freq     period (tokens)  full turn within N  CF\n");
     for (int k = 0; k < pairs; ++k) {
       const double w = f.base_inv_freq[k];
-      const double period = posemb::detail::two_pi / w;
+      const double period = posemb::two_pi / w;
       std::printf("%4d   %.5e  %14.1f   %-18s  %s\n", k, w, period,
                   period <= static_cast<double>(train_length) ? "yes" : "no",
                   f.clipped[k] ? "clipped to 0" : "kept");
@@ -152,8 +160,8 @@ int main(int argc, char** argv) {
       for (int k = 0; k < pairs; ++k) {
         const double w = f.base_inv_freq[k];
         const double seen_max = w * static_cast<double>(n - 1);  // largest phase seen in training
-        if (seen_max < posemb::detail::two_pi &&
-            std::fmod(w * static_cast<double>(d), posemb::detail::two_pi) > seen_max) {
+        if (seen_max < posemb::two_pi &&
+            std::fmod(w * static_cast<double>(d), posemb::two_pi) > seen_max) {
           ++unseen;
         }
       }

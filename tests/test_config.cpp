@@ -350,7 +350,7 @@ TEST_CASE("FoPE configs (rope_type fope) give the authors' settings", "[config][
   REQUIRE(f.inv_freq.size() == 32);
   CHECK(f.rotary_dim == 64);
   for (int k = 0; k < 32; ++k) {
-    CHECK(f.inv_freq[k] == (base[k] < posemb::detail::two_pi / 512 ? 0.0 : base[k]));
+    CHECK(f.inv_freq[k] == (base[k] < posemb::two_pi / 512 ? 0.0 : base[k]));
   }
   CHECK((f.inv_freq.array() > 0.0).count() == 16);
 

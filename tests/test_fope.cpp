@@ -164,7 +164,7 @@ TEST_CASE("FoPE reproduces the authors' FourierEmbedding on every conformance ca
   CHECK(bit_equal(posemb::apply_fope(x, 0, fope), out));
 
   // Table, in place and BHSD all give the same bits as the direct BSHD path.
-  const posemb::FopeTableFor<float> table(fope, 0, S);
+  const posemb::FopeTable<float> table(fope, 0, S);
   CHECK(bit_equal(posemb::apply_fope(x, positions, table), out));
   Tensor4<float> in_place = x;
   posemb::apply_fope_inplace(in_place, positions, fope);
@@ -223,7 +223,7 @@ TEST_CASE("the clip floor keeps exactly the frequencies w_k >= 2 pi / N", "[fope
 
   // Strictly below the floor: a frequency equal to the floor is kept. Kept as 0 when not
   // dropped; floor_ratio 0 clips nothing.
-  const double floor = posemb::detail::two_pi / 512.0;
+  const double floor = posemb::two_pi / 512.0;
   Eigen::VectorXd base(4);
   base << 1.0, floor, std::nextafter(floor, 0.0), 0.5 * floor;
   const auto dropped = posemb::fope_clip_floor(base, 512);
@@ -405,10 +405,10 @@ TEST_CASE("the table path equals the direct path and rejects positions outside t
   const Tensor4<float> x = random_tensor<float>(2, 6, 4, 64, 3);
   PositionMatrix positions(2, 6);
   positions << 10, 11, 12, 13, 14, 15, 30, 31, 32, 33, 34, 35;
-  const posemb::FopeTableFor<float> table(fope, 10, 26);
+  const posemb::FopeTable<float> table(fope, 10, 26);
   CHECK(bit_equal(posemb::apply_fope(x, positions, table), posemb::apply_fope(x, positions, fope)));
   const Tensor4<double> x64 = x.cast<double>();
-  const posemb::FopeTableFor<double> table64(fope, 10, 26);
+  const posemb::FopeTable<double> table64(fope, 10, 26);
   CHECK(bit_equal(posemb::apply_fope(x64, positions, table64),
                   posemb::apply_fope(x64, positions, fope)));
   // Table layout: row r = position 10 + r, coefficient head g at column g * 32.
@@ -418,6 +418,25 @@ TEST_CASE("the table path equals the direct path and rejects positions outside t
   positions(1, 5) = 36;
   CHECK_THROWS_WITH(posemb::apply_fope(x, positions, table),
                     Contains("position = 36") && Contains("[10, 36)"));
+}
+
+TEST_CASE("FoPE runs on threads through the rotary engine, bit-identical to one thread",
+          "[fope]") {
+  const Fope fope = posemb::make_fope(small_config());
+  // [4, 512, 4, 64]: 2^19 elements, enough for two threads (2^18 per thread).
+  const Tensor4<float> x = random_tensor<float>(4, 512, 4, 64, 11);
+  const posemb::FopeTable<float> table(fope, 1000, 512);
+  for (const TensorLayout layout : {TensorLayout::BSHD, TensorLayout::BHSD}) {
+    const Tensor4<float> input = layout == TensorLayout::BSHD ? x : swap_seq_heads(x);
+    const Tensor4<float> one = posemb::apply_fope(input, 1000, fope, layout);
+    CHECK(bit_equal(posemb::apply_fope(input, 1000, fope, layout, posemb::Threads{2}), one));
+    CHECK(bit_equal(posemb::apply_fope(input, 1000, table, layout, posemb::Threads{2}), one));
+    Tensor4<float> in_place = input;
+    posemb::apply_fope_inplace(in_place, 1000, table, layout, posemb::Threads{2});
+    CHECK(bit_equal(in_place, one));
+  }
+  CHECK_THROWS_WITH(posemb::apply_fope(x, 0, fope, TensorLayout::BSHD, posemb::Threads{0}),
+                    Contains("threads.count = 0"));
 }
 
 TEST_CASE("BHSD equals BSHD, in place equals out of place", "[fope]") {
@@ -613,7 +632,6 @@ TEST_CASE("bad FoPE input is a posemb::Error naming the parameter", "[fope]") {
                     Contains("floor_ratio = -1"));
   CHECK_THROWS_WITH(make([](FopeConfig& c) { c.padding_sin = std::nan(""); }),
                     Contains("padding_sin = nan"));
-  CHECK_THROWS_WITH(posemb::make_fope(64, 6, 4, 10000.0, 512), Contains("n_heads = 6"));
 
   // Coefficient arrays of the wrong shape. The expected shape is [4, 16, 16].
   const FopeConfig config = small_config();
@@ -661,5 +679,5 @@ TEST_CASE("bad FoPE input is a posemb::Error naming the parameter", "[fope]") {
   CHECK_THROWS_WITH(
       posemb::apply_fope(Tensor4<float>(1, 2, 4, 64), 0, fope, static_cast<TensorLayout>(7)),
       Contains("layout = 7"));
-  CHECK_THROWS_WITH(posemb::FopeTableFor<float>(fope, 0, 0), Contains("count = 0"));
+  CHECK_THROWS_WITH(posemb::FopeTable<float>(fope, 0, 0), Contains("count = 0"));
 }

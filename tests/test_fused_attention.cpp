@@ -56,7 +56,7 @@ void check_against_unfused(Eigen::Index seq_q, Eigen::Index seq_k, int head_dim,
   options.causal = causal;
   Rows<T> fused;
   if (use_table) {
-    const posemb::RopeTableFor<T> table(spec, 5000, seq_k);
+    const posemb::RopeTable<T> table(spec, 5000, seq_k);
     posemb::fused_rope_scores<T>(q, qpos, k, kpos, table, options, fused);
   } else {
     posemb::fused_rope_scores<T>(q, qpos, k, kpos, spec, options, fused);

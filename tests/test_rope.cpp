@@ -26,7 +26,7 @@ Eigen::MatrixXd gaussian(std::mt19937_64& rng, Eigen::Index rows, Eigen::Index c
   Eigen::MatrixXd out(rows, cols);
   for (Eigen::Index i = 0; i < out.size(); ++i) {
     const double u1 = 1.0 - uniform(rng), u2 = uniform(rng);
-    out(i) = stddev * std::sqrt(-2.0 * std::log(u1)) * std::cos(posemb::detail::two_pi * u2);
+    out(i) = stddev * std::sqrt(-2.0 * std::log(u1)) * std::cos(posemb::two_pi * u2);
   }
   return out;
 }
@@ -276,7 +276,7 @@ TEST_CASE("4-D tensors: layouts, positions, offsets, TensorMap and tables agree"
     for (Eigen::Index i = 0; i < out.size(); ++i) CHECK(out.data()[i] == rotated.data()[i]);
   }
   SECTION("a table gives the same values as computing cos/sin in the call") {
-    const posemb::RopeTableFor<double> table(spec, -5, 60);
+    const posemb::RopeTable<double> table(spec, -5, 60);
     const auto from_table = posemb::apply_rope(bshd, positions, table);
     for (Eigen::Index i = 0; i < from_table.size(); ++i) CHECK(from_table.data()[i] == rotated.data()[i]);
   }
@@ -357,7 +357,7 @@ TEST_CASE("half-precision storage computes in float and rounds once") {
 }
 
 TEST_CASE("a table is shared read-only across threads") {
-  const posemb::RopeTableFor<float> table(posemb::default_rope_spec(32, 10000.0, Pairing::Interleaved), 0, 4096);
+  const posemb::RopeTable<float> table(posemb::default_rope_spec(32, 10000.0, Pairing::Interleaved), 0, 4096);
   posemb::Tensor4<float> a(1, 4096, 2, 32), b(1, 4096, 2, 32);
   a.setRandom();
   b = a;
@@ -391,11 +391,11 @@ TEST_CASE("bad input throws posemb::Error naming the parameter") {
   posemb::Tensor4<float> wrong_out(2, 3, 1, 8);
   CHECK_THROWS_WITH(posemb::apply_rope(x, wrong_out, 0, spec), Contains("out.dimension(3) = 8"));
 
-  const posemb::RopeTableFor<float> table(spec, 10, 5);  // positions 10..14
+  const posemb::RopeTable<float> table(spec, 10, 5);  // positions 10..14
   CHECK_NOTHROW(posemb::apply_rope_inplace(x, 10, table));
   CHECK_THROWS_WITH(posemb::apply_rope_inplace(x, 13, table), Contains("position = 15"));
   CHECK_THROWS_WITH(posemb::apply_rope_inplace(x, 9, table), Contains("position = 9"));
-  CHECK_THROWS_WITH(posemb::RopeTableFor<float>(spec, 0, 0), Contains("count = 0"));
+  CHECK_THROWS_WITH(posemb::RopeTable<float>(spec, 0, 0), Contains("count = 0"));
 
   posemb::RopeSpec broken = spec;
   broken.inv_freq.resize(3);

@@ -40,7 +40,7 @@ std::int64_t ulp_distance(float a, float b) {
 // x: one head [head_dim], rotated in place.
 template <class T>
 void reference_rotate_head(T* x, std::int64_t position, const posemb::RopeSpec& spec) {
-  using C = posemb::detail::compute_t<T>;
+  using C = posemb::compute_t<T>;
   const int half = spec.rotary_dim / 2;
   for (int i = 0; i < half; ++i) {
     const int ia = spec.pairing == Pairing::Interleaved ? 2 * i : i;
@@ -59,7 +59,7 @@ void reference_rotate_head(T* x, std::int64_t position, const posemb::RopeSpec& 
 // storage may then round to the neighbouring value of T.
 template <class T>
 double tolerance_of_pair() {
-  using C = posemb::detail::compute_t<T>;
+  using C = posemb::compute_t<T>;
   const double eps_c = std::numeric_limits<C>::epsilon();
   if constexpr (std::is_same_v<T, Eigen::half>) return 8 * eps_c + 1.0 / 1024;
   if constexpr (std::is_same_v<T, Eigen::bfloat16>) return 8 * eps_c + 1.0 / 128;
@@ -109,7 +109,7 @@ void check_tensor(const Case& size, Pairing pairing, TensorLayout layout, bool i
   const posemb::Threads thread_count{threads};
   if (use_table) {
     const std::int64_t low = positions.minCoeff(), high = positions.maxCoeff();
-    const posemb::RopeTableFor<T> table(spec, low, high - low + 1);
+    const posemb::RopeTable<T> table(spec, low, high - low + 1);
     if (in_place) posemb::apply_rope_inplace(x, positions, table, layout, thread_count);
     else posemb::apply_rope(x, out, positions, table, layout, thread_count);
   } else {
@@ -205,7 +205,7 @@ TEST_CASE("vectorized cos/sin: float within 1 ulp of correctly rounded std::cos/
   std::int64_t worst = 0;
   std::int64_t samples = 0;
   for (std::int64_t position = -50000; position <= (std::int64_t(1) << 24); position += 4099) {
-    posemb::detail::rope_cos_sin_vectorized(inv_freq.data(), position, 1.0, 64, cos.data(),
+    posemb::detail::cos_sin_at(inv_freq.data(), static_cast<double>(position), 1.0, 64, cos.data(),
                                             sin.data());
     for (int i = 0; i < 64; ++i) {
       const double angle = std::remainder(double(position) * inv_freq[i], two_pi);
@@ -223,7 +223,7 @@ TEST_CASE("vectorized cos/sin: double within 4 double ulps (absolute) of std::co
   std::vector<double> cos(32), sin(32);
   double worst = 0;
   for (std::int64_t position = 0; position <= (std::int64_t(1) << 24); position += 65537) {
-    posemb::detail::rope_cos_sin_vectorized(inv_freq.data(), position, 1.0, 32, cos.data(),
+    posemb::detail::cos_sin_at(inv_freq.data(), static_cast<double>(position), 1.0, 32, cos.data(),
                                             sin.data());
     for (int i = 0; i < 32; ++i) {
       const double angle = std::remainder(double(position) * inv_freq[i], two_pi);
@@ -241,7 +241,7 @@ TEST_CASE("vectorized cos/sin: hand values, quadrant edges and scale") {
                                 -0.7853981633974483, 1e-300, 0.0};
   const int n = sizeof(frequencies) / sizeof(frequencies[0]);
   double cos[n], sin[n];
-  posemb::detail::rope_cos_sin_vectorized(frequencies, 1, 2.0, n, cos, sin);
+  posemb::detail::cos_sin_at(frequencies, static_cast<double>(1), 2.0, n, cos, sin);
   CHECK(cos[0] == Approx(2 * 0.5403023058681398).epsilon(1e-15));
   CHECK(sin[0] == Approx(2 * 0.8414709848078965).epsilon(1e-15));
   for (int i = 1; i < n; ++i) {
@@ -264,11 +264,11 @@ TEST_CASE("vectorized cos/sin: relative accuracy at the zeros of cos and sin") {
     double cos[2], sin[2];
     float cos_f[2], sin_f[2];
     if (as_float) {
-      posemb::detail::rope_cos_sin_vectorized(angles, 1, 1.0, 2, cos_f, sin_f);
+      posemb::detail::cos_sin_at(angles, static_cast<double>(1), 1.0, 2, cos_f, sin_f);
       cos[0] = cos_f[0];
       sin[1] = sin_f[1];
     } else {
-      posemb::detail::rope_cos_sin_vectorized(angles, 1, 1.0, 2, cos, sin);
+      posemb::detail::cos_sin_at(angles, static_cast<double>(1), 1.0, 2, cos, sin);
     }
     const double tolerance = as_float ? 1.2e-7 : 1e-15;
     CHECK(cos[0] == Approx(6.123233995736766e-17).epsilon(tolerance));

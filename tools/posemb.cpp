@@ -96,12 +96,12 @@ void print_pair_table(const PairFrequencies& f) {
   for (std::size_t i = 0; i < f.pairs.size(); ++i) {
     const PairFrequency& pair = f.pairs[i];
     const std::string wavelength =
-        pair.inv_freq > 0.0 ? fixed(posemb::detail::two_pi / pair.inv_freq, 2) : "inf";
+        pair.inv_freq > 0.0 ? fixed(posemb::two_pi / pair.inv_freq, 2) : "inf";
     const std::string turns =
         f.original_context
             ? std::to_string(static_cast<long long>(
                   std::floor(static_cast<double>(*f.original_context) * pair.default_inv_freq /
-                             posemb::detail::two_pi)))
+                             posemb::two_pi)))
             : "-";
     std::printf("%5zu  %-24s  %-24s  %14s  %11s  %s\n", i,
                 full_precision(pair.default_inv_freq).c_str(), full_precision(pair.inv_freq).c_str(),

@@ -26,7 +26,7 @@
 #include <cstdint>
 #include <limits>
 
-#include "posemb/detail/storage.hpp"
+#include "posemb/tensor.hpp"
 #include "posemb/error.hpp"
 #include "posemb/rope.hpp"
 
@@ -94,7 +94,7 @@ T alibi_to_storage(double value) {
 template <class T = float>
 AlibiBias<T> alibi_bias(int n_heads, const PositionVector& q_positions,
                         const PositionVector& k_positions, AlibiForm form = AlibiForm::Causal) {
-  static_assert(detail::is_storage_type_v<T>,
+  static_assert(is_storage_type_v<T>,
                 "posemb storage type must be float, double, Eigen::half or Eigen::bfloat16");
   detail::check_alibi_form(form);
   const Eigen::VectorXd slopes = alibi_slopes(n_heads);
@@ -117,7 +117,7 @@ template <class T = float>
 AlibiBiasRow<T> alibi_bias_row(int n_heads, std::int64_t q_position,
                                const PositionVector& k_positions,
                                AlibiForm form = AlibiForm::Causal) {
-  static_assert(detail::is_storage_type_v<T>,
+  static_assert(is_storage_type_v<T>,
                 "posemb storage type must be float, double, Eigen::half or Eigen::bfloat16");
   detail::check_alibi_form(form);
   const Eigen::VectorXd slopes = alibi_slopes(n_heads);

@@ -34,7 +34,7 @@
 #include <type_traits>
 
 #include "posemb/alibi.hpp"
-#include "posemb/detail/storage.hpp"
+#include "posemb/tensor.hpp"
 #include "posemb/error.hpp"
 #include "posemb/rope.hpp"
 
@@ -71,7 +71,8 @@ inline double check_score_options(const ScoreOptions& options, Eigen::Index head
          "expected ScoreScheme::None, ScoreScheme::Rope or ScoreScheme::Alibi");
   }
   if (options.scheme == ScoreScheme::Rope) {
-    check_head_dim(options.rope, head_dim);
+    options.rope.validate();
+    check_head_dim(options.rope, ActivationShape({1, 1, 1, head_dim}, TensorLayout::BSHD));
   } else if (options.rope.rotary_dim != 0 || options.rope.inv_freq.size() != 0) {
     fail("rope.rotary_dim", options.rope.rotary_dim,
          "expected an empty RopeSpec unless scheme == ScoreScheme::Rope");
@@ -145,12 +146,12 @@ inline Eigen::Index head_offset(TensorLayout layout, Eigen::Index b, Eigen::Inde
 // One head. q: [seq_q, head_dim] at q_positions [seq_q]; k: [seq_k, head_dim] at k_positions
 // [seq_k]. Returns logits (or probabilities): [seq_q, seq_k].
 template <class DQ, class DK>
-ScoreMatrix<detail::compute_t<typename DQ::Scalar>> attention_scores(
+ScoreMatrix<compute_t<typename DQ::Scalar>> attention_scores(
     const Eigen::MatrixBase<DQ>& q, const PositionVector& q_positions,
     const Eigen::MatrixBase<DK>& k, const PositionVector& k_positions,
     const ScoreOptions& options = {}) {
   using T = typename DQ::Scalar;
-  using C = detail::compute_t<T>;
+  using C = compute_t<T>;
   static_assert(std::is_same_v<T, typename DK::Scalar>, "posemb: q and k must have the same scalar type");
   detail::require_positive("q.rows()", q.rows());
   detail::require_positive("k.rows()", k.rows());
@@ -191,13 +192,13 @@ ScoreMatrix<detail::compute_t<typename DQ::Scalar>> attention_scores(
 // in HuggingFace's repeat_kv. q_positions / k_positions: a PositionMatrix [batch, seq] (or
 // [1, seq]) or a scalar offset (token s at offset + s), as in rope.hpp. ALiBi uses
 // options.alibi_slopes[h] for query head h. Returns [batch, heads, seq_q, seq_k].
-template <class XQ, class XK, detail::if_tensor4<XQ> = 0, detail::if_tensor4<XK> = 0>
-Tensor4<detail::compute_t<std::remove_const_t<typename XQ::Scalar>>> attention_scores(
-    const XQ& q, const detail::TokenPositions& q_positions, const XK& k,
-    const detail::TokenPositions& k_positions, const ScoreOptions& options = {},
+template <class XQ, class XK, IfTensor4<XQ> = 0, IfTensor4<XK> = 0>
+Tensor4<compute_t<std::remove_const_t<typename XQ::Scalar>>> attention_scores(
+    const XQ& q, const Positions& q_positions, const XK& k,
+    const Positions& k_positions, const ScoreOptions& options = {},
     TensorLayout layout = TensorLayout::BSHD) {
   using T = std::remove_const_t<typename XQ::Scalar>;
-  using C = detail::compute_t<T>;
+  using C = compute_t<T>;
   static_assert(std::is_same_v<T, std::remove_const_t<typename XK::Scalar>>,
                 "posemb: q and k must have the same scalar type");
   if (layout != TensorLayout::BSHD && layout != TensorLayout::BHSD) {

@@ -51,11 +51,13 @@
 #include <utility>
 #include <vector>
 
+#include "posemb/detail/cos_sin.hpp"
 #include "posemb/detail/random.hpp"
-#include "posemb/detail/storage.hpp"
+#include "posemb/detail/rotary_engine.hpp"
 #include "posemb/error.hpp"
 #include "posemb/frequencies.hpp"
 #include "posemb/rope.hpp"
+#include "posemb/tensor.hpp"
 
 namespace posemb {
 
@@ -92,7 +94,7 @@ inline FopeFrequencies fope_clip_floor(const Eigen::VectorXd& base_inv_freq,
   }
   FopeFrequencies f;
   f.base_inv_freq = base_inv_freq;
-  f.floor = detail::two_pi / static_cast<double>(train_length) * floor_ratio;
+  f.floor = two_pi / static_cast<double>(train_length) * floor_ratio;
   f.drop_clipped = drop_clipped;
   f.clipped = (base_inv_freq.array() < f.floor);
   const Eigen::Index kept =
@@ -274,24 +276,6 @@ inline Fope make_fope(const FopeConfig& config) {
   return Fope(std::move(resolved), std::move(frequencies), std::move(storage), sin_coef, cos_coef);
 }
 
-// make_fope from plain values, for a config loader. d_out = 0: the default width;
-// n_kv_heads = 0: n_heads.
-inline Fope make_fope(int head_dim, int n_heads, int n_kv_heads, double theta,
-                      std::int64_t train_length, double sigma = 0.3, int d_out = 0,
-                      std::uint64_t seed = 0, double padding_sin = 1.0) {
-  FopeConfig config;
-  config.head_dim = head_dim;
-  config.n_heads = n_heads;
-  config.n_kv_heads = n_kv_heads;
-  config.theta = theta;
-  config.train_length = train_length;
-  config.sigma = sigma;
-  config.d_out = d_out;
-  config.seed = seed;
-  config.padding_sin = padding_sin;
-  return make_fope(config);
-}
-
 // FoPE applying a checkpoint's coefficient arrays (e.g. the reference's
 // transformer.blocks.<i>.pos_emb.sin_coef / cos_coef), mapped without copying.
 // sin_coef, cos_coef: [n_kv_heads, D_in, D_out], float32, C order. D_out is taken from the
@@ -352,6 +336,7 @@ namespace detail {
 
 // C and S of every coefficient head and slot at one position, rounded to C.
 // cos_out, sin_out: [n_kv_heads, head_dim / 2]; scratch: [2 * D_in + 2 * D_out] doubles.
+// cos(w_k t) and sin(w_k t) come from the one cos/sin generator (detail/cos_sin.hpp) in double.
 template <class C>
 void fope_cos_sin(const Fope& fope, std::int64_t position, C* cos_out, C* sin_out,
                   double* scratch) {
@@ -360,11 +345,7 @@ void fope_cos_sin(const Fope& fope, std::int64_t position, C* cos_out, C* sin_ou
   double* sin_w = scratch + d_in;        // [D_in] sin(w_k t)
   double* cos_sum = scratch + 2 * d_in;  // [D_out]
   double* sin_sum = cos_sum + d_out;     // [D_out]
-  for (int k = 0; k < d_in; ++k) {
-    const double angle = rope_angle(position, fope.inv_freq()[k]);
-    cos_w[k] = std::cos(angle);
-    sin_w[k] = std::sin(angle);
-  }
+  cos_sin_at(fope.inv_freq().data(), static_cast<double>(position), 1.0, d_in, cos_w, sin_w);
   for (int h = 0; h < fope.n_kv_heads(); ++h) {
     const float* a_cos = fope.cos_coef().data() + static_cast<std::size_t>(h) * d_in * d_out;
     const float* a_sin = fope.sin_coef().data() + static_cast<std::size_t>(h) * d_in * d_out;
@@ -388,6 +369,10 @@ void fope_cos_sin(const Fope& fope, std::int64_t position, C* cos_out, C* sin_ou
   }
 }
 
+inline std::size_t fope_scratch_size(const Fope& fope) {
+  return 2 * static_cast<std::size_t>(fope.d_in() + fope.d_out());
+}
+
 }  // namespace detail
 
 // C and S at one position, in double: {cos, sin}, each [n_kv_heads, head_dim / 2].
@@ -395,25 +380,27 @@ inline std::pair<Eigen::MatrixXd, Eigen::MatrixXd> fope_cos_sin(const Fope& fope
                                                                 std::int64_t position) {
   using RowMatrix = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
   RowMatrix cos(fope.n_kv_heads(), fope.slots()), sin(fope.n_kv_heads(), fope.slots());
-  std::vector<double> scratch(2 * static_cast<std::size_t>(fope.d_in() + fope.d_out()));
+  std::vector<double> scratch(detail::fope_scratch_size(fope));
   detail::fope_cos_sin(fope, position, cos.data(), sin.data(), scratch.data());
   return {cos, sin};
 }
 
-// A precomputed (C, S) table for positions [first_position, first_position + count), in the
-// arithmetic type C (float for float/half/bf16 storage, double for double storage). Holds a
-// copy of the Fope (sharing its coefficients). Immutable after construction.
+// A precomputed (C, S) table for positions [first_position, first_position + count), for
+// tensors of storage type T (it holds compute_t<T>: float for float/half/bf16, double for
+// double). Holds a copy of the Fope (sharing its coefficients). Immutable after construction.
 // cos(), sin(): [count, n_kv_heads * head_dim / 2]; row r is position first_position + r, and
 // coefficient head g's slots start at column g * head_dim / 2. cos_row(p), sin_row(p): one
 // position's [n_kv_heads, head_dim / 2], throwing outside the range.
-template <class C>
-class FopeTable : public detail::PositionRows<C> {
+template <class T>
+class FopeTable : public CosSinRows<compute_t<T>> {
  public:
+  using compute_type = compute_t<T>;
+
   FopeTable(Fope fope, std::int64_t first_position, std::int64_t count)
-      : detail::PositionRows<C>("FoPE", first_position, count,
-                                static_cast<Eigen::Index>(fope.n_kv_heads()) * fope.slots()),
+      : CosSinRows<compute_type>("FoPE", first_position, count,
+                                 static_cast<Eigen::Index>(fope.n_kv_heads()) * fope.slots()),
         fope_(std::move(fope)) {
-    std::vector<double> scratch(2 * static_cast<std::size_t>(fope_.d_in() + fope_.d_out()));
+    std::vector<double> scratch(detail::fope_scratch_size(fope_));
     for (std::int64_t row = 0; row < count; ++row) {
       detail::fope_cos_sin(fope_, first_position + row, this->cos_.row(row).data(),
                            this->sin_.row(row).data(), scratch.data());
@@ -426,142 +413,107 @@ class FopeTable : public detail::PositionRows<C> {
   Fope fope_;
 };
 
-// The table type to use with storage type T.
-template <class T>
-using FopeTableFor = FopeTable<detail::compute_t<T>>;
-
 // ---------------------------------------------------------------------------------------------
-// 4. Application to 4-D tensors
+// 4. Application to 4-D tensors, through the rotary engine (detail/rotary_engine.hpp): one
+// cos/sin segment per coefficient head, rotate-half pairs over the whole head.
 
 namespace detail {
 
-// (C, S) rows per token: computed on the fly into a buffer allocated once per call...
-template <class C>
-class FopeDirectRows {
- public:
-  explicit FopeDirectRows(const Fope& fope)
-      : fope_(fope),
-        cos_(static_cast<std::size_t>(fope.n_kv_heads()) * fope.slots()),
-        sin_(cos_.size()),
-        scratch_(2 * static_cast<std::size_t>(fope.d_in() + fope.d_out())) {}
-  std::pair<const C*, const C*> at(std::int64_t position) {
-    fope_cos_sin(fope_, position, cos_.data(), sin_.data(), scratch_.data());
-    return {cos_.data(), sin_.data()};
+// Throws unless the tensor's heads are FoPE's: head_dim, and n_heads or n_kv_heads heads.
+inline void check_fope_shape(const Fope& fope, const ActivationShape& shape) {
+  if (shape.head_dim != fope.head_dim()) {
+    fail("head_dim", shape.head_dim,
+         "expected the FoPE head_dim = " + std::to_string(fope.head_dim()));
   }
+  (void)fope.head_group(shape.heads);
+}
 
- private:
-  const Fope& fope_;
-  std::vector<C> cos_, sin_;
-  std::vector<double> scratch_;
+// C and S computed per token (a RowFill source: one buffer per thread and call).
+struct FopeSource {
+  static constexpr SourceKind kind = SourceKind::RowFill;
+  const Fope& fope;
+
+  int rotary_dim() const { return fope.head_dim(); }
+  Pairing pairing() const { return Pairing::RotateHalf; }
+  Eigen::Index head_group(Eigen::Index heads) const { return fope.head_group(heads); }
+  void check(const ActivationShape& shape) const { check_fope_shape(fope, shape); }
+  Eigen::Index row_width() const {
+    return static_cast<Eigen::Index>(fope.n_kv_heads()) * fope.slots();
+  }
+  std::size_t scratch_size() const { return fope_scratch_size(fope); }
+  template <class C>
+  void fill_row(std::int64_t position, C* cos, C* sin, double* scratch) const {
+    fope_cos_sin(fope, position, cos, sin, scratch);
+  }
 };
 
-// ... or read from a table (no allocation).
-template <class C>
-class FopeTableRows {
- public:
-  explicit FopeTableRows(const FopeTable<C>& table) : table_(table) {}
-  std::pair<const C*, const C*> at(std::int64_t position) const {
-    return {table_.cos_row(position), table_.sin_row(position)};
-  }
+// C and S read from a FopeTable (a Rows source).
+template <class TableT>
+struct FopeTableSource {
+  static constexpr SourceKind kind = SourceKind::Rows;
+  const FopeTable<TableT>& table;
 
- private:
-  const FopeTable<C>& table_;
+  int rotary_dim() const { return table.fope().head_dim(); }
+  Pairing pairing() const { return Pairing::RotateHalf; }
+  Eigen::Index head_group(Eigen::Index heads) const { return table.fope().head_group(heads); }
+  void check(const ActivationShape& shape) const { check_fope_shape(table.fope(), shape); }
+  template <class C>
+  const C* cos_row(std::int64_t position) const {
+    static_assert(std::is_same_v<C, compute_t<TableT>>,
+                  "posemb: the table's arithmetic type differs from the tensor's; use "
+                  "FopeTable<T> with T the tensor's storage type");
+    return table.cos_row(position);
+  }
+  template <class C>
+  const C* sin_row(std::int64_t position) const {
+    return table.sin_row(position);
+  }
 };
 
-template <class C>
-FopeDirectRows<C> fope_rows(const Fope& fope) {
-  return FopeDirectRows<C>(fope);
-}
-template <class C, class TableC>
-FopeTableRows<C> fope_rows(const FopeTable<TableC>& table) {
-  static_assert(std::is_same_v<C, TableC>,
-                "posemb: use FopeTableFor<T> (double for double storage, float otherwise)");
-  return FopeTableRows<C>(table);
-}
-
-inline const Fope& fope_of(const Fope& fope) { return fope; }
-template <class C>
-const Fope& fope_of(const FopeTable<C>& table) {
-  return table.fope();
-}
-
-// Rotates every head of a 4-D tensor with FoPE; in and out share shape and layout (in == out:
-// in place). in, out: [batch, seq, heads, head_dim] (BSHD) or [batch, heads, seq, head_dim]
-// (BHSD); heads is n_heads (queries) or n_kv_heads (keys).
-template <class T, class Source>
-void fope_rotate_tensor(const Source& source, const TokenPositions& positions, TensorLayout layout,
-                        const T* in, T* out, const Eigen::array<Eigen::Index, 4>& dims) {
-  if (layout != TensorLayout::BSHD && layout != TensorLayout::BHSD) {
-    fail("layout", static_cast<int>(layout), "expected TensorLayout::BSHD or TensorLayout::BHSD");
-  }
-  const Fope& fope = fope_of(source);
-  const bool bshd = layout == TensorLayout::BSHD;
-  const Eigen::Index batch = dims[0];
-  const Eigen::Index seq = bshd ? dims[1] : dims[2];
-  const Eigen::Index heads = bshd ? dims[2] : dims[1];
-  const Eigen::Index head_dim = dims[3];
-  if (head_dim != fope.head_dim()) {
-    fail("head_dim", head_dim, "expected the FoPE head_dim = " + std::to_string(fope.head_dim()));
-  }
-  const Eigen::Index group = fope.head_group(heads);
-  positions.check(batch, seq);
-  const Eigen::Index token_stride = bshd ? heads * head_dim : head_dim;
-  const Eigen::Index head_stride = bshd ? head_dim : seq * head_dim;
-  const int slots = fope.slots();
-  using C = compute_t<T>;
-  auto rows = fope_rows<C>(source);
-  for (Eigen::Index b = 0; b < batch; ++b) {
-    for (Eigen::Index s = 0; s < seq; ++s) {
-      const auto [cos, sin] = rows.at(positions.at(b, s));
-      const Eigen::Index token = b * seq * heads * head_dim + s * token_stride;
-      for (Eigen::Index h = 0; h < heads; ++h) {
-        const Eigen::Index at = token + h * head_stride;
-        const Eigen::Index row = (h / group) * slots;
-        rotate_pairs(in + at, out + at, 1, cos + row, sin + row, 0, slots,
-                     static_cast<int>(head_dim), Pairing::RotateHalf);
-      }
-    }
-  }
+inline FopeSource rotary_source(const Fope& fope) { return FopeSource{fope}; }
+template <class TableT>
+FopeTableSource<TableT> rotary_source(const FopeTable<TableT>& table) {
+  return FopeTableSource<TableT>{table};
 }
 
 }  // namespace detail
 
-// `source` is a Fope (C, S computed per token; one scratch allocation per call) or a
-// FopeTableFor<T> (no allocation). `positions` is a PositionMatrix [batch, seq] (or [1, seq])
-// or a scalar offset (token s at offset + s, as for KV-cache decode).
+// `source` is a Fope (C, S computed per token; one buffer per thread and call) or a
+// FopeTable<T> (no allocation). x: [batch, seq, heads, head_dim] (BSHD) or [batch, heads, seq,
+// head_dim] (BHSD), heads = n_heads (queries) or n_kv_heads (keys). `positions`: a
+// PositionMatrix [batch, seq] (or [1, seq]) or a scalar offset (token s at offset + s).
+// `threads`: up to this many threads (large tensors only; see Threads).
 
-// x: [batch, seq, heads, head_dim] (BSHD) or [batch, heads, seq, head_dim] (BHSD), heads =
-// n_heads (queries) or n_kv_heads (keys).
-template <class X, class Source, detail::if_tensor4<X> = 0>
-void apply_fope_inplace(X&& x, const detail::TokenPositions& positions, const Source& source,
-                        TensorLayout layout = TensorLayout::BSHD) {
-  detail::fope_rotate_tensor(source, positions, layout, x.data(), x.data(), x.dimensions());
+// In place.
+//
+// Example:
+//   const posemb::Fope fope = posemb::fope_with_coefficients(config, sin_coef, cos_coef);
+//   const posemb::FopeTable<float> table(fope, /*first_position=*/0, /*count=*/4096);
+//   posemb::apply_fope_inplace(q, /*offset=*/0, table);   // q: [1, seq, n_heads, head_dim]
+template <class X, class Source, IfTensor4<X> = 0>
+void apply_fope_inplace(X&& x, const Positions& positions, const Source& source,
+                        TensorLayout layout = TensorLayout::BSHD, Threads threads = {}) {
+  detail::rotate_tensor(detail::rotary_source(source), positions,
+                        ActivationShape(x.dimensions(), layout), x.data(), x.data(), threads);
 }
 
 // Out of place into a caller's tensor `out` of the same shape.
-template <class X, class Y, class Source, detail::if_tensor4<X> = 0, detail::if_tensor4<Y> = 0>
-void apply_fope(const X& x, Y&& out, const detail::TokenPositions& positions, const Source& source,
-                TensorLayout layout = TensorLayout::BSHD) {
-  using YT = std::remove_reference_t<Y>;
-  static_assert(std::is_same_v<std::remove_const_t<typename X::Scalar>, typename YT::Scalar>,
+template <class X, class Y, class Source, IfTensor4<X> = 0, IfTensor4<Y> = 0>
+void apply_fope(const X& x, Y&& out, const Positions& positions, const Source& source,
+                TensorLayout layout = TensorLayout::BSHD, Threads threads = {}) {
+  static_assert(std::is_same_v<scalar_of_t<X>, scalar_of_t<Y>>,
                 "posemb: x and out must have the same scalar type");
-  for (int i = 0; i < 4; ++i) {
-    if (x.dimension(i) != out.dimension(i)) {
-      detail::fail(
-          "out.dimension(" + std::to_string(i) + ")", out.dimension(i),
-          "expected x.dimension(" + std::to_string(i) + ") = " + std::to_string(x.dimension(i)));
-    }
-  }
-  detail::fope_rotate_tensor(source, positions, layout, x.data(), out.data(), x.dimensions());
+  require_same_dims(x, out);
+  detail::rotate_tensor(detail::rotary_source(source), positions,
+                        ActivationShape(x.dimensions(), layout), x.data(), out.data(), threads);
 }
 
 // Out of place, returning a new tensor.
-template <class X, class Source, detail::if_tensor4<X> = 0>
-Tensor4<std::remove_const_t<typename X::Scalar>> apply_fope(
-    const X& x, const detail::TokenPositions& positions, const Source& source,
-    TensorLayout layout = TensorLayout::BSHD) {
-  Tensor4<std::remove_const_t<typename X::Scalar>> out(x.dimensions());
-  detail::fope_rotate_tensor(source, positions, layout, x.data(), out.data(), x.dimensions());
+template <class X, class Source, IfTensor4<X> = 0>
+Tensor4<scalar_of_t<X>> apply_fope(const X& x, const Positions& positions, const Source& source,
+                                   TensorLayout layout = TensorLayout::BSHD, Threads threads = {}) {
+  Tensor4<scalar_of_t<X>> out(x.dimensions());
+  apply_fope(x, out, positions, source, layout, threads);
   return out;
 }
 

@@ -1,6 +1,8 @@
-// Default RoPE inverse frequencies (Su et al. 2021, "RoFormer", eq. 15).
+// Default RoPE inverse frequencies (Su et al. 2021, "RoFormer", eq. 15), and the angle every
+// rotary scheme forms from them.
 //
 //   inv_freq[i] = base^(-2i / rotary_dim),  i = 0 .. rotary_dim/2 - 1
+//   angle       = remainder(p * inv_freq[i], 2 pi)  in (-pi, pi], formed in double
 //
 // Always in double: a float32 or bf16 inv_freq puts errors of 1e-2 rad and more into the angle
 // p * inv_freq at positions in the tens of thousands. Scaled variants (linear, NTK, YaRN, ...)
@@ -9,10 +11,19 @@
 
 #include <Eigen/Core>
 #include <cmath>
+#include <cstdint>
 
 #include "posemb/error.hpp"
 
 namespace posemb {
+
+// The double nearest 2 pi.
+inline constexpr double two_pi = 6.283185307179586476925286766559;
+
+// theta = p * inv_freq formed in double, reduced to [-pi, pi] (std::remainder: exact).
+inline double rope_angle(std::int64_t position, double inv_freq) {
+  return std::remainder(static_cast<double>(position) * inv_freq, two_pi);
+}
 
 // Returns inv_freq: [rotary_dim / 2], decreasing from 1.
 inline Eigen::VectorXd default_inv_freq(int rotary_dim, double base = 10000.0) {

@@ -46,16 +46,16 @@ template <class T, class Source>
 void rotate_rows_into(const T* x, Eigen::Index head_dim, const PositionVector& positions,
                       Eigen::Index begin, Eigen::Index count, const Source& source, T* panel) {
   std::copy(x + begin * head_dim, x + (begin + count) * head_dim, panel);
-  for (Eigen::Index r = 0; r < count; ++r) {
-    T* row = panel + r * head_dim;
-    rotate_head(source, positions[begin + r], row, row, 1, head_dim);
-  }
+  using Rows = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  Eigen::Map<Rows> rows(panel, count, head_dim);
+  rotate_matrix_rows(rows, rotary_source(source), count,
+                     [&](Eigen::Index r) { return positions[begin + r]; });
 }
 
 }  // namespace detail
 
 // q: [seq_q, head_dim] at q_positions [seq_q]; k: [seq_k, head_dim] at k_positions [seq_k];
-// out: [seq_q, seq_k] (resized). T is float or double; source a RopeSpec or a RopeTableFor<T>.
+// out: [seq_q, seq_k] (resized). T is float or double; source a RopeSpec or a RopeTable<T>.
 template <class T, class Source>
 void fused_rope_scores(
     const Eigen::Ref<const Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>& q,
@@ -80,7 +80,7 @@ void fused_rope_scores(
     detail::fail("k_positions.size()", k_positions.size(),
                  "expected one position per row of k = " + std::to_string(seq_k));
   }
-  detail::check_head_dim(source, head_dim);
+  detail::rotary_source(source).check(ActivationShape({1, 1, 1, head_dim}, TensorLayout::BSHD));
   if (!(std::isfinite(options.scale) && options.scale >= 0.0)) {
     detail::fail("options.scale", options.scale, "expected a finite number >= 0 (0: 1/sqrt(head_dim))");
   }
@@ -90,7 +90,9 @@ void fused_rope_scores(
   // A table must cover every position before any work starts.
   for (const PositionVector* positions : {&q_positions, &k_positions}) {
     for (Eigen::Index i = 0; i < positions->size(); ++i) {
-      detail::check_positions(source, detail::TokenPositions((*positions)[i]), 1, 1);
+      if constexpr (decltype(detail::rotary_source(source))::kind == detail::SourceKind::Rows) {
+        (void)detail::rotary_source(source).template cos_row<T>((*positions)[i]);
+      }
     }
   }
 

@@ -22,44 +22,54 @@
 #include <cstdint>
 #include <string>
 
+#include "posemb/detail/cos_sin.hpp"
+#include "posemb/detail/rotary_engine.hpp"
 #include "posemb/error.hpp"
 #include "posemb/rope.hpp"
+#include "posemb/tensor.hpp"
 
 namespace posemb {
 namespace detail {
 
-// cos/sin fills (CosSinFunction sources for rope.hpp's kernels).
+// Pairs sources of the rotary engine.
 
 // Pair i turns by p * (to_i - from_i), scaled by to.attention_scale / from.attention_scale.
-struct RerotateFill {
+struct RerotateSource {
+  static constexpr SourceKind kind = SourceKind::Pairs;
   const RopeSpec& from;
   const RopeSpec& to;
 
+  int rotary_dim() const { return to.rotary_dim; }
+  Pairing pairing() const { return to.pairing; }
+  Eigen::Index head_group(Eigen::Index heads) const { return heads; }
+  void check(const ActivationShape& shape) const { check_head_dim(to, shape); }
   template <class C>
-  void operator()(std::int64_t position, int begin, int end, C* cos, C* sin) const {
+  void fill(std::int64_t position, int begin, int end, C* cos, C* sin) const {
+    double angle[cos_sin_chunk], magnitude[cos_sin_chunk];
     const double ratio = to.attention_scale / from.attention_scale;
     for (int i = begin; i < end; ++i) {
-      const double angle =
-          rope_angle(position, to.inv_freq[i]) - rope_angle(position, from.inv_freq[i]);
-      cos[i - begin] = static_cast<C>(ratio * std::cos(angle));
-      sin[i - begin] = static_cast<C>(ratio * std::sin(angle));
+      angle[i - begin] = rope_angle(position, to.inv_freq[i]) - rope_angle(position, from.inv_freq[i]);
+      magnitude[i - begin] = ratio;
     }
+    cos_sin_of(angle, magnitude, end - begin, cos, sin);
   }
 };
 
 // Pair i turns by delta * inv_i whatever the token's position; no attention scale (the cached
 // keys carry it already).
-struct ShiftFill {
+struct ShiftSource {
+  static constexpr SourceKind kind = SourceKind::Pairs;
   const RopeSpec& spec;
   std::int64_t delta;
 
+  int rotary_dim() const { return spec.rotary_dim; }
+  Pairing pairing() const { return spec.pairing; }
+  Eigen::Index head_group(Eigen::Index heads) const { return heads; }
+  void check(const ActivationShape& shape) const { check_head_dim(spec, shape); }
   template <class C>
-  void operator()(std::int64_t /*position*/, int begin, int end, C* cos, C* sin) const {
-    for (int i = begin; i < end; ++i) {
-      const double angle = rope_angle(delta, spec.inv_freq[i]);
-      cos[i - begin] = static_cast<C>(std::cos(angle));
-      sin[i - begin] = static_cast<C>(std::sin(angle));
-    }
+  void fill(std::int64_t /*position*/, int begin, int end, C* cos, C* sin) const {
+    cos_sin_at(spec.inv_freq.data() + begin, static_cast<double>(delta), 1.0, end - begin, cos,
+               sin);
   }
 };
 
@@ -69,9 +79,13 @@ struct ShiftFill {
 // rotated with `from` at `positions` (PositionMatrix [batch, seq] or [1, seq], or an offset).
 // Re-rotates them in place to what `to` gives at the same positions. `from` and `to` must share
 // rotary_dim and pairing. Allocates nothing.
-template <class X, detail::if_tensor4<X> = 0>
-void rerotate_keys_inplace(X&& keys, const detail::TokenPositions& positions, const RopeSpec& from,
-                           const RopeSpec& to, TensorLayout layout = TensorLayout::BSHD) {
+//
+// Example (dynamic NTK once the sequence outgrows max_position_embeddings):
+//   posemb::rerotate_keys_inplace(k_cache, /*offset=*/0, old_spec, new_spec);
+template <class X, IfTensor4<X> = 0>
+void rerotate_keys_inplace(X&& keys, const Positions& positions, const RopeSpec& from,
+                           const RopeSpec& to, TensorLayout layout = TensorLayout::BSHD,
+                           Threads threads = {}) {
   from.validate();
   to.validate();
   if (from.rotary_dim != to.rotary_dim) {
@@ -82,21 +96,24 @@ void rerotate_keys_inplace(X&& keys, const detail::TokenPositions& positions, co
     detail::fail("to.pairing", to_string(to.pairing),
                  std::string("expected from.pairing = ") + to_string(from.pairing));
   }
-  const detail::RerotateFill fill{from, to};
-  detail::rotate_tensor(detail::CosSinFunction<detail::RerotateFill>{to, fill}, positions, layout,
-                        keys.data(), keys.data(), keys.dimensions());
+  detail::rotate_tensor(detail::RerotateSource{from, to}, positions,
+                        ActivationShape(keys.dimensions(), layout), keys.data(), keys.data(),
+                        threads);
 }
 
 // keys: as above, rotated with `spec`. Moves every key by delta positions (delta may be
 // negative): afterwards each key is what `spec` gives at its old position + delta. Allocates
 // nothing.
-template <class X, detail::if_tensor4<X> = 0>
+//
+// Example (context shift: drop the oldest 512 tokens, move the rest back):
+//   posemb::shift_keys_inplace(k_cache_rest, /*delta=*/-512, spec);
+template <class X, IfTensor4<X> = 0>
 void shift_keys_inplace(X&& keys, std::int64_t delta, const RopeSpec& spec,
-                        TensorLayout layout = TensorLayout::BSHD) {
+                        TensorLayout layout = TensorLayout::BSHD, Threads threads = {}) {
   spec.validate();
-  const detail::ShiftFill fill{spec, delta};
-  detail::rotate_tensor(detail::CosSinFunction<detail::ShiftFill>{spec, fill}, std::int64_t{0},
-                        layout, keys.data(), keys.data(), keys.dimensions());
+  detail::rotate_tensor(detail::ShiftSource{spec, delta}, std::int64_t{0},
+                        ActivationShape(keys.dimensions(), layout), keys.data(), keys.data(),
+                        threads);
 }
 
 }  // namespace posemb

@@ -20,9 +20,9 @@
 #include <vector>
 
 #include "posemb/detail/random.hpp"
-#include "posemb/detail/storage.hpp"
 #include "posemb/error.hpp"
-#include "posemb/sinusoidal.hpp"
+#include "posemb/absolute.hpp"
+#include "posemb/tensor.hpp"
 
 namespace posemb {
 
@@ -30,7 +30,7 @@ namespace posemb {
 // Copying an owning table copies its weights; copying a mapping table maps the same buffer.
 template <class T = float>
 class LearnedPositionTable {
-  static_assert(detail::is_storage_type_v<T>,
+  static_assert(is_storage_type_v<T>,
                 "posemb storage type must be float, double, Eigen::half or Eigen::bfloat16");
 
  public:

@@ -14,6 +14,8 @@
 // both Wq and Wk (and their biases) are permuted. Wq is permuted with the query head count and
 // Wk with the key-value head count: under grouped-query attention they differ.
 //
+// One entry point for both directions: permute_pairing(w, n_heads, from, to, rotary_dim).
+//
 // Weights are in the PyTorch nn.Linear layout, rows = output features:
 //   w: [n_heads * head_dim, in_features], or a bias / feature vector [n_heads * head_dim].
 // Moving rows is a pure copy: P^-1(P(w)) == w bit for bit.
@@ -24,6 +26,7 @@
 #include <string>
 
 #include "posemb/error.hpp"
+#include "posemb/tensor.hpp"
 
 namespace posemb {
 namespace detail {
@@ -79,8 +82,8 @@ void permute_rotary_rows(Eigen::MatrixBase<Derived>& w, int n_heads,
 
 // A row vector's features are its columns; everything else is permuted by rows.
 template <class Derived>
-void permute_pairing_inplace(const Eigen::MatrixBase<Derived>& w, int n_heads,
-                             std::optional<int> rotary_dim, bool to_rotate_half) {
+void permute_features(const Eigen::MatrixBase<Derived>& w, int n_heads,
+                      std::optional<int> rotary_dim, bool to_rotate_half) {
   // Writable through a const reference, as Eigen recommends for Block/Map arguments.
   auto& target = const_cast<Eigen::MatrixBase<Derived>&>(w);
   if constexpr (Derived::RowsAtCompileTime == 1) {
@@ -93,64 +96,40 @@ void permute_pairing_inplace(const Eigen::MatrixBase<Derived>& w, int n_heads,
 
 }  // namespace detail
 
-// Interleaved (Meta LLaMA, GPT-J) -> rotate-half (HuggingFace LLaMA, GPT-NeoX), in place:
-// row 2i -> i and 2i + 1 -> i + rotary_dim / 2 within each head; rows past rotary_dim stay.
+// Reorders the rotary rows of every head of w from pairing `from` to pairing `to`, in place:
+// interleaved -> rotate-half moves row 2i -> i and 2i + 1 -> i + rotary_dim / 2 within each head,
+// rotate-half -> interleaved the inverse; from == to leaves w as it is (after the checks). Rows
+// past rotary_dim stay. rotary_dim: nullopt means whole heads (rotary_dim = rows / n_heads).
 // w: [n_heads * head_dim, in_features] or a vector [n_heads * head_dim].
 // n_heads: query heads for Wq / bq, key-value heads for Wk / bk.
+//
+// Example (Meta LLaMA checkpoint to HuggingFace order, grouped-query attention):
+//   posemb::permute_pairing_inplace(wq, 32, posemb::Pairing::Interleaved, posemb::Pairing::RotateHalf);
+//   posemb::permute_pairing_inplace(wk, 8, posemb::Pairing::Interleaved, posemb::Pairing::RotateHalf);
 template <class Derived>
-void permute_interleaved_to_rotate_half_inplace(const Eigen::MatrixBase<Derived>& w, int n_heads,
-                                                int rotary_dim) {
-  detail::permute_pairing_inplace(w, n_heads, rotary_dim, true);
+void permute_pairing_inplace(const Eigen::MatrixBase<Derived>& w, int n_heads, Pairing from,
+                             Pairing to, std::optional<int> rotary_dim = std::nullopt) {
+  for (const Pairing pairing : {from, to}) {
+    if (pairing != Pairing::Interleaved && pairing != Pairing::RotateHalf) {
+      detail::fail("pairing", static_cast<int>(pairing),
+                   "expected Pairing::Interleaved or Pairing::RotateHalf");
+    }
+  }
+  if (from == to) {
+    (void)detail::permute_head_dim(Derived::RowsAtCompileTime == 1 ? w.cols() : w.rows(), n_heads,
+                                   rotary_dim);
+    return;
+  }
+  detail::permute_features(w, n_heads, rotary_dim, to == Pairing::RotateHalf);
 }
 
-// Whole heads rotate (rotary_dim = head_dim = rows / n_heads).
+// Out of place: returns the permuted copy as a plain matrix/vector of w's shape.
 template <class Derived>
-void permute_interleaved_to_rotate_half_inplace(const Eigen::MatrixBase<Derived>& w, int n_heads) {
-  detail::permute_pairing_inplace(w, n_heads, std::nullopt, true);
-}
-
-// Rotate-half -> interleaved, in place (the inverse): row i -> 2i and i + rotary_dim / 2 -> 2i + 1.
-template <class Derived>
-void permute_rotate_half_to_interleaved_inplace(const Eigen::MatrixBase<Derived>& w, int n_heads,
-                                                int rotary_dim) {
-  detail::permute_pairing_inplace(w, n_heads, rotary_dim, false);
-}
-
-template <class Derived>
-void permute_rotate_half_to_interleaved_inplace(const Eigen::MatrixBase<Derived>& w, int n_heads) {
-  detail::permute_pairing_inplace(w, n_heads, std::nullopt, false);
-}
-
-// Out of place: return the permuted copy as a plain matrix/vector of w's shape.
-template <class Derived>
-typename Derived::PlainObject permute_interleaved_to_rotate_half(
-    const Eigen::MatrixBase<Derived>& w, int n_heads, int rotary_dim) {
+typename Derived::PlainObject permute_pairing(const Eigen::MatrixBase<Derived>& w, int n_heads,
+                                              Pairing from, Pairing to,
+                                              std::optional<int> rotary_dim = std::nullopt) {
   typename Derived::PlainObject out = w;
-  permute_interleaved_to_rotate_half_inplace(out, n_heads, rotary_dim);
-  return out;
-}
-
-template <class Derived>
-typename Derived::PlainObject permute_interleaved_to_rotate_half(
-    const Eigen::MatrixBase<Derived>& w, int n_heads) {
-  typename Derived::PlainObject out = w;
-  permute_interleaved_to_rotate_half_inplace(out, n_heads);
-  return out;
-}
-
-template <class Derived>
-typename Derived::PlainObject permute_rotate_half_to_interleaved(
-    const Eigen::MatrixBase<Derived>& w, int n_heads, int rotary_dim) {
-  typename Derived::PlainObject out = w;
-  permute_rotate_half_to_interleaved_inplace(out, n_heads, rotary_dim);
-  return out;
-}
-
-template <class Derived>
-typename Derived::PlainObject permute_rotate_half_to_interleaved(
-    const Eigen::MatrixBase<Derived>& w, int n_heads) {
-  typename Derived::PlainObject out = w;
-  permute_rotate_half_to_interleaved_inplace(out, n_heads);
+  permute_pairing_inplace(out, n_heads, from, to, rotary_dim);
   return out;
 }
 

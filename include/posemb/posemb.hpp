@@ -2,8 +2,10 @@
 // config.hpp, which needs nlohmann-json (include <posemb/config.hpp> for config.json loading).
 #pragma once
 
+// The ground floor: errors, the vocabulary (positions, tensors, layouts, pairing, threads).
 #include "posemb/version.hpp"
 #include "posemb/error.hpp"
+#include "posemb/tensor.hpp"
 #include "posemb/npy.hpp"
 
 // Rotary: frequencies, the kernel, scaled variants, xPos, FoPE, KV-cache helpers, permutation.
@@ -16,10 +18,12 @@
 #include "posemb/permute.hpp"
 
 // Additive: absolute tables and ALiBi.
+#include "posemb/absolute.hpp"
 #include "posemb/sinusoidal.hpp"
 #include "posemb/learned.hpp"
 #include "posemb/alibi.hpp"
 
 // Attention scores tying them together; the fused RoPE + q k^T kernel.
+#include "posemb/layer_attention.hpp"
 #include "posemb/attention.hpp"
 #include "posemb/fused_attention.hpp"

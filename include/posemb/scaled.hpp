@@ -133,7 +133,7 @@ inline double yarn_correction_dim(double rotations, int rotary_dim, double base,
                                   std::int64_t original_max_position_embeddings) {
   return rotary_dim *
          std::log(static_cast<double>(original_max_position_embeddings) /
-                  (rotations * detail::two_pi)) /
+                  (rotations * two_pi)) /
          (2.0 * std::log(base));
 }
 
@@ -227,7 +227,7 @@ enum class Llama3Band { Kept, Ramp, Interpolated };
 
 // Which band pair i with inverse frequency inv_i falls in.
 inline Llama3Band llama3_band(double inv_i, const Llama3Params& params) {
-  const double wavelength = detail::two_pi / inv_i;
+  const double wavelength = two_pi / inv_i;
   const double L0 = static_cast<double>(params.original_max_position_embeddings);
   if (wavelength < L0 / params.high_freq_factor) return Llama3Band::Kept;
   if (wavelength > L0 / params.low_freq_factor) return Llama3Band::Interpolated;
@@ -257,7 +257,7 @@ inline RopeSpec llama3_rope_spec(int rotary_dim, double base, const Llama3Params
         inv_freq[i] = inv[i] / params.factor;
         break;
       case Llama3Band::Ramp: {
-        const double wavelength = detail::two_pi / inv[i];
+        const double wavelength = two_pi / inv[i];
         const double t = (L0 / wavelength - params.low_freq_factor) /
                          (params.high_freq_factor - params.low_freq_factor);
         inv_freq[i] = inv[i] + (1.0 - t) * (inv[i] / params.factor - inv[i]);

@@ -24,9 +24,11 @@
 #include <string>
 #include <type_traits>
 
-#include "posemb/detail/storage.hpp"
+#include "posemb/detail/cos_sin.hpp"
+#include "posemb/detail/rotary_engine.hpp"
 #include "posemb/error.hpp"
 #include "posemb/rope.hpp"
+#include "posemb/tensor.hpp"
 
 namespace posemb {
 
@@ -70,22 +72,27 @@ inline double xpos_scale(int pair, std::int64_t position, int rotary_dim, const 
 
 namespace detail {
 
-// Fills cos/sin of pairs [begin, end) at `position` (a CosSinFunction for rope.hpp's kernels):
-// RoPE's cos and sin times attention_scale times the pair's xPos scale, rounded once to C.
-struct XposFill {
+// RoPE's cos and sin times attention_scale times the pair's xPos scale, rounded once to C (a
+// Pairs source of the rotary engine).
+struct XposSource {
+  static constexpr SourceKind kind = SourceKind::Pairs;
   const XposSpec& spec;
   XposRole role;
 
+  int rotary_dim() const { return spec.rope.rotary_dim; }
+  Pairing pairing() const { return spec.rope.pairing; }
+  Eigen::Index head_group(Eigen::Index heads) const { return heads; }
+  void check(const ActivationShape& shape) const { check_head_dim(spec.rope, shape); }
   template <class C>
-  void operator()(std::int64_t position, int begin, int end, C* cos, C* sin) const {
+  void fill(std::int64_t position, int begin, int end, C* cos, C* sin) const {
     const RopeSpec& rope = spec.rope;
+    double angle[cos_sin_chunk], magnitude[cos_sin_chunk];
     for (int i = begin; i < end; ++i) {
-      const double angle = rope_angle(position, rope.inv_freq[i]);
-      const double magnitude =
+      angle[i - begin] = static_cast<double>(position) * rope.inv_freq[i];
+      magnitude[i - begin] =
           rope.attention_scale * xpos_scale(i, position, rope.rotary_dim, spec.params, role);
-      cos[i - begin] = static_cast<C>(magnitude * std::cos(angle));
-      sin[i - begin] = static_cast<C>(magnitude * std::sin(angle));
     }
+    cos_sin_of(angle, magnitude, end - begin, cos, sin);
   }
 };
 
@@ -123,38 +130,66 @@ void check_xpos_range(const XposSpec& spec, XposRole role, std::int64_t min_posi
 // ---------------------------------------------------------------------------------------------
 // 4-D tensors. x: [batch, seq, heads, head_dim] (BSHD) or [batch, heads, seq, head_dim] (BHSD),
 // queries or keys (`role`); positions: PositionMatrix [batch, seq] (or [1, seq]) or an offset.
-// Rotates and scales the first rotary_dim features of every head in place; allocates nothing.
-template <class X, detail::if_tensor4<X> = 0>
-void apply_xpos_inplace(X&& x, const detail::TokenPositions& positions, const XposSpec& spec,
-                        XposRole role, TensorLayout layout = TensorLayout::BSHD) {
-  using T = std::remove_const_t<typename std::remove_reference_t<X>::Scalar>;
+// Rotates and scales the first rotary_dim features of every head. `threads`: up to this many
+// threads (large tensors only; see Threads).
+
+namespace detail {
+
+// The smallest and largest position of a [batch, seq] grid, checked against the storage type T.
+template <class T>
+void check_xpos_positions(const XposSpec& spec, XposRole role, const Positions& positions,
+                          Eigen::Index batch, Eigen::Index seq) {
   spec.validate();
-  detail::check_layout(layout);
-  const Eigen::Index batch = x.dimension(0);
-  const Eigen::Index seq = layout == TensorLayout::BSHD ? x.dimension(1) : x.dimension(2);
   positions.check(batch, seq);
-  if (batch > 0 && seq > 0) {
-    std::int64_t lo = positions.at(0, 0), hi = lo;
-    for (Eigen::Index b = 0; b < batch; ++b) {
-      for (Eigen::Index s = 0; s < seq; ++s) {
-        lo = std::min(lo, positions.at(b, s));
-        hi = std::max(hi, positions.at(b, s));
-      }
+  if (batch == 0 || seq == 0) return;
+  std::int64_t lo = positions.at(0, 0), hi = lo;
+  for (Eigen::Index b = 0; b < batch; ++b) {
+    for (Eigen::Index s = 0; s < seq; ++s) {
+      lo = std::min(lo, positions.at(b, s));
+      hi = std::max(hi, positions.at(b, s));
     }
-    detail::check_xpos_range<T>(spec, role, lo, hi);
   }
-  const detail::XposFill fill{spec, role};
-  detail::rotate_tensor(detail::CosSinFunction<detail::XposFill>{spec.rope, fill}, positions,
-                        layout, x.data(), x.data(), x.dimensions());
+  check_xpos_range<T>(spec, role, lo, hi);
+}
+
+}  // namespace detail
+
+// Out of place into a caller's tensor `out` of the same shape; allocates nothing.
+//
+// Example:
+//   const posemb::XposSpec spec{posemb::default_rope_spec(64), posemb::XposParams{}};
+//   posemb::apply_xpos(q, q_out, /*offset=*/0, spec, posemb::XposRole::Query);
+//   posemb::apply_xpos(k, k_out, /*offset=*/0, spec, posemb::XposRole::Key);
+template <class X, class Y, IfTensor4<X> = 0, IfTensor4<Y> = 0>
+void apply_xpos(const X& x, Y&& out, const Positions& positions, const XposSpec& spec,
+                XposRole role, TensorLayout layout = TensorLayout::BSHD, Threads threads = {}) {
+  static_assert(std::is_same_v<scalar_of_t<X>, scalar_of_t<Y>>,
+                "posemb: x and out must have the same scalar type");
+  require_same_dims(x, out);
+  const ActivationShape shape(x.dimensions(), layout);
+  detail::check_xpos_positions<scalar_of_t<X>>(spec, role, positions, shape.batch, shape.seq);
+  detail::rotate_tensor(detail::XposSource{spec, role}, positions, shape, x.data(), out.data(),
+                        threads);
+}
+
+// In place; allocates nothing. A scale out of the storage type's range throws before any
+// change.
+template <class X, IfTensor4<X> = 0>
+void apply_xpos_inplace(X&& x, const Positions& positions, const XposSpec& spec, XposRole role,
+                        TensorLayout layout = TensorLayout::BSHD, Threads threads = {}) {
+  const ActivationShape shape(x.dimensions(), layout);
+  detail::check_xpos_positions<scalar_of_t<X>>(spec, role, positions, shape.batch, shape.seq);
+  detail::rotate_tensor(detail::XposSource{spec, role}, positions, shape, x.data(), x.data(),
+                        threads);
 }
 
 // Out of place, returning a new tensor.
-template <class X, detail::if_tensor4<X> = 0>
-Tensor4<std::remove_const_t<typename X::Scalar>> apply_xpos(
-    const X& x, const detail::TokenPositions& positions, const XposSpec& spec, XposRole role,
-    TensorLayout layout = TensorLayout::BSHD) {
-  Tensor4<std::remove_const_t<typename X::Scalar>> out = x;
-  apply_xpos_inplace(out, positions, spec, role, layout);
+template <class X, IfTensor4<X> = 0>
+Tensor4<scalar_of_t<X>> apply_xpos(const X& x, const Positions& positions, const XposSpec& spec,
+                                   XposRole role, TensorLayout layout = TensorLayout::BSHD,
+                                   Threads threads = {}) {
+  Tensor4<scalar_of_t<X>> out(x.dimensions());
+  apply_xpos(x, out, positions, spec, role, layout, threads);
   return out;
 }
 
@@ -162,12 +197,13 @@ Tensor4<std::remove_const_t<typename X::Scalar>> apply_xpos(
 template <class Derived>
 void apply_xpos_inplace(const Eigen::MatrixBase<Derived>& x, const PositionVector& positions,
                         const XposSpec& spec, XposRole role) {
+  spec.validate();
   if (positions.size() > 0) {
     detail::check_xpos_range<typename Derived::Scalar>(spec, role, positions.minCoeff(),
                                                        positions.maxCoeff());
   }
-  const detail::XposFill fill{spec, role};
-  apply_rope_inplace(x, positions, detail::CosSinFunction<detail::XposFill>{spec.rope, fill});
+  detail::rotate_matrix_rows(x, detail::XposSource{spec, role}, positions.size(),
+                             [&](Eigen::Index r) { return positions[r]; });
 }
 
 template <class Derived>

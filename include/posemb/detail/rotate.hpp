@@ -1,0 +1,137 @@
+// The rotation of one contiguous head vector, for each pairing, in place and out of place. Raw
+// pointers only; the engine (detail/rotary_engine.hpp) does shapes, positions and checks.
+//
+// With cos/sin for pair i already scaled, pair (a, b) becomes
+//   a' = a cos - b sin,  b' = a sin + b cos.
+// Which features form the pair (rotary_dim 4 of head_dim 8; c: the first feature of a pair,
+// s: the second, .: passed through):
+//   interleaved: [cscs....]   pair i = (2i, 2i + 1)
+//   rotate-half: [ccss....]   pair i = (i, i + rotary_dim / 2)
+//
+// How they are vectorized: plain loops over contiguous `__restrict` pointers, one loop per
+// pairing and per in-place / out-of-place case, with no branches in the loop bodies, so that
+// the compiler vectorizes them for whatever the build targets (SSE2 by default, AVX2 or
+// AVX-512 under -march=...). Half-precision storage is compute-bound (widening and rounding
+// cost more than the rotation); with AVX-512 it has its own 16-pair kernels
+// (detail/rotate_avx512.hpp), otherwise it goes through float buffers on the stack.
+#pragma once
+
+#include <Eigen/Core>
+#include <algorithm>
+#include <type_traits>
+
+#include "posemb/detail/half_io.hpp"
+#include "posemb/detail/rotate_avx512.hpp"
+#include "posemb/tensor.hpp"
+
+namespace posemb {
+namespace detail {
+
+// ---------------------------------------------------------------------------------------------
+// Rotation of n pairs of one contiguous head vector; T is float, double or bfloat16 (loaded
+// into C = compute_t<T>). With cos/sin for pair i (already scaled):
+//   a' = a cos - b sin,  b' = a sin + b cos.
+
+// RotateHalf, out of place: pair i is (lo[i], hi[i]) with lo = head + pair_begin and
+// hi = head + rotary_dim / 2 + pair_begin. in_*, out_*, cos, sin: [n], no overlap.
+template <class T, class C>
+inline void rotate_half_out_of_place(const T* __restrict in_lo, const T* __restrict in_hi,
+                                     T* __restrict out_lo, T* __restrict out_hi,
+                                     const C* __restrict cos, const C* __restrict sin,
+                                     Eigen::Index n) {
+  for (Eigen::Index i = 0; i < n; ++i) {
+    const C a = load_lane(in_lo[i]), b = load_lane(in_hi[i]);
+    out_lo[i] = store_lane<T>(a * cos[i] - b * sin[i]);
+    out_hi[i] = store_lane<T>(a * sin[i] + b * cos[i]);
+  }
+}
+
+// RotateHalf, in place: lo, hi, cos, sin: [n]; lo and hi do not overlap.
+template <class T, class C>
+inline void rotate_half_in_place(T* __restrict lo, T* __restrict hi, const C* __restrict cos,
+                                 const C* __restrict sin, Eigen::Index n) {
+  for (Eigen::Index i = 0; i < n; ++i) {
+    const C a = load_lane(lo[i]), b = load_lane(hi[i]);
+    lo[i] = store_lane<T>(a * cos[i] - b * sin[i]);
+    hi[i] = store_lane<T>(a * sin[i] + b * cos[i]);
+  }
+}
+
+// Interleaved, out of place: pair i is (x[2i], x[2i + 1]). in, out: [2n]; cos, sin: [n].
+template <class T, class C>
+inline void rotate_interleaved_out_of_place(const T* __restrict in, T* __restrict out,
+                                            const C* __restrict cos, const C* __restrict sin,
+                                            Eigen::Index n) {
+  for (Eigen::Index i = 0; i < n; ++i) {
+    const C a = load_lane(in[2 * i]), b = load_lane(in[2 * i + 1]);
+    out[2 * i] = store_lane<T>(a * cos[i] - b * sin[i]);
+    out[2 * i + 1] = store_lane<T>(a * sin[i] + b * cos[i]);
+  }
+}
+
+// Interleaved, in place: x: [2n]; cos, sin: [n].
+template <class T, class C>
+inline void rotate_interleaved_in_place(T* __restrict x, const C* __restrict cos,
+                                        const C* __restrict sin, Eigen::Index n) {
+  for (Eigen::Index i = 0; i < n; ++i) {
+    const C a = load_lane(x[2 * i]), b = load_lane(x[2 * i + 1]);
+    x[2 * i] = store_lane<T>(a * cos[i] - b * sin[i]);
+    x[2 * i + 1] = store_lane<T>(a * sin[i] + b * cos[i]);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// One contiguous head vector, pairs [pair_begin, pair_end) of rotary_dim, either pairing.
+// in, out: [head_dim] (in == out: in place); cos, sin: [pair_end - pair_begin].
+
+template <class T, class C>
+inline void rotate_contiguous(const T* in, T* out, const C* cos, const C* sin, int pair_begin,
+                              int pair_end, int rotary_dim, bool interleaved) {
+  static_assert(std::is_same_v<C, compute_t<T>>, "cos/sin must be in the arithmetic type of T");
+  const Eigen::Index n = pair_end - pair_begin;
+#if POSEMB_AVX512_HALF_KERNELS
+  if constexpr (std::is_same_v<T, Eigen::half> || std::is_same_v<T, Eigen::bfloat16>) {
+    rotate_contiguous_avx512(in, out, cos, sin, pair_begin, n, rotary_dim, interleaved);
+    return;
+  }
+#endif
+  if constexpr (!std::is_same_v<T, Eigen::half>) {
+    if (interleaved) {
+      if (in == out) {
+        rotate_interleaved_in_place(out + 2 * pair_begin, cos, sin, n);
+      } else {
+        rotate_interleaved_out_of_place(in + 2 * pair_begin, out + 2 * pair_begin, cos, sin, n);
+      }
+    } else {
+      const Eigen::Index lo = pair_begin, hi = rotary_dim / 2 + pair_begin;
+      if (in == out) {
+        rotate_half_in_place(out + lo, out + hi, cos, sin, n);
+      } else {
+        rotate_half_out_of_place(in + lo, in + hi, out + lo, out + hi, cos, sin, n);
+      }
+    }
+  } else {
+    // Blocks of up to `block` pairs through float buffers on the stack.
+    constexpr Eigen::Index block = 64;
+    float a[2 * block], b[block];
+    for (Eigen::Index begin = 0; begin < n; begin += block) {
+      const Eigen::Index m = std::min(block, n - begin);
+      const Eigen::Index pair = pair_begin + begin;
+      if (interleaved) {
+        widen(in + 2 * pair, a, 2 * m);
+        rotate_interleaved_in_place(a, cos + begin, sin + begin, m);
+        narrow(a, out + 2 * pair, 2 * m);
+      } else {
+        const Eigen::Index hi = rotary_dim / 2 + pair;
+        widen(in + pair, a, m);
+        widen(in + hi, b, m);
+        rotate_half_in_place(a, b, cos + begin, sin + begin, m);
+        narrow(a, out + pair, m);
+        narrow(b, out + hi, m);
+      }
+    }
+  }
+}
+
+}  // namespace detail
+}  // namespace posemb

@@ -1,0 +1,107 @@
+// AVX-512 rotation for half-precision storage (Eigen::half, Eigen::bfloat16): 16 pairs per
+// step, widened to float, rotated, rounded once: one pass, no staging buffers. Empty unless the
+// build targets AVX-512 F, BW and DQ.
+#pragma once
+
+#include <Eigen/Core>
+#include <type_traits>
+
+#include "posemb/detail/half_io.hpp"
+
+namespace posemb {
+namespace detail {
+
+// ---------------------------------------------------------------------------------------------
+// AVX-512 rotation for half-precision storage T (Eigen::half, Eigen::bfloat16), 16 pairs per
+// step, widened to float, rotated, rounded once: one pass, no staging buffers.
+
+#if POSEMB_AVX512_HALF_KERNELS
+// RotateHalf, pairs [0, 16 * floor(n / 16)) of (lo[i], hi[i]), 32 at a time while it can;
+// returns how many were done.
+// in_lo, in_hi, out_lo, out_hi: [n] (out == in: in place); cos, sin: [n].
+template <class T>
+inline Eigen::Index rotate_half_avx512(const T* in_lo, const T* in_hi, T* out_lo, T* out_hi,
+                                       const float* cos, const float* sin, Eigen::Index n) {
+  Eigen::Index i = 0;
+  for (; i + 32 <= n; i += 32) {
+    const __m512 a0 = load16(in_lo + i), b0 = load16(in_hi + i);
+    const __m512 a1 = load16(in_lo + i + 16), b1 = load16(in_hi + i + 16);
+    const __m512 c0 = _mm512_loadu_ps(cos + i), s0 = _mm512_loadu_ps(sin + i);
+    const __m512 c1 = _mm512_loadu_ps(cos + i + 16), s1 = _mm512_loadu_ps(sin + i + 16);
+    store32(out_lo + i, _mm512_fmsub_ps(a0, c0, _mm512_mul_ps(b0, s0)),
+            _mm512_fmsub_ps(a1, c1, _mm512_mul_ps(b1, s1)));
+    store32(out_hi + i, _mm512_fmadd_ps(a0, s0, _mm512_mul_ps(b0, c0)),
+            _mm512_fmadd_ps(a1, s1, _mm512_mul_ps(b1, c1)));
+  }
+  for (; i + 16 <= n; i += 16) {
+    const __m512 a = load16(in_lo + i), b = load16(in_hi + i);
+    const __m512 c = _mm512_loadu_ps(cos + i), s = _mm512_loadu_ps(sin + i);
+    store16(out_lo + i, _mm512_fmsub_ps(a, c, _mm512_mul_ps(b, s)));
+    store16(out_hi + i, _mm512_fmadd_ps(a, s, _mm512_mul_ps(b, c)));
+  }
+  return i;
+}
+
+// Interleaved, pairs [0, 16 * floor(n / 16)) of (x[2i], x[2i + 1]); returns how many were done.
+// in, out: [2n] (out == in: in place); cos, sin: [n].
+template <class T>
+inline Eigen::Index rotate_interleaved_avx512(const T* in, T* out, const float* cos,
+                                              const float* sin, Eigen::Index n) {
+  Eigen::Index i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m512 c = _mm512_loadu_ps(cos + i), s = _mm512_loadu_ps(sin + i);
+    if constexpr (std::is_same_v<T, Eigen::bfloat16>) {
+      // A 32-bit lane holds one pair: a in its low 16 bits, b in its high 16 bits.
+      const __m512i pairs = _mm512_loadu_si512(in + 2 * i);
+      const __m512 a = _mm512_castsi512_ps(_mm512_maskz_slli_epi32(all16, pairs, 16));
+      const __m512 b = _mm512_castsi512_ps(
+          _mm512_and_si512(pairs, _mm512_set1_epi32(static_cast<int>(0xFFFF0000u))));
+      const __m512 x = _mm512_fmsub_ps(a, c, _mm512_mul_ps(b, s));
+      const __m512 y = _mm512_fmadd_ps(a, s, _mm512_mul_ps(b, c));
+      _mm512_storeu_si512(out + 2 * i, narrow16_bfloat16_pairs(x, y));
+    } else {
+      // Lane indices into the 32 floats of two vectors: de-interleave, then re-interleave.
+      const __m512i even =
+          _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+      const __m512i odd =
+          _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+      const __m512i first =
+          _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+      const __m512i second =
+          _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
+      const __m512 v0 = load16(in + 2 * i), v1 = load16(in + 2 * i + 16);
+      const __m512 a = _mm512_permutex2var_ps(v0, even, v1);
+      const __m512 b = _mm512_permutex2var_ps(v0, odd, v1);
+      const __m512 x = _mm512_fmsub_ps(a, c, _mm512_mul_ps(b, s));
+      const __m512 y = _mm512_fmadd_ps(a, s, _mm512_mul_ps(b, c));
+      store16(out + 2 * i, _mm512_permutex2var_ps(x, first, y));
+      store16(out + 2 * i + 16, _mm512_permutex2var_ps(x, second, y));
+    }
+  }
+  return i;
+}
+
+// rotate_contiguous (below) for half-precision T: the AVX-512 kernels, then the last n mod 16
+// pairs one at a time.
+template <class T>
+inline void rotate_contiguous_avx512(const T* in, T* out, const float* cos, const float* sin,
+                                     Eigen::Index pair_begin, Eigen::Index n,
+                                     Eigen::Index rotary_dim, bool interleaved) {
+  const Eigen::Index half = rotary_dim / 2;
+  const Eigen::Index done =
+      interleaved
+          ? rotate_interleaved_avx512(in + 2 * pair_begin, out + 2 * pair_begin, cos, sin, n)
+          : rotate_half_avx512(in + pair_begin, in + half + pair_begin, out + pair_begin,
+                               out + half + pair_begin, cos, sin, n);
+  for (Eigen::Index i = done; i < n; ++i) {
+    const Eigen::Index ia = interleaved ? 2 * (pair_begin + i) : pair_begin + i;
+    const Eigen::Index ib = interleaved ? ia + 1 : ia + half;
+    const float a = static_cast<float>(in[ia]), b = static_cast<float>(in[ib]);
+    out[ia] = static_cast<T>(a * cos[i] - b * sin[i]);
+    out[ib] = static_cast<T>(a * sin[i] + b * cos[i]);
+  }
+}
+#endif  // POSEMB_AVX512_HALF_KERNELS
+
+}  // namespace detail
+}  // namespace posemb
