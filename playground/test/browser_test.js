@@ -114,17 +114,19 @@ async function main() {
   fs.mkdirSync(args.screenshots, {recursive: true});
   const profile = fs.mkdtempSync(path.join(os.tmpdir(), "posemb-chromium-"));
   const started = Date.now();
-  const browser = await puppeteer.launch({
-    executablePath: args.chromium,
-    headless: true,
-    userDataDir: profile,
-    args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-           "--disable-background-networking", "--disable-component-update", "--disable-sync"],
-  });
   const requests = [];
   let worst = 0, worstFit = 0;
   const timings = [];
+  let browser = null;
   try {
+    // A browser that cannot start throws here: the test fails.
+    browser = await puppeteer.launch({
+      executablePath: args.chromium,
+      headless: true,
+      userDataDir: profile,
+      args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+             "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+    });
     console.log("browser: " + (await browser.version()));
 
     // 1. Every preset against the native example.
@@ -228,7 +230,7 @@ async function main() {
     await tab.screenshot({path: path.join(args.screenshots, "bad-url.png")});
     await tab.close();
   } finally {
-    await browser.close();
+    if (browser) await browser.close();
     fs.rmSync(profile, {recursive: true, force: true});
   }
 
