@@ -260,17 +260,22 @@ struct RopeTableSource {
   const C* sin_row(Eigen::Index b, Eigen::Index s) const {
     return table.sin_row(positions.integer_at(b, s));
   }
-  // The row divided by attention_scale^2, sin negated (exactly (cos, -sin) when the scale is 1).
+  // The inverse's row: (cos, -sin) of the table when the scale is 1; otherwise formed as the
+  // spec's inverse is (cos/sin at 1 / attention_scale, sin negated), so both agree bit for bit.
   template <class C>
   void inverse_row(Eigen::Index b, Eigen::Index s, C* cos, C* sin) const {
-    const C* forward_cos = cos_row<C>(b, s);
-    const C* forward_sin = sin_row<C>(b, s);
-    const double scale = table.spec().attention_scale;
-    const C k = static_cast<C>(1.0 / (scale * scale));
-    for (int i = 0; i < table.spec().pairs(); ++i) {
-      cos[i] = scale == 1.0 ? forward_cos[i] : forward_cos[i] * k;
-      sin[i] = scale == 1.0 ? -forward_sin[i] : -forward_sin[i] * k;
+    const RopeSpec& spec = table.spec();
+    if (spec.attention_scale == 1.0) {
+      const C* forward_cos = cos_row<C>(b, s);
+      const C* forward_sin = sin_row<C>(b, s);
+      for (int i = 0; i < spec.pairs(); ++i) {
+        cos[i] = forward_cos[i];
+        sin[i] = -forward_sin[i];
+      }
+      return;
     }
+    (void)cos_row<C>(b, s);  // the same range check as the forward rotation
+    RopeSpecSource(spec, positions).fill(b, s, 0, spec.pairs(), cos, sin, Rotation::Inverse);
   }
 };
 
