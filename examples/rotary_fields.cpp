@@ -68,9 +68,9 @@ Options parse_options(int argc, char** argv) {
       continue;
     }
     if (flag.rfind("--", 0) != 0) {
-      posemb::detail::fail("option", flag, "expected --NAME VALUE (see --help)");
+      posemb::fail("option", flag, "expected --NAME VALUE (see --help)");
     }
-    if (a + 1 >= argc) posemb::detail::fail(flag, "(nothing)", "expected a value after it");
+    if (a + 1 >= argc) posemb::fail(flag, "(nothing)", "expected a value after it");
     const std::string value = argv[++a];
     if (flag == "--report") {
       options.report_path = value;
@@ -79,7 +79,7 @@ Options parse_options(int argc, char** argv) {
     }
   }
   if (options.json && !options.report_path.empty()) {
-    posemb::detail::fail("--report", options.report_path, "expected either --json or --report");
+    posemb::fail("--report", options.report_path, "expected either --json or --report");
   }
   options.settings = rotary_fields::parse_view_settings(settings);
   bool one_view = false;

@@ -45,12 +45,12 @@ struct DriftConfig {
   std::uint64_t seed = 21;
 
   void validate() const {
-    posemb::detail::require_positive_finite("drift-base", base);
+    posemb::require_positive_finite("drift-base", base);
     if (dim < 2 || dim > 256 || dim % 2 != 0) {
-      posemb::detail::fail("drift-dim", dim, "expected an even number in 2 .. 256");
+      posemb::fail("drift-dim", dim, "expected an even number in 2 .. 256");
     }
-    if (gap < 0) posemb::detail::fail("gap", gap, "expected >= 0");
-    if (positions < 2) posemb::detail::fail("positions", positions, "expected >= 2");
+    if (gap < 0) posemb::fail("gap", gap, "expected >= 0");
+    if (positions < 2) posemb::fail("positions", positions, "expected >= 2");
   }
 };
 
@@ -90,7 +90,7 @@ inline DriftCurves drift_curves(const DriftConfig& config, const DriftContent& c
   const int d = config.dim;
   if (content.x_q.size() != d || content.x_k.size() != d || content.wq.rows() != d ||
       content.wq.cols() != d || content.wk.rows() != d || content.wk.cols() != d) {
-    posemb::detail::fail("content.x_q.size()", content.x_q.size(),
+    posemb::fail("content.x_q.size()", content.x_q.size(),
                          "expected x_q, x_k [" + std::to_string(d) + "] and Wq, Wk [" +
                              std::to_string(d) + ", " + std::to_string(d) + "]");
   }
@@ -130,7 +130,7 @@ inline DriftCurves drift_curves(const DriftConfig& config) {
 
 // max - min of a curve.
 inline double spread(const std::vector<double>& values) {
-  if (values.empty()) posemb::detail::fail("values.size()", 0, "expected >= 1");
+  if (values.empty()) posemb::fail("values.size()", 0, "expected >= 1");
   double low = values[0], high = values[0];
   for (double v : values) {
     low = std::min(low, v);
@@ -149,14 +149,14 @@ struct ViewSettings {
   DriftConfig drift;
 };
 
-namespace detail {
+namespace internal {
 
 inline double parse_number(const std::string& name, const std::string& text) {
   const char* begin = text.c_str();
   char* end = nullptr;
   const double value = std::strtod(begin, &end);
   if (text.empty() || end != begin + text.size() || !std::isfinite(value)) {
-    posemb::detail::fail(name, "\"" + text + "\"", "expected a finite number");
+    posemb::fail(name, "\"" + text + "\"", "expected a finite number");
   }
   return value;
 }
@@ -167,10 +167,10 @@ inline long long parse_whole(const std::string& name, const std::string& text, l
   char* end = nullptr;
   const long long value = std::strtoll(begin, &end, 10);
   if (text.empty() || end != begin + text.size()) {
-    posemb::detail::fail(name, "\"" + text + "\"", "expected a whole number");
+    posemb::fail(name, "\"" + text + "\"", "expected a whole number");
   }
   if (value < low || value > high) {
-    posemb::detail::fail(name, value,
+    posemb::fail(name, value,
                          "expected " + std::to_string(low) + " .. " + std::to_string(high));
   }
   return value;
@@ -179,11 +179,11 @@ inline long long parse_whole(const std::string& name, const std::string& text, l
 inline double parse_in_range(const std::string& name, const std::string& text, double low,
                              double high, const std::string& expected) {
   const double value = parse_number(name, text);
-  if (!(value >= low && value <= high)) posemb::detail::fail(name, value, expected);
+  if (!(value >= low && value <= high)) posemb::fail(name, value, expected);
   return value;
 }
 
-}  // namespace detail
+}  // namespace internal
 
 // Every setting name, in the order the page and the JSON list them.
 inline const std::vector<std::string>& setting_names() {
@@ -205,11 +205,11 @@ inline ViewSettings parse_view_settings(
     if (!known) {
       std::string names;
       for (const std::string& name : setting_names()) names += (names.empty() ? "" : ", ") + name;
-      posemb::detail::fail("setting", pairs[a].first, "expected one of " + names);
+      posemb::fail("setting", pairs[a].first, "expected one of " + names);
     }
     for (std::size_t b = 0; b < a; ++b) {
       if (pairs[b].first == pairs[a].first) {
-        posemb::detail::fail(pairs[a].first, pairs[a].second, "given twice");
+        posemb::fail(pairs[a].first, pairs[a].second, "given twice");
       }
     }
     if (pairs[a].first == "preset") preset_name = pairs[a].second;
@@ -219,37 +219,37 @@ inline ViewSettings parse_view_settings(
   for (const auto& [name, text] : pairs) {
     FieldConfig& f = settings.field;
     if (name == "base") {
-      f.base = detail::parse_in_range(name, text, 1e-300, 1e300, "expected a finite number > 0");
+      f.base = internal::parse_in_range(name, text, 1e-300, 1e300, "expected a finite number > 0");
     } else if (name == "pairs") {
-      f.pairs = static_cast<int>(detail::parse_whole(name, text, 1, 256));
+      f.pairs = static_cast<int>(internal::parse_whole(name, text, 1, 256));
     } else if (name == "len") {
-      f.len = static_cast<int>(detail::parse_whole(name, text, 9, 1024));
+      f.len = static_cast<int>(internal::parse_whole(name, text, 9, 1024));
     } else if (name == "scale") {
       f.position_scale =
-          detail::parse_in_range(name, text, 1e-300, 1e300, "expected a finite number > 0");
+          internal::parse_in_range(name, text, 1e-300, 1e300, "expected a finite number > 0");
     } else if (name == "similarity") {
-      f.similarity = detail::parse_in_range(name, text, -1.0, 1.0, "expected -1 .. 1");
+      f.similarity = internal::parse_in_range(name, text, -1.0, 1.0, "expected -1 .. 1");
     } else if (name == "jitter") {
-      f.jitter = detail::parse_in_range(name, text, 0.0, 10.0, "expected 0 .. 10");
+      f.jitter = internal::parse_in_range(name, text, 0.0, 10.0, "expected 0 .. 10");
     } else if (name == "seed") {
-      f.seed = static_cast<std::uint64_t>(detail::parse_whole(name, text, 0, 4294967295LL));
+      f.seed = static_cast<std::uint64_t>(internal::parse_whole(name, text, 0, 4294967295LL));
     } else if (name == "slope") {
       settings.precession.slope_deg =
-          detail::parse_in_range(name, text, -720.0, 720.0, "expected -720 .. 720 degrees");
+          internal::parse_in_range(name, text, -720.0, 720.0, "expected -720 .. 720 degrees");
     } else if (name == "noise") {
       settings.precession.noise_deg =
-          detail::parse_in_range(name, text, 0.0, 180.0, "expected 0 .. 180 degrees");
+          internal::parse_in_range(name, text, 0.0, 180.0, "expected 0 .. 180 degrees");
     } else if (name == "spacing") {
       settings.grid.spacing =
-          detail::parse_in_range(name, text, 0.05, 100.0, "expected 0.05 .. 100");
+          internal::parse_in_range(name, text, 0.05, 100.0, "expected 0.05 .. 100");
     } else if (name == "orientation") {
       settings.grid.orientation_deg =
-          detail::parse_in_range(name, text, -360.0, 360.0, "expected -360 .. 360 degrees");
+          internal::parse_in_range(name, text, -360.0, 360.0, "expected -360 .. 360 degrees");
     } else if (name == "drift-base") {
       settings.drift.base =
-          detail::parse_in_range(name, text, 1e-300, 1e300, "expected a finite number > 0");
+          internal::parse_in_range(name, text, 1e-300, 1e300, "expected a finite number > 0");
     } else if (name == "drift-dim") {
-      settings.drift.dim = static_cast<int>(detail::parse_whole(name, text, 2, 256));
+      settings.drift.dim = static_cast<int>(internal::parse_whole(name, text, 2, 256));
     }
     if (name == "base" || name == "pairs" || name == "len" || name == "scale") f.name = "custom";
   }

@@ -23,7 +23,7 @@ std::vector<std::pair<std::string, std::string>> parse_lines(const std::string& 
     const std::string line = text.substr(start, end - start);
     if (!line.empty()) {
       const std::size_t equals = line.find('=');
-      if (equals == std::string::npos) posemb::detail::fail("setting", line, "expected name=value");
+      if (equals == std::string::npos) posemb::fail("setting", line, "expected name=value");
       settings.emplace_back(line.substr(0, equals), line.substr(equals + 1));
     }
     start = end + 1;
