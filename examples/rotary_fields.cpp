@@ -1,11 +1,15 @@
 // Rotary Fields: a toy RoPE attention-score matrix beside the hippocampal phase code.
 //
-//   rotary_fields [--preset NAME | --base B --pairs P --len N [--scale F]]
-//                 [--similarity R] [--jitter E] [--seed S] [--report out.html]
+//   rotary_fields [--preset NAME] [--base B] [--pairs P] [--len N] [--scale F]
+//                 [--similarity R] [--jitter E] [--seed S] [--slope DEG] [--noise DEG]
+//                 [--spacing X] [--orientation DEG] [--drift-base B] [--drift-dim D]
+//                 [--json | --report out.html]
 //
 // Prints the metrics table (all five presets, or the one preset / custom configuration asked
 // for), the calibration table of the five presets and a phase-precession fit, and writes a
 // self-contained XHTML report with SVG pictures (no scripts, no network) when --report is given.
+// --json prints instead one JSON object with the numbers of one view of the interactive page
+// (playground/), which runs the same code (rotary_fields_view.hpp) compiled to WebAssembly.
 // The model and the preset numbers are documented in rotary_fields.hpp.
 
 #include "rotary_fields.hpp"
@@ -13,10 +17,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
-#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "rotary_fields_view.hpp"
 #include "svg.hpp"
 
 namespace {
@@ -25,50 +30,32 @@ using rotary_fields::FieldConfig;
 using rotary_fields::FieldMetrics;
 
 struct Options {
-  std::vector<FieldConfig> configs;  // the configurations to tabulate and draw
-  std::string report_path;           // empty: no report
+  std::vector<FieldConfig> configs;      // the configurations to tabulate and draw
+  rotary_fields::ViewSettings settings;  // the one view --json prints; its panels for the report
+  std::string report_path;               // empty: no report
+  bool json = false;
 };
-
-double parse_double(const std::string& flag, const std::string& text) {
-  std::size_t used = 0;
-  double value = 0.0;
-  try {
-    value = std::stod(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used == 0 || used != text.size()) posemb::detail::fail(flag, text, "expected a number");
-  return value;
-}
-
-long long parse_integer(const std::string& flag, const std::string& text) {
-  std::size_t used = 0;
-  long long value = 0;
-  try {
-    value = std::stoll(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used == 0 || used != text.size()) posemb::detail::fail(flag, text, "expected an integer");
-  return value;
-}
 
 void print_usage() {
   std::printf(
-      "usage: rotary_fields [--preset NAME | --base B --pairs P --len N [--scale F]]\n"
-      "                     [--similarity R] [--jitter E] [--seed S] [--report out.html]\n"
+      "usage: rotary_fields [--preset NAME] [--base B] [--pairs P] [--len N] [--scale F]\n"
+      "                     [--similarity R] [--jitter E] [--seed S] [--slope DEG] [--noise DEG]\n"
+      "                     [--spacing X] [--orientation DEG] [--drift-base B] [--drift-dim D]\n"
+      "                     [--json | --report out.html]\n"
       "presets:");
   for (const auto& p : rotary_fields::presets()) std::printf(" %s", p.config.name.c_str());
   std::printf(
-      "\nWithout --preset or --base/--pairs/--len every preset is shown; --similarity, --jitter\n"
-      "and --seed then apply to each of them. --scale divides inv_freq (linear position\n"
-      "interpolation). The calibration table always covers the five presets as defined.\n");
+      "\nWithout --preset or --base/--pairs/--len/--scale every preset is shown; --similarity,\n"
+      "--jitter and --seed then apply to each of them. --base/--pairs/--len/--scale override the\n"
+      "preset (baseline by default). --scale divides inv_freq (linear position interpolation).\n"
+      "--json prints one JSON object for one view (the preset, or baseline): the settings and\n"
+      "the metrics peak, mean, nearby, distant, concentration, width, drift, fit-slope,\n"
+      "fit-length, sinusoidal-spread and rope-spread, as the interactive page shows them.\n"
+      "The calibration table always covers the five presets as defined.\n");
 }
 
 Options parse_options(int argc, char** argv) {
-  std::optional<std::string> preset_name;
-  std::optional<double> base, scale, similarity, jitter;
-  std::optional<long long> pairs, len, seed;
+  std::vector<std::pair<std::string, std::string>> settings;  // name, value
   Options options;
   for (int a = 1; a < argc; ++a) {
     const std::string flag = argv[a];
@@ -76,63 +63,38 @@ Options parse_options(int argc, char** argv) {
       print_usage();
       std::exit(0);
     }
-    if (a + 1 >= argc) posemb::detail::fail(flag, "(nothing)", "expected a value after it");
+    if (flag == "--json") {
+      options.json = true;
+      continue;
+    }
+    if (flag.rfind("--", 0) != 0) {
+      posemb::fail("option", flag, "expected --NAME VALUE (see --help)");
+    }
+    if (a + 1 >= argc) posemb::fail(flag, "(nothing)", "expected a value after it");
     const std::string value = argv[++a];
-    if (flag == "--preset") {
-      preset_name = value;
-    } else if (flag == "--base") {
-      base = parse_double(flag, value);
-    } else if (flag == "--pairs") {
-      pairs = parse_integer(flag, value);
-    } else if (flag == "--len") {
-      len = parse_integer(flag, value);
-    } else if (flag == "--scale") {
-      scale = parse_double(flag, value);
-    } else if (flag == "--similarity") {
-      similarity = parse_double(flag, value);
-    } else if (flag == "--jitter") {
-      jitter = parse_double(flag, value);
-    } else if (flag == "--seed") {
-      seed = parse_integer(flag, value);
-    } else if (flag == "--report") {
+    if (flag == "--report") {
       options.report_path = value;
     } else {
-      posemb::detail::fail("option", flag,
-                           "expected one of --preset --base --pairs --len --scale "
-                           "--similarity --jitter --seed --report --help");
+      settings.emplace_back(flag.substr(2), value);
     }
   }
-  const bool custom = base || pairs || len || scale;
-  if (preset_name && custom) {
-    posemb::detail::fail("--preset", *preset_name,
-                         "expected either --preset or --base/--pairs/--len, not both");
+  if (options.json && !options.report_path.empty()) {
+    posemb::fail("--report", options.report_path, "expected either --json or --report");
   }
-  if (preset_name) {
-    options.configs.push_back(rotary_fields::preset(*preset_name).config);
-  } else if (custom) {
-    FieldConfig config;  // unspecified fields keep the baseline values
-    if (base) config.base = *base;
-    if (pairs) {
-      if (*pairs < 1 || *pairs > 256) posemb::detail::fail("--pairs", *pairs, "expected 1 .. 256");
-      config.pairs = static_cast<int>(*pairs);
-    }
-    if (len) {
-      if (*len < 9 || *len > 1024) {
-        posemb::detail::fail("--len", *len, "expected 9 .. 1024 (distant mass needs offset 8)");
-      }
-      config.len = static_cast<int>(*len);
-    }
-    if (scale) config.position_scale = *scale;
-    options.configs.push_back(config);
+  options.settings = rotary_fields::parse_view_settings(settings);
+  bool one_view = false;
+  for (const auto& [name, value] : settings) {
+    one_view = one_view || name == "preset" || name == "base" || name == "pairs" || name == "len" ||
+               name == "scale";
+  }
+  if (one_view) {
+    options.configs.push_back(options.settings.field);
   } else {
-    for (const auto& p : rotary_fields::presets()) options.configs.push_back(p.config);
-  }
-  if (seed && *seed < 0) posemb::detail::fail("--seed", *seed, "expected an integer >= 0");
-  for (FieldConfig& config : options.configs) {
-    if (similarity) config.similarity = *similarity;
-    if (jitter) config.jitter = *jitter;
-    if (seed) config.seed = static_cast<std::uint64_t>(*seed);
-    config.validate();
+    for (const auto& p : rotary_fields::presets()) {
+      auto with_preset = settings;
+      with_preset.emplace_back("preset", p.config.name);
+      options.configs.push_back(rotary_fields::parse_view_settings(with_preset).field);
+    }
   }
   return options;
 }
@@ -208,18 +170,6 @@ Table calibration_table(const std::vector<rotary_fields::Calibration>& calibrati
                           fmt("%.3f", row.concentration), row.pass ? "PASS" : "FAIL"});
   }
   return table;
-}
-
-// Concentration of a preset at another seed.
-double concentration_at_seed(const std::string& name, std::uint64_t seed) {
-  FieldConfig config = rotary_fields::preset(name).config;
-  config.seed = seed;
-  return rotary_fields::field_metrics(rotary_fields::score_matrix(config)).concentration;
-}
-
-// The qualitative ordering: concentration short-context > baseline > long-range.
-bool ordering_holds(double short_context, double baseline, double long_range) {
-  return short_context > baseline && baseline > long_range;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -452,7 +402,8 @@ std::string report_html(const std::vector<FieldConfig>& configs,
                         const Table& calibration, const std::string& ordering_text,
                         const rotary_fields::PrecessionConfig& precession,
                         const std::vector<rotary_fields::Spike>& spikes,
-                        const rotary_fields::CircularLinearFit& fit) {
+                        const rotary_fields::CircularLinearFit& fit,
+                        const rotary_fields::GridConfig& grid) {
   std::string html =
       "<!DOCTYPE html>\n<html xmlns=\"http://www.w3.org/1999/xhtml\" lang=\"en\">\n<head>\n"
       "<meta charset=\"utf-8\"/>\n<title>Rotary Fields</title>\n<style>" +
@@ -521,8 +472,7 @@ std::string report_html(const std::vector<FieldConfig>& configs,
           "<figcaption>Spikes by theta phase over one pass through the field.</figcaption>\n"
           "</figure>\n";
 
-  html += "<h2>Grid-like interference (the contested part)</h2>\n<figure>\n" +
-          grid_svg(rotary_fields::GridConfig{}) +
+  html += "<h2>Grid-like interference (the contested part)</h2>\n<figure>\n" + grid_svg(grid) +
           "<figcaption>The sum of three planar cosine waves whose directions are 60&#176; apart "
           "peaks on a hexagonal lattice, like a grid cell's firing map; rotating the plane by "
           "60&#176; maps the pattern onto itself. Oscillatory-interference models of grid cells "
@@ -555,6 +505,11 @@ std::string report_html(const std::vector<FieldConfig>& configs,
 int main(int argc, char** argv) {
   try {
     const Options options = parse_options(argc, argv);
+    if (options.json) {
+      const auto view = rotary_fields::compute_view(options.settings);
+      std::printf("%s\n", rotary_fields::view_json(view, false).c_str());
+      return 0;
+    }
 
     std::vector<Eigen::MatrixXd> matrices;
     std::vector<FieldMetrics> metrics;
@@ -575,22 +530,10 @@ int main(int argc, char** argv) {
         "from a trained model\n");
     calibration_rows.print();
 
-    auto concentration_of = [&](const std::string& name) {
-      for (const auto& row : calibration) {
-        if (row.name == name) return row.concentration;
-      }
-      posemb::detail::fail("preset", name, "missing from the calibration");
-    };
-    const bool ordered =
-        ordering_holds(concentration_of("short-context"), concentration_of("baseline"),
-                       concentration_of("long-range"));
-    int seeds_ordered = 0;
-    constexpr int seed_count = 40;
-    for (std::uint64_t seed = 1; seed <= seed_count; ++seed) {
-      seeds_ordered += ordering_holds(concentration_at_seed("short-context", seed),
-                                      concentration_at_seed("baseline", seed),
-                                      concentration_at_seed("long-range", seed));
-    }
+    const rotary_fields::OrderingCheck ordering = rotary_fields::check_ordering();
+    const bool ordered = ordering.holds;
+    const int seed_count = ordering.seed_count;
+    const int seeds_ordered = ordering.seeds_holding;
     const std::string ordering_text =
         std::string("Ordering short-context > baseline > long-range (concentration): ") +
         (ordered ? "holds" : "FAILS") + "; with seeds 1.." + std::to_string(seed_count) +
@@ -598,7 +541,7 @@ int main(int argc, char** argv) {
         std::to_string(seed_count) + ".";
     std::printf("%s\n", ordering_text.c_str());
 
-    const rotary_fields::PrecessionConfig precession;
+    const rotary_fields::PrecessionConfig& precession = options.settings.precession;
     const auto spikes = rotary_fields::generate_spikes(precession);
     const auto fit = rotary_fields::fit_circular_linear(spikes);
     std::printf(
@@ -610,7 +553,7 @@ int main(int argc, char** argv) {
     if (!options.report_path.empty()) {
       svg::write_file(options.report_path,
                       report_html(options.configs, matrices, metrics_rows, calibration_rows,
-                                  ordering_text, precession, spikes, fit));
+                                  ordering_text, precession, spikes, fit, options.settings.grid));
       std::printf("report: %s\n", options.report_path.c_str());
     }
     return ordered ? 0 : 1;

@@ -87,15 +87,15 @@ struct FieldConfig {
 
   // Throws posemb::Error naming the first bad field.
   void validate() const {
-    posemb::detail::require_positive_finite("base", base);
-    if (pairs < 1 || pairs > 256) posemb::detail::fail("pairs", pairs, "expected 1 .. 256");
-    if (len < 2 || len > 1024) posemb::detail::fail("len", len, "expected 2 .. 1024");
-    posemb::detail::require_positive_finite("position_scale", position_scale);
+    posemb::require_positive_finite("base", base);
+    if (pairs < 1 || pairs > 256) posemb::fail("pairs", pairs, "expected 1 .. 256");
+    if (len < 2 || len > 1024) posemb::fail("len", len, "expected 2 .. 1024");
+    posemb::require_positive_finite("position_scale", position_scale);
     if (!(similarity >= -1.0 && similarity <= 1.0)) {
-      posemb::detail::fail("similarity", similarity, "expected a cosine similarity in [-1, 1]");
+      posemb::fail("similarity", similarity, "expected a cosine similarity in [-1, 1]");
     }
     if (!(std::isfinite(jitter) && jitter >= 0.0)) {
-      posemb::detail::fail("jitter", jitter, "expected a finite number >= 0");
+      posemb::fail("jitter", jitter, "expected a finite number >= 0");
     }
   }
 };
@@ -166,7 +166,7 @@ inline FieldContent make_content(const FieldConfig& config) {
 inline Eigen::MatrixXd score_matrix(const FieldContent& content, const posemb::RopeSpec& spec) {
   if (content.queries.rows() != content.keys.rows() ||
       content.queries.cols() != content.keys.cols()) {
-    posemb::detail::fail("keys.rows()", content.keys.rows(),
+    posemb::fail("keys.rows()", content.keys.rows(),
                          "expected the shape of queries [" +
                              std::to_string(content.queries.rows()) + ", " +
                              std::to_string(content.queries.cols()) + "]");
@@ -189,20 +189,20 @@ inline Eigen::MatrixXd score_matrix(const FieldConfig& config) {
 // Metrics over a score matrix S: [N, N]. Offsets are distances |j - i| on both sides of the
 // diagonal (the playground has no causal mask).
 
-namespace detail {
+namespace internal {
 
 inline void require_square_finite(const Eigen::MatrixXd& scores, Eigen::Index min_size,
                                   const std::string& why) {
   if (scores.rows() != scores.cols()) {
-    posemb::detail::fail("scores.cols()", scores.cols(),
+    posemb::fail("scores.cols()", scores.cols(),
                          "expected a square matrix (rows = " + std::to_string(scores.rows()) + ")");
   }
   if (scores.rows() < min_size) {
-    posemb::detail::fail("scores.rows()", scores.rows(),
+    posemb::fail("scores.rows()", scores.rows(),
                          "expected >= " + std::to_string(min_size) + " (" + why + ")");
   }
   if (!scores.allFinite()) {
-    posemb::detail::fail("scores", "a non-finite entry", "expected finite scores");
+    posemb::fail("scores", "a non-finite entry", "expected finite scores");
   }
 }
 
@@ -224,37 +224,37 @@ inline double mean_at_offsets(const Eigen::MatrixXd& scores, Eigen::Index first,
   return sum / static_cast<double>(count);
 }
 
-}  // namespace detail
+}  // namespace internal
 
 // Largest score in the matrix.
 inline double peak_score(const Eigen::MatrixXd& scores) {
-  detail::require_square_finite(scores, 1, "a score matrix");
+  internal::require_square_finite(scores, 1, "a score matrix");
   return scores.maxCoeff();
 }
 
 // Mean over all N^2 scores.
 inline double mean_score(const Eigen::MatrixXd& scores) {
-  detail::require_square_finite(scores, 1, "a score matrix");
+  internal::require_square_finite(scores, 1, "a score matrix");
   return scores.mean();
 }
 
 // Nearby mass: mean score at offsets 1 .. 3.
 inline double nearby_mass(const Eigen::MatrixXd& scores) {
-  detail::require_square_finite(scores, 2, "nearby mass needs offset 1");
-  return detail::mean_at_offsets(scores, 1, 3);
+  internal::require_square_finite(scores, 2, "nearby mass needs offset 1");
+  return internal::mean_at_offsets(scores, 1, 3);
 }
 
 // Distant mass: mean score at offsets >= 8.
 inline double distant_mass(const Eigen::MatrixXd& scores) {
-  detail::require_square_finite(scores, 9, "distant mass needs offset 8");
-  return detail::mean_at_offsets(scores, 8, scores.rows());
+  internal::require_square_finite(scores, 9, "distant mass needs offset 8");
+  return internal::mean_at_offsets(scores, 8, scores.rows());
 }
 
 // Concentration = clamp((peak - distant) / 2, 0, 1). With scores in [-1, 1] the unclamped
 // value already lies in [0, 1]; the clamp bounds it for any input.
 inline double concentration(double peak, double distant) {
-  if (!std::isfinite(peak)) posemb::detail::fail("peak", peak, "expected a finite number");
-  if (!std::isfinite(distant)) posemb::detail::fail("distant", distant, "expected a finite number");
+  if (!std::isfinite(peak)) posemb::fail("peak", peak, "expected a finite number");
+  if (!std::isfinite(distant)) posemb::fail("distant", distant, "expected a finite number");
   return std::clamp((peak - distant) / 2.0, 0.0, 1.0);
 }
 
@@ -263,7 +263,7 @@ inline double concentration(double peak, double distant) {
 // max_j S[i, j]. A row that never falls counts as N, the whole window. Returns the median over
 // the N rows (the mean of the two middle values when N is even).
 inline double context_width(const Eigen::MatrixXd& scores) {
-  detail::require_square_finite(scores, 2, "context width needs offset 1");
+  internal::require_square_finite(scores, 2, "context width needs offset 1");
   const Eigen::Index n = scores.rows();
   std::vector<double> widths(n);
   for (Eigen::Index i = 0; i < n; ++i) {
@@ -283,7 +283,7 @@ inline double context_width(const Eigen::MatrixXd& scores) {
 // Translation drift: mean |S[i, j] - S[i + 1, j + 1]| over i, j in 0 .. N - 2. Zero exactly
 // when S is Toeplitz.
 inline double translation_drift(const Eigen::MatrixXd& scores) {
-  detail::require_square_finite(scores, 2, "drift compares neighbouring diagonals");
+  internal::require_square_finite(scores, 2, "drift compares neighbouring diagonals");
   const Eigen::Index m = scores.rows() - 1;
   return (scores.topLeftCorner(m, m) - scores.bottomRightCorner(m, m)).cwiseAbs().mean();
 }
@@ -387,7 +387,7 @@ inline Preset preset(const std::string& name) {
     if (p.config.name == name) return p;
     names += (names.empty() ? "" : ", ") + p.config.name;
   }
-  posemb::detail::fail("preset", name, "expected one of " + names);
+  posemb::fail("preset", name, "expected one of " + names);
 }
 
 struct Calibration {
@@ -424,15 +424,15 @@ struct PrecessionConfig {
   std::uint64_t seed = 1993;
 
   void validate() const {
-    if (!std::isfinite(slope_deg)) posemb::detail::fail("slope_deg", slope_deg, "expected finite");
+    if (!std::isfinite(slope_deg)) posemb::fail("slope_deg", slope_deg, "expected finite");
     if (!std::isfinite(entry_phase_deg)) {
-      posemb::detail::fail("entry_phase_deg", entry_phase_deg, "expected finite");
+      posemb::fail("entry_phase_deg", entry_phase_deg, "expected finite");
     }
     if (!(std::isfinite(noise_deg) && noise_deg >= 0.0)) {
-      posemb::detail::fail("noise_deg", noise_deg, "expected a finite number >= 0");
+      posemb::fail("noise_deg", noise_deg, "expected a finite number >= 0");
     }
-    posemb::detail::require_positive_finite("field_sigma", field_sigma);
-    posemb::detail::require_positive("spikes", spikes);
+    posemb::require_positive_finite("field_sigma", field_sigma);
+    posemb::require_positive("spikes", spikes);
   }
 };
 
@@ -514,8 +514,8 @@ struct CircularLinearFit {
 // cycle, then golden-section refinement around the best grid point.
 inline CircularLinearFit fit_circular_linear(const std::vector<Spike>& spikes,
                                              double max_cycles = 2.0) {
-  if (spikes.size() < 2) posemb::detail::fail("spikes.size()", spikes.size(), "expected >= 2");
-  posemb::detail::require_positive_finite("max_cycles", max_cycles);
+  if (spikes.size() < 2) posemb::fail("spikes.size()", spikes.size(), "expected >= 2");
+  posemb::require_positive_finite("max_cycles", max_cycles);
   const double deg = pi / 180.0;
   auto resultant = [&](double a, double* angle) {
     double c = 0.0, s = 0.0;
@@ -569,7 +569,7 @@ struct GridConfig {
 };
 
 inline double grid_interference(const GridConfig& config, double x, double y) {
-  posemb::detail::require_positive_finite("spacing", config.spacing);
+  posemb::require_positive_finite("spacing", config.spacing);
   const double kappa = 4.0 * pi / (std::sqrt(3.0) * config.spacing);
   double g = 0.0;
   for (int k = 0; k < 3; ++k) {

@@ -210,17 +210,17 @@ inline std::string line_chart(const std::string& title, const std::string& x_lab
                               const std::string& y_label, const std::vector<double>& x,
                               const std::vector<Series>& series, double width = 760.0,
                               double height = 380.0) {
-  if (x.size() < 2) posemb::detail::fail("x.size()", x.size(), "expected >= 2 points");
-  if (series.empty()) posemb::detail::fail("series.size()", 0, "expected >= 1 series");
+  if (x.size() < 2) posemb::fail("x.size()", x.size(), "expected >= 2 points");
+  if (series.empty()) posemb::fail("series.size()", 0, "expected >= 1 series");
   double y_lo = series[0].values.empty() ? 0.0 : series[0].values[0], y_hi = y_lo;
   for (const Series& s : series) {
     if (s.values.size() != x.size()) {
-      posemb::detail::fail("series \"" + s.name + "\" size", s.values.size(),
+      posemb::fail("series \"" + s.name + "\" size", s.values.size(),
                            "expected one value per x = " + std::to_string(x.size()));
     }
     for (double v : s.values) {
       if (!std::isfinite(v))
-        posemb::detail::fail("series \"" + s.name + "\" value", v, "expected finite");
+        posemb::fail("series \"" + s.name + "\" value", v, "expected finite");
       y_lo = std::min(y_lo, v);
       y_hi = std::max(y_hi, v);
     }
@@ -229,7 +229,7 @@ inline std::string line_chart(const std::string& title, const std::string& x_lab
   const auto [x_min, x_max] = std::minmax_element(x.begin(), x.end());
   Frame frame{*x_min, *x_max, y_lo - pad, y_hi + pad, 70.0, 36.0, width - 90.0, height - 86.0};
   if (!(frame.x_hi > frame.x_lo))
-    posemb::detail::fail("x range", frame.x_hi, "expected distinct x values");
+    posemb::fail("x range", frame.x_hi, "expected distinct x values");
   Picture picture(width, height, title);
   picture.text(width / 2, 22, title, 14, "middle");
   frame.draw_axes(picture, x_label, y_label);
@@ -257,9 +257,9 @@ inline std::string line_chart(const std::string& title, const std::string& x_lab
 // Writes text to path; throws posemb::Error naming the path if it cannot.
 inline void write_file(const std::string& path, const std::string& text) {
   std::ofstream out(path, std::ios::binary);
-  if (!out) posemb::detail::fail("path", path, "cannot be opened for writing");
+  if (!out) posemb::fail("path", path, "cannot be opened for writing");
   out << text;
-  if (!out.flush()) posemb::detail::fail("path", path, "write failed");
+  if (!out.flush()) posemb::fail("path", path, "write failed");
 }
 
 // A standalone .svg file holding line_chart(title, x_label, y_label, x, series).

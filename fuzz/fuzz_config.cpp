@@ -1,6 +1,6 @@
 // libFuzzer target for the config.json loader (config.hpp). Any JSON document must either load
-// or throw posemb::Error; a loaded RoPE scheme must give a valid spec at any sequence length,
-// and a RoPE or FoPE scheme its per-pair frequencies.
+// or throw posemb::Error; every loaded RoPE layer must give a valid spec and its per-pair bands
+// at any sequence length.
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
@@ -15,11 +15,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::optional<std::int64_t> lengths[] = {std::nullopt, 0, 1, 4096, 4097, 1 << 20};
   try {
     const posemb::ModelPositions model = posemb::model_positions_from_json(config);
-    if (model.kind == posemb::PositionKind::Rope) {
-      for (const auto& seq_len : lengths) model.rope_spec_for(seq_len).validate();
-    }
-    if (model.kind == posemb::PositionKind::Rope || model.kind == posemb::PositionKind::Fope) {
-      for (const auto& seq_len : lengths) posemb::pair_frequencies(model, seq_len);
+    for (const posemb::LayerPositions& layer : model.layers) {
+      if (!layer.rope) continue;
+      for (const auto& seq_len : lengths) {
+        const posemb::RopeSpec spec = layer.rope_spec(seq_len);
+        spec.validate();
+        posemb::rope_bands(*layer.rope, spec);
+      }
     }
   } catch (const posemb::Error&) {
     // Rejected config: expected.

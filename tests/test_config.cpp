@@ -2,6 +2,8 @@
 // HuggingFace transformers' own rope init functions (see data/hf/README.md).
 #include "posemb/config.hpp"
 
+#include "model_report.hpp"
+
 #include <catch2/catch.hpp>
 
 #include <array>
@@ -29,7 +31,7 @@ double check_case(const fs::path& config, const fs::path& expected_path) {
   const json expected = read_json(expected_path);
   std::optional<std::int64_t> seq_len;
   if (!expected.at("seq_len").is_null()) seq_len = expected.at("seq_len").get<std::int64_t>();
-  const posemb::RopeFrequencies got = posemb::rope_frequencies(config.string(), seq_len);
+  const posemb::RopeSpec got = posemb::load_model_positions(config.string()).rope_spec(seq_len);
   INFO(expected_path.filename().string());
   REQUIRE(got.rotary_dim == expected.at("rotary_dim").get<int>());
   const auto& inv = expected.at("inv_freq");
@@ -107,27 +109,28 @@ TEST_CASE("every HF conformance case matches to relative 1e-6", "[config][hf]") 
 
 TEST_CASE("config fields: head_dim, rotary_dim, heads, theta", "[config]") {
   const auto m = posemb::load_model_positions((hf_dir / "alias_gpt_neox.json").string());
-  CHECK(m.kind == posemb::PositionKind::Rope);
+  CHECK(m.kind() == posemb::PositionKind::Rope);
   CHECK(m.model_type == "gpt_neox");
-  CHECK(m.head_dim == 64);
-  CHECK(m.rotary_dim == 16);
+  CHECK(m.layers[0].head_dim == 64);
+  CHECK(m.rope_scheme().rotary_dim == 16);
   CHECK(m.n_heads == 12);
   CHECK(m.n_kv_heads == 12);
-  CHECK(m.rope_type == "default");
-  CHECK(m.pairing == posemb::Pairing::RotateHalf);
+  CHECK(m.rope_scheme().rope_type == "default");
+  CHECK(m.rope_scheme().pairing == posemb::Pairing::RotateHalf);
   CHECK(m.max_position_embeddings == 2048);
 
   const auto v5 = posemb::load_model_positions((hf_dir / "v5_rope_parameters_yarn.json").string());
-  CHECK(v5.rope_type == "yarn");
-  CHECK(v5.rope_theta == 1000000.0);
-  CHECK(v5.rope_parameters.at("factor") == 4.0);
-  CHECK(v5.yarn.original_max_position_embeddings == 8192);
+  CHECK(v5.rope_scheme().rope_type == "yarn");
+  CHECK(v5.rope_scheme().theta == 1000000.0);
+  const auto& v5_yarn = std::get<posemb::YarnParams>(v5.rope_scheme().params);
+  CHECK(v5_yarn.factor == 4.0);
+  CHECK(v5_yarn.original_max_position_embeddings == 8192);
 
   const auto gqa = parse(R"({"hidden_size": 4096, "num_attention_heads": 32,
                              "num_key_value_heads": 8, "rope_theta": 500000})");
   CHECK(gqa.n_kv_heads == 8);
-  CHECK(gqa.head_dim == 128);
-  CHECK(gqa.rope_theta == 500000.0);
+  CHECK(gqa.layers[0].head_dim == 128);
+  CHECK(gqa.rope_scheme().theta == 500000.0);
   CHECK_FALSE(gqa.max_position_embeddings.has_value());
 }
 
@@ -135,64 +138,65 @@ TEST_CASE("pairing follows the model family and can be overridden", "[config]") 
   const std::string gptj = R"({"model_type": "gptj", "n_embd": 4096, "n_head": 16,
                               "n_positions": 2048, "rotary_dim": 64})";
   const auto m = parse(gptj);
-  CHECK(m.pairing == posemb::Pairing::Interleaved);
-  CHECK(m.head_dim == 256);
-  CHECK(m.rotary_dim == 64);
+  CHECK(m.rope_scheme().pairing == posemb::Pairing::Interleaved);
+  CHECK(m.layers[0].head_dim == 256);
+  CHECK(m.rope_scheme().rotary_dim == 64);
   CHECK(m.max_position_embeddings == 2048);
-  CHECK(m.rope_spec_for().pairing == posemb::Pairing::Interleaved);
+  CHECK(m.rope_spec().pairing == posemb::Pairing::Interleaved);
 
   posemb::ConfigOptions options;
   options.pairing = posemb::Pairing::RotateHalf;
-  CHECK(parse(gptj, options).pairing == posemb::Pairing::RotateHalf);
+  CHECK(parse(gptj, options).rope_scheme().pairing == posemb::Pairing::RotateHalf);
   CHECK(parse(R"({"model_type": "codegen", "n_embd": 1024, "n_head": 16, "rotary_dim": 32})")
-            .pairing == posemb::Pairing::Interleaved);
-  CHECK(parse(std::string(llama_like) + "}").pairing == posemb::Pairing::RotateHalf);
+            .rope_scheme().pairing == posemb::Pairing::Interleaved);
+  CHECK(parse(std::string(llama_like) + "}").rope_scheme().pairing == posemb::Pairing::RotateHalf);
   options.pairing = posemb::Pairing::Interleaved;
-  CHECK(parse(std::string(llama_like) + "}", options).rope_spec_for().pairing ==
+  CHECK(parse(std::string(llama_like) + "}", options).rope_spec().pairing ==
         posemb::Pairing::Interleaved);
 }
 
 TEST_CASE("models without RoPE are recognised", "[config]") {
   using posemb::PositionKind;
-  CHECK(parse(R"({"model_type": "bloom", "n_head": 32, "hidden_size": 4096})").kind ==
+  CHECK(parse(R"({"model_type": "bloom", "n_head": 32, "hidden_size": 4096})").kind() ==
         PositionKind::Alibi);
   CHECK(
       parse(
           R"({"model_type": "falcon", "alibi": true, "num_attention_heads": 8, "hidden_size": 512})")
-          .kind == PositionKind::Alibi);
+          .kind() == PositionKind::Alibi);
   CHECK(
       parse(
           R"({"model_type": "falcon", "alibi": false, "num_attention_heads": 8, "hidden_size": 512})")
-          .kind == PositionKind::Rope);
+          .kind() == PositionKind::Rope);
   const auto mpt =
       parse(R"({"model_type": "mpt", "n_heads": 32, "d_model": 4096, "max_seq_len": 2048,
                              "attn_config": {"alibi": true, "alibi_bias_max": 8}})");
-  CHECK(mpt.kind == PositionKind::Alibi);
+  CHECK(mpt.kind() == PositionKind::Alibi);
   CHECK(mpt.n_heads == 32);
   CHECK(parse(R"({"model_type": "mpt", "n_heads": 8, "max_seq_len": 2048,
                   "attn_config": {"alibi": false}})")
-            .kind == PositionKind::Learned);
+            .kind() == PositionKind::Learned);
   const auto gpt2 =
       parse(R"({"model_type": "gpt2", "n_embd": 768, "n_head": 12, "n_positions": 1024})");
-  CHECK(gpt2.kind == PositionKind::Learned);
+  CHECK(gpt2.kind() == PositionKind::Learned);
   CHECK(gpt2.max_position_embeddings == 1024);
-  CHECK(parse(R"({"model_type": "xglm", "num_attention_heads": 16, "d_model": 1024})").kind ==
+  CHECK(parse(R"({"model_type": "xglm", "num_attention_heads": 16, "d_model": 1024})").kind() ==
         PositionKind::Sinusoidal);
-  CHECK_THROWS_WITH(gpt2.rope_spec_for(), Catch::Contains("kind = learned"));
+  CHECK_THROWS_WITH(gpt2.rope_spec(), Catch::Contains("kind = learned"));
   CHECK_THROWS_WITH(parse(R"({"model_type": "gpt2", "n_head": 12})"),
                     Catch::Contains("n_positions"));
 }
 
 TEST_CASE("dynamic NTK and LongRoPE specs depend on seq_len", "[config]") {
   const auto dyn = posemb::load_model_positions((hf_dir / "dynamic_legacy_type.json").string());
-  const auto base = dyn.rope_spec_for();
-  CHECK(dyn.rope_spec_for(2048).inv_freq == base.inv_freq);
-  CHECK(dyn.rope_spec_for(2049).inv_freq[1] < base.inv_freq[1]);
+  const auto base = dyn.rope_spec();
+  CHECK(dyn.rope_spec(2048).inv_freq == base.inv_freq);
+  CHECK(dyn.rope_spec(2049).inv_freq[1] < base.inv_freq[1]);
   const auto lr = posemb::load_model_positions((hf_dir / "longrope_phi3_style.json").string());
-  CHECK(lr.longrope.original_max_position_embeddings == 4096);
-  CHECK(lr.longrope.factor == 8.0);
-  CHECK(lr.rope_spec_for(4096).inv_freq == lr.rope_spec_for().inv_freq);
-  CHECK(lr.rope_spec_for(4097).inv_freq[7] < lr.rope_spec_for(4096).inv_freq[7]);
+  const auto& longrope = std::get<posemb::LongRopeParams>(lr.rope_scheme().params);
+  CHECK(longrope.original_max_position_embeddings == 4096);
+  CHECK(longrope.factor == 8.0);
+  CHECK(lr.rope_spec(4096).inv_freq == lr.rope_spec().inv_freq);
+  CHECK(lr.rope_spec(4097).inv_freq[7] < lr.rope_spec(4096).inv_freq[7]);
 }
 
 TEST_CASE("the legacy rope type su is LongRoPE", "[config]") {
@@ -200,17 +204,18 @@ TEST_CASE("the legacy rope type su is LongRoPE", "[config]") {
       parse(R"({"hidden_size": 64, "num_attention_heads": 4, "max_position_embeddings": 8192,
                            "original_max_position_embeddings": 2048, "rope_scaling": {"type": "su",
                            "short_factor": [1, 1, 1, 1, 1, 1, 1, 1], "long_factor": [1, 2, 3, 4, 5, 6, 7, 8]}})");
-  CHECK(m.rope_type == "longrope");
-  CHECK(m.rope_spec_for(2049).inv_freq[7] == Approx(std::pow(1e4, -14.0 / 16) / 8).epsilon(1e-15));
+  CHECK(m.rope_scheme().rope_type == "longrope");
+  CHECK(m.rope_spec(2049).inv_freq[7] == Approx(std::pow(1e4, -14.0 / 16) / 8).epsilon(1e-15));
   // By hand: factor 8192/2048 = 4, attention sqrt(1 + ln 4 / ln 2048) = sqrt(1 + 2/11).
-  CHECK(m.rope_spec_for().attention_scale == Approx(std::sqrt(1.0 + 2.0 / 11.0)).epsilon(1e-15));
+  CHECK(m.rope_spec().attention_scale == Approx(std::sqrt(1.0 + 2.0 / 11.0)).epsilon(1e-15));
 }
 
 TEST_CASE("the shipped example configs", "[config][examples]") {
   const fs::path dir = fs::path(POSEMB_TEST_DATA_DIR) / ".." / ".." / "examples" / "configs";
   const auto bands = [](const posemb::ModelPositions& m, double s) {
-    const Eigen::VectorXd base = posemb::default_inv_freq(m.rotary_dim, m.rope_theta);
-    const Eigen::VectorXd inv = m.rope_spec_for().inv_freq;
+    const Eigen::VectorXd base =
+        posemb::default_inv_freq(m.rope_scheme().rotary_dim, m.rope_scheme().theta);
+    const Eigen::VectorXd inv = m.rope_spec().inv_freq;
     std::array<int, 3> count{};  // kept, ramp, interpolated
     for (Eigen::Index i = 0; i < inv.size(); ++i) {
       const double divisor = base[i] / inv[i];
@@ -220,27 +225,28 @@ TEST_CASE("the shipped example configs", "[config][examples]") {
   };
   // Llama 3.1 8B: d 128, theta 5e5: wl_i < 2048 for i <= 28, wl_i > 8192 for i >= 35.
   const auto llama = posemb::load_model_positions((dir / "llama3.1_8b_llama3.json").string());
-  CHECK(llama.rope_type == "llama3");
+  CHECK(llama.rope_scheme().rope_type == "llama3");
   CHECK(llama.n_kv_heads == 8);
   CHECK(bands(llama, 8.0) == std::array<int, 3>{29, 6, 29});
   // Qwen2.5-7B YaRN: d 128, theta 1e6, L0 32768: floor(dim(32)) = 23, ceil(dim(1)) = 40.
   const auto qwen = posemb::load_model_positions((dir / "qwen2.5_7b_yarn.json").string());
-  CHECK(qwen.yarn.original_max_position_embeddings == 32768);
+  CHECK(std::get<posemb::YarnParams>(qwen.rope_scheme().params).original_max_position_embeddings ==
+        32768);
   CHECK(bands(qwen, 4.0) == std::array<int, 3>{24, 16, 24});
-  CHECK(qwen.rope_spec_for().attention_scale == Approx(0.1 * std::log(4.0) + 1).epsilon(1e-15));
+  CHECK(qwen.rope_spec().attention_scale == Approx(0.1 * std::log(4.0) + 1).epsilon(1e-15));
   // Phi-3 128k: factor 131072/4096 = 32, attention sqrt(1 + ln 32 / ln 4096) = sqrt(1 + 5/12).
   const auto phi3 = posemb::load_model_positions((dir / "phi3_128k_longrope.json").string());
-  CHECK(phi3.rotary_dim == 96);
-  CHECK(phi3.rope_spec_for().attention_scale == Approx(std::sqrt(1.0 + 5.0 / 12.0)).epsilon(1e-15));
-  CHECK(phi3.rope_spec_for(4097).inv_freq[47] < phi3.rope_spec_for(4096).inv_freq[47] / 20);
+  CHECK(phi3.rope_scheme().rotary_dim == 96);
+  CHECK(phi3.rope_spec().attention_scale == Approx(std::sqrt(1.0 + 5.0 / 12.0)).epsilon(1e-15));
+  CHECK(phi3.rope_spec(4097).inv_freq[47] < phi3.rope_spec(4096).inv_freq[47] / 20);
   // GPT-NeoX-20B: head_dim 6144/64 = 96, rotary_pct 0.25 -> 24.
   const auto neox = posemb::load_model_positions((dir / "gpt_neox_20b_partial.json").string());
-  CHECK(neox.head_dim == 96);
-  CHECK(neox.rotary_dim == 24);
-  CHECK(neox.pairing == posemb::Pairing::RotateHalf);
+  CHECK(neox.layers[0].head_dim == 96);
+  CHECK(neox.rope_scheme().rotary_dim == 24);
+  CHECK(neox.rope_scheme().pairing == posemb::Pairing::RotateHalf);
   const auto gptj = posemb::load_model_positions((dir / "gptj_6b_interleaved.json").string());
-  CHECK(gptj.rotary_dim == 64);
-  CHECK(gptj.pairing == posemb::Pairing::Interleaved);
+  CHECK(gptj.rope_scheme().rotary_dim == 64);
+  CHECK(gptj.rope_scheme().pairing == posemb::Pairing::Interleaved);
 }
 
 TEST_CASE("xPos parameters are read from torchscale-style keys", "[config]") {
@@ -249,9 +255,9 @@ TEST_CASE("xPos parameters are read from torchscale-style keys", "[config]") {
   REQUIRE(m.xpos.has_value());
   CHECK(m.xpos->scale_base == 256.0);
   CHECK(m.xpos->gamma == 0.4);
-  CHECK(m.xpos_spec_for().rope.rotary_dim == 32);
+  CHECK(m.xpos_spec().rope.rotary_dim == 32);
   CHECK_FALSE(parse(std::string(llama_like) + "}").xpos.has_value());
-  CHECK_THROWS_WITH(parse(std::string(llama_like) + "}").xpos_spec_for(),
+  CHECK_THROWS_WITH(parse(std::string(llama_like) + "}").xpos_spec(),
                     Catch::Contains("xpos_rel_pos"));
 }
 
@@ -299,8 +305,8 @@ TEST_CASE("bad configs throw posemb::Error naming the key", "[config][errors]") 
              Catch::Contains("xpos_scale_base = -1"));
   CHECK_THAT(
       error_of(head + R"(, "rope_parameters": {"full_attention": {"rope_type": "default"},
-                                 "sliding_attention": {"rope_type": "default"}}})"),
-      Catch::Contains("rope_parameters.full_attention") && Catch::Contains("per layer type"));
+                                 "global_attention": {"rope_type": "default"}}})"),
+      Catch::Contains("rope_parameters.global_attention") && Catch::Contains("per layer type"));
 }
 
 TEST_CASE("errors from a file name the file", "[config][errors]") {
@@ -314,7 +320,8 @@ TEST_CASE("errors from a file name the file", "[config][errors]") {
   CHECK_THROWS_WITH(
       posemb::load_model_positions(bad.string()),
       Catch::Contains("bad_config.json") && Catch::Contains("rope_scaling.rope_type"));
-  CHECK_THROWS_WITH(posemb::rope_frequencies(bad.string()), Catch::Contains("bad_config.json"));
+  CHECK_THROWS_WITH(posemb::load_model_positions(bad.string()).rope_spec(),
+                    Catch::Contains("bad_config.json"));
   const fs::path broken = dir / "broken.json";
   {
     std::ofstream out(broken);
@@ -331,30 +338,32 @@ TEST_CASE("FoPE configs (rope_type fope) give the authors' settings", "[config][
   const fs::path fope_dir = fs::path(POSEMB_TEST_DATA_DIR) / "fope";
   const posemb::ModelPositions a =
       posemb::load_model_positions((fope_dir / "a_hd64_h8_N512_S32" / "config.json").string());
-  CHECK(a.kind == posemb::PositionKind::Fope);
-  CHECK(a.rope_type == "fope");
-  CHECK(a.fope.head_dim == 64);
-  CHECK(a.fope.n_heads == 8);
-  CHECK(a.fope.n_kv_heads == 8);
-  CHECK(a.fope.theta == 10000.0);
-  CHECK(a.fope.train_length == 512);
-  CHECK(a.fope.sigma == 0.3);
-  CHECK(a.fope.d_out == 16);
-  CHECK(a.fope.drop_clipped);
-  CHECK(a.fope.padding_sin == 1.0);
-  CHECK_THROWS_WITH(a.rope_spec_for(), Catch::Contains("kind = fope"));
+  CHECK(a.kind() == posemb::PositionKind::Fope);
+  REQUIRE(a.fope.has_value());
+  CHECK(a.fope->head_dim == 64);
+  CHECK(a.fope->n_heads == 8);
+  CHECK(a.fope->n_kv_heads == 8);
+  CHECK(a.fope->theta == 10000.0);
+  CHECK(a.fope->train_length == 512);
+  CHECK(a.fope->sigma == 0.3);
+  CHECK(a.fope->d_out == 16);
+  CHECK(a.fope->drop_clipped);
+  CHECK(a.fope->padding_sin == 1.0);
+  CHECK_THROWS_WITH(a.rope_spec(), Catch::Contains("kind = fope"));
 
   // freqs: the default frequencies with the clipped ones (below 2 pi / N) set to 0.
-  const posemb::RopeFrequencies f = posemb::rope_frequencies(a);
+  const posemb::report::PairFrequencies f = posemb::report::pair_frequencies(a);
   const Eigen::VectorXd base = posemb::default_inv_freq(64, 10000.0);
-  REQUIRE(f.inv_freq.size() == 32);
+  REQUIRE(f.pairs.size() == 32);
   CHECK(f.rotary_dim == 64);
+  int rotating = 0;
   for (int k = 0; k < 32; ++k) {
-    CHECK(f.inv_freq[k] == (base[k] < posemb::two_pi / 512 ? 0.0 : base[k]));
+    CHECK(f.pairs[k].inv_freq == (base[k] < posemb::two_pi / 512 ? 0.0 : base[k]));
+    rotating += f.pairs[k].inv_freq > 0.0;
   }
-  CHECK((f.inv_freq.array() > 0.0).count() == 16);
+  CHECK(rotating == 16);
 
-  const posemb::PairFrequencies pairs = posemb::pair_frequencies(
+  const posemb::report::PairFrequencies pairs = posemb::report::pair_frequencies(
       posemb::load_model_positions((fope_dir / "c2_stepeye_hd64_h4_N4096_S48" / "config.json").string()));
   int clipped = 0;
   for (const auto& pair : pairs.pairs) clipped += pair.band == "clipped";
@@ -368,7 +377,7 @@ TEST_CASE("FoPE configs (rope_type fope) give the authors' settings", "[config][
   CHECK(posemb::model_positions_from_json(
             json::parse(R"({"num_attention_heads": 8, "head_dim": 64, "max_position_embeddings": 1024,
                             "rope_scaling": {"rope_type": "fope"}})"))
-            .fope.train_length == 1024);
+            .fope->train_length == 1024);
   CHECK_THAT(error_of(fope_head + R"(, "train_length": 512, "clip_floor_to_zero": false}})"),
              Catch::Contains("rope_scaling.clip_floor_to_zero"));
   CHECK_THAT(error_of(fope_head + R"(, "train_length": 512, "sigma": -1}})"),
@@ -390,16 +399,16 @@ TEST_CASE("pair_frequencies names each pair's band", "[config]") {
       "max_position_embeddings": 131072,
       "rope_scaling": {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
                        "high_freq_factor": 4.0, "original_max_position_embeddings": 8192}})"));
-  const posemb::PairFrequencies f = posemb::pair_frequencies(llama);
+  const posemb::report::PairFrequencies f = posemb::report::pair_frequencies(llama);
   std::map<std::string, int> bands;
   for (const auto& pair : f.pairs) ++bands[pair.band];
   CHECK(bands["kept"] == 29);
   CHECK(bands["ramp"] == 6);
   CHECK(bands["interpolated"] == 29);
   CHECK(f.original_context == 8192);
-  const posemb::RopeSpec spec = llama.rope_spec_for();
+  const posemb::RopeSpec spec = llama.rope_spec();
   for (int i = 0; i < 64; ++i) CHECK(f.pairs[i].inv_freq == spec.inv_freq[i]);
-  CHECK_THROWS_WITH(posemb::pair_frequencies(posemb::model_positions_from_json(
+  CHECK_THROWS_WITH(posemb::report::pair_frequencies(posemb::model_positions_from_json(
                         json::parse(R"({"model_type": "bloom", "n_head": 8, "hidden_size": 64})"))),
                     Catch::Contains("not rotary"));
 }

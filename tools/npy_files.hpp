@@ -73,8 +73,7 @@ void write_npy_atomic(const std::string& path, const T* data, const std::vector<
     if (read_npy(temp).shape != shape) throw Error(temp + ": shape differs after writing");
   } catch (const Error& error) {
     std::remove(temp.c_str());
-    const std::string message = error.what();  // "posemb: ..."
-    throw Error(path + ": write failed: " + message.substr(message.find(' ') + 1));
+    throw Error(path + ": write failed: " + error.message());
   }
   if (std::rename(temp.c_str(), path.c_str()) != 0) {
     const int error = errno;

@@ -1,14 +1,18 @@
 // posemb: inspect and apply a model's positional scheme, with .npy files in and out.
 //
 //   posemb inspect CONFIG.json [--seq-len N]
-//   posemb freqs CONFIG.json [--seq-len N]
+//   posemb freqs CONFIG.json [--layer I] [--seq-len N]
+//   posemb layers CONFIG.json [--seq-len N] [--json]
 //   posemb apply CONFIG.json --input X.npy --output Y.npy [--positions P.npy | --offset K]
-//                [--role query|key] [--layout bshd|bhsd] [--pairing interleaved|rotate_half]
-//                [--seq-len N] [--fope-sin-coef S.npy --fope-cos-coef C.npy]
+//                [--role query|key] [--layout bshd|bhsd] [--output-layout bshd|bhsd] [--inverse]
+//                [--pairing interleaved|rotate_half]
+//                [--layer I] [--seq-len N] [--fope-sin-coef S.npy --fope-cos-coef C.npy]
 //   posemb alibi --heads H --q-len N --k-len M [--causal | --symmetric] [--q-offset K]
 //                [--max-bias B] [--head-begin A --head-end Z] --output B.npy
 //   posemb buckets --num-buckets B --max-distance D (--bidirectional | --causal)
 //                  --q-len N --k-len M [--q-offset K] --output IDS.npy
+//   posemb bias CONFIG.json --table T.npy --q-len N --k-len M [--q-offset K] [--decoder]
+//               --output BIAS.npy
 //   posemb sinusoidal --dim D --max-len L [--layout interleaved|concat] [--base B] --output T.npy
 //
 // Exit status: 0 on success, 2 for a usage error, 1 for anything else, with one line
@@ -37,6 +41,7 @@
 #include "posemb/rope.hpp"
 #include "posemb/sinusoidal.hpp"
 #include "posemb/xpos.hpp"
+#include "model_report.hpp"
 
 namespace {
 
@@ -62,26 +67,143 @@ std::string fixed(double value, int decimals) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// freqs: {"inv_freq": [...], "attention_scale": s, "rotary_dim": r, "pairing": "..."}
-// For FoPE, inv_freq holds the clipped frequencies as 0 (the clip floor) and the pairing is
-// rotate_half.
+// layers / freqs: one JSON object per layer (tests/data/models/README.md):
+//   {"layer", "positions", "rope_type", "head_dim", "rotary_dim", "inv_freq", "attention_scale",
+//    "pairing", "softmax_scale", "sliding_window", "attention_chunk_size", "query_temperature",
+//    "mrope_section", "mrope_layout"}
+// FoPE layers report rope_type "fope" and their frequencies with the clipped ones as 0.
 
-int run_freqs(const std::string& config_path, std::optional<std::int64_t> seq_len) {
+// --layer must name a layer of the model.
+void check_layer(const ModelPositions& model, std::optional<std::int64_t> layer,
+                 const std::string& config_path) {
+  if (layer && (*layer < 0 || *layer >= static_cast<std::int64_t>(model.layers.size()))) {
+    throw UsageError("--layer = " + std::to_string(*layer) + ": expected a layer in [0, " +
+                     std::to_string(model.layers.size()) + ") for " + config_path);
+  }
+}
+
+std::string json_string(const std::string& text) { return "\"" + text + "\""; }
+
+template <class T, class Format>
+std::string json_or_null(const std::optional<T>& value, Format format) {
+  return value ? format(*value) : "null";
+}
+
+std::string layer_json(const ModelPositions& model, const LayerPositions& layer,
+                       std::optional<std::int64_t> seq_len) {
+  std::optional<report::PairFrequencies> rotary;
+  std::string rope_type = "null";
+  if (layer.kind == PositionKind::Rope) {
+    rotary = report::rope_pair_frequencies(*layer.rope, seq_len);
+    rope_type = json_string(layer.rope->rope_type);
+  } else if (layer.kind == PositionKind::Fope && model.fope) {
+    rotary = report::fope_pair_frequencies(*model.fope);
+    rope_type = json_string("fope");
+  }
+  std::string inv_freq;
+  if (rotary) {
+    for (std::size_t i = 0; i < rotary->pairs.size(); ++i) {
+      inv_freq += (i ? ", " : "") + full_precision(rotary->pairs[i].inv_freq);
+    }
+  }
+  const LayerAttention& attention = layer.attention;
+  const auto integer = [](std::int64_t value) { return std::to_string(value); };
+  std::string json = "{\"layer\": " + std::to_string(layer.index) +
+                     ", \"positions\": " + json_string(to_string(layer.kind)) +
+                     ", \"rope_type\": " + rope_type +
+                     ", \"head_dim\": " + std::to_string(layer.head_dim) +
+                     ", \"rotary_dim\": " + std::to_string(rotary ? rotary->rotary_dim : 0) +
+                     ", \"inv_freq\": [" + inv_freq + "]" +
+                     ", \"attention_scale\": " + full_precision(rotary ? rotary->attention_scale : 1.0) +
+                     ", \"pairing\": " + (rotary ? json_string(to_string(rotary->pairing)) : "null");
+  json += ", \"softmax_scale\": " +
+          (layer.softmax_attention() ? json_or_null(attention.softmax_scale, full_precision) : "null");
+  json += ", \"sliding_window\": " + json_or_null(attention.sliding_window, integer);
+  json += ", \"attention_chunk_size\": " + json_or_null(attention.attention_chunk_size, integer);
+  json += ", \"query_temperature\": " +
+          json_or_null(attention.query_temperature, [](const QueryTemperature& t) {
+            return "{\"floor_scale\": " + full_precision(t.floor_scale) +
+                   ", \"attn_scale\": " + full_precision(t.attn_scale) + "}";
+          });
+  json += ", \"mrope_section\": null, \"mrope_layout\": null";
+  if (layer.relative_bias) {
+    json += ", \"stack\": " + (layer.stack.empty() ? "null" : json_string(layer.stack)) +
+            ", \"relative_attention\": {\"num_buckets\": " +
+            std::to_string(layer.relative_bias->num_buckets) +
+            ", \"max_distance\": " + std::to_string(layer.relative_bias->max_distance) +
+            ", \"bidirectional\": " + (layer.relative_bias->bidirectional ? "true" : "false") +
+            ", \"table_layer\": " + std::to_string(layer.relative_bias_table_layer) + "}";
+  }
+  return json + "}";
+}
+
+int run_layers(const std::string& config_path, std::optional<std::int64_t> seq_len, bool as_json) {
   const ModelPositions model = load_model_positions(config_path);
-  PairFrequencies f;
+  std::string out;
   try {
-    f = pair_frequencies(model, seq_len);
-  } catch (const Error& error) {
-    throw Error(config_path + ": " + posemb::detail::error_body(error));
+    if (as_json) {
+      out = "[";
+      for (const LayerPositions& layer : model.layers) {
+        out += (layer.index ? ",\n " : "") + layer_json(model, layer, seq_len);
+      }
+      out += "]\n";
+    } else {
+      char line[256];
+      std::snprintf(line, sizeof line, "%5s  %-18s  %-10s  %-12s  %8s  %10s  %-11s  %-24s  %8s  %8s  %s\n",
+                    "layer", "type", "positions", "rope_type", "head_dim", "rotary_dim", "pairing",
+                    "softmax_scale", "window", "chunk", "query temperature");
+      out = line;
+      for (const LayerPositions& layer : model.layers) {
+        const LayerAttention& a = layer.attention;
+        int rotary_dim = 0;
+        const char* pairing = "-";
+        if (layer.rope) {
+          const RopeSpec spec = layer.rope_spec(seq_len);
+          rotary_dim = spec.rotary_dim;
+          pairing = to_string(spec.pairing);
+        }
+        const auto count = [](const std::optional<std::int64_t>& value) {
+          return value ? std::to_string(*value) : std::string("-");
+        };
+        const std::string temperature =
+            a.query_temperature ? "floor " + full_precision(a.query_temperature->floor_scale) +
+                                      ", scale " + full_precision(a.query_temperature->attn_scale)
+                                : "-";
+        std::snprintf(line, sizeof line, "%5d  %-18s  %-10s  %-12s  %8d  %10d  %-11s  %-24s  %8s  %8s  %s\n",
+                      layer.index, layer.layer_type.c_str(), to_string(layer.kind),
+                      layer.rope ? layer.rope->rope_type.c_str() : "-", layer.head_dim,
+                      rotary_dim, pairing,
+                      layer.softmax_attention() && a.softmax_scale
+                          ? full_precision(*a.softmax_scale).c_str() : "-",
+                      count(a.sliding_window).c_str(), count(a.attention_chunk_size).c_str(),
+                      temperature.c_str());
+        out += line;
+      }
+    }
+  } catch (Error& error) {
+    error.add_context(config_path);
+    throw;
   }
-  std::string json = "{\"inv_freq\": [";
-  for (std::size_t i = 0; i < f.pairs.size(); ++i) {
-    json += (i ? ", " : "") + full_precision(f.pairs[i].inv_freq);
+  std::cout << out;
+  return 0;
+}
+
+int run_freqs(const std::string& config_path, std::optional<std::int64_t> layer_index,
+              std::optional<std::int64_t> seq_len) {
+  const ModelPositions model = load_model_positions(config_path);
+  check_layer(model, layer_index, config_path);
+  if (!layer_index && !model.layers_alike()) {
+    throw UsageError(config_path + ": the layers differ (" + report::layer_pattern(model) +
+                     "); choose one with --layer");
   }
-  json += "], \"attention_scale\": " + full_precision(f.attention_scale) +
-          ", \"rotary_dim\": " + std::to_string(f.rotary_dim) + ", \"pairing\": \"" +
-          to_string(f.pairing) + "\"}\n";
-  std::cout << json;
+  std::string json;
+  try {
+    json = layer_json(model, model.layer(layer_index.value_or(0)), seq_len);
+  } catch (Error& error) {
+    error.add_context(config_path);
+    throw;
+  }
+  std::cout << json << "\n";
   return 0;
 }
 
@@ -91,14 +213,14 @@ int run_freqs(const std::string& config_path, std::optional<std::int64_t> seq_le
 // Columns: the default and the scheme's inverse frequency; the wavelength 2 pi / inv_freq in
 // tokens the scheme rotates with; the full turns floor(L0 * default_inv_freq / 2 pi) the pair
 // made within the original (pre-training) context L0, which decides its band; the band.
-void print_pair_table(const PairFrequencies& f) {
+void print_pair_table(const report::PairFrequencies& f) {
   if (f.original_context) {
     std::printf("original context L0: %lld\n", static_cast<long long>(*f.original_context));
   }
   std::printf("%5s  %-24s  %-24s  %14s  %11s  %s\n", "pair", "default inv_freq", "inv_freq",
               "wavelength", "turns in L0", "band");
   for (std::size_t i = 0; i < f.pairs.size(); ++i) {
-    const PairFrequency& pair = f.pairs[i];
+    const report::PairFrequency& pair = f.pairs[i];
     const std::string wavelength =
         pair.inv_freq > 0.0 ? fixed(posemb::two_pi / pair.inv_freq, 2) : "inf";
     const std::string turns =
@@ -113,37 +235,61 @@ void print_pair_table(const PairFrequencies& f) {
   }
 }
 
+void print_fope(const FopeConfig& config) {
+  const auto [fope, clip] = resolve_fope_config(config);
+  std::printf("positions: fope (Fourier position embedding)\n");
+  std::printf("heads: %d (key-value heads %d)\nhead_dim: %d\nrotary_dim: %d\n", fope.n_heads,
+              fope.n_kv_heads, fope.head_dim, fope.head_dim);
+  std::printf("pairing: rotate_half\nrope_theta: %s\n", full_precision(fope.theta).c_str());
+  std::printf("train_length: %lld\nclip floor: %s rad/token (2 pi / N * %s)\n",
+              static_cast<long long>(fope.train_length), full_precision(clip.floor).c_str(),
+              full_precision(fope.floor_ratio).c_str());
+  std::printf("D_in: %d retained frequencies (%d clipped, %s)\nD_out: %d mixed slots, %d "
+              "padding slots (C = 1, S = %s)\n",
+              clip.d_in(), clip.clipped_count(), fope.drop_clipped ? "dropped" : "kept as 0",
+              fope.d_out, fope.head_dim / 2 - fope.d_out, full_precision(fope.padding_sin).c_str());
+  std::printf("attention factor: 1\n");
+  print_pair_table(report::fope_pair_frequencies(config));
+}
+
+// One RoPE scheme: its numbers and its pair table.
+void print_rope(const ModelPositions& model, const LayerPositions& layer,
+                std::optional<std::int64_t> seq_len) {
+  const RopeScheme& scheme = *layer.rope;
+  const report::PairFrequencies f =
+      report::rope_pair_frequencies(scheme, seq_len, model.max_position_embeddings);
+  std::printf("rope_type: %s\nhead_dim: %d\nrotary_dim: %d%s\npairing: %s\nrope_theta: %s\n",
+              scheme.rope_type.c_str(), layer.head_dim, f.rotary_dim,
+              f.rotary_dim < layer.head_dim ? " (partial rotary)" : "", to_string(f.pairing),
+              full_precision(f.theta).c_str());
+  if (model.xpos) {
+    std::printf("xpos: gamma %s, scale_base %s\n", full_precision(model.xpos->gamma).c_str(),
+                full_precision(model.xpos->scale_base).c_str());
+  }
+  std::printf("seq_len: %s\nattention factor: %s\n",
+              seq_len ? std::to_string(*seq_len).c_str() : "(not given)",
+              full_precision(f.attention_scale).c_str());
+  print_pair_table(f);
+}
+
 int run_inspect(const std::string& config_path, std::optional<std::int64_t> seq_len) {
   const ModelPositions model = load_model_positions(config_path);
   std::printf("config: %s\n", config_path.c_str());
   try {
-    if (model.kind == PositionKind::Fope) {
-      const auto [fope, clip] = resolve_fope_config(model.fope);
-      const PairFrequencies f = pair_frequencies(model, seq_len);
-      std::printf("positions: fope (Fourier position embedding)\n");
-      std::printf("heads: %d (key-value heads %d)\nhead_dim: %d\nrotary_dim: %d\n", fope.n_heads,
-                  fope.n_kv_heads, fope.head_dim, fope.head_dim);
-      std::printf("pairing: rotate_half\nrope_theta: %s\n", full_precision(fope.theta).c_str());
-      std::printf("train_length: %lld\nclip floor: %s rad/token (2 pi / N * %s)\n",
-                  static_cast<long long>(fope.train_length), full_precision(clip.floor).c_str(),
-                  full_precision(fope.floor_ratio).c_str());
-      std::printf("D_in: %d retained frequencies (%d clipped, %s)\nD_out: %d mixed slots, %d "
-                  "padding slots (C = 1, S = %s)\n",
-                  clip.d_in(), clip.clipped_count(), fope.drop_clipped ? "dropped" : "kept as 0",
-                  fope.d_out, fope.head_dim / 2 - fope.d_out,
-                  full_precision(fope.padding_sin).c_str());
-      std::printf("attention factor: 1\n");
-      print_pair_table(f);
+    const PositionKind kind = model.kind();
+    if (kind == PositionKind::Fope && model.fope) {
+      print_fope(*model.fope);
       return 0;
     }
     std::printf("model_type: %s\npositions: %s\nheads: %d (key-value heads %d)\n",
-                model.model_type.empty() ? "(none)" : model.model_type.c_str(),
-                to_string(model.kind), model.n_heads, model.n_kv_heads);
+                model.model_type.empty() ? "(none)" : model.model_type.c_str(), to_string(kind),
+                model.n_heads, model.n_kv_heads);
     if (model.max_position_embeddings) {
       std::printf("max_position_embeddings: %lld\n",
                   static_cast<long long>(*model.max_position_embeddings));
     }
-    if (model.kind == PositionKind::Alibi) {
+    std::printf("%s\n", report::layer_pattern(model).c_str());
+    if (kind == PositionKind::Alibi) {
       const Eigen::VectorXd slopes = alibi_slopes(model.n_heads);
       std::printf("%5s  %s\n", "head", "ALiBi slope");
       for (Eigen::Index h = 0; h < slopes.size(); ++h) {
@@ -151,22 +297,24 @@ int run_inspect(const std::string& config_path, std::optional<std::int64_t> seq_
       }
       return 0;
     }
-    if (model.kind != PositionKind::Rope) return 0;
-    const PairFrequencies f = pair_frequencies(model, seq_len);
-    std::printf("rope_type: %s\nhead_dim: %d\nrotary_dim: %d%s\npairing: %s\nrope_theta: %s\n",
-                model.rope_type.c_str(), model.head_dim, f.rotary_dim,
-                f.rotary_dim < model.head_dim ? " (partial rotary)" : "", to_string(f.pairing),
-                full_precision(f.theta).c_str());
-    if (model.xpos) {
-      std::printf("xpos: gamma %s, scale_base %s\n", full_precision(model.xpos->gamma).c_str(),
-                  full_precision(model.xpos->scale_base).c_str());
+    // Each distinct RoPE scheme once, under the first layer that uses it.
+    std::vector<const LayerPositions*> shown;
+    for (const LayerPositions& layer : model.layers) {
+      if (!layer.rope) continue;
+      bool seen = false;
+      for (const LayerPositions* other : shown) {
+        seen = seen || (*other->rope == *layer.rope && other->head_dim == layer.head_dim);
+      }
+      if (seen) continue;
+      if (!shown.empty() || !model.layers_alike()) {
+        std::printf("\nlayer %d (%s):\n", layer.index, layer.layer_type.c_str());
+      }
+      print_rope(model, layer, seq_len);
+      shown.push_back(&layer);
     }
-    std::printf("seq_len: %s\nattention factor: %s\n",
-                seq_len ? std::to_string(*seq_len).c_str() : "(not given)",
-                full_precision(f.attention_scale).c_str());
-    print_pair_table(f);
-  } catch (const Error& error) {
-    throw Error(config_path + ": " + posemb::detail::error_body(error));
+  } catch (Error& error) {
+    error.add_context(config_path);
+    throw;
   }
   return 0;
 }
@@ -178,58 +326,120 @@ struct ApplyOptions {
   std::string config, input, output, positions;
   std::optional<std::int64_t> offset, seq_len;
   std::string role = "query", layout = "bshd";
+  std::optional<std::string> output_layout;  // default: --layout
+  bool inverse = false;
   std::optional<std::string> pairing;
   std::string fope_sin_coef, fope_cos_coef;
+  std::optional<std::int64_t> layer;
 };
 
-// The token positions of X: from --positions (int64 [seq] or [batch, seq]) or offset + s.
-// Returns [batch, seq] or [1, seq].
-PositionMatrix token_positions(const ApplyOptions& options, std::int64_t batch, std::int64_t seq) {
-  PositionMatrix positions;
+
+// The token positions of X: from --positions (int64 or float64, [seq] or [batch, seq]) or
+// offset + s. Holds [batch, seq] or [1, seq] integers, or fractions when P is float64.
+struct TokenPositions {
+  PositionMatrix integers;
+  FractionalPositionMatrix fractions;
+  bool fractional = false;
+
+  Positions view() const { return fractional ? Positions(fractions) : Positions(integers); }
+  // The largest position, or -1 for no token.
+  double max() const {
+    if (fractional) return fractions.size() == 0 ? -1.0 : fractions.maxCoeff();
+    return integers.size() == 0 ? -1.0 : static_cast<double>(integers.maxCoeff());
+  }
+  // The integer positions of an absolute table; fractions are refused.
+  const PositionMatrix& whole(const std::string& file) const {
+    if (fractional) throw Error(file + ": float64 positions: expected int64 positions for a table");
+    return integers;
+  }
+};
+
+TokenPositions token_positions(const ApplyOptions& options, std::int64_t batch, std::int64_t seq) {
+  TokenPositions positions;
   if (options.positions.empty()) {
-    positions.resize(1, seq);
+    positions.integers.resize(1, seq);
     const std::int64_t offset = options.offset.value_or(0);
     for (std::int64_t s = 0; s < seq; ++s) {
       if (s > 0 && offset > std::numeric_limits<std::int64_t>::max() - s) {
         throw UsageError("--offset = " + std::to_string(offset) + ": expected offset + seq to fit in int64");
       }
-      positions(0, s) = offset + s;
+      positions.integers(0, s) = offset + s;
     }
     return positions;
   }
-  const std::string expected = "int64 [seq] or [batch, seq] = [" + std::to_string(seq) + "] or [" +
-                               std::to_string(batch) + ", " + std::to_string(seq) + "]";
-  const NpyArray array = tool::read_npy_checked(options.positions, {"<i8"}, {1, 2}, expected);
+  const std::string expected = "int64 or float64 [seq] or [batch, seq] = [" + std::to_string(seq) +
+                               "] or [" + std::to_string(batch) + ", " + std::to_string(seq) + "]";
+  const NpyArray array = tool::read_npy_checked(options.positions, {"<i8", "<f8"}, {1, 2}, expected);
   const std::int64_t rows = array.shape.size() == 2 ? array.shape[0] : 1;
   const std::int64_t cols = array.shape.back();
   if (cols != seq || (rows != 1 && rows != batch)) {
     throw Error(options.positions + ": shape = " + tool::shape_string(array.shape) + ": expected " +
                 expected);
   }
-  const std::vector<std::int64_t> values = array.values<std::int64_t>();
-  positions.resize(rows, cols);
-  std::copy(values.begin(), values.end(), positions.data());
+  if (array.dtype == "<f8") {
+    const std::vector<double> values = array.values<double>();
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      if (!std::isfinite(values[i])) {
+        throw Error(options.positions + ": position[" + std::to_string(i) +
+                    "] = " + full_precision(values[i]) + ": expected a finite position");
+      }
+    }
+    positions.fractional = true;
+    positions.fractions.resize(rows, cols);
+    std::copy(values.begin(), values.end(), positions.fractions.data());
+  } else {
+    const std::vector<std::int64_t> values = array.values<std::int64_t>();
+    positions.integers.resize(rows, cols);
+    std::copy(values.begin(), values.end(), positions.integers.data());
+  }
   return positions;
 }
 
 bool has_fope_coefficients(const ApplyOptions& options) { return !options.fope_sin_coef.empty(); }
 
-// Applies the scheme to x (values of type T, shape `shape`) in place.
+// The dimensions of a 4-D activation of `shape` (in the input's layout) in the output's layout.
+std::vector<std::int64_t> output_shape(const std::vector<std::int64_t>& shape, bool transpose) {
+  if (!transpose) return shape;
+  return {shape[0], shape[2], shape[1], shape[3]};
+}
+
+// Applies the scheme to x (values of type T, shape `shape`) into y (the output's layout; y is
+// resized).
 template <class T>
 void apply_scheme(const ModelPositions& model, const ApplyOptions& options,
-                  const std::vector<std::int64_t>& shape, std::vector<T>& x) {
+                  const std::vector<std::int64_t>& shape, const std::vector<T>& x,
+                  std::vector<T>& y) {
   const bool bshd = options.layout == "bshd";
   const TensorLayout layout = bshd ? TensorLayout::BSHD : TensorLayout::BHSD;
+  const TensorLayout out_layout =
+      options.output_layout.value_or(options.layout) == "bshd" ? TensorLayout::BSHD : TensorLayout::BHSD;
+  const Layouts layouts(layout, out_layout);
+  const Rotation rotation = options.inverse ? Rotation::Inverse : Rotation::Forward;
   const auto x_error = [&](const std::string& expected) {
     throw Error(options.input + ": shape = " + tool::shape_string(shape) + ": expected " + expected);
   };
-  const bool fope = model.kind == PositionKind::Fope;
-  const bool additive = !fope && model.kind != PositionKind::Rope;
+  const PositionKind kind = options.layer ? model.layer(*options.layer).kind : model.kind();
+  const bool fope = kind == PositionKind::Fope;
+  const bool additive = !fope && kind != PositionKind::Rope;
   if (!additive && shape.size() != 4) {
     x_error(std::string("4 dimensions ") +
             (bshd ? "[batch, seq, heads, head_dim] (--layout bshd)"
                   : "[batch, heads, seq, head_dim] (--layout bhsd)"));
   }
+  if (additive && (options.inverse || out_layout != layout)) {
+    throw UsageError(std::string(options.inverse ? "--inverse" : "--output-layout") +
+                     ": the config's positions (" + to_string(kind) +
+                     ") are not a rotation; only rotary schemes take it");
+  }
+  y.assign(x.size(), T(0));
+  const auto in_map = [&] {
+    return Eigen::TensorMap<const Eigen::Tensor<T, 4, Eigen::RowMajor>>(x.data(), shape[0], shape[1],
+                                                                       shape[2], shape[3]);
+  };
+  const auto out_map = [&] {
+    const std::vector<std::int64_t> dims = output_shape(shape, out_layout != layout);
+    return TensorMap4<T>(y.data(), dims[0], dims[1], dims[2], dims[3]);
+  };
   if (has_fope_coefficients(options) && !fope) {
     throw UsageError("--fope-sin-coef: the config " + options.config +
                      " is not a FoPE config (rope_type \"fope\")");
@@ -239,8 +449,8 @@ void apply_scheme(const ModelPositions& model, const ApplyOptions& options,
     if (options.pairing && *options.pairing != "rotate_half") {
       throw UsageError("--pairing = " + *options.pairing + ": FoPE rotates with rotate_half pairing only");
     }
-    const PositionMatrix positions = token_positions(options, shape[0], bshd ? shape[1] : shape[2]);
-    TensorMap4<T> map(x.data(), shape[0], shape[1], shape[2], shape[3]);
+    const TokenPositions positions = token_positions(options, shape[0], bshd ? shape[1] : shape[2]);
+    auto out = out_map();
     if (has_fope_coefficients(options)) {
       const std::string what = "float32 [n_kv_heads, D_in, D_out]";
       const NpyArray sin_array = tool::read_npy_checked(options.fope_sin_coef, {"<f4"}, {3}, what);
@@ -249,59 +459,64 @@ void apply_scheme(const ModelPositions& model, const ApplyOptions& options,
       const std::vector<float> cos_coef = cos_array.values<float>();
       Fope fope = [&] {
         try {
-          return fope_with_coefficients(model.fope, sin_coef.data(), sin_array.shape,
+          return fope_with_coefficients(*model.fope, sin_coef.data(), sin_array.shape,
                                         cos_coef.data(), cos_array.shape);
-        } catch (const Error& error) {
-          throw Error(options.fope_sin_coef + ", " + options.fope_cos_coef + ": " +
-                      posemb::detail::error_body(error));
+        } catch (Error& error) {
+          error.add_context(options.fope_sin_coef + ", " + options.fope_cos_coef);
+          throw;
         }
       }();
-      apply_fope_inplace(map, positions, fope, layout);
+      apply_fope(in_map(), out, positions.view(), fope, layouts, {}, rotation);
     } else {
-      apply_fope_inplace(map, positions, make_fope(model.fope), layout);
+      apply_fope(in_map(), out, positions.view(), make_fope(*model.fope), layouts, {}, rotation);
     }
     return;
   }
 
-  switch (model.kind) {
+  switch (kind) {
     case PositionKind::Rope: {
-      const PositionMatrix positions = token_positions(options, shape[0], bshd ? shape[1] : shape[2]);
-      // As HuggingFace: the sequence length is max(position) + 1 unless --seq-len is given.
-      const std::int64_t max_position = positions.size() == 0 ? -1 : positions.maxCoeff();
+      const TokenPositions positions = token_positions(options, shape[0], bshd ? shape[1] : shape[2]);
+      // As HuggingFace: the sequence length is max(position) + 1 unless --seq-len is given
+      // (ceil(max) + 1 for fractional positions: the same comparisons with whole lengths).
+      const double max_position = std::ceil(positions.max());
       const std::int64_t seq_len = options.seq_len.value_or(
-          max_position == std::numeric_limits<std::int64_t>::max() ? max_position
-                                                                   : std::max<std::int64_t>(max_position, -1) + 1);
-      RopeSpec spec = model.rope_spec_for(seq_len);
+          max_position >= 9.2e18 ? std::numeric_limits<std::int64_t>::max()
+                                 : static_cast<std::int64_t>(std::max(max_position, -1.0)) + 1);
+      RopeSpec spec = options.layer ? model.layer(*options.layer).rope_spec(seq_len)
+                                    : model.rope_spec(seq_len);
       if (options.pairing) {
         spec.pairing = *options.pairing == "interleaved" ? Pairing::Interleaved : Pairing::RotateHalf;
       }
-      TensorMap4<T> map(x.data(), shape[0], shape[1], shape[2], shape[3]);
+      auto out = out_map();
       if (model.xpos) {
         const XposSpec xpos{spec, *model.xpos};
-        apply_xpos_inplace(map, positions, xpos,
-                           options.role == "key" ? XposRole::Key : XposRole::Query, layout);
+        apply_xpos(in_map(), out, positions.view(), xpos,
+                   options.role == "key" ? XposRole::Key : XposRole::Query, layouts, {}, rotation);
       } else {
-        apply_rope_inplace(map, positions, spec, layout);
+        apply_rope(in_map(), out, positions.view(), spec, layouts, {}, rotation);
       }
       return;
     }
     case PositionKind::Sinusoidal: {
       // Token embeddings x: [batch, seq, d] plus the sinusoidal table (Vaswani et al. 2017).
       if (shape.size() != 3) x_error("3 dimensions [batch, seq, d] (token embeddings)");
-      const PositionMatrix positions = token_positions(options, shape[0], shape[1]);
+      const TokenPositions token = token_positions(options, shape[0], shape[1]);
+      const PositionMatrix& positions = token.whole(options.positions);
       if (positions.size() > 0 && positions.minCoeff() < 0) {
-        posemb::detail::fail("position", positions.minCoeff(), "expected >= 0 for a sinusoidal table");
+        throw Error("position = " + std::to_string(positions.minCoeff()) +
+                    ": expected >= 0 for a sinusoidal table");
       }
       if (shape[2] % 2 != 0 || shape[2] > (1 << 20)) {
         x_error("an even embedding width d <= 2^20 for a sinusoidal table");
       }
       const std::int64_t rows = positions.size() == 0 ? 1 : positions.maxCoeff() + 1;
       if (rows > max_output_elements / std::max<std::int64_t>(shape[2], 1)) {
-        posemb::detail::fail("position", rows - 1,
-                             "expected (position + 1) * d <= 2^28 for the sinusoidal table");
+        throw Error("position = " + std::to_string(rows - 1) +
+                    ": expected (position + 1) * d <= 2^28 for the sinusoidal table");
       }
       const EmbeddingTable<T> table = sinusoidal_table<T>(rows, static_cast<int>(shape[2]));
-      Eigen::TensorMap<Eigen::Tensor<T, 3, Eigen::RowMajor>> map(x.data(), shape[0], shape[1], shape[2]);
+      y = x;
+      Eigen::TensorMap<Eigen::Tensor<T, 3, Eigen::RowMajor>> map(y.data(), shape[0], shape[1], shape[2]);
       add_position_embeddings_inplace(map, positions, table);
       return;
     }
@@ -310,6 +525,12 @@ void apply_scheme(const ModelPositions& model, const ApplyOptions& options,
     case PositionKind::Learned:
       throw Error(options.config + ": the model uses learned absolute positions; their table is " +
                   "in the checkpoint's weights, not in config.json");
+    case PositionKind::None:
+      throw Error(options.config + ": the layer has no positional encoding (NoPE); X is " +
+                  "used as it is");
+    case PositionKind::RelativeBias:
+      throw Error(options.config + ": the model uses T5's relative position bias, a bias on " +
+                  "attention scores that does not change X; build it with `posemb bias`");
     case PositionKind::Alibi:
       throw Error(options.config + ": the model uses ALiBi, a bias on attention scores that does " +
                   "not change X; build it with `posemb alibi`");
@@ -318,32 +539,34 @@ void apply_scheme(const ModelPositions& model, const ApplyOptions& options,
 
 int run_apply(const ApplyOptions& options) {
   const ModelPositions model = load_model_positions(options.config);
+  check_layer(model, options.layer, options.config);
   const NpyArray x = tool::read_npy_checked(options.input, {"<f4", "<f8"}, {3, 4},
                                             "float32 or float64 [batch, seq, heads, head_dim]");
   std::vector<double> y64;
   std::vector<float> y32;
   try {
     if (x.dtype == "<f8") {
-      y64 = x.values<double>();
-      apply_scheme(model, options, x.shape, y64);
+      apply_scheme(model, options, x.shape, x.values<double>(), y64);
     } else {
-      y32 = x.values<float>();
-      apply_scheme(model, options, x.shape, y32);
+      apply_scheme(model, options, x.shape, x.values<float>(), y32);
     }
-  } catch (const Error& error) {
-    const std::string body = posemb::detail::error_body(error);
+  } catch (Error& error) {
     // The tool's own errors start with the file at fault; the library's name a parameter, so
     // say which run they come from.
+    const std::string message = error.message();
     for (const std::string& file : {options.config, options.input, options.positions,
                                     options.fope_sin_coef, options.fope_cos_coef}) {
-      if (!file.empty() && body.compare(0, file.size(), file) == 0) throw;
+      if (!file.empty() && message.compare(0, file.size(), file) == 0) throw;
     }
-    throw Error(options.config + " applied to " + options.input + ": " + body);
+    error.add_context(options.config + " applied to " + options.input);
+    throw;
   }
+  const bool transpose = x.shape.size() == 4 && options.output_layout.value_or(options.layout) != options.layout;
+  const std::vector<std::int64_t> y_shape = output_shape(x.shape, transpose);
   if (x.dtype == "<f8") {
-    tool::write_npy_atomic(options.output, y64.data(), x.shape);
+    tool::write_npy_atomic(options.output, y64.data(), y_shape);
   } else {
-    tool::write_npy_atomic(options.output, y32.data(), x.shape);
+    tool::write_npy_atomic(options.output, y32.data(), y_shape);
   }
   return 0;
 }
@@ -448,6 +671,60 @@ int run_buckets(const BucketsOptions& options) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// bias: the T5 relative position bias (relative_bias.hpp) of a T5-family config with the
+// checkpoint's table, float32 [heads, q_len, k_len] for query positions q_offset + i and key
+// positions j; the encoder's bidirectional buckets, or with --decoder the decoder's causal ones.
+
+struct BiasOptions {
+  std::string config, table, output;
+  std::int64_t q_len = 0, k_len = 0;
+  std::optional<std::int64_t> q_offset;
+  bool decoder = false;
+};
+
+int run_bias(const BiasOptions& options) {
+  const ModelPositions model = load_model_positions(options.config);
+  const std::string stack = options.decoder ? "decoder" : "encoder";
+  const LayerPositions* layer = nullptr;
+  for (const LayerPositions& candidate : model.layers) {
+    if (layer == nullptr && candidate.relative_bias &&
+        candidate.relative_bias->bidirectional == !options.decoder) {
+      layer = &candidate;
+    }
+  }
+  if (layer == nullptr) {
+    const bool t5 = !model.layers.empty() && model.layers[0].relative_bias;
+    throw Error(options.config + (t5 ? ": the model has no " + stack + " (is_encoder_decoder is "
+                                         "false); " + (options.decoder ? "drop" : "pass") + " --decoder"
+                                     : std::string(": the model's positions are ") +
+                                           to_string(model.layers.at(0).kind) +
+                                           ", not a T5 relative position bias"));
+  }
+  const T5Buckets buckets = *layer->relative_bias;
+  const std::int64_t heads = model.n_heads, q_len = options.q_len, k_len = options.k_len;
+  if (q_len > max_output_elements / k_len || heads * q_len * k_len > max_output_elements) {
+    throw UsageError("heads * --q-len * --k-len = " + std::to_string(heads) + " * " +
+                     std::to_string(q_len) + " * " + std::to_string(k_len) +
+                     ": expected at most 2^28 elements");
+  }
+  const std::int64_t offset = query_offset(options.q_offset, q_len, k_len);
+  const std::string expected = "float32 [num_buckets, heads] = [" +
+                               std::to_string(buckets.num_buckets) + ", " + std::to_string(heads) + "]";
+  const NpyArray table = tool::read_npy_checked(options.table, {"<f4"}, {2}, expected);
+  if (table.shape[0] != buckets.num_buckets || table.shape[1] != heads) {
+    throw Error(options.table + ": shape = " + tool::shape_string(table.shape) + ": expected " + expected);
+  }
+  const std::vector<float> weights = table.values<float>();
+  const T5BiasTable<float> bias_table(buckets, weights.data(), table.shape[0], table.shape[1]);
+  PositionVector q_positions(q_len), k_positions(k_len);
+  for (std::int64_t i = 0; i < q_len; ++i) q_positions[i] = offset + i;
+  for (std::int64_t j = 0; j < k_len; ++j) k_positions[j] = j;
+  const RelativeBias<float> bias = t5_bias(bias_table, q_positions, k_positions);
+  tool::write_npy_atomic(options.output, bias.data(), {heads, q_len, k_len});
+  return 0;
+}
+
+// ---------------------------------------------------------------------------------------------
 // sinusoidal: T[p, :] for p = 0 .. max_len - 1 (sinusoidal.hpp), float32 [max_len, dim].
 
 int run_sinusoidal(int dim, std::int64_t max_len, const std::string& layout, double base,
@@ -487,25 +764,33 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.fallthrough(false);
 
-  // inspect / freqs
+  // inspect / freqs / layers
   std::string config_path;
-  std::optional<std::int64_t> seq_len;
+  std::optional<std::int64_t> seq_len, layer_index;
+  bool layers_json = false;
   CLI::App* inspect = app.add_subcommand(
       "inspect",
-      "Print a table of the config's rotary pairs: default and scaled inverse frequency, "
-      "wavelength in tokens, full turns within the original context, band (kept / ramp / "
-      "interpolated, or clipped for FoPE), and the attention factor, pairing and rotary_dim.");
+      "Print the layer pattern and a table of the config's rotary pairs: default and scaled "
+      "inverse frequency, wavelength in tokens, full turns within the original context, band "
+      "(kept / ramp / interpolated, or clipped for FoPE), and the attention factor, pairing and "
+      "rotary_dim.");
   CLI::App* freqs = app.add_subcommand(
       "freqs",
-      "Print {\"inv_freq\": [...], \"attention_scale\": s, \"rotary_dim\": r, \"pairing\": "
-      "\"interleaved\" | \"rotate_half\"} as JSON with 17 significant digits (FoPE: clipped "
-      "frequencies are 0).");
-  for (CLI::App* sub : {inspect, freqs}) {
+      "Print one layer as a JSON object (\"layer\", \"positions\", \"rope_type\", "
+      "\"head_dim\", \"rotary_dim\", \"inv_freq\", \"attention_scale\", \"pairing\", "
+      "\"softmax_scale\", \"sliding_window\", \"attention_chunk_size\", "
+      "\"query_temperature\", ...) with 17 significant digits (FoPE: clipped frequencies are "
+      "0). Without --layer the layers must all be alike.");
+  CLI::App* layers = app.add_subcommand(
+      "layers", "Print every layer: a table, or with --json an array of freqs' objects.");
+  for (CLI::App* sub : {inspect, freqs, layers}) {
     sub->add_option("CONFIG", config_path, "The model's config.json")->required();
     sub->add_option("--seq-len", seq_len,
                     "Sequence length for dynamic NTK and LongRoPE (default: none known)")
         ->check(CLI::NonNegativeNumber);
   }
+  freqs->add_option("--layer", layer_index, "The layer (0-based; required when layers differ)");
+  layers->add_flag("--json", layers_json, "A JSON array, one object per layer");
 
   // apply
   ApplyOptions apply_options;
@@ -518,7 +803,8 @@ int main(int argc, char** argv) {
   apply->add_option("--input", apply_options.input, "X.npy: float32 or float64")->required();
   apply->add_option("--output", apply_options.output, "Y.npy: same shape and dtype as X")->required();
   CLI::Option* positions_option = apply->add_option(
-      "--positions", apply_options.positions, "P.npy: int64 [seq] or [batch, seq] (default 0..seq-1 + offset)");
+      "--positions", apply_options.positions,
+      "P.npy: int64 or float64 (fractional) [seq] or [batch, seq] (default 0..seq-1 + offset)");
   CLI::Option* offset_option =
       apply->add_option("--offset", apply_options.offset, "Position of the first token (default 0)");
   positions_option->excludes(offset_option);
@@ -529,9 +815,16 @@ int main(int argc, char** argv) {
                     "bshd: [batch, seq, heads, head_dim]; bhsd: [batch, heads, seq, head_dim]")
       ->check(CLI::IsMember({"bshd", "bhsd"}))
       ->capture_default_str();
+  apply->add_option("--output-layout", apply_options.output_layout,
+                    "Y's layout, bshd or bhsd (default: --layout): rotate and transpose in one pass")
+      ->check(CLI::IsMember({"bshd", "bhsd"}));
+  apply->add_flag("--inverse", apply_options.inverse,
+                  "Apply the inverse rotation R(p)^T = R(-p) (undo a rotary scheme, with its scale)");
   apply->add_option("--pairing", apply_options.pairing,
                     "Override the config's pairing: interleaved (GPT-J) or rotate_half (GPT-NeoX)")
       ->check(CLI::IsMember({"interleaved", "rotate_half"}));
+  apply->add_option("--layer", apply_options.layer,
+                    "The layer whose scheme to apply (required when RoPE layers differ)");
   apply->add_option("--seq-len", apply_options.seq_len,
                     "Sequence length for dynamic NTK and LongRoPE (default: max position + 1)")
       ->check(CLI::NonNegativeNumber);
@@ -595,6 +888,26 @@ int main(int argc, char** argv) {
                       "Position of the first query (default k_len - q_len: the last q_len keys)");
   buckets->add_option("--output", buckets_options.output, "IDS.npy: int64 [q_len, k_len]")->required();
 
+  // bias
+  BiasOptions bias_options;
+  CLI::App* bias = app.add_subcommand(
+      "bias",
+      "Write the T5 relative position bias of a T5-family config (t5, mt5, umt5) with the "
+      "checkpoint's relative_attention_bias table: float32 [heads, q_len, k_len], no mask.");
+  bias->add_option("CONFIG", bias_options.config, "The model's config.json")->required();
+  bias->add_option("--table", bias_options.table,
+                   "T.npy: float32 [num_buckets, heads], block 0's relative_attention_bias.weight")
+      ->required();
+  bias->add_option("--q-len", bias_options.q_len, "Number of queries")->required()->check(CLI::PositiveNumber);
+  bias->add_option("--k-len", bias_options.k_len, "Number of keys (positions 0..k_len-1)")
+      ->required()
+      ->check(CLI::PositiveNumber);
+  bias->add_option("--q-offset", bias_options.q_offset,
+                   "Position of the first query (default k_len - q_len: the last q_len keys)");
+  bias->add_flag("--decoder", bias_options.decoder,
+                 "The decoder's causal buckets (default: the encoder's bidirectional ones)");
+  bias->add_option("--output", bias_options.output, "BIAS.npy")->required();
+
   // sinusoidal
   int dim = 0;
   std::int64_t max_len = 0;
@@ -624,17 +937,21 @@ int main(int argc, char** argv) {
 
   try {
     if (*inspect) return run_inspect(config_path, seq_len);
-    if (*freqs) return run_freqs(config_path, seq_len);
+    if (*freqs) return run_freqs(config_path, layer_index, seq_len);
+    if (*layers) return run_layers(config_path, seq_len, layers_json);
     if (*apply) return run_apply(apply_options);
     if (*alibi) return run_alibi(alibi_options);
     if (*buckets) return run_buckets(buckets_options);
+    if (*bias) return run_bias(bias_options);
     if (*sinusoidal) return run_sinusoidal(dim, max_len, sinusoidal_layout, base, sinusoidal_output);
   } catch (const UsageError& error) {
     return error_exit(error.what(), 2);
   } catch (const std::bad_alloc&) {
     return error_exit("out of memory", 1);
+  } catch (const Error& error) {
+    return error_exit(error.message(), 1);
   } catch (const std::exception& error) {
-    return error_exit(posemb::detail::error_body(error), 1);
+    return error_exit(error.what(), 1);
   }
   return error_exit("no subcommand", 2);
 }

@@ -1,132 +1,196 @@
-// A HuggingFace model's config.json -> its positional scheme. Needs nlohmann-json (the core
-// headers do not; posemb.hpp does not include this one).
+// A HuggingFace model's config.json -> what every layer does with positions. Needs nlohmann-json
+// (the core headers do not; posemb.hpp does not include this one).
 //
-// The RoPE keys follow HuggingFace transformers (v4.57 `rope_scaling` and v5 `rope_parameters`
-// layouts; see tests/data/hf/README.md for the exact rules the golden data follows):
-//   rope parameter block P: `rope_scaling` if a non-empty object, else `rope_parameters`, else {}
-//   rope type:   P.rope_type, else legacy P.type, else "default" ("su" is read as "longrope")
-//   theta:       P.rope_theta, else rope_theta, else rotary_emb_base (GPT-NeoX), else 10000
+// A model's positions are per layer (LayerPositions): the positional kind (RoPE, none, ALiBi,
+// learned, sinusoidal, FoPE), the RoPE scheme of RoPE layers, the layer's q/k head size and its
+// attention-side parameters (softmax scale, sliding window, chunk, query temperature). Models
+// whose layers agree are as easy to use as one scheme: ModelPositions::rope_spec().
+//
+// The rules follow HuggingFace transformers (v4.57 `rope_scaling` and v5 `rope_parameters`
+// layouts; tests/data/hf/README.md and tests/data/models/README.md state them in full):
+//   decoder:     `text_config` when present (multimodal wrappers), else the config itself
+//   family:      model_families() (model_families.hpp): pairing, config-class defaults, layer
+//                types, sliding windows, softmax scale, NoPE layers; one row per model_type
+//   rope block:  `rope_scaling` if a non-empty object, else `rope_parameters`, else {}; a block
+//                whose keys are layer types holds one block per layer type (v5)
+//   rope type:   P.rope_type, else legacy P.type, else "default"; the registry in rope_registry.hpp
+//                reads its parameters ("su" is read as "longrope")
+//   theta:       P.rope_theta, else rope_theta, else rotary_emb_base (GPT-NeoX), else the family's
 //   head dim:    qk_rope_head_dim (DeepSeek), else head_dim, else hidden_size / num_attention_heads
 //   rotary dim:  int(head_dim * partial factor) with the factor from partial_rotary_factor, else
-//                P.partial_rotary_factor, else rotary_pct (GPT-NeoX), else 1; GPT-J / CodeGen
-//                give `rotary_dim` directly
-// GPT-2 style spellings (n_embd, n_head, n_positions) stand in for hidden_size,
-// num_attention_heads and max_position_embeddings. A null value counts as absent.
+//                P.partial_rotary_factor, else rotary_pct (GPT-NeoX), else the family's default;
+//                GPT-J / CodeGen give `rotary_dim` directly
+// GPT-2 style spellings (n_embd, n_head, n_positions, n_layer) stand in for hidden_size,
+// num_attention_heads, max_position_embeddings and num_hidden_layers. A null value counts as
+// absent. A config without num_hidden_layers describes one layer.
+//
+// T5-family configs (t5, mt5, umt5) list the encoder's num_layers layers, then the decoder's
+// num_decoder_layers; their positions are "relative_bias" (relative_bias.hpp).
 //
 // FoPE (rope_type "fope", Hua et al. 2024) reads its block as the authors' settings:
 //   train_length (else max_position_embeddings) = N, floor_ratio (1), ignore_zero (true: drop the
 //   clipped frequencies), clip_floor_to_zero (must be true), d_out, sigma (0.3), seed (0),
 //   padding_sin (1); see fope.hpp. FoPE rotates whole heads with rotate-half pairs.
 //
-// Models without RoPE are recognised: ALiBi (`alibi: true`, BLOOM, MPT), learned absolute
-// positions (GPT-2, GPT-BigCode, GPT-Neo, OPT) and fixed sinusoidal ones (XGLM, M2M-100).
-//
-// Bad input (unknown rope type, missing required key, wrongly typed value, invalid value)
-// throws posemb::Error naming the key, and the file when loaded from a path.
+// Bad input (unknown rope type or layer type, missing required key, wrongly typed value, invalid
+// value) throws posemb::Error naming the key, and the file when loaded from a path.
 #pragma once
 
 #include <nlohmann/json.hpp>
 
-#include <Eigen/Core>
 #include <cmath>
 #include <cstdint>
 #include <fstream>
-#include <initializer_list>
 #include <limits>
+#include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "posemb/detail/json_reader.hpp"
 #include "posemb/error.hpp"
 #include "posemb/fope.hpp"
+#include "posemb/layer_attention.hpp"
+#include "posemb/model_families.hpp"
+#include "posemb/relative_bias.hpp"
 #include "posemb/rope.hpp"
+#include "posemb/rope_registry.hpp"
 #include "posemb/scaled.hpp"
 #include "posemb/xpos.hpp"
 
 namespace posemb {
 
-enum class PositionKind {
-  Rope,        // rotary, any rope_type but "fope"
-  Fope,        // Fourier position embedding (rope_type "fope")
-  Alibi,       // linear attention bias (Press et al. 2021)
-  Learned,     // learned absolute position embeddings added to the tokens
-  Sinusoidal,  // fixed sinusoidal absolute embeddings added to the tokens
-};
-
-inline const char* to_string(PositionKind kind) {
-  switch (kind) {
-    case PositionKind::Rope:
-      return "rope";
-    case PositionKind::Fope:
-      return "fope";
-    case PositionKind::Alibi:
-      return "alibi";
-    case PositionKind::Learned:
-      return "learned";
-    case PositionKind::Sinusoidal:
-      return "sinusoidal";
-  }
-  return "unknown";
+// The attention types of HuggingFace's `layer_types`.
+inline const std::vector<std::string>& known_layer_types() {
+  static const std::vector<std::string> types = {"full_attention", "sliding_attention",
+                                                 "chunked_attention", "linear_attention"};
+  return types;
 }
 
-// The positional scheme of one model, as read from its config.json.
-struct ModelPositions {
+// What one decoder layer does with positions.
+struct LayerPositions {
+  int index = 0;
+  std::string layer_type = "full_attention";  // one of known_layer_types()
   PositionKind kind = PositionKind::Rope;
-  std::string model_type;  // "" if the config has none
+  int head_dim = 0;                // the width q·kᵀ runs over (0: not given by the config)
+  std::optional<RopeScheme> rope;  // kind == Rope
+  LayerAttention attention;        // softmax_scale is set on every softmax layer
+  // Encoder-decoder models (T5): "encoder" or "decoder"; "" for one stack of layers.
+  std::string stack;
+  // kind == RelativeBias: the buckets (bidirectional in the encoder, causal in the decoder's
+  // self-attention) and the layer whose [num_buckets, heads] table this layer adds (the first
+  // layer of its stack, which holds the table; UMT5: every layer its own).
+  std::optional<T5Buckets> relative_bias;
+  int relative_bias_table_layer = 0;
+
+  // Linear-attention layers (Qwen3-Next's gated DeltaNet) have no softmax over q·kᵀ.
+  bool softmax_attention() const { return layer_type != "linear_attention"; }
+
+  // The layer's RoPE spec at seq_len; throws unless kind == Rope.
+  RopeSpec rope_spec(std::optional<std::int64_t> seq_len = std::nullopt) const {
+    if (!rope) detail::fail("kind", to_string(kind), "expected rope for a RoPE spec");
+    return rope->spec(seq_len);
+  }
+};
+
+inline bool operator==(const QueryTemperature& a, const QueryTemperature& b) {
+  return a.floor_scale == b.floor_scale && a.attn_scale == b.attn_scale;
+}
+
+// True when two layers do the same (everything but the index).
+inline bool same_positions(const LayerPositions& a, const LayerPositions& b) {
+  return a.kind == b.kind && a.head_dim == b.head_dim && a.rope == b.rope &&
+         a.softmax_attention() == b.softmax_attention() &&
+         a.attention.softmax_scale == b.attention.softmax_scale &&
+         a.attention.sliding_window == b.attention.sliding_window &&
+         a.attention.attention_chunk_size == b.attention.attention_chunk_size &&
+         a.attention.query_temperature == b.attention.query_temperature && a.stack == b.stack &&
+         a.relative_bias.has_value() == b.relative_bias.has_value() &&
+         (!a.relative_bias ||
+          (a.relative_bias->num_buckets == b.relative_bias->num_buckets &&
+           a.relative_bias->max_distance == b.relative_bias->max_distance &&
+           a.relative_bias->bidirectional == b.relative_bias->bidirectional &&
+           a.relative_bias_table_layer == b.relative_bias_table_layer));
+}
+
+// The positional scheme of one model, layer by layer, as read from its config.json.
+//
+// Example:
+//   const posemb::ModelPositions model = posemb::load_model_positions("config.json");
+//   for (const posemb::LayerPositions& layer : model.layers) {
+//     if (layer.kind == posemb::PositionKind::Rope) {
+//       const posemb::RopeSpec spec = layer.rope_spec(seq_len);  // rotate q and k of this layer
+//     }
+//     // layer.attention: softmax scale, sliding window, chunk, query temperature
+//   }
+struct ModelPositions {
+  std::string model_type;  // of the decoder ("" if the config has none)
   int n_heads = 0;         // query heads
   int n_kv_heads = 0;      // key/value heads (grouped-query attention); n_heads if not given
   std::optional<std::int64_t> max_position_embeddings;
-  std::optional<std::int64_t> original_max_position_embeddings;  // top-level (Phi-3 style)
+  std::vector<LayerPositions> layers;  // [num_hidden_layers]
+  std::optional<XposParams> xpos;      // torchscale-style `xpos_rel_pos: true`
+  std::optional<FopeConfig> fope;      // rope_type "fope": pass to make_fope
 
-  // RoPE and FoPE (kind == Rope or Fope); the other kinds leave these at their defaults.
-  std::string rope_type;  // "default", "linear", "dynamic", "yarn", "llama3", "longrope", "fope"
-  nlohmann::json rope_parameters = nlohmann::json::object();  // the raw block P
-  int head_dim = 0;
-  int rotary_dim = 0;  // features rotated per head (partial rotary: < head_dim)
-  double rope_theta = 10000.0;
-  Pairing pairing = Pairing::RotateHalf;
-  std::optional<XposParams> xpos;  // torchscale-style `xpos_rel_pos: true`
-  // The parameters of rope_type (only the matching one is meaningful):
-  double factor = 1.0;  // linear, dynamic: s
-  YarnParams yarn;
-  Llama3Params llama3;
-  LongRopeParams longrope;
-  FopeConfig fope;  // kind == Fope: pass to make_fope or fope_with_coefficients
+  // Layer i; throws naming `layer` when out of range.
+  const LayerPositions& layer(std::int64_t i) const {
+    if (i < 0 || i >= static_cast<std::int64_t>(layers.size())) {
+      detail::fail("layer", i,
+                   "expected a layer index in [0, " + std::to_string(layers.size()) + ")");
+    }
+    return layers[static_cast<std::size_t>(i)];
+  }
 
-  // The RoPE spec at sequence length seq_len. Only dynamic NTK and LongRoPE depend on it;
-  // std::nullopt means "no length known" (dynamic: max_position_embeddings, i.e. the default
-  // frequencies; LongRoPE: short_factor). Throws unless kind == Rope.
-  RopeSpec rope_spec_for(std::optional<std::int64_t> seq_len = std::nullopt) const {
-    if (kind != PositionKind::Rope) {
-      detail::fail("kind", to_string(kind), "expected rope for a RoPE spec");
+  // True when every layer does the same as layer 0.
+  bool layers_alike() const {
+    for (const LayerPositions& layer : layers) {
+      if (!same_positions(layer, layers.front())) return false;
     }
-    if (rope_type == "default") return default_rope_spec(rotary_dim, rope_theta, pairing);
-    if (rope_type == "linear") return linear_rope_spec(rotary_dim, rope_theta, factor, pairing);
-    if (rope_type == "dynamic") {
-      const std::int64_t L = max_position_embeddings.value_or(0);
-      return dynamic_ntk_rope_spec(rotary_dim, rope_theta, factor, L, seq_len.value_or(L), pairing);
+    return true;
+  }
+
+  // The kind of every layer that has positions (NoPE layers aside); None if no layer has any.
+  PositionKind kind() const {
+    std::optional<PositionKind> kind;
+    for (const LayerPositions& layer : layers) {
+      if (layer.kind == PositionKind::None) continue;
+      if (kind && *kind != layer.kind) {
+        detail::fail("kind", to_string(layer.kind),
+                     std::string("expected every layer to be ") + to_string(*kind));
+      }
+      kind = layer.kind;
     }
-    if (rope_type == "yarn") return yarn_rope_spec(rotary_dim, rope_theta, yarn, pairing);
-    if (rope_type == "llama3") return llama3_rope_spec(rotary_dim, rope_theta, llama3, pairing);
-    if (rope_type == "longrope") {
-      return longrope_rope_spec(rotary_dim, rope_theta, longrope, seq_len, pairing);
+    return kind.value_or(PositionKind::None);
+  }
+
+  // The one RoPE scheme every RoPE layer uses; throws when there is none or the layers differ
+  // (then use layers[i].rope).
+  const RopeScheme& rope_scheme() const {
+    const RopeScheme* scheme = nullptr;
+    for (const LayerPositions& layer : layers) {
+      if (!layer.rope) continue;
+      if (scheme != nullptr && !(*scheme == *layer.rope)) {
+        detail::fail("layer", layer.index,
+                     "its RoPE scheme differs from layer 0's; expected one scheme for the "
+                     "model (use layers[i].rope_spec())");
+      }
+      if (scheme == nullptr) scheme = &*layer.rope;
     }
-    detail::fail("rope_type", rope_type, "expected a known rope type");
+    if (scheme == nullptr) detail::fail("kind", to_string(kind()), "expected rope for a RoPE spec");
+    return *scheme;
+  }
+
+  // The RoPE spec at seq_len of a model with one RoPE scheme (see rope_scheme()).
+  RopeSpec rope_spec(std::optional<std::int64_t> seq_len = std::nullopt) const {
+    return rope_scheme().spec(seq_len);
   }
 
   // xPos spec at seq_len; throws unless the model uses xPos.
-  XposSpec xpos_spec_for(std::optional<std::int64_t> seq_len = std::nullopt) const {
+  XposSpec xpos_spec(std::optional<std::int64_t> seq_len = std::nullopt) const {
     if (!xpos) detail::fail("xpos_rel_pos", "absent", "expected an xPos model");
-    return XposSpec{rope_spec_for(seq_len), *xpos};
+    return XposSpec{rope_spec(seq_len), *xpos};
   }
-};
-
-// What HuggingFace's rope init function returns for a config: one inverse frequency per rotated
-// pair, the cos/sin attention factor, and the rotary dim.
-struct RopeFrequencies {
-  Eigen::VectorXd inv_freq;  // [rotary_dim / 2]
-  double attention_scale = 1.0;
-  int rotary_dim = 0;
 };
 
 struct ConfigOptions {
@@ -135,514 +199,625 @@ struct ConfigOptions {
 
 namespace detail {
 
-// Typed, key-naming access to one JSON object. `path` is the object's own key path ("" for the
-// root, "rope_scaling." for a block).
-class JsonReader {
+// The loader's state for one config: the decoder's keys, its family, and the rope blocks.
+class ConfigReader {
  public:
-  JsonReader(const nlohmann::json& object, std::string path)
-      : object_(object), path_(std::move(path)) {}
+  ConfigReader(const JsonReader& root, const ConfigOptions& options, ModelPositions& model)
+      : root_(root), options_(options), model_(model), family_(model_family(model.model_type)) {}
 
-  // The value at key, or nullptr when absent or null.
-  const nlohmann::json* find(const std::string& key) const {
-    const auto it = object_.find(key);
-    if (it == object_.end() || it->is_null()) return nullptr;
-    return &*it;
-  }
-  bool has(const std::string& key) const { return find(key) != nullptr; }
-  std::string name(const std::string& key) const { return path_ + key; }
+  void read() {
+    read_heads();
+    const int n_layers = read_layer_count();
+    PositionKind kind = family_.positions;
+    if (root_.boolean("alibi").value_or(false)) kind = PositionKind::Alibi;  // Falcon
+    if (model_.model_type == "mpt") kind = mpt_kind();
+    if (kind == PositionKind::Learned && !model_.max_position_embeddings) {
+      root_.missing("n_positions",
+                    "expected n_positions (or max_position_embeddings) for learned positions");
+    }
+    if (root_.boolean("xpos_rel_pos").value_or(false) && kind == PositionKind::Rope) {
+      XposParams xpos;
+      xpos.scale_base = root_.number("xpos_scale_base").value_or(xpos.scale_base);
+      require_positive_finite("xpos_scale_base", xpos.scale_base);
+      model_.xpos = xpos;
+    }
 
-  [[noreturn]] void wrong_type(const std::string& key, const std::string& expected) const {
-    fail(name(key), find(key)->dump(), "expected " + expected);
-  }
-  [[noreturn]] void missing(const std::string& key, const std::string& why) const {
-    throw Error(name(key) + ": missing; " + why);
-  }
-
-  std::optional<double> number(const std::string& key) const {
-    const nlohmann::json* value = find(key);
-    if (value == nullptr) return std::nullopt;
-    if (!value->is_number()) wrong_type(key, "a number");
-    return value->get<double>();
-  }
-  double number(const std::string& key, const std::string& why) const {
-    if (auto value = number(key)) return *value;
-    missing(key, why);
-  }
-  // Integers; a float with an integral value (4096.0) is accepted, as Python would.
-  std::optional<std::int64_t> integer(const std::string& key) const {
-    const nlohmann::json* value = find(key);
-    if (value == nullptr) return std::nullopt;
-    if (value->is_number_integer()) return value->get<std::int64_t>();
-    if (value->is_number_float()) {
-      const double x = value->get<double>();
-      if (std::isfinite(x) && x == std::floor(x) && std::fabs(x) < 9.0e15) {
-        return static_cast<std::int64_t>(x);
+    if (kind == PositionKind::RelativeBias) {
+      read_relative_bias_layers();
+      return;
+    }
+    const std::vector<bool> rope_layers = read_rope_layers(n_layers);
+    const std::vector<std::string> types = read_layer_types(n_layers, rope_layers);
+    for (int i = 0; i < n_layers; ++i) {
+      LayerPositions layer;
+      layer.index = i;
+      layer.layer_type = types[static_cast<std::size_t>(i)];
+      layer.kind = kind;
+      const bool sliding = layer.layer_type == "sliding_attention";
+      if (layer.layer_type == "linear_attention" ||
+          (family_.nope == NopeRule::NonSlidingLayers && !sliding) ||
+          (family_.nope == NopeRule::NoRopeLayers && !rope_layers[static_cast<std::size_t>(i)])) {
+        layer.kind = PositionKind::None;
       }
+      layer.head_dim = layer_head_dim(layer.layer_type);
+      const RopeBlock* block = nullptr;
+      if (layer.kind == PositionKind::Rope) {
+        block = &rope_block(layer.layer_type);
+        if (block->fope) {
+          layer.kind = PositionKind::Fope;
+        } else {
+          layer.rope = block->scheme;
+        }
+      }
+      read_attention(layer, block);
+      model_.layers.push_back(std::move(layer));
     }
-    wrong_type(key, "an integer");
-  }
-  std::int64_t integer(const std::string& key, const std::string& why) const {
-    if (auto value = integer(key)) return *value;
-    missing(key, why);
-  }
-  std::optional<bool> boolean(const std::string& key) const {
-    const nlohmann::json* value = find(key);
-    if (value == nullptr) return std::nullopt;
-    if (!value->is_boolean()) wrong_type(key, "true or false");
-    return value->get<bool>();
-  }
-  std::optional<std::string> string(const std::string& key) const {
-    const nlohmann::json* value = find(key);
-    if (value == nullptr) return std::nullopt;
-    if (!value->is_string()) wrong_type(key, "a string");
-    return value->get<std::string>();
-  }
-  std::vector<double> numbers(const std::string& key, const std::string& why) const {
-    const nlohmann::json* value = find(key);
-    if (value == nullptr) missing(key, why);
-    if (!value->is_array()) wrong_type(key, "a list of numbers");
-    std::vector<double> out;
-    for (const auto& item : *value) {
-      if (!item.is_number()) wrong_type(key, "a list of numbers");
-      out.push_back(item.get<double>());
-    }
-    return out;
-  }
-  // The first key present, or nullopt; `read` is one of the accessors above.
-  template <class Read>
-  auto first_of(std::initializer_list<const char*> keys, Read read) const
-      -> decltype(read(std::string())) {
-    for (const char* key : keys) {
-      if (has(key)) return read(std::string(key));
-    }
-    return std::nullopt;
   }
 
  private:
-  const nlohmann::json& object_;
-  std::string path_;
-};
-
-inline int to_int(const std::string& name, std::int64_t value) {
-  if (value <= 0 || value > (1 << 30)) fail(name, value, "expected a count in [1, 2^30]");
-  return static_cast<int>(value);
-}
-
-// A per-head feature count: beyond 2^16 no model exists, and tables of it would not fit.
-inline int to_head_dim(const std::string& name, std::int64_t value) {
-  if (value <= 0 || value > (1 << 16)) fail(name, value, "expected a head dimension in [1, 65536]");
-  return static_cast<int>(value);
-}
-
-// Strips "posemb: " from an Error's message so that context can be put in front of it.
-inline std::string error_body(const std::exception& error) {
-  const std::string message = error.what();
-  const std::string prefix = "posemb: ";
-  return message.compare(0, prefix.size(), prefix) == 0 ? message.substr(prefix.size()) : message;
-}
-
-inline bool in(const std::string& value, std::initializer_list<const char*> set) {
-  for (const char* item : set) {
-    if (value == item) return true;
-  }
-  return false;
-}
-
-// Reads FoPE's settings from the block P into model.fope and validates them.
-inline void read_fope(const JsonReader& block, ModelPositions& model) {
-  FopeConfig& fope = model.fope;
-  fope.head_dim = model.head_dim;
-  fope.n_heads = model.n_heads;
-  fope.n_kv_heads = model.n_kv_heads;
-  fope.theta = model.rope_theta;
-  if (auto n = block.integer("train_length")) {
-    fope.train_length = *n;
-  } else if (model.max_position_embeddings) {
-    fope.train_length = *model.max_position_embeddings;
-  } else {
-    block.missing("train_length", "required for rope_type \"fope\" (or max_position_embeddings)");
-  }
-  fope.floor_ratio = block.number("floor_ratio").value_or(1.0);
-  if (!block.boolean("clip_floor_to_zero").value_or(true)) {
-    fail(block.name("clip_floor_to_zero"), "false",
-         "expected true (frequencies below the floor are set to 0; clamping to the floor is "
-         "not supported)");
-  }
-  fope.drop_clipped = block.boolean("ignore_zero").value_or(true);
-  if (auto d_out = block.integer("d_out")) fope.d_out = to_int(block.name("d_out"), *d_out);
-  fope.sigma = block.number("sigma").value_or(fope.sigma);
-  if (auto seed = block.integer("seed")) {
-    if (*seed < 0) fail(block.name("seed"), *seed, "expected an integer >= 0");
-    fope.seed = static_cast<std::uint64_t>(*seed);
-  }
-  fope.padding_sin = block.number("padding_sin").value_or(1.0);
-  try {
-    resolve_fope_config(fope);
-  } catch (const Error& error) {
-    throw Error(block.name("") + error_body(error));
-  }
-}
-
-// Reads the variant parameters of rope_type from the block P into `model`.
-inline void read_rope_variant(const JsonReader& root, const JsonReader& block,
-                              ModelPositions& model) {
-  const std::string& type = model.rope_type;
-  const std::string why = "required for rope_type \"" + type + "\"";
-  const auto max_position = [&](const std::string& what) {
-    if (!model.max_position_embeddings) root.missing("max_position_embeddings", what);
-    return *model.max_position_embeddings;
+  // One rope parameter block, read for one layer type.
+  struct RopeBlock {
+    RopeScheme scheme;
+    bool fope = false;
+    double softmax_factor = 1.0;  // DeepSeek's m^2
   };
-  if (type == "default") return;
-  if (type == "linear") {
-    model.factor = block.number("factor", why);
-  } else if (type == "dynamic") {
-    model.factor = block.number("factor", why);
-    max_position(why);
-  } else if (type == "yarn") {
-    YarnParams& yarn = model.yarn;
-    if (auto orig = block.integer("original_max_position_embeddings")) {
-      yarn.original_max_position_embeddings = *orig;
-    } else if (model.original_max_position_embeddings) {
-      yarn.original_max_position_embeddings = *model.original_max_position_embeddings;
-    } else {
-      yarn.original_max_position_embeddings =
-          max_position(why + " without original_max_position_embeddings");
-    }
-    if (auto factor = block.number("factor")) {
-      yarn.factor = *factor;
-    } else {
-      require_context_length(block.name("original_max_position_embeddings"),
-                             yarn.original_max_position_embeddings);
-      yarn.factor = static_cast<double>(max_position(why + " without factor")) /
-                    static_cast<double>(yarn.original_max_position_embeddings);
-    }
-    yarn.beta_fast = block.number("beta_fast").value_or(32.0);
-    yarn.beta_slow = block.number("beta_slow").value_or(1.0);
-    yarn.truncate = block.boolean("truncate").value_or(true);
-    yarn.attention_factor = block.number("attention_factor");
-    yarn.mscale = block.number("mscale");
-    yarn.mscale_all_dim = block.number("mscale_all_dim");
-  } else if (type == "llama3") {
-    Llama3Params& llama3 = model.llama3;
-    llama3.factor = block.number("factor", why);
-    llama3.low_freq_factor = block.number("low_freq_factor", why);
-    llama3.high_freq_factor = block.number("high_freq_factor", why);
-    llama3.original_max_position_embeddings =
-        block.integer("original_max_position_embeddings", why);
-  } else if (type == "longrope") {
-    LongRopeParams& longrope = model.longrope;
-    longrope.short_factor = block.numbers("short_factor", why);
-    longrope.long_factor = block.numbers("long_factor", why);
-    if (model.original_max_position_embeddings) {
-      longrope.original_max_position_embeddings = *model.original_max_position_embeddings;
-    } else if (auto orig = block.integer("original_max_position_embeddings")) {
-      longrope.original_max_position_embeddings = *orig;
-    } else {
-      longrope.original_max_position_embeddings =
-          max_position(why + " without original_max_position_embeddings");
-    }
-    if (auto factor = block.number("factor")) {
-      longrope.factor = *factor;
-    } else {
-      require_context_length("original_max_position_embeddings",
-                             longrope.original_max_position_embeddings);
-      longrope.factor = static_cast<double>(max_position(why + " without factor")) /
-                        static_cast<double>(longrope.original_max_position_embeddings);
-    }
-    longrope.attention_factor = block.number("attention_factor");
-  } else {
-    const std::string key = block.has("rope_type") ? "rope_type" : "type";
-    fail(block.name(key), "\"" + type + "\"",
-         "expected one of default, linear, dynamic, yarn, llama3, longrope, fope");
-  }
-}
 
-inline void read_rope(const JsonReader& root, const ConfigOptions& options, ModelPositions& model) {
-  // The rope parameter block P.
-  std::string block_name;
-  const nlohmann::json* block_json = nullptr;
-  for (const char* key : {"rope_scaling", "rope_parameters"}) {
-    const nlohmann::json* value = root.find(key);
-    if (value == nullptr) continue;
-    if (!value->is_object()) root.wrong_type(key, "an object or null");
-    if (!value->empty()) {
-      block_name = key;
-      block_json = value;
-      break;
+  void read_heads() {
+    const auto heads = root_.first_of({"num_attention_heads", "n_head", "n_heads", "num_heads"},
+                                      [&](const std::string& key) { return root_.integer(key); });
+    if (!heads) {
+      root_.missing("num_attention_heads",
+                    "expected num_attention_heads (or n_head, n_heads, num_heads)");
     }
+    model_.n_heads = to_int(root_.name("num_attention_heads"), *heads);
+    if (auto kv = root_.first_of({"num_key_value_heads", "num_kv_heads"},
+                                 [&](const std::string& key) { return root_.integer(key); })) {
+      model_.n_kv_heads = to_int(root_.name("num_key_value_heads"), *kv);
+    } else {
+      model_.n_kv_heads = root_.boolean("multi_query").value_or(false) ? 1 : model_.n_heads;
+    }
+    if (model_.n_heads % model_.n_kv_heads != 0) {
+      fail(root_.name("num_key_value_heads"), model_.n_kv_heads,
+           "expected a divisor of num_attention_heads = " + std::to_string(model_.n_heads));
+    }
+    model_.max_position_embeddings =
+        root_.first_of({"max_position_embeddings", "n_positions", "max_seq_len"},
+                       [&](const std::string& key) { return root_.integer(key); });
   }
-  static const nlohmann::json empty = nlohmann::json::object();
-  if (block_json == nullptr) block_json = &empty;
-  model.rope_parameters = *block_json;
-  const JsonReader block(*block_json, block_name.empty() ? "" : block_name + ".");
 
-  if (!block.has("rope_type") && !block.has("type")) {
-    for (const auto& item : block_json->items()) {
-      if (item.value().is_object()) {
-        fail(block.name(item.key()), "{...}",
-             "expected rope parameters, not a block per layer type (unsupported)");
+  int read_layer_count() const {
+    const char* key = root_.first_key({"num_hidden_layers", "n_layer", "n_layers", "num_layers"});
+    if (key == nullptr) return 1;
+    const std::int64_t n = root_.integer(key, "");
+    if (n < 1 || n > (1 << 16)) fail(root_.name(key), n, "expected a layer count in [1, 65536]");
+    return static_cast<int>(n);
+  }
+
+  PositionKind mpt_kind() const {
+    const nlohmann::json* attn = root_.object("attn_config");
+    static const nlohmann::json empty = nlohmann::json::object();
+    const JsonReader attn_config(attn != nullptr ? *attn : empty, root_.name("attn_config."));
+    if (attn_config.boolean("alibi").value_or(true)) return PositionKind::Alibi;  // MPT's default
+    return root_.boolean("learned_pos_emb").value_or(true) ? PositionKind::Learned
+                                                            : PositionKind::Rope;
+  }
+
+  // The base head size: head_dim (T5: d_kv), else hidden_size / num_attention_heads; 0 if
+  // neither is given.
+  int base_head_dim() const {
+    if (const char* key = root_.first_key({"head_dim", "d_kv"})) {
+      return to_head_dim(root_.name(key), root_.integer(key, ""));
+    }
+    const auto hidden = root_.first_of({"hidden_size", "n_embd", "d_model"},
+                                       [&](const std::string& key) { return root_.integer(key); });
+    if (!hidden) return 0;
+    return to_head_dim(root_.name("hidden_size / num_attention_heads"), *hidden / model_.n_heads);
+  }
+
+  // The q/k head size of a layer of this type.
+  int layer_head_dim(const std::string& layer_type) const {
+    if (family_.softmax == SoftmaxRule::DeepseekMscale && root_.has("qk_rope_head_dim")) {
+      const std::int64_t nope = root_.integer("qk_nope_head_dim").value_or(0);
+      const std::int64_t rope = root_.integer("qk_rope_head_dim", "");
+      return to_head_dim(root_.name("qk_nope_head_dim + qk_rope_head_dim"), nope + rope);
+    }
+    if (family_.split == RopeSplit::Gemma4 && layer_type != "sliding_attention") {
+      if (auto dim = root_.integer("global_head_dim")) {
+        return to_head_dim(root_.name("global_head_dim"), *dim);
+      }
+    }
+    if (layer_type == "linear_attention") {
+      if (auto dim = root_.integer("linear_key_head_dim")) {
+        return to_head_dim(root_.name("linear_key_head_dim"), *dim);
+      }
+    }
+    return base_head_dim();
+  }
+
+  // T5 (configuration_t5.py, modeling_t5.py): the encoder's num_layers layers, then the
+  // decoder's num_decoder_layers (default num_layers), or one stack when is_encoder_decoder is
+  // false (the decoder's when is_decoder). Bidirectional buckets in the encoder, causal in the
+  // decoder's self-attention; each stack's first layer holds the table, the others share it.
+  void read_relative_bias_layers() {
+    T5Buckets buckets;
+    const auto count = [&](const char* key, std::int64_t fallback) {
+      return to_int(root_.name(key), root_.integer(key).value_or(fallback));
+    };
+    buckets.num_buckets = count("relative_attention_num_buckets", 32);
+    buckets.max_distance = count("relative_attention_max_distance", 128);
+    try {
+      t5_relative_position_bucket(0, buckets.num_buckets, buckets.max_distance, true);
+    } catch (Error& error) {
+      error.rename_parameter(root_.name(error.parameter() == "num_buckets"
+                                            ? "relative_attention_num_buckets"
+                                            : "relative_attention_max_distance"));
+      throw;
+    }
+    const int encoder_layers = count("num_layers", 6);
+    const int decoder_layers =
+        root_.has("num_decoder_layers") ? count("num_decoder_layers", 6) : encoder_layers;
+    std::vector<std::pair<std::string, int>> stacks;
+    if (root_.boolean("is_encoder_decoder").value_or(true)) {
+      stacks = {{"encoder", encoder_layers}, {"decoder", decoder_layers}};
+    } else {
+      stacks = {{root_.boolean("is_decoder").value_or(false) ? "decoder" : "encoder", encoder_layers}};
+    }
+    if (encoder_layers + decoder_layers > (1 << 16)) {
+      fail(root_.name("num_layers + num_decoder_layers"), encoder_layers + decoder_layers,
+           "expected a layer count in [1, 65536]");
+    }
+    const bool table_per_layer = model_.model_type == "umt5";
+    for (const auto& [stack, layers] : stacks) {
+      const int first = static_cast<int>(model_.layers.size());
+      for (int i = 0; i < layers; ++i) {
+        LayerPositions layer;
+        layer.index = first + i;
+        layer.kind = PositionKind::RelativeBias;
+        layer.head_dim = base_head_dim();
+        layer.stack = stacks.size() > 1 ? stack : "";
+        layer.relative_bias = buckets;
+        layer.relative_bias->bidirectional = stack == "encoder";
+        layer.relative_bias_table_layer = table_per_layer ? layer.index : first;
+        read_attention(layer, nullptr);
+        model_.layers.push_back(std::move(layer));
       }
     }
   }
-  model.rope_type = block
-                        .first_of({"rope_type", "type"},
-                                  [&](const std::string& key) { return block.string(key); })
-                        .value_or("default");
-  if (model.rope_type == "su") model.rope_type = "longrope";  // Phi-3's first name for LongRoPE
-  if (auto theta = block.number("rope_theta")) {
-    model.rope_theta = *theta;
-  } else {
-    model.rope_theta = root.first_of({"rope_theta", "rotary_emb_base"},
-                                     [&](const std::string& key) { return root.number(key); })
-                           .value_or(10000.0);
-  }
-  require_positive_finite(root.name("rope_theta"), model.rope_theta);
 
-  // head_dim and rotary_dim.
-  if (auto dim = root.first_of({"qk_rope_head_dim", "head_dim"},
-                               [&](const std::string& key) { return root.integer(key); })) {
-    model.head_dim =
-        to_head_dim(root.has("qk_rope_head_dim") ? "qk_rope_head_dim" : "head_dim", *dim);
-  } else {
-    const auto hidden = root.first_of({"hidden_size", "n_embd"},
-                                      [&](const std::string& key) { return root.integer(key); });
-    if (!hidden)
-      root.missing("hidden_size", "expected hidden_size (or n_embd) or head_dim for RoPE");
-    model.head_dim = to_head_dim("hidden_size / num_attention_heads", *hidden / model.n_heads);
+  // Per layer: does it have RoPE (no_rope_layers: 1 = RoPE, 0 = NoPE).
+  std::vector<bool> read_rope_layers(int n_layers) const {
+    std::vector<bool> rope(static_cast<std::size_t>(n_layers), true);
+    if (family_.nope != NopeRule::NoRopeLayers) return rope;
+    const auto list = root_.integers("no_rope_layers");
+    if (list && !list->empty()) {
+      if (static_cast<int>(list->size()) != n_layers) {
+        fail(root_.name("no_rope_layers") + ".size()", list->size(),
+             "expected num_hidden_layers = " + std::to_string(n_layers));
+      }
+      for (std::size_t i = 0; i < list->size(); ++i) {
+        const std::int64_t value = (*list)[i];
+        if (value != 0 && value != 1) {
+          fail(root_.name("no_rope_layers") + "[" + std::to_string(i) + "]", value,
+               "expected 1 (RoPE) or 0 (no RoPE)");
+        }
+        rope[i] = value == 1;
+      }
+      return rope;
+    }
+    const char* key = root_.first_key({"no_rope_layer_interval", "nope_layer_interval"});
+    const std::int64_t interval = key ? root_.integer(key, "") : family_.pattern;
+    if (interval < 1) fail(root_.name(key ? key : "interval"), interval, "expected an interval >= 1");
+    for (int i = 0; i < n_layers; ++i) rope[static_cast<std::size_t>(i)] = (i + 1) % interval != 0;
+    return rope;
   }
-  const bool gptj_family = in(model.model_type, {"gptj", "codegen"});
-  if (gptj_family && root.has("rotary_dim")) {
-    model.rotary_dim = to_int("rotary_dim", root.integer("rotary_dim", ""));
-  } else {
-    std::optional<double> partial = root.number("partial_rotary_factor");
-    std::string partial_key = "partial_rotary_factor";
+
+  std::int64_t pattern(const char* key) const {
+    const std::int64_t value = key ? root_.integer(key).value_or(family_.pattern) : family_.pattern;
+    if (value < 1) fail(root_.name(key ? key : "pattern"), value, "expected a layer count >= 1");
+    return value;
+  }
+
+  bool sliding_window_enabled() const {
+    return root_.boolean("use_sliding_window").value_or(false) && root_.has("sliding_window");
+  }
+
+  std::vector<std::string> read_layer_types(int n_layers, const std::vector<bool>& rope) const {
+    std::vector<std::string> types;
+    if (auto given = root_.strings("layer_types")) {
+      if (static_cast<int>(given->size()) != n_layers) {
+        fail(root_.name("layer_types") + ".size()", given->size(),
+             "expected num_hidden_layers = " + std::to_string(n_layers));
+      }
+      for (std::size_t i = 0; i < given->size(); ++i) {
+        if (!in_list((*given)[i], known_layer_types())) {
+          fail(root_.name("layer_types") + "[" + std::to_string(i) + "]", "\"" + (*given)[i] + "\"",
+               "expected one of full_attention, sliding_attention, chunked_attention, "
+               "linear_attention");
+        }
+      }
+      types = *given;
+    } else {
+      for (int i = 0; i < n_layers; ++i) {
+        const bool rope_layer = rope[static_cast<std::size_t>(i)];
+        bool sliding = false;
+        switch (family_.layer_types) {
+          case LayerTypeRule::AllFull:
+            break;
+          case LayerTypeRule::SlidingPattern:
+            sliding = (i + 1) % pattern("sliding_window_pattern") != 0;
+            break;
+          case LayerTypeRule::FixedPattern:
+            sliding = (i + 1) % pattern(nullptr) != 0;
+            break;
+          case LayerTypeRule::MaxWindowLayers:
+            sliding = sliding_window_enabled() && i >= root_.integer("max_window_layers")
+                                                            .value_or(family_.pattern);
+            break;
+          case LayerTypeRule::NopeSliding:
+            sliding = sliding_window_enabled() && !rope_layer;
+            break;
+          case LayerTypeRule::ChunkedRope:
+            types.push_back(rope_layer ? "chunked_attention" : "full_attention");
+            continue;
+          case LayerTypeRule::LinearInterval:
+            types.push_back((i + 1) % pattern("full_attention_interval") != 0 ? "linear_attention"
+                                                                                : "full_attention");
+            continue;
+        }
+        types.push_back(sliding ? "sliding_attention" : "full_attention");
+      }
+    }
+    // Gemma 4's config class forces the last layer to full attention.
+    if (family_.split == RopeSplit::Gemma4) types.back() = "full_attention";
+    return types;
+  }
+
+  static bool in_list(const std::string& value, const std::vector<std::string>& list) {
+    for (const std::string& item : list) {
+      if (value == item) return true;
+    }
+    return false;
+  }
+
+  // The block P and whether it is nested by layer type.
+  void find_rope_block() {
+    if (block_found_) return;
+    block_found_ = true;
+    for (const char* key : {"rope_scaling", "rope_parameters"}) {
+      const nlohmann::json* value = root_.object(key);
+      if (value != nullptr && !value->empty()) {
+        block_name_ = key;
+        block_ = value;
+        break;
+      }
+    }
+    if (block_ == nullptr) return;
+    const JsonReader block(*block_, root_.name(block_name_ + "."));
+    if (block.has("rope_type") || block.has("type")) return;
+    for (const auto& item : block_->items()) {
+      if (!item.value().is_object()) continue;
+      nested_ = true;
+      if (!in_list(item.key(), known_layer_types())) {
+        fail(block.name(item.key()), "{...}",
+             "expected rope parameters, or rope parameters per layer type (full_attention, "
+             "sliding_attention, chunked_attention, linear_attention)");
+      }
+    }
+  }
+
+  const RopeBlock& rope_block(const std::string& layer_type) {
+    const auto cached = blocks_.find(layer_type);
+    if (cached != blocks_.end()) return cached->second;
+    find_rope_block();
+    const bool sliding = layer_type == "sliding_attention";
+    std::string name = block_name_;
+    const nlohmann::json* json = block_;
+    nlohmann::json& synthetic = synthetic_[layer_type];
+    synthetic = nlohmann::json::object();
+    if (nested_) {
+      name = block_name_ + "." + layer_type;
+      if (!block_->contains(layer_type) || !block_->at(layer_type).is_object()) {
+        JsonReader(*block_, root_.name(block_name_ + "."))
+            .missing(layer_type, "expected rope parameters for every layer type in use");
+      }
+      json = &block_->at(layer_type);
+    } else if (family_.split == RopeSplit::Gemma4 && block_ == nullptr) {
+      // configuration_gemma4.py's defaults.
+      synthetic = sliding ? nlohmann::json{{"rope_type", "default"}, {"rope_theta", 1e4}}
+                          : nlohmann::json{{"rope_type", "proportional"},
+                                           {"partial_rotary_factor", 0.25},
+                                           {"rope_theta", 1e6}};
+      json = &synthetic;
+      name.clear();
+    } else if (sliding && family_.split == RopeSplit::LocalBase) {
+      const double local_base = root_.number("rope_local_base_freq").value_or(1e4);
+      require_positive_finite(root_.name("rope_local_base_freq"), local_base);
+      synthetic = {{"rope_type", "default"}, {"rope_theta", local_base}};
+      json = &synthetic;
+      name.clear();
+    } else if (sliding && family_.split == RopeSplit::FullOnly) {
+      synthetic = {{"rope_type", "default"}};
+      json = &synthetic;
+      name.clear();
+    }
+    // Gemma 4's sliding layers take head_dim whole (Gemma4TextRotaryEmbedding).
+    const bool ignore_partial = family_.split == RopeSplit::Gemma4 && sliding;
+    static const nlohmann::json empty = nlohmann::json::object();
+    const JsonReader block(json != nullptr ? *json : empty,
+                           name.empty() ? root_.name("") : root_.name(name + "."));
+    RopeBlock out = read_rope_block(block, name.empty() ? "" : root_.name(name), layer_type,
+                                    ignore_partial);
+    return blocks_.emplace(layer_type, std::move(out)).first->second;
+  }
+
+  // block_name: where the block is, for errors from its values ("" for the config itself).
+  RopeBlock read_rope_block(const JsonReader& block, const std::string& block_name,
+                            const std::string& layer_type, bool ignore_partial) {
+    RopeBlock out;
+    RopeScheme& scheme = out.scheme;
+    const char* type_key = block.first_key({"rope_type", "type"});
+    scheme.rope_type = type_key ? *block.string(type_key) : "default";
+    if (scheme.rope_type == "su") scheme.rope_type = "longrope";  // Phi-3's first name
+    if (auto theta = block.number("rope_theta")) {
+      scheme.theta = *theta;
+    } else {
+      scheme.theta = root_.first_of({"rope_theta", "rotary_emb_base"},
+                                    [&](const std::string& key) { return root_.number(key); })
+                         .value_or(family_.rope_theta);
+    }
+    require_positive_finite(root_.name("rope_theta"), scheme.theta);
+
+    // The head size the rotation runs over.
+    int head_dim = 0;
+    if (auto dim = root_.integer("qk_rope_head_dim")) {
+      head_dim = to_head_dim(root_.name("qk_rope_head_dim"), *dim);
+    } else {
+      head_dim = layer_head_dim(layer_type);
+      if (head_dim == 0) {
+        root_.missing("hidden_size", "expected hidden_size (or n_embd) or head_dim for RoPE");
+      }
+    }
+    std::string partial_key = root_.name("partial_rotary_factor");
+    std::optional<double> partial = root_.number("partial_rotary_factor");
     if (!partial && (partial = block.number("partial_rotary_factor"))) {
       partial_key = block.name("partial_rotary_factor");
     }
-    if (!partial && (partial = root.number("rotary_pct"))) partial_key = "rotary_pct";
-    const double fraction = partial.value_or(1.0);
+    if (!partial && (partial = root_.number("rotary_pct"))) partial_key = root_.name("rotary_pct");
+    double fraction = partial.value_or(family_.partial_rotary_factor);
+    if (ignore_partial) fraction = 1.0;
     if (!(fraction > 0.0 && fraction <= 1.0)) fail(partial_key, fraction, "expected in (0, 1]");
-    // As HF: int(head_dim * factor), a double product truncated.
-    model.rotary_dim = static_cast<int>(static_cast<double>(model.head_dim) * fraction);
-  }
-  if (model.rotary_dim < 2 || model.rotary_dim % 2 != 0 || model.rotary_dim > model.head_dim) {
-    fail("rotary_dim", model.rotary_dim,
-         "expected an even number in [2, head_dim = " + std::to_string(model.head_dim) + "]");
-  }
-  model.pairing =
-      options.pairing.value_or(gptj_family ? Pairing::Interleaved : Pairing::RotateHalf);
 
-  if (model.rope_type == "fope") {
-    if (model.pairing != Pairing::RotateHalf || model.rotary_dim != model.head_dim) {
+    if (scheme.rope_type == "fope") {
+      read_fope(block, head_dim, scheme.theta, fraction);
+      out.fope = true;
+      return out;
+    }
+    const detail::RopeVariant* variant = detail::find_rope_variant(scheme.rope_type);
+    if (variant == nullptr) {
+      fail(block.name(type_key), "\"" + scheme.rope_type + "\"",
+           "expected one of " + rope_type_names() + ", fope");
+    }
+    const bool gptj = in(model_.model_type, {"gptj", "codegen"});
+    if (gptj && root_.has("rotary_dim")) {
+      scheme.rotary_dim = to_int(root_.name("rotary_dim"), root_.integer("rotary_dim", ""));
+    } else if (variant->rotates_whole_head) {
+      scheme.rotary_dim = head_dim;
+    } else {
+      // As HF: int(head_dim * factor), a double product truncated.
+      scheme.rotary_dim = static_cast<int>(static_cast<double>(head_dim) * fraction);
+    }
+    if (scheme.rotary_dim < 2 || scheme.rotary_dim % 2 != 0 || scheme.rotary_dim > head_dim) {
+      fail("rotary_dim", scheme.rotary_dim,
+           "expected an even number in [2, head_dim = " + std::to_string(head_dim) + "]");
+    }
+    scheme.pairing = family_.pairing;
+    if (model_.model_type == "deepseek_v3" && !root_.boolean("rope_interleave").value_or(true)) {
+      scheme.pairing = Pairing::RotateHalf;
+    }
+    scheme.pairing = options_.pairing.value_or(scheme.pairing);
+
+    const std::optional<std::int64_t> top_original =
+        root_.integer("original_max_position_embeddings");
+    const detail::RopeReadContext context{root_,
+                                  block,
+                                  model_.max_position_embeddings,
+                                  top_original,
+                                  fraction,
+                                  "required for rope_type \"" + scheme.rope_type + "\""};
+    scheme.params = variant->read(context);
+
+    // DeepSeek-V2/V3 (modeling_deepseek_v3.py): scaling *= m^2 for a scaled rope type with
+    // mscale_all_dim != 0, m = 0.1 mscale_all_dim ln(factor) + 1.
+    if (family_.softmax == SoftmaxRule::DeepseekMscale && scheme.rope_type != "default") {
+      const double all_dim = block.number("mscale_all_dim").value_or(0.0);
+      if (all_dim != 0.0) {
+        const auto* yarn = std::get_if<YarnParams>(&scheme.params);
+        const double m =
+            yarn_mscale(yarn ? yarn->factor : block.number("factor", context.why), all_dim);
+        out.softmax_factor = m * m;
+      }
+    }
+    // Build the spec(s) once so that an invalid value fails here, named by its block.
+    try {
+      scheme.spec(std::nullopt);
+      if (const auto* longrope = std::get_if<LongRopeParams>(&scheme.params)) {
+        const std::int64_t original = longrope->original_max_position_embeddings;
+        if (original < std::numeric_limits<std::int64_t>::max()) scheme.spec(original + 1);
+      }
+    } catch (Error& error) {
+      if (!block_name.empty()) error.add_context(block_name);
+      throw;
+    }
+    return out;
+  }
+
+  // Reads FoPE's settings from the block P into model.fope and validates them.
+  void read_fope(const JsonReader& block, int head_dim, double theta, double fraction) {
+    if (fraction != 1.0 || options_.pairing.value_or(family_.pairing) != Pairing::RotateHalf) {
       fail(block.name("rope_type"), "\"fope\"",
            "FoPE rotates whole heads in rotate-half pairs; expected no partial rotary and no "
            "interleaved pairing");
     }
-    read_fope(block, model);
-    model.kind = PositionKind::Fope;
-    return;
-  }
-
-  if (root.boolean("xpos_rel_pos").value_or(false)) {
-    XposParams xpos;
-    xpos.scale_base = root.number("xpos_scale_base").value_or(xpos.scale_base);
-    require_positive_finite("xpos_scale_base", xpos.scale_base);
-    model.xpos = xpos;
-  }
-
-  read_rope_variant(root, block, model);
-  // Build the spec(s) once so that an invalid value fails here, named by its block.
-  try {
-    model.rope_spec_for(std::nullopt);
-    const std::int64_t L0 = model.longrope.original_max_position_embeddings;
-    if (model.rope_type == "longrope" && L0 < std::numeric_limits<std::int64_t>::max()) {
-      model.rope_spec_for(L0 + 1);  // long_factor
+    FopeConfig fope;
+    fope.head_dim = head_dim;
+    fope.n_heads = model_.n_heads;
+    fope.n_kv_heads = model_.n_kv_heads;
+    fope.theta = theta;
+    if (auto n = block.integer("train_length")) {
+      fope.train_length = *n;
+    } else if (model_.max_position_embeddings) {
+      fope.train_length = *model_.max_position_embeddings;
+    } else {
+      block.missing("train_length",
+                    "required for rope_type \"fope\" (or max_position_embeddings)");
     }
-  } catch (const Error& error) {
-    throw Error((block_name.empty() ? "" : block_name + ": ") + error_body(error));
+    fope.floor_ratio = block.number("floor_ratio").value_or(1.0);
+    if (!block.boolean("clip_floor_to_zero").value_or(true)) {
+      fail(block.name("clip_floor_to_zero"), "false",
+           "expected true (frequencies below the floor are set to 0; clamping to the floor is "
+           "not supported)");
+    }
+    fope.drop_clipped = block.boolean("ignore_zero").value_or(true);
+    if (auto d_out = block.integer("d_out")) fope.d_out = to_int(block.name("d_out"), *d_out);
+    fope.sigma = block.number("sigma").value_or(fope.sigma);
+    if (auto seed = block.integer("seed")) {
+      if (*seed < 0) fail(block.name("seed"), *seed, "expected an integer >= 0");
+      fope.seed = static_cast<std::uint64_t>(*seed);
+    }
+    fope.padding_sin = block.number("padding_sin").value_or(1.0);
+    try {
+      resolve_fope_config(fope);
+    } catch (Error& error) {
+      error.qualify(block.name(""));  // the FoPE settings are named as their keys
+      throw;
+    }
+    model_.fope = fope;
   }
-}
+
+  std::optional<std::int64_t> positive(const char* key) const {
+    const auto value = root_.integer(key);
+    if (value && *value <= 0) fail(root_.name(key), *value, "expected a number of tokens > 0");
+    return value;
+  }
+
+  void read_attention(LayerPositions& layer, const RopeBlock* block) const {
+    LayerAttention& attention = layer.attention;
+    const bool sliding = layer.layer_type == "sliding_attention";
+    switch (family_.window) {
+      case WindowRule::Never:
+        break;
+      case WindowRule::SlidingLayers:
+        if (sliding) {
+          const bool gated = family_.layer_types == LayerTypeRule::MaxWindowLayers ||
+                             family_.layer_types == LayerTypeRule::NopeSliding;
+          if (!gated || root_.boolean("use_sliding_window").value_or(false)) {
+            attention.sliding_window = positive("sliding_window");
+          }
+        }
+        break;
+      case WindowRule::EveryLayer:
+        attention.sliding_window = positive("sliding_window");
+        break;
+    }
+    if (layer.layer_type == "chunked_attention") {
+      attention.attention_chunk_size = positive("attention_chunk_size");
+    }
+    if (family_.query_temperature && layer.kind == PositionKind::None &&
+        root_.truthy("attn_temperature_tuning").value_or(false)) {
+      QueryTemperature temperature;
+      temperature.floor_scale = root_.number("floor_scale").value_or(temperature.floor_scale);
+      temperature.attn_scale = root_.number("attn_scale").value_or(temperature.attn_scale);
+      require_positive_finite(root_.name("floor_scale"), temperature.floor_scale);
+      if (!std::isfinite(temperature.attn_scale)) {
+        fail(root_.name("attn_scale"), temperature.attn_scale, "expected a finite number");
+      }
+      attention.query_temperature = temperature;
+    }
+    if (!layer.softmax_attention() || layer.head_dim == 0) return;
+    const double inverse_sqrt_head = 1.0 / std::sqrt(static_cast<double>(layer.head_dim));
+    double scale = inverse_sqrt_head;
+    switch (family_.softmax) {
+      case SoftmaxRule::HeadDim:
+        break;
+      case SoftmaxRule::QueryPreAttnScalar: {
+        const double scalar = root_.number("query_pre_attn_scalar").value_or(256.0);
+        require_positive_finite(root_.name("query_pre_attn_scalar"), scalar);
+        scale = 1.0 / std::sqrt(scalar);
+        break;
+      }
+      case SoftmaxRule::One:
+      case SoftmaxRule::Unscaled:
+        scale = 1.0;
+        break;
+      case SoftmaxRule::AttentionMultiplier:
+        scale = root_.number("attention_multiplier").value_or(1.0);
+        require_positive_finite(root_.name("attention_multiplier"), scale);
+        break;
+      case SoftmaxRule::DeepseekMscale:
+        scale = inverse_sqrt_head * (block != nullptr ? block->softmax_factor : 1.0);
+        break;
+      case SoftmaxRule::Gpt2:
+        if (!root_.boolean("scale_attn_weights").value_or(true)) scale = 1.0;
+        if (root_.boolean("scale_attn_by_inverse_layer_idx").value_or(false)) {
+          scale /= static_cast<double>(layer.index + 1);
+        }
+        break;
+    }
+    attention.softmax_scale = scale;
+  }
+
+  const JsonReader& root_;
+  const ConfigOptions& options_;
+  ModelPositions& model_;
+  const ModelFamily& family_;
+  bool block_found_ = false;
+  bool nested_ = false;
+  std::string block_name_;
+  const nlohmann::json* block_ = nullptr;
+  std::map<std::string, RopeBlock> blocks_;       // by layer type
+  std::map<std::string, nlohmann::json> synthetic_;  // blocks the family implies, by layer type
+};
 
 }  // namespace detail
 
-// Reads the positional scheme from a parsed config.json.
+// Reads every layer's positions from a parsed config.json.
 inline ModelPositions model_positions_from_json(const nlohmann::json& config,
                                                 const ConfigOptions& options = {}) {
   if (!config.is_object()) {
     detail::fail("config", config.type_name(), "expected a JSON object");
   }
-  const detail::JsonReader root(config, "");
+  const detail::JsonReader top(config, "");
   ModelPositions model;
-  model.model_type = root.string("model_type").value_or("");
-  const std::string& type = model.model_type;
-
-  const auto heads = root.first_of({"num_attention_heads", "n_head", "n_heads"},
-                                   [&](const std::string& key) { return root.integer(key); });
-  if (!heads)
-    root.missing("num_attention_heads", "expected num_attention_heads (or n_head, n_heads)");
-  model.n_heads = detail::to_int("num_attention_heads", *heads);
-  if (auto kv = root.first_of({"num_key_value_heads", "num_kv_heads"},
-                              [&](const std::string& key) { return root.integer(key); })) {
-    model.n_kv_heads = detail::to_int("num_key_value_heads", *kv);
+  const std::string top_type = top.string("model_type").value_or("");
+  // Multimodal wrappers: the decoder is text_config; the top-level keys are not read.
+  if (const nlohmann::json* text = top.object("text_config")) {
+    const detail::JsonReader root(*text, "text_config.");
+    model.model_type = root.string("model_type").value_or(default_text_model_type(top_type));
+    detail::ConfigReader(root, options, model).read();
   } else {
-    model.n_kv_heads = root.boolean("multi_query").value_or(false) ? 1 : model.n_heads;
-  }
-  if (model.n_heads % model.n_kv_heads != 0) {
-    detail::fail("num_key_value_heads", model.n_kv_heads,
-                 "expected a divisor of num_attention_heads = " + std::to_string(model.n_heads));
-  }
-  model.max_position_embeddings =
-      root.first_of({"max_position_embeddings", "n_positions", "max_seq_len"},
-                    [&](const std::string& key) { return root.integer(key); });
-  model.original_max_position_embeddings = root.integer("original_max_position_embeddings");
-
-  bool alibi = root.boolean("alibi").value_or(false) || type == "bloom";
-  bool learned = detail::in(type, {"gpt2", "gpt_bigcode", "gpt_neo", "opt"});
-  if (type == "mpt") {
-    const nlohmann::json* attn = root.find("attn_config");
-    if (attn != nullptr && !attn->is_object()) root.wrong_type("attn_config", "an object");
-    const nlohmann::json empty = nlohmann::json::object();
-    const detail::JsonReader attn_config(attn != nullptr ? *attn : empty, "attn_config.");
-    alibi = attn_config.boolean("alibi").value_or(true);  // MPT's default
-    learned = !alibi && root.boolean("learned_pos_emb").value_or(true);
-  }
-  if (alibi) {
-    model.kind = PositionKind::Alibi;
-  } else if (learned) {
-    model.kind = PositionKind::Learned;
-    if (!model.max_position_embeddings) {
-      root.missing("n_positions",
-                   "expected n_positions (or max_position_embeddings) for learned positions");
-    }
-  } else if (detail::in(type, {"xglm", "m2m_100"})) {
-    model.kind = PositionKind::Sinusoidal;
-  } else {
-    model.kind = PositionKind::Rope;
-    detail::read_rope(root, options, model);
+    model.model_type = top_type;
+    detail::ConfigReader(top, options, model).read();
   }
   return model;
 }
 
-// Reads the positional scheme from a config.json file; errors name the file.
+// Reads every layer's positions from a config.json file; errors name the file.
 inline ModelPositions load_model_positions(const std::string& path,
                                            const ConfigOptions& options = {}) {
   std::ifstream file(path);
   if (!file) throw Error(path + ": cannot open config file");
-  nlohmann::json config;
   try {
-    config = nlohmann::json::parse(file);
-  } catch (const nlohmann::json::parse_error& error) {
-    throw Error(path + ": malformed JSON: " + error.what());
-  }
-  try {
+    nlohmann::json config;
+    try {
+      config = nlohmann::json::parse(file);
+    } catch (const nlohmann::json::parse_error& error) {
+      throw Error(std::string("malformed JSON: ") + error.what());
+    }
     return model_positions_from_json(config, options);
-  } catch (const Error& error) {
-    throw Error(path + ": " + detail::error_body(error));
+  } catch (Error& error) {
+    error.add_context(path);
+    throw;
   }
-}
-
-// HuggingFace's (inv_freq, attention_factor) and the rotary dim for a RoPE model at seq_len.
-// For FoPE: the default frequencies with the clipped ones set to 0, attention factor 1.
-inline RopeFrequencies rope_frequencies(const ModelPositions& model,
-                                        std::optional<std::int64_t> seq_len = std::nullopt) {
-  if (model.kind == PositionKind::Fope) {
-    const FopeFrequencies clip = resolve_fope_config(model.fope).second;
-    Eigen::VectorXd inv_freq = clip.base_inv_freq;
-    for (int k = 0; k < clip.pairs(); ++k) {
-      if (clip.clipped[k]) inv_freq[k] = 0.0;
-    }
-    return RopeFrequencies{inv_freq, 1.0, model.head_dim};
-  }
-  const RopeSpec spec = model.rope_spec_for(seq_len);
-  return RopeFrequencies{spec.inv_freq, spec.attention_scale, spec.rotary_dim};
-}
-
-inline RopeFrequencies rope_frequencies(const std::string& config_path,
-                                        std::optional<std::int64_t> seq_len = std::nullopt) {
-  const ModelPositions model = load_model_positions(config_path);
-  try {
-    return rope_frequencies(model, seq_len);
-  } catch (const Error& error) {
-    throw Error(config_path + ": " + detail::error_body(error));
-  }
-}
-
-// One rotary pair: its default inverse frequency base^(-2i/d), the one the scheme uses (radians
-// per token), and its band: "kept", "interpolated" (divided by the factor), "ramp" (in between,
-// YaRN / Llama 3), "ntk" (dynamic NTK's grown base), "rescaled" (LongRoPE's per-pair factor) or
-// "clipped" (FoPE: below the floor 2 pi / N, set to 0).
-struct PairFrequency {
-  double default_inv_freq = 0.0;
-  double inv_freq = 0.0;
-  std::string band;
-};
-
-struct PairFrequencies {
-  std::vector<PairFrequency> pairs;  // [rotary_dim / 2]
-  double attention_scale = 1.0;
-  int rotary_dim = 0;
-  Pairing pairing = Pairing::RotateHalf;
-  double theta = 10000.0;
-  std::optional<std::int64_t> original_context;  // the context the bands refer to, if known
-};
-
-// Every rotary pair of a RoPE or FoPE model at seq_len, with its band: what `posemb inspect`
-// and examples/long_context print. The frequencies of a model at seq_len (dynamic NTK and LongRoPE depend on it;
-// std::nullopt: no length known). Throws for schemes without rotary frequencies.
-inline PairFrequencies pair_frequencies(const ModelPositions& model,
-                                        std::optional<std::int64_t> seq_len = std::nullopt) {
-  PairFrequencies out;
-  if (model.kind == PositionKind::Fope) {
-    const auto [fope, clip] = resolve_fope_config(model.fope);
-    out.rotary_dim = fope.head_dim;
-    out.theta = fope.theta;
-    out.original_context = fope.train_length;
-    for (int k = 0; k < clip.pairs(); ++k) {
-      const bool clipped = clip.clipped[k];
-      out.pairs.push_back({clip.base_inv_freq[k], clipped ? 0.0 : clip.base_inv_freq[k],
-                           clipped ? "clipped" : "kept"});
-    }
-    return out;
-  }
-  if (model.kind != PositionKind::Rope) {
-    throw Error(std::string("the model's positions are ") + to_string(model.kind) +
-                ", not rotary: there are no RoPE frequencies");
-  }
-  const RopeSpec spec = model.rope_spec_for(seq_len);
-  const Eigen::VectorXd base = default_inv_freq(spec.rotary_dim, model.rope_theta);
-  out.attention_scale = spec.attention_scale;
-  out.rotary_dim = spec.rotary_dim;
-  out.pairing = spec.pairing;
-  out.theta = model.rope_theta;
-  out.original_context = model.max_position_embeddings;
-  const std::string& type = model.rope_type;
-  Eigen::VectorXd yarn_ramp_values;
-  if (type == "yarn") {
-    out.original_context = model.yarn.original_max_position_embeddings;
-    yarn_ramp_values = yarn_ramp(spec.rotary_dim, model.rope_theta, model.yarn);
-  } else if (type == "llama3") {
-    out.original_context = model.llama3.original_max_position_embeddings;
-  } else if (type == "longrope") {
-    out.original_context = model.longrope.original_max_position_embeddings;
-  }
-  for (int i = 0; i < spec.pairs(); ++i) {
-    PairFrequency pair{base[i], spec.inv_freq[i], "kept"};
-    if (type == "linear") {
-      pair.band = "interpolated";
-    } else if (type == "yarn") {
-      const double ramp = yarn_ramp_values[i];
-      pair.band = ramp == 0.0 ? "kept" : ramp == 1.0 ? "interpolated" : "ramp";
-    } else if (type == "llama3") {
-      const Llama3Band band = llama3_band(base[i], model.llama3);
-      pair.band = band == Llama3Band::Kept ? "kept" : band == Llama3Band::Ramp ? "ramp" : "interpolated";
-    } else if (type == "dynamic" && spec.inv_freq[i] != base[i]) {
-      pair.band = "ntk";
-    } else if (type == "longrope" && spec.inv_freq[i] != base[i]) {
-      pair.band = "rescaled";
-    }
-    out.pairs.push_back(pair);
-  }
-  return out;
 }
 
 }  // namespace posemb

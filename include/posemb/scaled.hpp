@@ -325,4 +325,41 @@ inline RopeSpec longrope_rope_spec(int rotary_dim, double base, const LongRopePa
                                 pairing);
 }
 
+// ---------------------------------------------------------------------------------------------
+// Proportional RoPE, p-RoPE (Barbero et al. 2024, "Round and Round We Go! What makes Rotary
+// Positional Encodings useful?"; Gemma 4's full-attention layers, HuggingFace
+// modeling_rope_utils.py rope type "proportional"). Over the whole head H, the first
+// k = int(p * H // 2) pairs rotate, the rest never do:
+//   inv_i = base^(-2i/H) / s   for i < k,
+//   inv_i = 0                  for k <= i < H/2,
+// rotary_dim = H, attention factor 1. Not partial rotary of fraction p: the exponents run over
+// H (not 2k), and the pairs span the whole head (rotate-half pairs (i, i + H/2)), so the zero
+// pairs sit in the middle and at the end of the head and pass through bit-identical.
+struct ProportionalParams {
+  double partial_rotary_factor = 1.0;  // p in (0, 1]
+  double factor = 1.0;                 // s
+};
+
+// Returns the number k of rotating pairs; throws unless k >= 1.
+inline int proportional_rotating_pairs(int head_dim, const ProportionalParams& params) {
+  const double p = params.partial_rotary_factor;
+  if (!(p > 0.0 && p <= 1.0)) detail::fail("partial_rotary_factor", p, "expected in (0, 1]");
+  const int pairs = static_cast<int>(std::floor(p * static_cast<double>(head_dim) / 2.0));
+  if (pairs < 1) {
+    detail::fail("partial_rotary_factor", p,
+                 "expected int(partial_rotary_factor * head_dim // 2) >= 1 rotating pair, head_dim = " +
+                     std::to_string(head_dim));
+  }
+  return pairs;
+}
+
+inline RopeSpec proportional_rope_spec(int head_dim, double base, const ProportionalParams& params,
+                                       Pairing pairing = Pairing::RotateHalf) {
+  detail::require_positive_finite("factor", params.factor);
+  const int rotating = proportional_rotating_pairs(head_dim, params);
+  Eigen::VectorXd inv_freq = default_inv_freq(head_dim, base) / params.factor;
+  inv_freq.tail(inv_freq.size() - rotating).setZero();
+  return detail::make_rope_spec(std::move(inv_freq), 1.0, head_dim, pairing);
+}
+
 }  // namespace posemb

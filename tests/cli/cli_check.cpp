@@ -4,6 +4,13 @@
 //   freqs GOT.json EXPECTED.json
 //       rotary_dim equal; inv_freq and attention_scale within 1e-6 relative (tests/data/hf/README.md);
 //       pairing is "interleaved" or "rotate_half".
+//   layers GOT.json EXPECTED.json
+//       GOT is `posemb layers --json`: one object per layer of EXPECTED's "layers", each matching
+//       by tests/data/models/README.md's criterion (layer_check.hpp).
+//   layer GOT.json EXPECTED.json I
+//       GOT is `posemb freqs` (one object) and matches element I of EXPECTED's "layers".
+//   same GOT.npy EXPECTED.npy          GOT equals EXPECTED bit for bit (dtype, shape, values).
+//   transposed GOT.npy EXPECTED.npy    GOT is EXPECTED [b, s, h, d] as [b, h, s, d], bit for bit.
 //   close GOT.npy EXPECTED.npy
 //       same dtype and shape, |got - expected| <= 1e-5 * max(1, max |expected|) (tests/data/fope).
 //   values GOT.npy EXPECTED.json TOLERANCE
@@ -33,6 +40,7 @@
 #include "posemb/npy.hpp"
 #include "posemb/rope.hpp"
 #include "posemb/xpos.hpp"
+#include "../layer_check.hpp"
 
 namespace {
 
@@ -81,6 +89,30 @@ bool check_freqs(const std::string& got_path, const std::string& expected_path) 
     return fail("attention_scale = " + std::to_string(gs) + ", expected " + std::to_string(es));
   }
   std::printf("ok: %zu inverse frequencies, max relative error %.3g\n", e.size(), worst);
+  return true;
+}
+
+bool check_layers(const std::string& got_path, const std::string& expected_path) {
+  const nlohmann::json got = read_json(got_path);
+  const nlohmann::json expected = read_json(expected_path).at("layers");
+  if (!got.is_array() || got.size() != expected.size()) {
+    return fail("got " + std::to_string(got.size()) + " layers, expected " +
+                std::to_string(expected.size()));
+  }
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    const std::string mismatch = posemb_test::layer_mismatch(got[i], expected[i]);
+    if (!mismatch.empty()) return fail("layer " + std::to_string(i) + ": " + mismatch);
+  }
+  std::printf("ok: %zu layers\n", expected.size());
+  return true;
+}
+
+bool check_layer(const std::string& got_path, const std::string& expected_path, std::size_t index) {
+  const nlohmann::json got = read_json(got_path);
+  const nlohmann::json expected = read_json(expected_path).at("layers").at(index);
+  const std::string mismatch = posemb_test::layer_mismatch(got, expected);
+  if (!mismatch.empty()) return fail("layer " + std::to_string(index) + ": " + mismatch);
+  std::printf("ok: layer %zu\n", index);
   return true;
 }
 
@@ -191,7 +223,7 @@ bool library_matches(const posemb::ModelPositions& model, const NpyArray& x, con
   std::vector<T> want = x.values<T>();
   const auto& s = x.shape;
   const std::int64_t seq = layout == "bshd" ? s[1] : s[2];
-  posemb::RopeSpec spec = model.rope_spec_for(offset + seq);
+  posemb::RopeSpec spec = model.rope_spec(offset + seq);
   if (pairing != "config") {
     spec.pairing = pairing == "interleaved" ? posemb::Pairing::Interleaved : posemb::Pairing::RotateHalf;
   }
@@ -220,6 +252,34 @@ bool check_rope_library(const std::string& config_path, const std::string& x_pat
                           : library_matches<float>(model, x, got, layout, offset, pairing, role);
 }
 
+// got == expected bit for bit (same dtype and shape), or, with `transposed`, got is expected with
+// axes 1 and 2 swapped ([b, s, h, d] <-> [b, h, s, d]).
+bool check_same(const std::string& got_path, const std::string& expected_path, bool transposed) {
+  const NpyArray got = posemb::read_npy(got_path), expected = posemb::read_npy(expected_path);
+  if (got.dtype != expected.dtype) return fail("dtype " + got.dtype + " != " + expected.dtype);
+  std::vector<std::int64_t> shape = expected.shape;
+  if (transposed) {
+    if (shape.size() != 4) return fail("expected a 4-D array to transpose");
+    std::swap(shape[1], shape[2]);
+  }
+  if (got.shape != shape) return fail("shapes differ");
+  const std::vector<double> g = as_doubles(got), e = as_doubles(expected);
+  for (std::size_t i = 0; i < e.size(); ++i) {
+    std::size_t at = i;
+    if (transposed) {  // i indexes expected [b, s, h, d]; at indexes got [b, h, s, d]
+      const auto& d = expected.shape;
+      const std::int64_t k = std::int64_t(i) % d[3], h = std::int64_t(i) / d[3] % d[2],
+                         s = std::int64_t(i) / (d[3] * d[2]) % d[1], b = std::int64_t(i) / (d[3] * d[2] * d[1]);
+      at = static_cast<std::size_t>(((b * d[2] + h) * d[1] + s) * d[3] + k);
+    }
+    if (!(g[at] == e[i])) {
+      return fail("element " + std::to_string(i) + ": " + std::to_string(g[at]) + " vs " + std::to_string(e[i]));
+    }
+  }
+  std::printf("ok: %zu values identical%s\n", e.size(), transposed ? " (transposed)" : "");
+  return true;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -228,6 +288,10 @@ int main(int argc, char** argv) {
     bool ok = false;
     if (a.size() == 3 && a[0] == "freqs") {
       ok = check_freqs(a[1], a[2]);
+    } else if (a.size() == 3 && a[0] == "layers") {
+      ok = check_layers(a[1], a[2]);
+    } else if (a.size() == 4 && a[0] == "layer") {
+      ok = check_layer(a[1], a[2], std::stoul(a[3]));
     } else if (a.size() == 3 && a[0] == "close") {
       ok = check_close(a[1], a[2]);
     } else if (a.size() == 4 && a[0] == "values") {
@@ -236,6 +300,8 @@ int main(int argc, char** argv) {
       ok = check_rope_formula(a[1], a[2], std::stod(a[3]), std::stoi(a[4]), a[5], a[6], std::stoll(a[7]));
     } else if (a.size() == 8 && a[0] == "rope-library") {
       ok = check_rope_library(a[1], a[2], a[3], a[4], std::stoll(a[5]), a[6], a[7]);
+    } else if (a.size() == 3 && (a[0] == "same" || a[0] == "transposed")) {
+      ok = check_same(a[1], a[2], a[0] == "transposed");
     } else if (a.size() == 3 && a[0] == "to-f64") {
       const NpyArray x = posemb::read_npy(a[1]);
       const std::vector<double> values = as_doubles(x);

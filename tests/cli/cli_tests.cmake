@@ -192,8 +192,20 @@ posemb_cli_test("error apply alibi model" EXIT 1 STDERR "bloom_alibi\\.json: the
   ARGS apply ${cases}/bloom_alibi.json --input ${fope_a}/x.npy --output ${out} OUTPUT ${out})
 posemb_cli_test("error apply learned model" EXIT 1 STDERR "gpt2_learned\\.json: the model uses learned absolute positions"
   ARGS apply ${cases}/gpt2_learned.json --input ${fope_a}/x.npy --output ${out} OUTPUT ${out})
-posemb_cli_test("error freqs alibi model" EXIT 1 STDERR "bloom_alibi\\.json: the model's positions are alibi, not rotary"
-  ARGS freqs ${cases}/bloom_alibi.json)
+# freqs describes a layer of any kind: an ALiBi layer rotates nothing.
+posemb_cli_test("freqs alibi model" ARGS freqs ${cases}/bloom_alibi.json
+  STDOUT_MATCHES "\"positions\": \"alibi\", \"rope_type\": null, .*\"rotary_dim\": 0, \"inv_freq\": \\[\\]")
+posemb_cli_test("error layer out of range" EXIT 2 STDERR "--layer = 26: expected a layer in \\[0, 26\\)"
+  ARGS freqs ${cli_data}/models/gemma-3-1b-it.json --layer 26)
+posemb_cli_test("error negative layer" EXIT 2 STDERR "--layer = -1"
+  ARGS apply ${cli_data}/models/gemma-3-1b-it.json --layer -1 --input ${fope_a}/x.npy --output ${out}
+  OUTPUT ${out})
+posemb_cli_test("error layer types length" EXIT 1 STDERR "bad_layer_types\\.json: layer_types\\.size\\(\\) = 3: expected num_hidden_layers = 4"
+  ARGS layers ${cases}/bad_layer_types.json --json)
+# inspect prints the layer pattern in one line: Gemma 3 1B, 5 sliding layers at base 1e4 with a
+# 512 window, then one global layer at 1e6, over 26 layers.
+posemb_cli_test("inspect layer pattern" ARGS inspect ${cli_data}/models/gemma-3-1b-it.json
+  STDOUT_MATCHES "layers 0-4 sliding \\(1e4, window 512\\), 5 global \\(1e6\\), repeating every 6 of 26")
 # Usage errors: exit status 2.
 posemb_cli_test("usage no subcommand" EXIT 2 STDERR "subcommand is required" ARGS "")
 posemb_cli_test("usage unknown option" EXIT 2 STDERR "--frobnicate"
@@ -216,6 +228,60 @@ posemb_cli_test("usage odd dim" EXIT 2 STDERR "--dim = 3: expected an even numbe
   ARGS sinusoidal --dim 3 --max-len 2 --output ${out} OUTPUT ${out})
 posemb_cli_test("usage negative seq-len" EXIT 2 STDERR "--seq-len"
   ARGS freqs ${rope_config} --seq-len -5)
+
+# ---- per-layer schemes on every model conformance case (tests/data/models/README.md):
+# `layers --json` against every layer; `freqs --layer I` against layer 0, the first layer that
+# differs from layer 0 and the last; `freqs` without --layer gives layer 0 when all layers are
+# alike and exits 2 naming --layer otherwise.
+file(GLOB model_expected ${cli_data}/models/*.expected.json)
+foreach(expected IN LISTS model_expected)
+  get_filename_component(file ${expected} NAME)
+  string(REGEX REPLACE "\\.expected\\.json$" "" case ${file})
+  set(seq_args)
+  if(case MATCHES "^(.*)\\.seq([0-9]+)$")
+    set(config ${cli_data}/models/${CMAKE_MATCH_1}.json)
+    set(seq_args --seq-len ${CMAKE_MATCH_2})
+  else()
+    set(config ${cli_data}/models/${case}.json)
+  endif()
+  posemb_cli_test("layers ${case}"
+    ARGS layers ${config} ${seq_args} --json
+    STDOUT ${cli_out}/layers_${case}.json
+    CHECK layers ${cli_out}/layers_${case}.json ${expected})
+
+  # Which layers differ from layer 0 (everything but "layer" compared).
+  file(READ ${expected} expected_text)
+  string(JSON count LENGTH "${expected_text}" layers)
+  math(EXPR last "${count} - 1")
+  string(JSON first_object GET "${expected_text}" layers 0)
+  string(JSON first_object REMOVE "${first_object}" layer)
+  set(differing "")
+  foreach(i RANGE ${last})
+    string(JSON object GET "${expected_text}" layers ${i})
+    string(JSON object REMOVE "${object}" layer)
+    if(NOT differing STREQUAL "" OR object STREQUAL first_object)
+      continue()
+    endif()
+    set(differing ${i})
+  endforeach()
+  set(checked_layers 0 ${differing} ${last})
+  list(REMOVE_DUPLICATES checked_layers)
+  foreach(i IN LISTS checked_layers)
+    posemb_cli_test("freqs ${case} layer ${i}"
+      ARGS freqs ${config} --layer ${i} ${seq_args}
+      STDOUT ${cli_out}/freqs_${case}_layer${i}.json
+      CHECK layer ${cli_out}/freqs_${case}_layer${i}.json ${expected} ${i})
+  endforeach()
+  if(differing STREQUAL "")
+    posemb_cli_test("freqs ${case} alike layers"
+      ARGS freqs ${config} ${seq_args}
+      STDOUT ${cli_out}/freqs_${case}_alike.json
+      CHECK layer ${cli_out}/freqs_${case}_alike.json ${expected} 0)
+  else()
+    posemb_cli_test("freqs ${case} layers differ" EXIT 2 STDERR "--layer"
+      ARGS freqs ${config} ${seq_args})
+  endif()
+endforeach()
 # Usage errors of buckets and of alibi's head slice and max-bias: exit status 2.
 posemb_cli_test("usage buckets num-buckets" EXIT 2
   STDERR "--num-buckets = 3: expected a number >= 4 for bidirectional buckets"
@@ -236,3 +302,75 @@ posemb_cli_test("usage alibi head slice outside" EXIT 2
   ARGS alibi --heads 8 --q-len 1 --k-len 1 --head-begin 2 --head-end 9 --output ${out} OUTPUT ${out})
 posemb_cli_test("usage alibi head-begin alone" EXIT 2 STDERR "--head-begin requires --head-end"
   ARGS alibi --heads 8 --q-len 1 --k-len 1 --head-begin 2 --output ${out} OUTPUT ${out})
+
+# ---- T5 relative position bias from a T5 config and a table (table[b, h] = b + 100 h), against
+# values worked out by hand from modeling_t5.py's bucket rules.
+set(t5 ${cli_data}/t5)
+posemb_cli_test("bias t5 encoder 2x3"
+  ARGS bias ${t5}/t5_small_2heads.json --table ${t5}/table_32x2.npy --q-len 2 --k-len 3 --q-offset 0
+       --output ${cli_out}/t5_encoder_2x3.npy
+  CHECK values ${cli_out}/t5_encoder_2x3.npy ${cases}/t5_encoder_2x3.expected.json 0)
+posemb_cli_test("bias t5 decoder default offset"
+  ARGS bias ${t5}/t5_small_2heads.json --table ${t5}/table_32x2.npy --q-len 2 --k-len 3 --decoder
+       --output ${cli_out}/t5_decoder_default.npy
+  CHECK values ${cli_out}/t5_decoder_default.npy ${cases}/t5_decoder_default_offset.expected.json 0)
+posemb_cli_test("bias t5 decoder rel -128"
+  ARGS bias ${t5}/t5_small_2heads.json --table ${t5}/table_32x2.npy --q-len 1 --k-len 1 --q-offset 128
+       --decoder --output ${cli_out}/t5_decoder_m128.npy
+  CHECK values ${cli_out}/t5_decoder_m128.npy ${cases}/t5_decoder_rel_minus_128.expected.json 0)
+posemb_cli_test("bias t5 encoder rel -64"
+  ARGS bias ${t5}/t5_small_2heads.json --table ${t5}/table_32x2.npy --q-len 1 --k-len 1 --q-offset 64
+       --output ${cli_out}/t5_encoder_m64.npy
+  CHECK values ${cli_out}/t5_encoder_m64.npy ${cases}/t5_encoder_rel_minus_64.expected.json 0)
+posemb_cli_test("bias t5 encoder rel 127"
+  ARGS bias ${t5}/t5_encoder_only.json --table ${t5}/table_32x2.npy --q-len 1 --k-len 1 --q-offset=-127
+       --output ${cli_out}/t5_encoder_127.npy
+  CHECK values ${cli_out}/t5_encoder_127.npy ${cases}/t5_encoder_rel_127.expected.json 0)
+posemb_cli_test("error bias table shape" EXIT 1
+  STDERR "table_16x2\\.npy: shape = \\[16, 2\\]: expected float32 \\[num_buckets, heads\\] = \\[32, 2\\]"
+  ARGS bias ${t5}/t5_small_2heads.json --table ${t5}/table_16x2.npy --q-len 1 --k-len 1
+       --output ${out} OUTPUT ${out})
+posemb_cli_test("error bias decoder of an encoder" EXIT 1
+  STDERR "t5_encoder_only\\.json: the model has no decoder"
+  ARGS bias ${t5}/t5_encoder_only.json --table ${t5}/table_32x2.npy --q-len 1 --k-len 1 --decoder
+       --output ${out} OUTPUT ${out})
+posemb_cli_test("error bias of a rope model" EXIT 1
+  STDERR "default_hd64\\.json: the model's positions are rope, not a T5 relative position bias"
+  ARGS bias ${rope_config} --table ${t5}/table_32x2.npy --q-len 1 --k-len 1 --output ${out} OUTPUT ${out})
+# T5 layers: the encoder's bidirectional buckets, the decoder's causal ones, each stack's table in
+# its first layer.
+posemb_cli_test("layers t5" ARGS layers ${t5}/t5_small_2heads.json --json
+  STDOUT_MATCHES "\"layer\": 0, \"positions\": \"relative_bias\".*\"softmax_scale\": 1,.*\"stack\": \"encoder\", \"relative_attention\": {\"num_buckets\": 32, \"max_distance\": 128, \"bidirectional\": true, \"table_layer\": 0}.*\"layer\": 11, .*\"stack\": \"decoder\", \"relative_attention\": {\"num_buckets\": 32, \"max_distance\": 128, \"bidirectional\": false, \"table_layer\": 6}")
+
+# ---- apply for inference engines: float64 positions, --inverse, --output-layout.
+set(yarn_config ${cli_data}/hf/yarn_hd64.json)
+add_test(NAME cli.make_float64_positions
+  COMMAND posemb_cli_check to-f64 ${fope_a}/positions.npy ${cli_out}/positions_f64.npy)
+set_tests_properties(cli.make_float64_positions PROPERTIES FIXTURES_SETUP posemb_cli_positions_f64)
+posemb_cli_test("apply rope integer positions"
+  ARGS apply ${yarn_config} --input ${fope_a}/x.npy --positions ${fope_a}/positions.npy
+       --output ${cli_out}/yarn_int_positions.npy)
+set_tests_properties(cli.apply_rope_integer_positions PROPERTIES FIXTURES_SETUP posemb_cli_yarn_forward)
+# Whole-valued float64 positions give the int64 result bit for bit.
+posemb_cli_test("apply rope float64 positions equal int64"
+  ARGS apply ${yarn_config} --input ${fope_a}/x.npy --positions ${cli_out}/positions_f64.npy
+       --output ${cli_out}/yarn_f64_positions.npy
+  CHECK same ${cli_out}/yarn_f64_positions.npy ${cli_out}/yarn_int_positions.npy)
+set_tests_properties(cli.apply_rope_float64_positions_equal_int64 PROPERTIES
+  FIXTURES_REQUIRED "posemb_cli_positions_f64;posemb_cli_yarn_forward")
+# --inverse undoes the forward rotation (YaRN's attention factor included).
+posemb_cli_test("apply rope inverse undoes forward"
+  ARGS apply ${yarn_config} --input ${cli_out}/yarn_int_positions.npy --positions ${fope_a}/positions.npy
+       --inverse --output ${cli_out}/yarn_back.npy
+  CHECK close ${cli_out}/yarn_back.npy ${fope_a}/x.npy)
+set_tests_properties(cli.apply_rope_inverse_undoes_forward PROPERTIES FIXTURES_REQUIRED posemb_cli_yarn_forward)
+# --output-layout bhsd writes the same values transposed.
+posemb_cli_test("apply rope output layout bhsd"
+  ARGS apply ${yarn_config} --input ${fope_a}/x.npy --positions ${fope_a}/positions.npy
+       --output-layout bhsd --output ${cli_out}/yarn_bhsd.npy
+  CHECK transposed ${cli_out}/yarn_bhsd.npy ${cli_out}/yarn_int_positions.npy)
+set_tests_properties(cli.apply_rope_output_layout_bhsd PROPERTIES FIXTURES_REQUIRED posemb_cli_yarn_forward)
+posemb_cli_test("usage inverse on alibi model"
+  ARGS apply ${cases}/bloom_alibi.json --input ${fope_a}/x.npy --inverse --output ${cli_out}/never.npy
+  EXIT 2 STDERR "--inverse: the config's positions \\(alibi\\) are not a rotation"
+  OUTPUT ${cli_out}/never.npy)
