@@ -1,6 +1,7 @@
 // config.hpp: HuggingFace config.json -> positional scheme. The golden values in data/hf come from
 // HuggingFace transformers' own rope init functions (see data/hf/README.md).
 #include "posemb/config.hpp"
+#include "posemb/npy.hpp"
 
 #include "model_report.hpp"
 
@@ -416,4 +417,126 @@ TEST_CASE("pair_frequencies names each pair's band", "[config]") {
 TEST_CASE("an absurd head_dim is refused before anything is allocated", "[config][errors]") {
   CHECK_THAT(error_of(R"({"num_attention_heads": 1, "head_dim": 1073741824})"),
              Catch::Contains("head_dim = 1073741824"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Multimodal configs (tests/data/multimodal, "Reading the config"): M-RoPE sections and layout,
+// "mrope" = default frequencies, get_rope_index's rules and the vision tower; every apply case
+// through the loaded spec.
+
+namespace {
+
+const fs::path multimodal_dir = fs::path(POSEMB_TEST_DATA_DIR) / "multimodal";
+
+template <class T>
+posemb::Tensor4<T> tensor4_of(const posemb::NpyArray& array) {
+  REQUIRE(array.shape.size() == 4);
+  posemb::Tensor4<T> x(array.shape[0], array.shape[1], array.shape[2], array.shape[3]);
+  const auto values = array.values<T>();
+  std::copy(values.begin(), values.end(), x.data());
+  return x;
+}
+
+}  // namespace
+
+TEST_CASE("multimodal: the freqs cases (sections, layout, default frequencies of type mrope)") {
+  for (const char* name : {"freqs_chunked_hd16", "freqs_partial_interleaved_hd64"}) {
+    CAPTURE(name);
+    const auto model = posemb::load_model_positions((multimodal_dir / name / "config.json").string());
+    std::ifstream in(multimodal_dir / name / "case.json");
+    const auto expect = nlohmann::json::parse(in).at("expect");
+    const posemb::RopeScheme& scheme = model.rope_scheme();
+    const posemb::MropeSpec spec = scheme.mrope_spec();
+    CHECK(spec.rope.rotary_dim == expect.at("rotary_dim").get<int>());
+    const auto inv_freq = expect.at("inv_freq").get<std::vector<double>>();
+    REQUIRE(spec.rope.inv_freq.size() == static_cast<Eigen::Index>(inv_freq.size()));
+    for (std::size_t i = 0; i < inv_freq.size(); ++i) {
+      CHECK(spec.rope.inv_freq[Eigen::Index(i)] == Approx(inv_freq[i]).epsilon(1e-6));
+    }
+    CHECK(spec.rope.attention_scale == expect.at("attention_scale").get<double>());
+    const auto sections = expect.at("mrope_section").get<std::vector<int>>();
+    CHECK(spec.sections == posemb::MropeSections{sections[0], sections[1], sections[2]});
+    CHECK(posemb::to_string(spec.layout) == expect.at("mrope_layout").get<std::string>());
+  }
+  // A 1-D model has no M-RoPE.
+  const auto plain = posemb::load_model_positions((hf_dir / "default_hd64.json").string());
+  CHECK_FALSE(plain.rope_scheme().mrope_section.has_value());
+  CHECK_FALSE(plain.mrope_index.has_value());
+  CHECK_FALSE(plain.vision.has_value());
+}
+
+TEST_CASE("multimodal: every apply case through the loaded M-RoPE spec") {
+  for (const char* name : {"apply_chunked_text_hd16", "apply_chunked_mixed_hd16",
+                           "apply_interleaved_mixed_hd32", "apply_partial_interleaved_hd64",
+                           "apply_batch2_bhsd_hd32"}) {
+    CAPTURE(name);
+    const fs::path dir = multimodal_dir / name;
+    const auto model = posemb::load_model_positions((dir / "config.json").string());
+    const posemb::MropeSpec spec = model.rope_scheme().mrope_spec();
+    std::ifstream in(dir / "case.json");
+    const auto layout = nlohmann::json::parse(in).at("layout").get<std::string>() == "bhsd"
+                            ? posemb::TensorLayout::BHSD
+                            : posemb::TensorLayout::BSHD;
+    const auto x = tensor4_of<float>(posemb::read_npy((dir / "X.npy").string()));
+    const auto expected = tensor4_of<double>(posemb::read_npy((dir / "Y.npy").string()));
+    const auto p = posemb::read_npy((dir / "P.npy").string());
+    const auto values = p.values<std::int64_t>();
+    posemb::PositionVector text;
+    posemb::PositionMatrix thw;
+    posemb::MropePositionTensor per_row;
+    posemb::MropePositions positions = posemb::MropePositions::text(0);
+    if (p.shape.size() == 1) {
+      text = Eigen::Map<const posemb::PositionVector>(values.data(), p.shape[0]);
+      positions = posemb::MropePositions::text(text);
+    } else if (p.shape.size() == 2) {
+      thw = Eigen::Map<const posemb::PositionMatrix>(values.data(), p.shape[0], p.shape[1]);
+      positions = thw;
+    } else {
+      per_row.resize(p.shape[0], p.shape[1], p.shape[2]);
+      std::copy(values.begin(), values.end(), per_row.data());
+      positions = per_row;
+    }
+    const auto y = posemb::apply_mrope(x, positions, spec, layout);
+    double worst = 0.0;
+    for (Eigen::Index i = 0; i < y.size(); ++i) {
+      worst = std::max(worst, std::fabs(double(y.data()[i]) - expected.data()[i]));
+    }
+    CHECK(worst <= 1e-5);
+  }
+}
+
+TEST_CASE("multimodal: get_rope_index rules and vision towers from the config") {
+  const auto read = [](const char* name) {
+    return posemb::load_model_positions((multimodal_dir / name / "config.json").string());
+  };
+  const auto qwen2 = read("mrope_index_qwen2vl_image");
+  REQUIRE(qwen2.mrope_index);
+  CHECK(qwen2.mrope_index->family == posemb::MropeFamily::Qwen2VL);
+  CHECK(qwen2.mrope_index->spatial_merge_size == 2);
+  REQUIRE(qwen2.vision);
+  CHECK(qwen2.vision->head_dim() == 16);  // embed_dim 64 / num_heads 4
+  CHECK(qwen2.vision->order == posemb::VisionPatchOrder::MergeBlocks);
+  const auto qwen25 = read("mrope_index_qwen25vl_video_fractional");
+  CHECK(qwen25.mrope_index->family == posemb::MropeFamily::Qwen25VL);
+  CHECK(qwen25.mrope_index->tokens_per_second == 1.0);
+  CHECK(qwen25.vision->head_dim() == 32);  // hidden_size 64 / num_heads 2
+  CHECK(read("mrope_index_qwen3vl_video").mrope_index->family == posemb::MropeFamily::Qwen3VL);
+  CHECK(read("apply_partial_interleaved_hd64").mrope_index->family == posemb::MropeFamily::Qwen3VL);
+  const auto pixtral = read("vision_pixtral_1x3x5");
+  CHECK_FALSE(pixtral.mrope_index);
+  REQUIRE(pixtral.vision);
+  CHECK(pixtral.vision->head_dim() == 16);
+  CHECK(pixtral.vision->order == posemb::VisionPatchOrder::RowMajor);
+
+  // Sections that do not sum to rotary_dim / 2 are named with their block.
+  nlohmann::json bad = nlohmann::json::parse(std::ifstream(multimodal_dir / "freqs_chunked_hd16" / "config.json"));
+  bad["rope_scaling"]["mrope_section"] = {2, 3, 2};
+  CHECK_THROWS_WITH(posemb::model_positions_from_json(bad),
+                    Catch::Contains("rope_scaling") && Catch::Contains("mrope_section = [2, 3, 2] (sum 7)"));
+  bad["rope_scaling"]["mrope_section"] = {2, 6};
+  CHECK_THROWS_WITH(posemb::model_positions_from_json(bad), Catch::Contains("expected three integers"));
+  bad["rope_scaling"]["mrope_section"] = {2, 3, 3};
+  bad["vision_config"]["spatial_merge_size"] = 0;
+  CHECK_THROWS_WITH(posemb::model_positions_from_json(bad),
+                    Catch::Contains("vision_config.spatial_merge_size = 0"));
 }

@@ -53,10 +53,13 @@
 #include "posemb/fope.hpp"
 #include "posemb/layer_attention.hpp"
 #include "posemb/model_families.hpp"
+#include "posemb/mrope.hpp"
+#include "posemb/mrope_positions.hpp"
 #include "posemb/relative_bias.hpp"
 #include "posemb/rope.hpp"
 #include "posemb/rope_registry.hpp"
 #include "posemb/scaled.hpp"
+#include "posemb/vision_rope.hpp"
 #include "posemb/xpos.hpp"
 
 namespace posemb {
@@ -132,6 +135,11 @@ struct ModelPositions {
   std::vector<LayerPositions> layers;  // [num_hidden_layers]
   std::optional<XposParams> xpos;      // torchscale-style `xpos_rel_pos: true`
   std::optional<FopeConfig> fope;      // rope_type "fope": pass to make_fope
+  // Multimodal models (Qwen2-VL family, Pixtral): get_rope_index's rules from the top-level
+  // model_type and vision_config (mrope_positions.hpp), and the vision tower's 2-D RoPE
+  // (vision_rope.hpp).
+  std::optional<MropeIndexRules> mrope_index;
+  std::optional<VisionRope> vision;
 
   // Layer i; throws naming `layer` when out of range.
   const LayerPositions& layer(std::int64_t i) const {
@@ -558,6 +566,7 @@ class ConfigReader {
     const char* type_key = block.first_key({"rope_type", "type"});
     scheme.rope_type = type_key ? *block.string(type_key) : "default";
     if (scheme.rope_type == "su") scheme.rope_type = "longrope";  // Phi-3's first name
+    if (scheme.rope_type == "mrope") scheme.rope_type = "default";  // Qwen2VLConfig's rewrite
     if (auto theta = block.number("rope_theta")) {
       scheme.theta = *theta;
     } else {
@@ -625,6 +634,7 @@ class ConfigReader {
                                   fraction,
                                   "required for rope_type \"" + scheme.rope_type + "\""};
     scheme.params = variant->read(context);
+    if (block.has("mrope_section")) read_mrope(block, scheme);
 
     // DeepSeek-V2/V3 (modeling_deepseek_v3.py): scaling *= m^2 for a scaled rope type with
     // mscale_all_dim != 0, m = 0.1 mscale_all_dim ln(factor) + 1.
@@ -640,6 +650,7 @@ class ConfigReader {
     // Build the spec(s) once so that an invalid value fails here, named by its block.
     try {
       scheme.spec(std::nullopt);
+      if (scheme.mrope_section) scheme.mrope_spec(std::nullopt);
       if (const auto* longrope = std::get_if<LongRopeParams>(&scheme.params)) {
         const std::int64_t original = longrope->original_max_position_embeddings;
         if (original < std::numeric_limits<std::int64_t>::max()) scheme.spec(original + 1);
@@ -649,6 +660,29 @@ class ConfigReader {
       throw;
     }
     return out;
+  }
+
+  // M-RoPE (mrope.hpp, the Qwen2-VL family): mrope_section [t, h, w] pairs summing to
+  // rotary_dim / 2; interleaved when mrope_interleaved is true (Qwen3-VL, Qwen3.5), else chunked.
+  static void read_mrope(const JsonReader& block, RopeScheme& scheme) {
+    const auto sections = block.integers("mrope_section");
+    if (!sections || sections->size() != 3) {
+      fail(block.name("mrope_section"), block.json().at("mrope_section").dump(),
+           "expected three integers [t, h, w]");
+    }
+    MropeSections out{};
+    for (std::size_t a = 0; a < 3; ++a) {
+      const std::int64_t value = (*sections)[a];
+      if (value < 0 || value > (1 << 16)) {
+        fail(block.name("mrope_section") + "[" + std::to_string(a) + "]", value,
+             "expected an integer in [0, 65536]");
+      }
+      out[a] = static_cast<int>(value);
+    }
+    scheme.mrope_section = out;
+    scheme.mrope_layout = block.boolean("mrope_interleaved").value_or(false)
+                              ? MropeLayout::Interleaved
+                              : MropeLayout::Chunked;
   }
 
   // Reads FoPE's settings from the block P into model.fope and validates them.
@@ -780,6 +814,70 @@ class ConfigReader {
 
 }  // namespace detail
 
+namespace detail {
+
+// The multimodal parts of a config: get_rope_index's family from the top-level model_type
+// (qwen2_vl; qwen2_5_vl; qwen3_vl, qwen3_vl_moe, qwen3_5, qwen3_5_moe), vision_config's
+// spatial_merge_size (2) and tokens_per_second (4, Qwen2_5_VLVisionConfig's default), and the
+// vision tower: Pixtral when vision_config.model_type or model_type is "pixtral" (head_dim, else
+// hidden_size / num_attention_heads; rope_theta, else rope_parameters.rope_theta, else 1e4), the
+// Qwen tower for the Qwen families (embed_dim / num_heads, else hidden_size / num_heads).
+inline void read_multimodal(const JsonReader& top, const std::string& top_type,
+                            ModelPositions& model) {
+  static const nlohmann::json empty = nlohmann::json::object();
+  const nlohmann::json* vision_json = top.object("vision_config");
+  const JsonReader vision(vision_json != nullptr ? *vision_json : empty, "vision_config.");
+  std::optional<MropeFamily> family;
+  if (top_type == "qwen2_vl") family = MropeFamily::Qwen2VL;
+  if (top_type == "qwen2_5_vl") family = MropeFamily::Qwen25VL;
+  for (const char* qwen3 : {"qwen3_vl", "qwen3_vl_moe", "qwen3_5", "qwen3_5_moe"}) {
+    if (top_type == qwen3) family = MropeFamily::Qwen3VL;
+  }
+  const std::int64_t merge = vision.integer("spatial_merge_size").value_or(2);
+  if (merge < 1 || merge > 64) {
+    fail(vision.name("spatial_merge_size"), merge, "expected an integer in [1, 64]");
+  }
+  if (family) {
+    MropeIndexRules rules;
+    rules.family = *family;
+    rules.spatial_merge_size = static_cast<int>(merge);
+    rules.tokens_per_second = vision.number("tokens_per_second").value_or(4.0);
+    require_positive_finite(vision.name("tokens_per_second"), rules.tokens_per_second);
+    model.mrope_index = rules;
+  }
+  if (vision_json == nullptr) return;
+  const auto head_dim_of = [&](const char* width_key, const char* heads_key) {
+    const std::string why = "required for the vision tower's head_dim";
+    const std::int64_t width = vision.integer(width_key, why);
+    const std::int64_t heads = vision.integer(heads_key, why);
+    if (heads < 1 || width % heads != 0) {
+      fail(vision.name(heads_key), heads, "expected a divisor of " + vision.name(width_key));
+    }
+    return to_head_dim(vision.name(std::string(width_key) + " / " + heads_key), width / heads);
+  };
+  try {
+    if (vision.string("model_type").value_or("") == "pixtral" || top_type == "pixtral") {
+      const int head_dim = vision.has("head_dim")
+                               ? to_head_dim(vision.name("head_dim"), vision.integer("head_dim", ""))
+                               : head_dim_of("hidden_size", "num_attention_heads");
+      std::optional<double> theta = vision.number("rope_theta");
+      if (const nlohmann::json* parameters = vision.object("rope_parameters"); !theta && parameters) {
+        theta = JsonReader(*parameters, vision.name("rope_parameters.")).number("rope_theta");
+      }
+      model.vision = pixtral_vision_rope(head_dim, theta.value_or(1e4));
+    } else if (family) {
+      model.vision = qwen2_vl_vision_rope(
+          head_dim_of(vision.has("embed_dim") ? "embed_dim" : "hidden_size", "num_heads"),
+          static_cast<int>(merge));
+    }
+  } catch (Error& error) {
+    error.add_context("vision_config");
+    throw;
+  }
+}
+
+}  // namespace detail
+
 // Reads every layer's positions from a parsed config.json.
 inline ModelPositions model_positions_from_json(const nlohmann::json& config,
                                                 const ConfigOptions& options = {}) {
@@ -798,6 +896,7 @@ inline ModelPositions model_positions_from_json(const nlohmann::json& config,
     model.model_type = top_type;
     detail::ConfigReader(top, options, model).read();
   }
+  detail::read_multimodal(top, top_type, model);
   return model;
 }
 

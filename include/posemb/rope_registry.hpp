@@ -20,6 +20,7 @@
 #include "posemb/detail/json_reader.hpp"
 #include "posemb/error.hpp"
 #include "posemb/frequencies.hpp"
+#include "posemb/mrope.hpp"
 #include "posemb/rope.hpp"
 #include "posemb/scaled.hpp"
 
@@ -83,15 +84,26 @@ struct RopeScheme {
   double theta = 10000.0;
   int rotary_dim = 0;  // features rotated per head (partial rotary: < head_dim)
   Pairing pairing = Pairing::RotateHalf;
+  // M-RoPE (mrope.hpp) when the block has mrope_section: the pairs per axis (t, h, w) and their
+  // layout (interleaved with mrope_interleaved: true, else chunked).
+  std::optional<MropeSections> mrope_section;
+  MropeLayout mrope_layout = MropeLayout::Chunked;
 
   // The spec at sequence length seq_len (dynamic NTK and LongRoPE depend on it; nullopt: no
   // length known, i.e. max_position_embeddings for dynamic NTK and short_factor for LongRoPE).
   RopeSpec spec(std::optional<std::int64_t> seq_len = std::nullopt) const;
+
+  // The M-RoPE spec at seq_len; throws unless mrope_section is set.
+  MropeSpec mrope_spec(std::optional<std::int64_t> seq_len = std::nullopt) const {
+    if (!mrope_section) detail::fail("mrope_section", "absent", "expected an M-RoPE scheme");
+    return make_mrope_spec(spec(seq_len), *mrope_section, mrope_layout);
+  }
 };
 
 inline bool operator==(const RopeScheme& a, const RopeScheme& b) {
   return a.rope_type == b.rope_type && a.params == b.params && a.theta == b.theta &&
-         a.rotary_dim == b.rotary_dim && a.pairing == b.pairing;
+         a.rotary_dim == b.rotary_dim && a.pairing == b.pairing &&
+         a.mrope_section == b.mrope_section && a.mrope_layout == b.mrope_layout;
 }
 
 // Bands of every pair and the context L0 they refer to (nullopt: the model's
