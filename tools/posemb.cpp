@@ -7,6 +7,8 @@
 //                [--role query|key] [--layout bshd|bhsd] [--output-layout bshd|bhsd] [--inverse]
 //                [--pairing interleaved|rotate_half]
 //                [--layer I] [--seq-len N] [--fope-sin-coef S.npy --fope-cos-coef C.npy]
+//   posemb apply CONFIG.json --vision --grid TxHxW --input X.npy --output Y.npy
+//   posemb mrope-index CONFIG.json --segments SPEC --output P.npy
 //   posemb alibi --heads H --q-len N --k-len M [--causal | --symmetric] [--q-offset K]
 //                [--max-bias B] [--head-begin A --head-end Z] --output B.npy
 //   posemb buckets --num-buckets B --max-distance D (--bidirectional | --causal)
@@ -21,6 +23,7 @@
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -36,10 +39,13 @@
 #include "posemb/config.hpp"
 #include "posemb/error.hpp"
 #include "posemb/fope.hpp"
+#include "posemb/mrope.hpp"
+#include "posemb/mrope_positions.hpp"
 #include "posemb/npy.hpp"
 #include "posemb/relative_bias.hpp"
 #include "posemb/rope.hpp"
 #include "posemb/sinusoidal.hpp"
+#include "posemb/vision_rope.hpp"
 #include "posemb/xpos.hpp"
 #include "model_report.hpp"
 
@@ -125,7 +131,14 @@ std::string layer_json(const ModelPositions& model, const LayerPositions& layer,
             return "{\"floor_scale\": " + full_precision(t.floor_scale) +
                    ", \"attn_scale\": " + full_precision(t.attn_scale) + "}";
           });
-  json += ", \"mrope_section\": null, \"mrope_layout\": null";
+  if (layer.rope && layer.rope->mrope_section) {
+    const MropeSections& m = *layer.rope->mrope_section;
+    json += ", \"mrope_section\": [" + std::to_string(m[0]) + ", " + std::to_string(m[1]) + ", " +
+            std::to_string(m[2]) + "], \"mrope_layout\": " +
+            json_string(to_string(layer.rope->mrope_layout));
+  } else {
+    json += ", \"mrope_section\": null, \"mrope_layout\": null";
+  }
   if (layer.relative_bias) {
     json += ", \"stack\": " + (layer.stack.empty() ? "null" : json_string(layer.stack)) +
             ", \"relative_attention\": {\"num_buckets\": " +
@@ -331,6 +344,8 @@ struct ApplyOptions {
   std::optional<std::string> pairing;
   std::string fope_sin_coef, fope_cos_coef;
   std::optional<std::int64_t> layer;
+  bool vision = false;  // the vision tower's 2-D RoPE on X [patches, heads, head_dim]
+  std::string grid;     // --grid TxHxW
 };
 
 
@@ -395,6 +410,102 @@ TokenPositions token_positions(const ApplyOptions& options, std::int64_t batch, 
   return positions;
 }
 
+// M-RoPE positions (tests/data/multimodal/README.md): --positions int64 [3, seq] or
+// [3, batch, seq] (rows t, h, w); 1-D positions ([seq], [batch, seq] whose first dimension is not
+// 3, or --offset) put every axis at the same position (text).
+struct MropeTokenPositions {
+  TokenPositions text;
+  PositionMatrix thw;           // [3, seq]
+  MropePositionTensor per_row;  // [3, batch, seq]
+  enum class Form { Text, Shared, PerRow } form = Form::Text;
+
+  MropePositions view() const {
+    if (form == Form::Shared) return thw;
+    if (form == Form::PerRow) return per_row;
+    return MropePositions::text(text.view());
+  }
+  double max() const {
+    if (form == Form::Text) return text.max();
+    const std::int64_t* data = form == Form::Shared ? thw.data() : per_row.data();
+    const Eigen::Index size = form == Form::Shared ? thw.size() : per_row.size();
+    return size == 0 ? -1.0 : static_cast<double>(*std::max_element(data, data + size));
+  }
+};
+
+MropeTokenPositions mrope_token_positions(const ApplyOptions& options, std::int64_t batch,
+                                          std::int64_t seq) {
+  MropeTokenPositions out;
+  const std::string expected = "int64 [3, seq] = [3, " + std::to_string(seq) +
+                               "] or [3, batch, seq] = [3, " + std::to_string(batch) + ", " +
+                               std::to_string(seq) + "], or 1-D positions [seq] or [batch, seq]";
+  if (!options.positions.empty()) {
+    const NpyArray array = tool::read_npy_checked(options.positions, {"<i8", "<f8"}, {1, 2, 3}, expected);
+    const bool three_axes =
+        array.shape.size() == 3 || (array.shape.size() == 2 && array.shape[0] == 3);
+    if (three_axes) {
+      const bool shared = array.shape.size() == 2;
+      if (array.dtype != "<i8" || (!shared && array.shape[0] != 3) || array.shape.back() != seq ||
+          (!shared && array.shape[1] != batch && array.shape[1] != 1)) {
+        throw Error(options.positions + ": " + array.dtype + " shape = " +
+                    tool::shape_string(array.shape) + ": expected " + expected);
+      }
+      const std::vector<std::int64_t> values = array.values<std::int64_t>();
+      if (shared) {
+        out.form = MropeTokenPositions::Form::Shared;
+        out.thw.resize(3, seq);
+        std::copy(values.begin(), values.end(), out.thw.data());
+      } else {
+        out.form = MropeTokenPositions::Form::PerRow;
+        out.per_row.resize(3, array.shape[1], seq);
+        std::copy(values.begin(), values.end(), out.per_row.data());
+      }
+      return out;
+    }
+  }
+  out.text = token_positions(options, batch, seq);
+  return out;
+}
+
+// --grid TxHxW -> {T, H, W}.
+std::array<std::int64_t, 3> parse_grid(const std::string& text) {
+  std::array<std::int64_t, 3> grid{};
+  std::size_t begin = 0;
+  for (std::size_t i = 0; i < 3; ++i) {
+    const std::size_t end = i < 2 ? text.find('x', begin) : text.size();
+    const std::string part = end == std::string::npos ? "" : text.substr(begin, end - begin);
+    if (part.empty() || part.size() > 7 || part.find_first_not_of("0123456789") != std::string::npos ||
+        std::stoll(part) < 1) {
+      throw UsageError("--grid = " + text + ": expected TxHxW, three positive integers (e.g. 1x4x6)");
+    }
+    grid[i] = std::stoll(part);
+    begin = end + 1;
+  }
+  return grid;
+}
+
+// apply --vision: the tower's 2-D RoPE (vision_rope.hpp) on X [patches, heads, head_dim], the
+// patches of a T x H x W grid in the tower's order.
+template <class T>
+void apply_vision(const ModelPositions& model, const ApplyOptions& options,
+                  const std::vector<std::int64_t>& shape, const std::vector<T>& x, std::vector<T>& y) {
+  if (!model.vision) {
+    throw Error(options.config + ": no vision tower with 2-D RoPE; expected a vision_config of a "
+                "Qwen2-VL family model or of Pixtral");
+  }
+  const VisionRope& rope = *model.vision;
+  const std::array<std::int64_t, 3> grid = parse_grid(options.grid);
+  const PositionMatrix patches = vision_patch_positions(rope, grid[0], grid[1], grid[2]);
+  if (shape.size() != 3 || shape[0] != patches.cols() || shape[2] != rope.head_dim()) {
+    throw Error(options.input + ": shape = " + tool::shape_string(shape) +
+                ": expected [patches, heads, head_dim] = [" + std::to_string(patches.cols()) +
+                ", heads, " + std::to_string(rope.head_dim()) + "] for --grid " + options.grid);
+  }
+  y = x;
+  TensorMap4<T> map(y.data(), 1, shape[0], shape[1], shape[2]);
+  apply_vision_rope_inplace(map, patches, rope, TensorLayout::BSHD, {},
+                            options.inverse ? Rotation::Inverse : Rotation::Forward);
+}
+
 bool has_fope_coefficients(const ApplyOptions& options) { return !options.fope_sin_coef.empty(); }
 
 // The dimensions of a 4-D activation of `shape` (in the input's layout) in the output's layout.
@@ -418,6 +529,10 @@ void apply_scheme(const ModelPositions& model, const ApplyOptions& options,
   const auto x_error = [&](const std::string& expected) {
     throw Error(options.input + ": shape = " + tool::shape_string(shape) + ": expected " + expected);
   };
+  if (options.vision) {
+    apply_vision(model, options, shape, x, y);
+    return;
+  }
   const PositionKind kind = options.layer ? model.layer(*options.layer).kind : model.kind();
   const bool fope = kind == PositionKind::Fope;
   const bool additive = !fope && kind != PositionKind::Rope;
@@ -475,6 +590,23 @@ void apply_scheme(const ModelPositions& model, const ApplyOptions& options,
 
   switch (kind) {
     case PositionKind::Rope: {
+      const RopeScheme& scheme = options.layer ? *model.layer(*options.layer).rope : model.rope_scheme();
+      if (scheme.mrope_section) {
+        // M-RoPE: three position axes, or 1-D positions on all three (text).
+        const MropeTokenPositions positions =
+            mrope_token_positions(options, shape[0], bshd ? shape[1] : shape[2]);
+        const double max_position = std::ceil(positions.max());
+        const std::int64_t seq_len = options.seq_len.value_or(
+            max_position >= 9.2e18 ? std::numeric_limits<std::int64_t>::max()
+                                   : static_cast<std::int64_t>(std::max(max_position, -1.0)) + 1);
+        MropeSpec spec = scheme.mrope_spec(seq_len);
+        if (options.pairing) {
+          spec.rope.pairing = *options.pairing == "interleaved" ? Pairing::Interleaved : Pairing::RotateHalf;
+        }
+        auto out = out_map();
+        apply_mrope(in_map(), out, positions.view(), spec, layouts, {}, rotation);
+        return;
+      }
       const TokenPositions positions = token_positions(options, shape[0], bshd ? shape[1] : shape[2]);
       // As HuggingFace: the sequence length is max(position) + 1 unless --seq-len is given
       // (ceil(max) + 1 for fractional positions: the same comparisons with whole lengths).
@@ -568,6 +700,36 @@ int run_apply(const ApplyOptions& options) {
   } else {
     tool::write_npy_atomic(options.output, y32.data(), y_shape);
   }
+  return 0;
+}
+
+// ---------------------------------------------------------------------------------------------
+// mrope-index: the M-RoPE positions int64 [3, seq] of a prompt layout and the rope delta
+// (mrope_positions.hpp), by the config's get_rope_index rules.
+
+int run_mrope_index(const std::string& config_path, const std::string& segments_text,
+                    const std::string& output) {
+  const ModelPositions model = load_model_positions(config_path);
+  if (!model.mrope_index) {
+    throw Error(config_path + ": the model_type has no M-RoPE position rules; expected qwen2_vl, "
+                "qwen2_5_vl, qwen3_vl, qwen3_vl_moe, qwen3_5 or qwen3_5_moe");
+  }
+  std::vector<MropeSegment> segments;
+  try {
+    segments = parse_mrope_segments(segments_text);
+  } catch (const Error& error) {
+    throw UsageError("--segments: " + error.message());
+  }
+  MropeIndex index;
+  try {
+    index = mrope_position_ids(segments, *model.mrope_index);
+  } catch (Error& error) {
+    error.add_context(config_path + " --segments " + segments_text);
+    throw;
+  }
+  tool::write_npy_atomic(output, index.positions.data(), {3, index.seq_len()});
+  std::cout << "{\"seq_len\": " << index.seq_len() << ", \"rope_delta\": " << index.rope_delta
+            << "}\n";
   return 0;
 }
 
@@ -836,6 +998,26 @@ int main(int argc, char** argv) {
       "--fope-cos-coef", apply_options.fope_cos_coef, "C.npy: FoPE cosine coefficients, float32 [heads, D_in, D_out]");
   sin_coef_option->needs(cos_coef_option);
   cos_coef_option->needs(sin_coef_option);
+  CLI::Option* vision_flag = apply->add_flag(
+      "--vision", apply_options.vision,
+      "Apply the config's vision tower 2-D RoPE to X [patches, heads, head_dim] (needs --grid)");
+  CLI::Option* grid_option = apply->add_option(
+      "--grid", apply_options.grid, "TxHxW: the patch grid before the merge (HF's grid_thw)");
+  vision_flag->needs(grid_option);
+  grid_option->needs(vision_flag);
+
+  // mrope-index
+  std::string segments_text, mrope_output;
+  CLI::App* mrope_index = app.add_subcommand(
+      "mrope-index",
+      "Write the M-RoPE positions int64 [3, seq] of a prompt layout and print {\"seq_len\", "
+      "\"rope_delta\"}, by the config's get_rope_index rules (Qwen2-VL, Qwen2.5-VL, Qwen3-VL).");
+  mrope_index->add_option("CONFIG", config_path, "The model's config.json")->required();
+  mrope_index->add_option("--segments", segments_text,
+                          "text:N,image:TxHxW,video:TxHxW[@S] (grids before the merge; S seconds "
+                          "per temporal grid)")
+      ->required();
+  mrope_index->add_option("--output", mrope_output, "P.npy: int64 [3, seq]")->required();
 
   // alibi
   AlibiOptions alibi_options;
@@ -940,6 +1122,7 @@ int main(int argc, char** argv) {
     if (*freqs) return run_freqs(config_path, layer_index, seq_len);
     if (*layers) return run_layers(config_path, seq_len, layers_json);
     if (*apply) return run_apply(apply_options);
+    if (*mrope_index) return run_mrope_index(config_path, segments_text, mrope_output);
     if (*alibi) return run_alibi(alibi_options);
     if (*buckets) return run_buckets(buckets_options);
     if (*bias) return run_bias(bias_options);

@@ -23,6 +23,11 @@
 //   rope-library CONFIG X.npy GOT.npy LAYOUT OFFSET PAIRING ROLE
 //       GOT equals, bit for bit, the library's apply_rope (apply_xpos for xPos configs) of X with
 //       the config's spec at seq_len = max position + 1 (PAIRING "config" keeps its pairing).
+//   multimodal CASE_DIR OUT_DIR
+//       one case of tests/data/multimodal by its README's pass criterion: OUT_DIR holds the
+//       tool's Y.npy (apply: Y's shape, X's dtype, finite, |got - Y| <= atol) or P.npy
+//       (mrope-index: equal exactly) and its stdout.json (seq_len, rope_delta; freqs: rotary_dim,
+//       inv_freq within the case's rtol, attention_scale within 1e-6, mrope_section, mrope_layout)
 //   to-f64 X.npy OUT.npy        writes X as float64
 //   zeros OUT.npy D0 D1 ...     writes float32 zeros of that shape
 #include <nlohmann/json.hpp>
@@ -282,6 +287,71 @@ bool check_same(const std::string& got_path, const std::string& expected_path, b
 
 }  // namespace
 
+namespace {
+
+// One case of tests/data/multimodal (its README's pass criteria): OUT holds the tool's outputs
+// (Y.npy or P.npy, and stdout.json).
+bool check_multimodal(const std::string& case_dir, const std::string& out_dir) {
+  const nlohmann::json meta = read_json(case_dir + "/case.json");
+  const std::string command = meta.at("command").get<std::string>();
+  if (command == "apply" || command == "apply-vision") {
+    const NpyArray x = posemb::read_npy(case_dir + "/X.npy");
+    const NpyArray expected = posemb::read_npy(case_dir + "/Y.npy");
+    const NpyArray got = posemb::read_npy(out_dir + "/Y.npy");
+    if (got.dtype != x.dtype) return fail("dtype " + got.dtype + ", expected X's " + x.dtype);
+    if (got.shape != expected.shape) return fail("shape differs from Y.npy's");
+    const double atol = meta.at("atol").get<double>();
+    const std::vector<double> g = as_doubles(got), e = as_doubles(expected);
+    double worst = 0.0;
+    for (std::size_t i = 0; i < e.size(); ++i) {
+      if (!std::isfinite(g[i])) return fail("value " + std::to_string(i) + " is not finite");
+      worst = std::max(worst, std::fabs(g[i] - e[i]));
+    }
+    std::printf("max |got - Y| = %.3e (atol %.0e)\n", worst, atol);
+    return worst <= atol ? true : fail("max |got - Y| over atol");
+  }
+  const nlohmann::json got = read_json(out_dir + "/stdout.json");
+  const nlohmann::json& expect = meta.at("expect");
+  if (command == "mrope-index") {
+    const NpyArray p = posemb::read_npy(out_dir + "/P.npy");
+    const NpyArray expected = posemb::read_npy(case_dir + "/P.npy");
+    if (p.dtype != "<i8" || p.shape != expected.shape ||
+        p.values<std::int64_t>() != expected.values<std::int64_t>()) {
+      return fail("P.npy differs from the case's (int64 [3, seq], exactly)");
+    }
+    for (const char* key : {"seq_len", "rope_delta"}) {
+      if (got.at(key) != expect.at(key)) {
+        return fail(std::string(key) + " = " + got.at(key).dump() + ", expected " + expect.at(key).dump());
+      }
+    }
+    return true;
+  }
+  if (command == "freqs") {
+    if (got.at("rotary_dim") != expect.at("rotary_dim")) return fail("rotary_dim differs");
+    const auto& g = got.at("inv_freq");
+    const auto& e = expect.at("inv_freq");
+    if (g.size() != e.size()) return fail("inv_freq has another length");
+    for (std::size_t i = 0; i < e.size(); ++i) {
+      const double error = std::fabs(g[i].get<double>() - e[i].get<double>());
+        if (!(error <= meta.at("rtol").get<double>() * std::fabs(e[i].get<double>()))) {
+        return fail("inv_freq[" + std::to_string(i) + "] = " + g[i].dump() + ", expected " + e[i].dump());
+      }
+    }
+    if (!(std::fabs(got.at("attention_scale").get<double>() - expect.at("attention_scale").get<double>()) <= 1e-6)) {
+      return fail("attention_scale differs");
+    }
+    for (const char* key : {"mrope_section", "mrope_layout"}) {
+      if (got.at(key) != expect.at(key)) {
+        return fail(std::string(key) + " = " + got.at(key).dump() + ", expected " + expect.at(key).dump());
+      }
+    }
+    return true;
+  }
+  return fail("unknown command " + command);
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   const std::vector<std::string> a(argv + 1, argv + argc);
   try {
@@ -302,6 +372,8 @@ int main(int argc, char** argv) {
       ok = check_rope_library(a[1], a[2], a[3], a[4], std::stoll(a[5]), a[6], a[7]);
     } else if (a.size() == 3 && (a[0] == "same" || a[0] == "transposed")) {
       ok = check_same(a[1], a[2], a[0] == "transposed");
+    } else if (a.size() == 3 && a[0] == "multimodal") {
+      ok = check_multimodal(a[1], a[2]);
     } else if (a.size() == 3 && a[0] == "to-f64") {
       const NpyArray x = posemb::read_npy(a[1]);
       const std::vector<double> values = as_doubles(x);

@@ -374,3 +374,51 @@ posemb_cli_test("usage inverse on alibi model"
   ARGS apply ${cases}/bloom_alibi.json --input ${fope_a}/x.npy --inverse --output ${cli_out}/never.npy
   EXIT 2 STDERR "--inverse: the config's positions \\(alibi\\) are not a rotation"
   OUTPUT ${cli_out}/never.npy)
+
+# ---- the multimodal conformance cases (tests/data/multimodal/README.md): each case.json's
+# args with {case} = its folder and {out} = a scratch folder, checked by the case's criterion.
+file(GLOB multimodal_cases ${cli_data}/multimodal/*/case.json)
+foreach(case_json IN LISTS multimodal_cases)
+  get_filename_component(dir ${case_json} DIRECTORY)
+  get_filename_component(case ${dir} NAME)
+  set(out ${cli_out}/multimodal_${case})
+  file(MAKE_DIRECTORY ${out})
+  file(READ ${case_json} case_text)
+  string(JSON count LENGTH "${case_text}" args)
+  math(EXPR last "${count} - 1")
+  set(args)
+  foreach(i RANGE ${last})
+    string(JSON arg GET "${case_text}" args ${i})
+    string(REPLACE "{case}" "${dir}" arg "${arg}")
+    string(REPLACE "{out}" "${out}" arg "${arg}")
+    list(APPEND args "${arg}")
+  endforeach()
+  posemb_cli_test("multimodal ${case}"
+    ARGS ${args}
+    STDOUT ${out}/stdout.json
+    CHECK multimodal ${dir} ${out})
+endforeach()
+
+# Multimodal errors: sections that do not fit, a bad segment spec (named), a grid the merge
+# does not divide, positions whose first dimension is not 3.
+set(mm ${cli_data}/multimodal)
+posemb_cli_test("mrope-index bad segment"
+  ARGS mrope-index ${mm}/mrope_index_qwen2vl_image/config.json --segments text:3,image:1x4,text:2
+       --output ${cli_out}/mm_bad_segment.npy
+  EXIT 2 OUTPUT ${cli_out}/mm_bad_segment.npy STDERR "segment 2 = 'image:1x4'")
+posemb_cli_test("mrope-index grid not divisible"
+  ARGS mrope-index ${mm}/mrope_index_qwen2vl_image/config.json --segments text:3,image:1x5x6
+       --output ${cli_out}/mm_bad_grid.npy
+  EXIT 1 OUTPUT ${cli_out}/mm_bad_grid.npy STDERR "segments\\[1\\].h = 5: expected a multiple of spatial_merge_size = 2")
+posemb_cli_test("mrope-index 1-D model"
+  ARGS mrope-index ${cli_data}/hf/default_hd64.json --segments text:3 --output ${cli_out}/mm_1d.npy
+  EXIT 1 OUTPUT ${cli_out}/mm_1d.npy STDERR "no M-RoPE position rules")
+posemb_cli_test("apply vision grid not divisible"
+  ARGS apply ${mm}/vision_qwen2vl_1x4x6/config.json --vision --grid 1x3x6
+       --input ${mm}/vision_qwen2vl_1x4x6/X.npy --output ${cli_out}/mm_bad_vision.npy
+  EXIT 1 OUTPUT ${cli_out}/mm_bad_vision.npy STDERR "grid h = 3: expected a multiple of spatial_merge_size = 2")
+posemb_cli_test("apply mrope positions of 2 axes"
+  ARGS apply ${mm}/apply_batch2_bhsd_hd32/config.json --layout bhsd
+       --input ${mm}/apply_batch2_bhsd_hd32/X.npy --positions ${mm}/apply_batch2_bhsd_hd32/X.npy
+       --output ${cli_out}/mm_bad_positions.npy
+  EXIT 1 OUTPUT ${cli_out}/mm_bad_positions.npy STDERR "expected int64")
