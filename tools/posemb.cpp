@@ -7,7 +7,7 @@
 //                [--role query|key] [--layout bshd|bhsd] [--output-layout bshd|bhsd] [--inverse]
 //                [--pairing interleaved|rotate_half]
 //                [--layer I] [--seq-len N] [--fope-sin-coef S.npy --fope-cos-coef C.npy]
-//   posemb apply CONFIG.json --vision --grid TxHxW --input X.npy --output Y.npy
+//   posemb apply CONFIG.json --vision --grid TxHxW --input X.npy --output Y.npy [--inverse]
 //   posemb mrope-index CONFIG.json --segments SPEC --output P.npy
 //   posemb alibi --heads H --q-len N --k-len M [--causal | --symmetric] [--q-offset K]
 //                [--max-bias B] [--head-begin A --head-end Z] --output B.npy
