@@ -1,12 +1,14 @@
 // AVX-512 rotation for half-precision storage (Eigen::half, Eigen::bfloat16): 16 pairs per
-// step, widened to float, rotated, rounded once: one pass, no staging buffers. Empty unless the
-// build targets AVX-512 F, BW and DQ.
+// step, widened to float, rotated, rounded once: one pass, no staging buffers. Compiled for
+// level avx512 (posemb/isa.hpp) on x86-64 with GCC or clang.
 #pragma once
 
 #include <Eigen/Core>
+#include <cmath>
 #include <type_traits>
 
 #include "posemb/detail/half_io.hpp"
+#include "posemb/isa.hpp"
 
 namespace posemb {
 namespace detail {
@@ -15,12 +17,12 @@ namespace detail {
 // AVX-512 rotation for half-precision storage T (Eigen::half, Eigen::bfloat16), 16 pairs per
 // step, widened to float, rotated, rounded once: one pass, no staging buffers.
 
-#if POSEMB_AVX512_HALF_KERNELS
+#if POSEMB_ISA_DISPATCH
 // RotateHalf, pairs [0, 16 * floor(n / 16)) of (lo[i], hi[i]), 32 at a time while it can;
 // returns how many were done.
 // in_lo, in_hi, out_lo, out_hi: [n] (out == in: in place); cos, sin: [n].
 template <class T>
-inline Eigen::Index rotate_half_avx512(const T* in_lo, const T* in_hi, T* out_lo, T* out_hi,
+POSEMB_TARGET_AVX512 POSEMB_INLINE Eigen::Index rotate_half_avx512(const T* in_lo, const T* in_hi, T* out_lo, T* out_hi,
                                        const float* cos, const float* sin, Eigen::Index n) {
   Eigen::Index i = 0;
   for (; i + 32 <= n; i += 32) {
@@ -45,7 +47,7 @@ inline Eigen::Index rotate_half_avx512(const T* in_lo, const T* in_hi, T* out_lo
 // Interleaved, pairs [0, 16 * floor(n / 16)) of (x[2i], x[2i + 1]); returns how many were done.
 // in, out: [2n] (out == in: in place); cos, sin: [n].
 template <class T>
-inline Eigen::Index rotate_interleaved_avx512(const T* in, T* out, const float* cos,
+POSEMB_TARGET_AVX512 POSEMB_INLINE Eigen::Index rotate_interleaved_avx512(const T* in, T* out, const float* cos,
                                               const float* sin, Eigen::Index n) {
   Eigen::Index i = 0;
   for (; i + 16 <= n; i += 16) {
@@ -81,10 +83,10 @@ inline Eigen::Index rotate_interleaved_avx512(const T* in, T* out, const float* 
   return i;
 }
 
-// rotate_contiguous (below) for half-precision T: the AVX-512 kernels, then the last n mod 16
-// pairs one at a time.
+// rotate_contiguous (detail/rotate.hpp) for half-precision T: the AVX-512 kernels, then the
+// last n mod 16 pairs one at a time, with the same fused arithmetic.
 template <class T>
-inline void rotate_contiguous_avx512(const T* in, T* out, const float* cos, const float* sin,
+POSEMB_TARGET_AVX512 inline void rotate_half_precision_avx512(const T* in, T* out, const float* cos, const float* sin,
                                      Eigen::Index pair_begin, Eigen::Index n,
                                      Eigen::Index rotary_dim, bool interleaved) {
   const Eigen::Index half = rotary_dim / 2;
@@ -97,11 +99,11 @@ inline void rotate_contiguous_avx512(const T* in, T* out, const float* cos, cons
     const Eigen::Index ia = interleaved ? 2 * (pair_begin + i) : pair_begin + i;
     const Eigen::Index ib = interleaved ? ia + 1 : ia + half;
     const float a = static_cast<float>(in[ia]), b = static_cast<float>(in[ib]);
-    out[ia] = static_cast<T>(a * cos[i] - b * sin[i]);
-    out[ib] = static_cast<T>(a * sin[i] + b * cos[i]);
+    out[ia] = static_cast<T>(std::fma(a, cos[i], -(b * sin[i])));
+    out[ib] = static_cast<T>(std::fma(a, sin[i], b * cos[i]));
   }
 }
-#endif  // POSEMB_AVX512_HALF_KERNELS
+#endif  // POSEMB_ISA_DISPATCH
 
 }  // namespace detail
 }  // namespace posemb
