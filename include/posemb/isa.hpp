@@ -8,6 +8,10 @@
 //   avx2      AVX2 + FMA + F16C (Haswell, Zen 1 and later)
 //   avx512    AVX-512 F, BW, DQ and VL on top of avx2 (Skylake-SP, Zen 4 and later)
 //
+// A level at or below what the build itself targets (-march=native on an AVX-512 machine: all
+// three) runs the build's own code, inlined into its callers, so such a build pays nothing for
+// the choice and forcing a lower level there changes nothing.
+//
 // Results. Every level with FMA (avx2, avx512, and portable when the build itself targets FMA)
 // gives the same bits: cos/sin reduce the angle with one exact FMA and evaluate their polynomials
 // with FMAs, and a rotation forms a cos - b sin as fma(a, cos, -(b sin)) and a sin + b cos as
@@ -121,6 +125,12 @@ inline constexpr IsaLevel compiled_isa_level = IsaLevel::Portable;
 template <IsaLevel L>
 inline constexpr IsaLevel effective_level_v =
     static_cast<int>(L) > static_cast<int>(compiled_isa_level) ? L : compiled_isa_level;
+
+// Whether the kernels for `level` are the ones compiled for the build's own target (inlined into
+// their callers), which run `level`'s code or better.
+inline bool runs_inline(IsaLevel level) {
+  return static_cast<int>(level) <= static_cast<int>(compiled_isa_level);
+}
 
 // Whether code for level L has FMA (and so takes the fused arithmetic described above).
 #if defined(__FMA__)

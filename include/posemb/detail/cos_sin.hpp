@@ -183,10 +183,13 @@ template <class C>
 inline void cos_sin_at(const double* inv_freq, double position, double scale, Eigen::Index n,
                        C* cos_out, C* sin_out) {
 #if POSEMB_ISA_DISPATCH
-  switch (isa_level()) {
-    case IsaLevel::Avx512: return cos_sin_at_avx512(inv_freq, position, scale, n, cos_out, sin_out);
-    case IsaLevel::Avx2: return cos_sin_at_avx2(inv_freq, position, scale, n, cos_out, sin_out);
-    default: break;
+  const IsaLevel level = isa_level();
+  if (!runs_inline(level)) {
+    switch (level) {
+      case IsaLevel::Avx512: return cos_sin_at_avx512(inv_freq, position, scale, n, cos_out, sin_out);
+      case IsaLevel::Avx2: return cos_sin_at_avx2(inv_freq, position, scale, n, cos_out, sin_out);
+      default: break;
+    }
   }
 #endif
   cos_sin_at_level<IsaLevel::Portable>(inv_freq, position, scale, n, cos_out, sin_out);
@@ -199,10 +202,13 @@ template <class C>
 inline void cos_sin_of(const double* angle, const double* magnitude, Eigen::Index n, C* cos_out,
                        C* sin_out) {
 #if POSEMB_ISA_DISPATCH
-  switch (isa_level()) {
-    case IsaLevel::Avx512: return cos_sin_of_avx512(angle, magnitude, n, cos_out, sin_out);
-    case IsaLevel::Avx2: return cos_sin_of_avx2(angle, magnitude, n, cos_out, sin_out);
-    default: break;
+  const IsaLevel level = isa_level();
+  if (!runs_inline(level)) {
+    switch (level) {
+      case IsaLevel::Avx512: return cos_sin_of_avx512(angle, magnitude, n, cos_out, sin_out);
+      case IsaLevel::Avx2: return cos_sin_of_avx2(angle, magnitude, n, cos_out, sin_out);
+      default: break;
+    }
   }
 #endif
   cos_sin_of_level<IsaLevel::Portable>(angle, magnitude, n, cos_out, sin_out);

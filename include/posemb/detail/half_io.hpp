@@ -264,10 +264,13 @@ POSEMB_TARGET_AVX512 void narrow_avx512(const float* in, H* out, Eigen::Index n)
 template <class H>
 inline void widen(const H* in, float* out, Eigen::Index n) {
 #if POSEMB_ISA_DISPATCH
-  switch (isa_level()) {
-    case IsaLevel::Avx512: return widen_avx512(in, out, n);
-    case IsaLevel::Avx2: return widen_avx2(in, out, n);
-    default: break;
+  const IsaLevel level = isa_level();
+  if (!runs_inline(level)) {
+    switch (level) {
+      case IsaLevel::Avx512: return widen_avx512(in, out, n);
+      case IsaLevel::Avx2: return widen_avx2(in, out, n);
+      default: break;
+    }
   }
 #endif
   widen_level<IsaLevel::Portable>(in, out, n);
@@ -277,10 +280,13 @@ inline void widen(const H* in, float* out, Eigen::Index n) {
 template <class H>
 inline void narrow(const float* in, H* out, Eigen::Index n) {
 #if POSEMB_ISA_DISPATCH
-  switch (isa_level()) {
-    case IsaLevel::Avx512: return narrow_avx512(in, out, n);
-    case IsaLevel::Avx2: return narrow_avx2(in, out, n);
-    default: break;
+  const IsaLevel level = isa_level();
+  if (!runs_inline(level)) {
+    switch (level) {
+      case IsaLevel::Avx512: return narrow_avx512(in, out, n);
+      case IsaLevel::Avx2: return narrow_avx2(in, out, n);
+      default: break;
+    }
   }
 #endif
   narrow_level<IsaLevel::Portable>(in, out, n);

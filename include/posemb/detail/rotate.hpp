@@ -184,14 +184,17 @@ template <class T, class C>
 inline void rotate_contiguous(const T* in, T* out, const C* cos, const C* sin, int pair_begin,
                               int pair_end, int rotary_dim, bool interleaved) {
 #if POSEMB_ISA_DISPATCH
-  switch (isa_level()) {
-    case IsaLevel::Avx512:
-      return rotate_contiguous_avx512(in, out, cos, sin, pair_begin, pair_end, rotary_dim,
+  const IsaLevel level = isa_level();
+  if (!runs_inline(level)) {
+    switch (level) {
+      case IsaLevel::Avx512:
+        return rotate_contiguous_avx512(in, out, cos, sin, pair_begin, pair_end, rotary_dim,
+                                        interleaved);
+      case IsaLevel::Avx2:
+        return rotate_contiguous_avx2(in, out, cos, sin, pair_begin, pair_end, rotary_dim,
                                       interleaved);
-    case IsaLevel::Avx2:
-      return rotate_contiguous_avx2(in, out, cos, sin, pair_begin, pair_end, rotary_dim,
-                                    interleaved);
-    default: break;
+      default: break;
+    }
   }
 #endif
   rotate_contiguous_level<IsaLevel::Portable>(in, out, cos, sin, pair_begin, pair_end,
