@@ -42,6 +42,9 @@ inline constexpr int cos_sin_chunk = 64;
 // Tokens per unit of work: their cos/sin are formed once for all heads.
 inline constexpr int tokens_per_block = 16;
 
+// Head vectors handed to the rotation kernels per call.
+inline constexpr int heads_per_batch = 64;
+
 // The cos/sin rows of a block of tokens at positions[0 .. count), count <= tokens_per_block:
 // calls visit(cos_rows, sin_rows, pair_begin, pair_end) where cos_rows[t], sin_rows[t] point at
 // token t's values of pairs [pair_begin, pair_end) (segment 0; segment g starts g * pairs
@@ -122,11 +125,18 @@ void rotate_tensor(const Source& source, const Positions& positions, const Activ
       for_block_cos_sin<C>(
           source, block_positions, count, buffer, scratch,
           [&](const C* const* cos_rows, const C* const* sin_rows, int begin, int end) {
+            // Heads are queued and rotated a batch per call (detail/rotate.hpp: rotate_heads).
+            HeadRotation<T, C> batch[heads_per_batch];
+            int queued = 0;
+            const auto flush = [&] {
+              rotate_heads(batch, queued, begin, end, rotary_dim, interleaved);
+              queued = 0;
+            };
             const auto rotate = [&](int t, Eigen::Index h) {
               const Eigen::Index at = shape.offset(b, s0 + t, h);
               const Eigen::Index segment = (h / group) * pairs;
-              rotate_contiguous(in + at, out + at, cos_rows[t] + segment, sin_rows[t] + segment,
-                                begin, end, rotary_dim, interleaved);
+              batch[queued++] = {in + at, out + at, cos_rows[t] + segment, sin_rows[t] + segment};
+              if (queued == heads_per_batch) flush();
             };
             // Visit heads in memory order: BSHD token-major, BHSD head-major.
             if (shape.bshd()) {
@@ -136,6 +146,7 @@ void rotate_tensor(const Source& source, const Positions& positions, const Activ
               for (Eigen::Index h = 0; h < heads; ++h)
                 for (int t = 0; t < count; ++t) rotate(t, h);
             }
+            flush();
           });
       if (in != out && rotary_dim < head_dim) {  // the pass-through tail
         for (int t = 0; t < count; ++t) {

@@ -179,7 +179,73 @@ POSEMB_TARGET_AVX512 void rotate_contiguous_avx512(const T* in, T* out, const C*
 }
 #endif
 
-// At the active level.
+// ---------------------------------------------------------------------------------------------
+// Many head vectors in one call, so that choosing the level costs once per batch rather than
+// once per head (a head vector is a few hundred bytes: a call per head would cost as much as
+// the rotation). Each: in, out: [head_dim] (in == out: in place); cos, sin: pairs
+// [pair_begin, pair_end) of its cos/sin row.
+template <class T, class C>
+struct HeadRotation {
+  const T* in;
+  T* out;
+  const C* cos;
+  const C* sin;
+};
+
+template <IsaLevel L, class T, class C>
+POSEMB_INLINE void rotate_heads_level(const HeadRotation<T, C>* heads, int count, int pair_begin,
+                                      int pair_end, int rotary_dim, bool interleaved) {
+#if POSEMB_ISA_DISPATCH
+  if constexpr ((std::is_same_v<T, Eigen::half> || std::is_same_v<T, Eigen::bfloat16>) &&
+                effective_level_v<L> == IsaLevel::Avx512) {
+    rotate_heads_half_precision_avx512(heads, count, pair_begin, pair_end - pair_begin,
+                                       rotary_dim, interleaved);
+    return;
+  }
+#endif
+  for (int k = 0; k < count; ++k) {
+    rotate_contiguous_level<L>(heads[k].in, heads[k].out, heads[k].cos, heads[k].sin, pair_begin,
+                               pair_end, rotary_dim, interleaved);
+  }
+}
+
+#if POSEMB_ISA_DISPATCH
+template <class T, class C>
+POSEMB_TARGET_AVX2 void rotate_heads_avx2(const HeadRotation<T, C>* heads, int count,
+                                          int pair_begin, int pair_end, int rotary_dim,
+                                          bool interleaved) {
+  rotate_heads_level<IsaLevel::Avx2>(heads, count, pair_begin, pair_end, rotary_dim, interleaved);
+}
+template <class T, class C>
+POSEMB_TARGET_AVX512 void rotate_heads_avx512(const HeadRotation<T, C>* heads, int count,
+                                              int pair_begin, int pair_end, int rotary_dim,
+                                              bool interleaved) {
+  rotate_heads_level<IsaLevel::Avx512>(heads, count, pair_begin, pair_end, rotary_dim,
+                                       interleaved);
+}
+#endif
+
+// At the active level. heads: [count].
+template <class T, class C>
+inline void rotate_heads(const HeadRotation<T, C>* heads, int count, int pair_begin, int pair_end,
+                         int rotary_dim, bool interleaved) {
+#if POSEMB_ISA_DISPATCH
+  const IsaLevel level = isa_level();
+  if (!runs_inline(level)) {
+    switch (level) {
+      case IsaLevel::Avx512:
+        return rotate_heads_avx512(heads, count, pair_begin, pair_end, rotary_dim, interleaved);
+      case IsaLevel::Avx2:
+        return rotate_heads_avx2(heads, count, pair_begin, pair_end, rotary_dim, interleaved);
+      default: break;
+    }
+  }
+#endif
+  rotate_heads_level<IsaLevel::Portable>(heads, count, pair_begin, pair_end, rotary_dim,
+                                         interleaved);
+}
+
+// One head vector at the active level.
 template <class T, class C>
 inline void rotate_contiguous(const T* in, T* out, const C* cos, const C* sin, int pair_begin,
                               int pair_end, int rotary_dim, bool interleaved) {

@@ -86,7 +86,7 @@ POSEMB_TARGET_AVX512 POSEMB_INLINE Eigen::Index rotate_interleaved_avx512(const 
 // rotate_contiguous (detail/rotate.hpp) for half-precision T: the AVX-512 kernels, then the
 // last n mod 16 pairs one at a time, with the same fused arithmetic.
 template <class T>
-POSEMB_TARGET_AVX512 inline void rotate_half_precision_avx512(const T* in, T* out, const float* cos, const float* sin,
+POSEMB_TARGET_AVX512 POSEMB_INLINE void rotate_half_precision_avx512_kernel(const T* in, T* out, const float* cos, const float* sin,
                                      Eigen::Index pair_begin, Eigen::Index n,
                                      Eigen::Index rotary_dim, bool interleaved) {
   const Eigen::Index half = rotary_dim / 2;
@@ -101,6 +101,30 @@ POSEMB_TARGET_AVX512 inline void rotate_half_precision_avx512(const T* in, T* ou
     const float a = static_cast<float>(in[ia]), b = static_cast<float>(in[ib]);
     out[ia] = static_cast<T>(std::fma(a, cos[i], -(b * sin[i])));
     out[ib] = static_cast<T>(std::fma(a, sin[i], b * cos[i]));
+  }
+}
+
+// One head vector, as rotate_contiguous.
+template <class T>
+POSEMB_TARGET_AVX512 inline void rotate_half_precision_avx512(const T* in, T* out, const float* cos,
+                                                              const float* sin,
+                                                              Eigen::Index pair_begin,
+                                                              Eigen::Index n,
+                                                              Eigen::Index rotary_dim,
+                                                              bool interleaved) {
+  rotate_half_precision_avx512_kernel(in, out, cos, sin, pair_begin, n, rotary_dim, interleaved);
+}
+
+// heads[0 .. count) (detail/rotate.hpp: HeadRotation) in one call, as rotate_heads.
+template <class Heads>
+POSEMB_TARGET_AVX512 inline void rotate_heads_half_precision_avx512(const Heads* heads, int count,
+                                                                    Eigen::Index pair_begin,
+                                                                    Eigen::Index n,
+                                                                    Eigen::Index rotary_dim,
+                                                                    bool interleaved) {
+  for (int k = 0; k < count; ++k) {
+    rotate_half_precision_avx512_kernel(heads[k].in, heads[k].out, heads[k].cos, heads[k].sin,
+                                        pair_begin, n, rotary_dim, interleaved);
   }
 }
 #endif  // POSEMB_ISA_DISPATCH
