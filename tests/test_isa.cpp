@@ -49,11 +49,46 @@ std::vector<IsaLevel> supported_levels() {
   return levels;
 }
 
-// Restores the level the test program started with.
+// A level, and for avx512 whether bfloat16 is rounded with the AVX512_BF16 instructions or
+// with integer arithmetic (both when the CPU has them).
+struct Variant {
+  IsaLevel level;
+  bool bf16_instructions;
+};
+
+std::vector<Variant> supported_variants() {
+  std::vector<Variant> variants;
+  for (IsaLevel level : supported_levels()) {
+    variants.push_back({level, false});
+#if POSEMB_ISA_DISPATCH
+    if (level == IsaLevel::Avx512 && posemb::detail::cpu_has_avx512_bf16()) {
+      variants.push_back({level, true});
+    }
+#endif
+  }
+  return variants;
+}
+
+// Restores the level (and the bfloat16 rounding) the test program started with.
 struct LevelGuard {
   IsaLevel saved = posemb::isa_level();
-  ~LevelGuard() { posemb::set_isa_level(saved); }
+#if POSEMB_ISA_DISPATCH
+  bool saved_bf16 = posemb::detail::avx512_bf16_enabled().load();
+#endif
+  ~LevelGuard() {
+    posemb::set_isa_level(saved);
+#if POSEMB_ISA_DISPATCH
+    posemb::detail::avx512_bf16_enabled().store(saved_bf16);
+#endif
+  }
 };
+
+void use(const Variant& variant) {
+  posemb::set_isa_level(variant.level);
+#if POSEMB_ISA_DISPATCH
+  posemb::detail::avx512_bf16_enabled().store(variant.bf16_instructions);
+#endif
+}
 
 std::int64_t ulp_distance(float a, float b) {
   std::int32_t ia, ib;
@@ -215,14 +250,17 @@ const std::vector<Range> ranges = {{2, 2, 0, 1},       {6, 4, 0, 2},      {40, 3
 template <class T>
 void check_rotation_at_every_level() {
   LevelGuard guard;
-  for (IsaLevel level : supported_levels()) {
-    posemb::set_isa_level(level);
+  for (const Variant& variant : supported_variants()) {
+    use(variant);
+    const IsaLevel level = variant.level;
     REQUIRE(posemb::isa_level() == level);
     std::int64_t distinguishing = 0;
     for (const Range& r : ranges) {
       for (Pairing pairing : {Pairing::Interleaved, Pairing::RotateHalf}) {
         for (bool in_place : {false, true}) {
-          INFO("level " << posemb::to_string(level) << " " << posemb::to_string(pairing)
+          INFO("level " << posemb::to_string(level)
+                        << (variant.bf16_instructions ? " (BF16 instructions) " : " ")
+                        << posemb::to_string(pairing)
                         << (in_place ? " in place" : " out of place") << " head_dim "
                         << r.head_dim << " rotary_dim " << r.rotary_dim << " pairs ["
                         << r.pair_begin << ", " << r.pair_end << ")");
@@ -372,9 +410,10 @@ TEST_CASE("isa: half-precision conversions at every level equal static_cast bit 
     values.push_back(Eigen::numext::bit_cast<float>(special));
   }
   const Eigen::Index n = static_cast<Eigen::Index>(values.size());  // 4108: tails of 16 and 8
-  for (IsaLevel level : supported_levels()) {
-    posemb::set_isa_level(level);
-    INFO("level " << posemb::to_string(level));
+  for (const Variant& variant : supported_variants()) {
+    use(variant);
+    INFO("level " << posemb::to_string(variant.level)
+                  << (variant.bf16_instructions ? " (BF16 instructions)" : ""));
     std::vector<Eigen::bfloat16> bf(n);
     std::vector<Eigen::half> hf(n);
     std::vector<float> bf_back(n), hf_back(n);

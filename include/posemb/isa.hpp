@@ -6,7 +6,9 @@
 //
 //   portable  the code compiled for the build's own target (SSE2 on a default x86-64 build)
 //   avx2      AVX2 + FMA + F16C (Haswell, Zen 1 and later)
-//   avx512    AVX-512 F, BW, DQ and VL on top of avx2 (Skylake-SP, Zen 4 and later)
+//   avx512    AVX-512 F, BW, DQ and VL on top of avx2 (Skylake-SP, Zen 4 and later); rounds
+//             float to bfloat16 with AVX512_BF16 where the CPU has it (Cooper Lake, Sapphire
+//             Rapids, Zen 4)
 //
 // A level at or below what the build itself targets (-march=native on an AVX-512 machine: all
 // three) runs the build's own code, inlined into its callers, so such a build pays nothing for
