@@ -314,6 +314,73 @@ void bm_decode(benchmark::State& state, Pairing pairing) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Rotate while changing layout (BSHD in, BHSD out), and the inverse rotation.
+
+void run_transpose(Pairing pairing, bool use_table, Pair<float>& p) {
+  auto x = map(p.x.data(), TensorLayout::BSHD);
+  auto out = map(p.out.data(), TensorLayout::BHSD);
+  const posemb::Layouts layouts(TensorLayout::BSHD, TensorLayout::BHSD);
+  if (use_table) posemb::apply_rope(x, out, 0, table_for<float>(pairing), layouts);
+  else posemb::apply_rope(x, out, 0, spec_for(pairing), layouts);
+}
+
+// The BSHD -> BHSD rotation against the scalar reference, read at the transposed offsets.
+double check_transpose(Pairing pairing, bool use_table) {
+  Pair<float>& p = buffers().f32;
+  run_transpose(pairing, use_table, p);
+  const posemb::RopeSpec& spec = spec_for(pairing);
+  std::vector<float> cos(spec.pairs()), sin(spec.pairs()), head(kDim);
+  double worst = 0;
+  for (Eigen::Index s = 0; s < kSeq; ++s) {
+    reference_cos_sin(spec, s, cos.data(), sin.data());
+    for (Eigen::Index h = 0; h < kHeads; ++h) {
+      const Eigen::Index from = (s * kHeads + h) * kDim, to = (h * kSeq + s) * kDim;
+      std::copy(p.x.begin() + from, p.x.begin() + from + kDim, head.begin());
+      reference_rotate(spec, cos.data(), sin.data(), head.data());
+      for (Eigen::Index e = 0; e < kDim; ++e) {
+        worst = std::max(worst, double(std::abs(p.out[to + e] - head[e])) / 4.0);
+      }
+    }
+  }
+  std::copy(p.x.begin(), p.x.end(), p.out.begin());
+  return worst;
+}
+
+void bm_rope_transpose_vs_memcpy(benchmark::State& state, Pairing pairing, bool use_table) {
+  Pair<float>& p = buffers().f32;
+  run_paired(state, [&] { copy_tensor(p, 0); }, [&] { run_transpose(pairing, use_table, p); });
+  state.SetBytesProcessed(state.iterations() * 2 * std::int64_t(kElements * sizeof(float)));
+  std::copy(p.x.begin(), p.x.end(), p.out.begin());
+}
+
+// The inverse rotation against the forward one, out of place, same configuration.
+void bm_rope_inverse_vs_forward(benchmark::State& state, Pairing pairing, bool use_table) {
+  Pair<float>& p = buffers().f32;
+  auto x = map(p.x.data(), TensorLayout::BSHD);
+  auto out = map(p.out.data(), TensorLayout::BSHD);
+  const auto rotate = [&](posemb::Rotation rotation) {
+    if (use_table) {
+      posemb::apply_rope(x, out, 0, table_for<float>(pairing), TensorLayout::BSHD, {}, rotation);
+    } else {
+      posemb::apply_rope(x, out, 0, spec_for(pairing), TensorLayout::BSHD, {}, rotation);
+    }
+  };
+  run_paired(state, [&] { rotate(posemb::Rotation::Forward); },
+             [&] { rotate(posemb::Rotation::Inverse); });
+  std::copy(p.x.begin(), p.x.end(), p.out.begin());
+}
+
+std::string transpose_name(Pairing pairing, bool use_table) {
+  return std::string("rope/") + (use_table ? "table" : "in_call") + "/f32/" +
+         posemb::to_string(pairing) + "/bshd_to_bhsd/out_of_place";
+}
+
+std::string inverse_name(Pairing pairing, bool use_table) {
+  return std::string("rope/") + (use_table ? "table" : "in_call") + "/f32/" +
+         posemb::to_string(pairing) + "/bshd/out_of_place/inverse/vs_forward";
+}
+
+// ---------------------------------------------------------------------------------------------
 // FoPE through the rotary engine: queries [1, 2048, 32, 128] with 8 coefficient heads
 // (grouped-query attention), training length 4096, a prebuilt FopeTable for positions 0..2047.
 
@@ -646,6 +713,12 @@ int main(int argc, char** argv) {
                 (long long)worst, (long long)off_by_one, (long long)(2 * kTablePositions * kTablePairs),
                 pass ? "ok" : "FAILED");
   }
+  for (Pairing pairing : {Pairing::Interleaved, Pairing::RotateHalf}) {
+    for (bool use_table : {true, false}) {
+      report_check(transpose_name(pairing, use_table) + " (absolute / 4)",
+                   check_transpose(pairing, use_table), 4e-7);
+    }
+  }
   for (int threads : {1, 2}) {
     report_check("fope/table/f32/rotate_half/bshd/out_of_place (threads " + std::to_string(threads) + ")",
                  check_fope(threads), 4e-7);
@@ -676,6 +749,16 @@ int main(int argc, char** argv) {
   for (Pairing pairing : {Pairing::Interleaved, Pairing::RotateHalf}) {
     benchmark::RegisterBenchmark((std::string("decode/") + posemb::to_string(pairing)).c_str(), bm_decode, pairing)
         ->UseManualTime();
+  }
+  for (Pairing pairing : {Pairing::Interleaved, Pairing::RotateHalf}) {
+    for (bool use_table : {true, false}) {
+      benchmark::RegisterBenchmark(transpose_name(pairing, use_table).c_str(),
+                                   bm_rope_transpose_vs_memcpy, pairing, use_table)
+          ->UseManualTime();
+      benchmark::RegisterBenchmark(inverse_name(pairing, use_table).c_str(),
+                                   bm_rope_inverse_vs_forward, pairing, use_table)
+          ->UseManualTime();
+    }
   }
   const std::string fope_name = "fope/table/f32/rotate_half/bshd/out_of_place/kv_heads:8";
   benchmark::RegisterBenchmark(fope_name.c_str(), bm_fope_vs_memcpy)->UseManualTime();
@@ -716,6 +799,13 @@ int main(int argc, char** argv) {
   for (Pairing pairing : {Pairing::Interleaved, Pairing::RotateHalf}) {
     print_ratio(reporter, std::string("decode/") + posemb::to_string(pairing),
                 "speedup over the scalar reference,", 4.0);
+  }
+  for (Pairing pairing : {Pairing::Interleaved, Pairing::RotateHalf}) {
+    for (bool use_table : {true, false}) {
+      print_ratio(reporter, transpose_name(pairing, use_table), "of memcpy bandwidth,", 0.8);
+      print_ratio(reporter, inverse_name(pairing, use_table),
+                  "forward time / inverse time,", 0.9);
+    }
   }
   print_ratio(reporter, fope_name, "of memcpy bandwidth,", 0.6);
   print_ratio(reporter, fope_name + "/threads:2/vs_memcpy", "of 2-thread memcpy bandwidth,", 0.9);

@@ -409,3 +409,264 @@ TEST_CASE("bad input throws posemb::Error naming the parameter") {
   // Errors are std::invalid_argument too.
   CHECK_THROWS_AS(posemb::default_rope_spec(3), std::invalid_argument);
 }
+
+// ---------------------------------------------------------------------------------------------
+// What inference engines ask of the kernel: fractional positions, the inverse rotation, a
+// rotary slice anywhere in the head, layout change on write.
+
+namespace {
+
+template <class T>
+posemb::Tensor4<T> random_tensor4(Eigen::Index a, Eigen::Index b, Eigen::Index c, Eigen::Index d,
+                                  std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  const Eigen::MatrixXd values = gaussian(rng, a * b * c * d, 1, 1.0);
+  posemb::Tensor4<T> x(a, b, c, d);
+  for (Eigen::Index i = 0; i < x.size(); ++i) x.data()[i] = static_cast<T>(values(i));
+  return x;
+}
+
+template <class T>
+bool same_bits(const posemb::Tensor4<T>& a, const posemb::Tensor4<T>& b) {
+  if (a.dimensions() != b.dimensions()) return false;
+  for (Eigen::Index i = 0; i < a.size(); ++i) {
+    if (!(a.data()[i] == b.data()[i])) return false;
+  }
+  return true;
+}
+
+template <class T>
+double largest_difference(const posemb::Tensor4<T>& a, const posemb::Tensor4<T>& b) {
+  double worst = 0;
+  for (Eigen::Index i = 0; i < a.size(); ++i) {
+    worst = std::max(worst, std::abs(double(a.data()[i]) - double(b.data()[i])));
+  }
+  return worst;
+}
+
+// [b, s, h, d] <-> [b, h, s, d]
+template <class T>
+posemb::Tensor4<T> transposed(const posemb::Tensor4<T>& x) {
+  return x.shuffle(Eigen::array<int, 4>{0, 2, 1, 3});
+}
+
+posemb::RopeSpec yarn_spec(int rotary_dim, Pairing pairing) {
+  posemb::YarnParams yarn;
+  yarn.factor = 8.0;
+  yarn.original_max_position_embeddings = 4096;
+  return posemb::yarn_rope_spec(rotary_dim, 500000.0, yarn, pairing);
+}
+
+}  // namespace
+
+TEST_CASE("integer-valued fractional positions give the integer path bit for bit") {
+  for (const Pairing pairing : {Pairing::Interleaved, Pairing::RotateHalf}) {
+    const posemb::RopeSpec spec = yarn_spec(64, pairing);
+    const posemb::Tensor4<float> x = random_tensor4<float>(2, 5, 3, 64, 1);
+    PositionMatrix integers(2, 5);
+    integers << 0, 1, 2, 3, 1000000, 7, -3, 131071, 2000000, 5;
+    const posemb::FractionalPositionMatrix fractions = integers.cast<double>();
+    CHECK(same_bits(posemb::apply_rope(x, fractions, spec), posemb::apply_rope(x, integers, spec)));
+    const posemb::RopeTable<float> table(spec, -3, 2000004);
+    CHECK(same_bits(posemb::apply_rope(x, fractions, table), posemb::apply_rope(x, integers, spec)));
+    const posemb::Tensor4<Eigen::bfloat16> x16 = x.cast<Eigen::bfloat16>();
+    CHECK(same_bits(posemb::apply_rope(x16, fractions, spec), posemb::apply_rope(x16, integers, spec)));
+  }
+}
+
+TEST_CASE("a fractional position turns by p * inv_freq: p = 0.5 turns half as far as p = 1") {
+  const posemb::RopeSpec spec = posemb::default_rope_spec(16, 10000.0, Pairing::RotateHalf);
+  posemb::Tensor4<double> unit(1, 3, 1, 16);
+  unit.setZero();
+  for (int s = 0; s < 3; ++s)
+    for (int i = 0; i < 8; ++i) unit(0, s, 0, i) = 1.0;  // (a, b) = (1, 0) in every pair
+  posemb::FractionalPositionMatrix p(1, 3);
+  p << 0.5, 1.0, 1234567.25;
+  const posemb::Tensor4<double> y = posemb::apply_rope(unit, p, spec);
+  for (int i = 0; i < 8; ++i) {
+    const double half = std::atan2(y(0, 0, 0, i + 8), y(0, 0, 0, i));
+    const double whole = std::atan2(y(0, 1, 0, i + 8), y(0, 1, 0, i));
+    CHECK(half == Approx(whole / 2).margin(1e-15));
+    // A large fractional position: the angle is p * inv_freq reduced mod 2 pi, in double.
+    const double expected = std::remainder(1234567.25 * spec.inv_freq[i], posemb::two_pi);
+    CHECK(std::atan2(y(0, 2, 0, i + 8), y(0, 2, 0, i)) == Approx(expected).margin(1e-12));
+  }
+  p(0, 1) = INFINITY;
+  CHECK_THROWS_WITH(posemb::apply_rope(unit, p, spec), Catch::Contains("positions[0, 1] = inf"));
+  p(0, 1) = 1.5;
+  const posemb::RopeTable<double> table(spec, 0, 4);
+  CHECK_THROWS_WITH(posemb::apply_rope(unit, p, table), Catch::Contains("position = 0.5"));
+}
+
+TEST_CASE("the inverse rotation undoes the forward one and is the rotation at -p") {
+  const posemb::Tensor4<float> x = random_tensor4<float>(2, 40, 4, 64, 2);
+  PositionMatrix p(2, 40), minus_p(2, 40);
+  for (int b = 0; b < 2; ++b) {
+    for (int s = 0; s < 40; ++s) {
+      p(b, s) = b == 0 ? s : 1000000 + 37 * s;
+      minus_p(b, s) = -p(b, s);
+    }
+  }
+  for (const Pairing pairing : {Pairing::Interleaved, Pairing::RotateHalf}) {
+    CAPTURE(posemb::to_string(pairing));
+    for (const posemb::RopeSpec& spec :
+         {posemb::default_rope_spec(64, 10000.0, pairing), yarn_spec(48, pairing)}) {
+      CAPTURE(spec.attention_scale);
+      const posemb::Tensor4<float> y = posemb::apply_rope(x, p, spec);
+      const posemb::Tensor4<float> back =
+          posemb::apply_rope(y, p, spec, TensorLayout::BSHD, {}, posemb::Rotation::Inverse);
+      CHECK(largest_difference(back, x) < 2e-6 * 4);
+      // In place and through a table, the same bits as out of place.
+      posemb::Tensor4<float> in_place = y;
+      posemb::apply_rope_inplace(in_place, p, spec, TensorLayout::BSHD, {},
+                                 posemb::Rotation::Inverse);
+      CHECK(same_bits(in_place, back));
+      const posemb::RopeTable<float> table(spec, 0, 1000000 + 37 * 40);
+      CHECK(same_bits(posemb::apply_rope(y, p, table, TensorLayout::BSHD, {},
+                                         posemb::Rotation::Inverse),
+                      back));
+      if (spec.attention_scale == 1.0) {
+        // R(p)^T = R(-p), bit for bit.
+        CHECK(same_bits(posemb::apply_rope(x, p, spec, TensorLayout::BSHD, {},
+                                           posemb::Rotation::Inverse),
+                        posemb::apply_rope(x, minus_p, spec)));
+      }
+    }
+  }
+  // Matrices too.
+  const posemb::RopeSpec spec = posemb::default_rope_spec(8);
+  const Eigen::MatrixXd rows = Eigen::MatrixXd::Random(3, 8);
+  PositionVector positions(3);
+  positions << 4, 5, 100000;
+  const Eigen::MatrixXd rotated = posemb::apply_rope(rows, positions, spec);
+  CHECK((posemb::apply_rope(rotated, positions, spec, posemb::Rotation::Inverse) - rows)
+            .cwiseAbs()
+            .maxCoeff() < 1e-12);
+}
+
+TEST_CASE("the inverse for xPos and FoPE undoes their scale and mixing too") {
+  const posemb::Tensor4<double> x = random_tensor4<double>(1, 30, 4, 32, 3);
+  const posemb::XposSpec xpos{posemb::default_rope_spec(32, 10000.0), posemb::XposParams{}};
+  for (const posemb::XposRole role : {posemb::XposRole::Query, posemb::XposRole::Key}) {
+    const posemb::Tensor4<double> y = posemb::apply_xpos(x, 100, xpos, role);
+    CHECK(largest_difference(y, x) > 0.1);
+    const posemb::Tensor4<double> back = posemb::apply_xpos(y, 100, xpos, role, TensorLayout::BSHD,
+                                                            {}, posemb::Rotation::Inverse);
+    CHECK(largest_difference(back, x) < 1e-12);
+  }
+  posemb::FopeConfig config;
+  config.head_dim = 32;
+  config.n_heads = 4;
+  config.n_kv_heads = 2;
+  config.train_length = 64;
+  const posemb::Fope fope = posemb::make_fope(config);
+  const posemb::FopeTable<double> table(fope, 0, 200);
+  const posemb::Tensor4<double> y = posemb::apply_fope(x, 150, fope);
+  CHECK(largest_difference(y, x) > 0.1);
+  const posemb::Tensor4<double> back =
+      posemb::apply_fope(y, 150, fope, TensorLayout::BSHD, {}, posemb::Rotation::Inverse);
+  CHECK(largest_difference(back, x) < 1e-10);
+  CHECK(largest_difference(posemb::apply_fope(y, 150, table, TensorLayout::BSHD, {},
+                                              posemb::Rotation::Inverse),
+                           x) < 1e-10);
+}
+
+TEST_CASE("rotary_offset rotates features [offset, offset + rotary_dim) and passes the rest") {
+  const posemb::Tensor4<double> x = random_tensor4<double>(1, 6, 2, 24, 4);
+  for (const Pairing pairing : {Pairing::Interleaved, Pairing::RotateHalf}) {
+    posemb::RopeSpec spec = posemb::default_rope_spec(8, 10000.0, pairing);
+    spec.rotary_offset = 16;  // the last 8 of 24 features, as DeepSeek-V4 rotates them
+    const posemb::Tensor4<double> y = posemb::apply_rope(x, 3, spec);
+    posemb::Tensor4<double> in_place = x;
+    posemb::apply_rope_inplace(in_place, 3, spec);
+    CHECK(same_bits(in_place, y));
+    for (int s = 0; s < 6; ++s) {
+      for (int h = 0; h < 2; ++h) {
+        Eigen::VectorXd slice(8);
+        for (int i = 0; i < 8; ++i) slice[i] = x(0, s, h, 16 + i);
+        const Eigen::VectorXd expected = reference_rope(slice, 3 + s, 8, 10000.0, pairing);
+        for (int i = 0; i < 16; ++i) REQUIRE(y(0, s, h, i) == x(0, s, h, i));
+        for (int i = 0; i < 8; ++i) CHECK(y(0, s, h, 16 + i) == Approx(expected[i]).margin(1e-12));
+      }
+    }
+    spec.rotary_offset = 17;
+    CHECK_THROWS_WITH(posemb::apply_rope(x, 0, spec),
+                      Catch::Contains("head_dim = 24: expected >= rotary_offset + rotary_dim = 17 + 8"));
+    spec.rotary_offset = -2;
+    CHECK_THROWS_WITH(posemb::apply_rope(x, 0, spec), Catch::Contains("rotary_offset = -2"));
+  }
+}
+
+TEST_CASE("rotating while changing layout equals rotate-then-transpose, bit for bit") {
+  const posemb::Tensor4<float> x = random_tensor4<float>(2, 37, 3, 40, 5);  // BSHD
+  for (const Pairing pairing : {Pairing::Interleaved, Pairing::RotateHalf}) {
+    posemb::RopeSpec spec = posemb::default_rope_spec(32, 10000.0, pairing);  // partial: 8 pass
+    const posemb::Tensor4<float> rotated = posemb::apply_rope(x, 11, spec);
+    // BSHD -> BHSD
+    posemb::Tensor4<float> out(2, 3, 37, 40);
+    posemb::apply_rope(x, out, 11, spec, posemb::Layouts(TensorLayout::BSHD, TensorLayout::BHSD));
+    CHECK(same_bits(out, transposed(rotated)));
+    // BHSD -> BSHD, on two threads
+    posemb::Tensor4<float> back(2, 37, 3, 40);
+    const posemb::Tensor4<float> x_bhsd = transposed(x);
+    posemb::apply_rope(x_bhsd, back, 11, spec,
+                       posemb::Layouts(TensorLayout::BHSD, TensorLayout::BSHD), posemb::Threads{2});
+    CHECK(same_bits(back, rotated));
+    // Into a KV-cache slot: [2, 3, 100, 40] at tokens 50 .. 86; the rest untouched.
+    posemb::Tensor4<float> cache(2, 3, 100, 40);
+    cache.setConstant(-7.0f);
+    posemb::apply_rope(x, cache, 11, spec,
+                       posemb::Layouts(TensorLayout::BSHD, TensorLayout::BHSD, 50));
+    for (int b = 0; b < 2; ++b) {
+      for (int h = 0; h < 3; ++h) {
+        for (int s = 0; s < 100; ++s) {
+          for (int d = 0; d < 40; ++d) {
+            const float expected = s >= 50 && s < 87 ? rotated(b, s - 50, h, d) : -7.0f;
+            REQUIRE(cache(b, h, s, d) == expected);
+          }
+        }
+      }
+    }
+    // Shapes that do not fit.
+    CHECK_THROWS_WITH(
+        posemb::apply_rope(x, cache, 11, spec,
+                           posemb::Layouts(TensorLayout::BSHD, TensorLayout::BHSD, 64)),
+        Catch::Contains("out_seq_offset = 64"));
+    posemb::Tensor4<float> wrong_heads(2, 4, 37, 40);
+    CHECK_THROWS_WITH(
+        posemb::apply_rope(x, wrong_heads, 11, spec,
+                           posemb::Layouts(TensorLayout::BSHD, TensorLayout::BHSD)),
+        Catch::Contains("out heads = 4: expected the input's heads = 3"));
+    posemb::Tensor4<float> alias = x;
+    posemb::TensorMap4<float> alias_out(alias.data(), 2, 3, 37, 40);
+    CHECK_THROWS_WITH(
+        posemb::apply_rope(alias, alias_out, 11, spec,
+                           posemb::Layouts(TensorLayout::BSHD, TensorLayout::BHSD)),
+        Catch::Contains("separate buffers"));
+  }
+}
+
+TEST_CASE("YaRN: shifting cached keys n times applies the attention factor once") {
+  const posemb::RopeSpec spec = yarn_spec(64, Pairing::RotateHalf);
+  REQUIRE(spec.attention_scale > 1.05);
+  const posemb::Tensor4<float> k = random_tensor4<float>(1, 16, 2, 64, 6);
+  posemb::Tensor4<float> cache = posemb::apply_rope(k, 100, spec);
+  const auto norms = [](const posemb::Tensor4<float>& t) {
+    std::vector<double> out;
+    for (Eigen::Index r = 0; r < t.size() / 64; ++r) {
+      double sum = 0;
+      for (int i = 0; i < 64; ++i) sum += double(t.data()[r * 64 + i]) * t.data()[r * 64 + i];
+      out.push_back(std::sqrt(sum));
+    }
+    return out;
+  };
+  const std::vector<double> before = norms(cache);
+  for (int n = 1; n <= 4; ++n) {
+    posemb::shift_keys_inplace(cache, -7, spec);
+    const std::vector<double> after = norms(cache);
+    for (std::size_t r = 0; r < before.size(); ++r) CHECK(after[r] == Approx(before[r]).epsilon(1e-6));
+  }
+  // And the keys are now what the spec gives at 100 - 28.
+  const posemb::Tensor4<float> direct = posemb::apply_rope(k, 72, spec);
+  CHECK(largest_difference(cache, direct) < 2e-5);
+}

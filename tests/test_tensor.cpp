@@ -2,6 +2,7 @@
 // grid; the storage types map to their arithmetic types.
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <type_traits>
 
 #include <posemb/tensor.hpp>
@@ -39,12 +40,14 @@ TEST_CASE("ActivationShape: element offsets in both layouts") {
 
 TEST_CASE("Positions: an offset or a [batch, seq] matrix, checked against the grid") {
   const posemb::Positions offset(std::int64_t{100});
-  CHECK(offset.is_offset());
-  CHECK(offset.at(3, 4) == 104);
+  CHECK_FALSE(offset.is_fractional());
+  CHECK(offset.at(3, 4) == 104.0);
+  CHECK(offset.integer_at(3, 4) == 104);
+  CHECK(posemb::Positions::same(7).integer_at(2, 9) == 7);
   posemb::PositionMatrix shared(1, 3);
   shared << 7, 8, 9;
   const posemb::Positions rows(shared);
-  CHECK(rows.at(5, 2) == 9);  // [1, seq] is shared by every batch row
+  CHECK(rows.integer_at(5, 2) == 9);  // [1, seq] is shared by every batch row
   rows.check(4, 3);
   test_support::throws_with([&] { rows.check(4, 2); },
                             "positions shape = [1, 3]: expected [batch, seq] = [4, 2] or [1, 2]");
@@ -58,4 +61,18 @@ TEST_CASE("storage types and their arithmetic types") {
   STATIC_REQUIRE(posemb::is_row_major_tensor_v<posemb::Tensor4<float>&, 4>);
   STATIC_REQUIRE(posemb::is_row_major_tensor_v<Eigen::TensorMap<const posemb::Tensor4<float>>, 4>);
   STATIC_REQUIRE_FALSE(posemb::is_row_major_tensor_v<Eigen::Tensor<float, 4>, 4>);  // column-major
+}
+
+TEST_CASE("fractional positions: finite, and integers only where a table is indexed") {
+  posemb::FractionalPositionMatrix p(2, 2);
+  p << 0.5, 1.0, 2.0, -3.0;
+  const posemb::Positions positions(p);
+  CHECK(positions.is_fractional());
+  CHECK(positions.at(0, 0) == 0.5);
+  CHECK(positions.integer_at(1, 1) == -3);
+  test_support::throws_with([&] { (void)positions.integer_at(0, 0); }, "position = 0.5");
+  p(1, 0) = std::nan("");
+  test_support::throws_with([&] { positions.check(2, 2); }, "positions[1, 0] = nan");
+  p(1, 0) = INFINITY;
+  test_support::throws_with([&] { positions.check(2, 2); }, "positions[1, 0] = inf");
 }

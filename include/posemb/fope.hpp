@@ -337,15 +337,16 @@ namespace detail {
 // C and S of every coefficient head and slot at one position, rounded to C.
 // cos_out, sin_out: [n_kv_heads, head_dim / 2]; scratch: [2 * D_in + 2 * D_out] doubles.
 // cos(w_k t) and sin(w_k t) come from the one cos/sin generator (detail/cos_sin.hpp) in double.
+// Rotation::Inverse gives each slot's inverse: (C, -S) / (C^2 + S^2), in double.
 template <class C>
-void fope_cos_sin(const Fope& fope, std::int64_t position, C* cos_out, C* sin_out,
-                  double* scratch) {
+void fope_cos_sin(const Fope& fope, double position, C* cos_out, C* sin_out, double* scratch,
+                  Rotation rotation = Rotation::Forward) {
   const int d_in = fope.d_in(), d_out = fope.d_out(), slots = fope.slots();
   double* cos_w = scratch;               // [D_in] cos(w_k t)
   double* sin_w = scratch + d_in;        // [D_in] sin(w_k t)
   double* cos_sum = scratch + 2 * d_in;  // [D_out]
   double* sin_sum = cos_sum + d_out;     // [D_out]
-  cos_sin_at(fope.inv_freq().data(), static_cast<double>(position), 1.0, d_in, cos_w, sin_w);
+  cos_sin_at(fope.inv_freq().data(), position, 1.0, d_in, cos_w, sin_w);
   for (int h = 0; h < fope.n_kv_heads(); ++h) {
     const float* a_cos = fope.cos_coef().data() + static_cast<std::size_t>(h) * d_in * d_out;
     const float* a_sin = fope.sin_coef().data() + static_cast<std::size_t>(h) * d_in * d_out;
@@ -358,13 +359,17 @@ void fope_cos_sin(const Fope& fope, std::int64_t position, C* cos_out, C* sin_ou
     }
     C* cos_row = cos_out + static_cast<std::size_t>(h) * slots;
     C* sin_row = sin_out + static_cast<std::size_t>(h) * slots;
-    for (int j = 0; j < d_out; ++j) {
-      cos_row[j] = static_cast<C>(cos_sum[j]);
-      sin_row[j] = static_cast<C>(sin_sum[j]);
-    }
-    for (int j = d_out; j < slots; ++j) {
-      cos_row[j] = static_cast<C>(fope.padding_cos());
-      sin_row[j] = static_cast<C>(fope.padding_sin());
+    for (int j = 0; j < slots; ++j) {
+      const double c = j < d_out ? cos_sum[j] : fope.padding_cos();
+      const double s = j < d_out ? sin_sum[j] : fope.padding_sin();
+      if (rotation == Rotation::Inverse) {
+        const double norm = c * c + s * s;
+        cos_row[j] = static_cast<C>(c / norm);
+        sin_row[j] = static_cast<C>(-s / norm);
+      } else {
+        cos_row[j] = static_cast<C>(c);
+        sin_row[j] = static_cast<C>(s);
+      }
     }
   }
 }
@@ -381,7 +386,8 @@ inline std::pair<Eigen::MatrixXd, Eigen::MatrixXd> fope_cos_sin(const Fope& fope
   using RowMatrix = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
   RowMatrix cos(fope.n_kv_heads(), fope.slots()), sin(fope.n_kv_heads(), fope.slots());
   std::vector<double> scratch(detail::fope_scratch_size(fope));
-  detail::fope_cos_sin(fope, position, cos.data(), sin.data(), scratch.data());
+  detail::fope_cos_sin(fope, static_cast<double>(position), cos.data(), sin.data(),
+                       scratch.data());
   return {cos, sin};
 }
 
@@ -402,8 +408,8 @@ class FopeTable : public CosSinRows<compute_t<T>> {
         fope_(std::move(fope)) {
     std::vector<double> scratch(detail::fope_scratch_size(fope_));
     for (std::int64_t row = 0; row < count; ++row) {
-      detail::fope_cos_sin(fope_, first_position + row, this->cos_.row(row).data(),
-                           this->sin_.row(row).data(), scratch.data());
+      detail::fope_cos_sin(fope_, static_cast<double>(first_position + row),
+                           this->cos_.row(row).data(), this->sin_.row(row).data(), scratch.data());
     }
   }
 
@@ -432,18 +438,24 @@ inline void check_fope_shape(const Fope& fope, const ActivationShape& shape) {
 struct FopeSource {
   static constexpr SourceKind kind = SourceKind::RowFill;
   const Fope& fope;
+  const Positions& positions;
 
   int rotary_dim() const { return fope.head_dim(); }
+  int rotary_offset() const { return 0; }
   Pairing pairing() const { return Pairing::RotateHalf; }
   Eigen::Index head_group(Eigen::Index heads) const { return fope.head_group(heads); }
-  void check(const ActivationShape& shape) const { check_fope_shape(fope, shape); }
+  void check(const ActivationShape& shape) const {
+    check_fope_shape(fope, shape);
+    positions.check(shape.batch, shape.seq);
+  }
   Eigen::Index row_width() const {
     return static_cast<Eigen::Index>(fope.n_kv_heads()) * fope.slots();
   }
   std::size_t scratch_size() const { return fope_scratch_size(fope); }
   template <class C>
-  void fill_row(std::int64_t position, C* cos, C* sin, double* scratch) const {
-    fope_cos_sin(fope, position, cos, sin, scratch);
+  void fill_row(Eigen::Index b, Eigen::Index s, C* cos, C* sin, double* scratch,
+                Rotation rotation) const {
+    fope_cos_sin(fope, positions.at(b, s), cos, sin, scratch, rotation);
   }
 };
 
@@ -452,37 +464,56 @@ template <class TableT>
 struct FopeTableSource {
   static constexpr SourceKind kind = SourceKind::Rows;
   const FopeTable<TableT>& table;
+  const Positions& positions;
 
   int rotary_dim() const { return table.fope().head_dim(); }
+  int rotary_offset() const { return 0; }
   Pairing pairing() const { return Pairing::RotateHalf; }
   Eigen::Index head_group(Eigen::Index heads) const { return table.fope().head_group(heads); }
-  void check(const ActivationShape& shape) const { check_fope_shape(table.fope(), shape); }
+  Eigen::Index row_width() const { return table.cos().cols(); }
+  void check(const ActivationShape& shape) const {
+    check_fope_shape(table.fope(), shape);
+    check_table_positions(table, positions, shape);
+  }
   template <class C>
-  const C* cos_row(std::int64_t position) const {
+  const C* cos_row(Eigen::Index b, Eigen::Index s) const {
     static_assert(std::is_same_v<C, compute_t<TableT>>,
                   "posemb: the table's arithmetic type differs from the tensor's; use "
                   "FopeTable<T> with T the tensor's storage type");
-    return table.cos_row(position);
+    return table.cos_row(positions.integer_at(b, s));
   }
   template <class C>
-  const C* sin_row(std::int64_t position) const {
-    return table.sin_row(position);
+  const C* sin_row(Eigen::Index b, Eigen::Index s) const {
+    return table.sin_row(positions.integer_at(b, s));
+  }
+  // Each slot's inverse (C, -S) / (C^2 + S^2), from the table's rounded C and S, in double.
+  template <class C>
+  void inverse_row(Eigen::Index b, Eigen::Index s, C* cos, C* sin) const {
+    const C* forward_cos = cos_row<C>(b, s);
+    const C* forward_sin = sin_row<C>(b, s);
+    for (Eigen::Index j = 0; j < row_width(); ++j) {
+      const double c = forward_cos[j], n = forward_sin[j];
+      cos[j] = static_cast<C>(c / (c * c + n * n));
+      sin[j] = static_cast<C>(-n / (c * c + n * n));
+    }
   }
 };
 
-inline FopeSource rotary_source(const Fope& fope) { return FopeSource{fope}; }
+inline FopeSource rotary_source(const Fope& fope, const Positions& positions) {
+  return FopeSource{fope, positions};
+}
 template <class TableT>
-FopeTableSource<TableT> rotary_source(const FopeTable<TableT>& table) {
-  return FopeTableSource<TableT>{table};
+FopeTableSource<TableT> rotary_source(const FopeTable<TableT>& table, const Positions& positions) {
+  return FopeTableSource<TableT>{table, positions};
 }
 
 }  // namespace detail
 
 // `source` is a Fope (C, S computed per token; one buffer per thread and call) or a
 // FopeTable<T> (no allocation). x: [batch, seq, heads, head_dim] (BSHD) or [batch, heads, seq,
-// head_dim] (BHSD), heads = n_heads (queries) or n_kv_heads (keys). `positions`: a
-// PositionMatrix [batch, seq] (or [1, seq]) or a scalar offset (token s at offset + s).
-// `threads`: up to this many threads (large tensors only; see Threads).
+// head_dim] (BHSD), heads = n_heads (queries) or n_kv_heads (keys). `positions`: a scalar offset
+// or per-token positions, as for RoPE. `threads`: up to this many threads (large tensors only;
+// see Threads). `rotation`: Rotation::Inverse undoes the rotation (each slot's 2 x 2 inverse).
 
 // In place.
 //
@@ -492,28 +523,32 @@ FopeTableSource<TableT> rotary_source(const FopeTable<TableT>& table) {
 //   posemb::apply_fope_inplace(q, /*offset=*/0, table);   // q: [1, seq, n_heads, head_dim]
 template <class X, class Source, IfTensor4<X> = 0>
 void apply_fope_inplace(X&& x, const Positions& positions, const Source& source,
-                        TensorLayout layout = TensorLayout::BSHD, Threads threads = {}) {
-  detail::rotate_tensor(detail::rotary_source(source), positions,
-                        ActivationShape(x.dimensions(), layout), x.data(), x.data(), threads);
+                        TensorLayout layout = TensorLayout::BSHD, Threads threads = {},
+                        Rotation rotation = Rotation::Forward) {
+  detail::rotate_tensor_inplace(detail::rotary_source(source, positions),
+                                ActivationShape(x.dimensions(), layout), x.data(), threads,
+                                rotation);
 }
 
-// Out of place into a caller's tensor `out` of the same shape.
+// Out of place into a caller's tensor `out` (layouts as for apply_rope).
 template <class X, class Y, class Source, IfTensor4<X> = 0, IfTensor4<Y> = 0>
 void apply_fope(const X& x, Y&& out, const Positions& positions, const Source& source,
-                TensorLayout layout = TensorLayout::BSHD, Threads threads = {}) {
-  static_assert(std::is_same_v<scalar_of_t<X>, scalar_of_t<Y>>,
-                "posemb: x and out must have the same scalar type");
-  require_same_dims(x, out);
-  detail::rotate_tensor(detail::rotary_source(source), positions,
-                        ActivationShape(x.dimensions(), layout), x.data(), out.data(), threads);
+                Layouts layouts = TensorLayout::BSHD, Threads threads = {},
+                Rotation rotation = Rotation::Forward) {
+  detail::check_output_tensor(x, out, layouts);
+  detail::rotate_tensor(detail::rotary_source(source, positions),
+                        ActivationShape(x.dimensions(), layouts.in), x.data(),
+                        ActivationShape(out.dimensions(), layouts.out), layouts.out_seq_offset,
+                        out.data(), threads, rotation);
 }
 
 // Out of place, returning a new tensor.
 template <class X, class Source, IfTensor4<X> = 0>
 Tensor4<scalar_of_t<X>> apply_fope(const X& x, const Positions& positions, const Source& source,
-                                   TensorLayout layout = TensorLayout::BSHD, Threads threads = {}) {
+                                   TensorLayout layout = TensorLayout::BSHD, Threads threads = {},
+                                   Rotation rotation = Rotation::Forward) {
   Tensor4<scalar_of_t<X>> out(x.dimensions());
-  apply_fope(x, out, positions, source, layout, threads);
+  apply_fope(x, out, positions, source, layout, threads, rotation);
   return out;
 }
 

@@ -20,9 +20,10 @@ namespace posemb {
 // The double nearest 2 pi.
 inline constexpr double two_pi = 6.283185307179586476925286766559;
 
-// theta = p * inv_freq formed in double, reduced to [-pi, pi] (std::remainder: exact).
-inline double rope_angle(std::int64_t position, double inv_freq) {
-  return std::remainder(static_cast<double>(position) * inv_freq, two_pi);
+// theta = p * inv_freq formed in double, reduced to [-pi, pi] (std::remainder: exact). An
+// integer position is converted to double first (exact below 2^53).
+inline double rope_angle(double position, double inv_freq) {
+  return std::remainder(position * inv_freq, two_pi);
 }
 
 // Returns inv_freq: [rotary_dim / 2], decreasing from 1.

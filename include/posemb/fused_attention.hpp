@@ -48,8 +48,8 @@ void rotate_rows_into(const T* x, Eigen::Index head_dim, const PositionVector& p
   std::copy(x + begin * head_dim, x + (begin + count) * head_dim, panel);
   using Rows = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
   Eigen::Map<Rows> rows(panel, count, head_dim);
-  rotate_matrix_rows(rows, rotary_source(source), count,
-                     [&](Eigen::Index r) { return positions[begin + r]; });
+  const PositionVector panel_positions = positions.segment(begin, count);
+  rotate_matrix_rows(rows, rotary_source(source, Positions(panel_positions)));
 }
 
 }  // namespace detail
@@ -80,20 +80,16 @@ void fused_rope_scores(
     detail::fail("k_positions.size()", k_positions.size(),
                  "expected one position per row of k = " + std::to_string(seq_k));
   }
-  detail::rotary_source(source).check(ActivationShape({1, 1, 1, head_dim}, TensorLayout::BSHD));
   if (!(std::isfinite(options.scale) && options.scale >= 0.0)) {
     detail::fail("options.scale", options.scale, "expected a finite number >= 0 (0: 1/sqrt(head_dim))");
   }
   if (!(std::isfinite(options.alibi_slope) && options.alibi_slope >= 0.0)) {
     detail::fail("options.alibi_slope", options.alibi_slope, "expected a finite number >= 0 (0: no bias)");
   }
-  // A table must cover every position before any work starts.
+  // The spec or table must fit head_dim and (a table) cover every position before any work.
   for (const PositionVector* positions : {&q_positions, &k_positions}) {
-    for (Eigen::Index i = 0; i < positions->size(); ++i) {
-      if constexpr (decltype(detail::rotary_source(source))::kind == detail::SourceKind::Rows) {
-        (void)detail::rotary_source(source).template cos_row<T>((*positions)[i]);
-      }
-    }
+    detail::rotary_source(source, Positions(*positions))
+        .check(ActivationShape({1, positions->size(), 1, head_dim}, TensorLayout::BSHD));
   }
 
   const T scale = static_cast<T>(options.scale > 0.0 ? options.scale

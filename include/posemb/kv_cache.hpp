@@ -38,13 +38,20 @@ struct RerotateSource {
   static constexpr SourceKind kind = SourceKind::Pairs;
   const RopeSpec& from;
   const RopeSpec& to;
+  const Positions& positions;
 
   int rotary_dim() const { return to.rotary_dim; }
+  int rotary_offset() const { return to.rotary_offset; }
   Pairing pairing() const { return to.pairing; }
   Eigen::Index head_group(Eigen::Index heads) const { return heads; }
-  void check(const ActivationShape& shape) const { check_head_dim(to, shape); }
+  void check(const ActivationShape& shape) const {
+    check_head_dim(to, shape);
+    positions.check(shape.batch, shape.seq);
+  }
   template <class C>
-  void fill(std::int64_t position, int begin, int end, C* cos, C* sin) const {
+  void fill(Eigen::Index b, Eigen::Index s, int begin, int end, C* cos, C* sin,
+            Rotation /*Forward*/) const {
+    const double position = positions.at(b, s);
     double angle[cos_sin_chunk], magnitude[cos_sin_chunk];
     const double ratio = to.attention_scale / from.attention_scale;
     for (int i = begin; i < end; ++i) {
@@ -63,11 +70,13 @@ struct ShiftSource {
   std::int64_t delta;
 
   int rotary_dim() const { return spec.rotary_dim; }
+  int rotary_offset() const { return spec.rotary_offset; }
   Pairing pairing() const { return spec.pairing; }
   Eigen::Index head_group(Eigen::Index heads) const { return heads; }
   void check(const ActivationShape& shape) const { check_head_dim(spec, shape); }
   template <class C>
-  void fill(std::int64_t /*position*/, int begin, int end, C* cos, C* sin) const {
+  void fill(Eigen::Index, Eigen::Index, int begin, int end, C* cos, C* sin,
+            Rotation /*Forward*/) const {
     cos_sin_at(spec.inv_freq.data() + begin, static_cast<double>(delta), 1.0, end - begin, cos,
                sin);
   }
@@ -96,9 +105,12 @@ void rerotate_keys_inplace(X&& keys, const Positions& positions, const RopeSpec&
     detail::fail("to.pairing", to_string(to.pairing),
                  std::string("expected from.pairing = ") + to_string(from.pairing));
   }
-  detail::rotate_tensor(detail::RerotateSource{from, to}, positions,
-                        ActivationShape(keys.dimensions(), layout), keys.data(), keys.data(),
-                        threads);
+  if (from.rotary_offset != to.rotary_offset) {
+    detail::fail("to.rotary_offset", to.rotary_offset,
+                 "expected from.rotary_offset = " + std::to_string(from.rotary_offset));
+  }
+  detail::rotate_tensor_inplace(detail::RerotateSource{from, to, positions},
+                                ActivationShape(keys.dimensions(), layout), keys.data(), threads);
 }
 
 // keys: as above, rotated with `spec`. Moves every key by delta positions (delta may be
@@ -111,9 +123,8 @@ template <class X, IfTensor4<X> = 0>
 void shift_keys_inplace(X&& keys, std::int64_t delta, const RopeSpec& spec,
                         TensorLayout layout = TensorLayout::BSHD, Threads threads = {}) {
   spec.validate();
-  detail::rotate_tensor(detail::ShiftSource{spec, delta}, std::int64_t{0},
-                        ActivationShape(keys.dimensions(), layout), keys.data(), keys.data(),
-                        threads);
+  detail::rotate_tensor_inplace(detail::ShiftSource{spec, delta},
+                                ActivationShape(keys.dimensions(), layout), keys.data(), threads);
 }
 
 }  // namespace posemb

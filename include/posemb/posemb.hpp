@@ -15,6 +15,7 @@
 #include "posemb/scaled.hpp"
 #include "posemb/xpos.hpp"
 #include "posemb/kv_cache.hpp"
+#include "posemb/packed.hpp"
 #include "posemb/fope.hpp"
 #include "posemb/permute.hpp"
 

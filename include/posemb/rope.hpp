@@ -47,12 +47,15 @@ struct RopeSpec {
   double attention_scale = 1.0;  // multiplies cos and sin
   Pairing pairing = Pairing::RotateHalf;
   int rotary_dim = 0;            // number of rotated features per head (even)
+  int rotary_offset = 0;         // the first rotated feature: [offset, offset + rotary_dim)
+                                 // rotate (DeepSeek-V4: head_dim - rotary_dim), the rest pass
 
   int pairs() const { return rotary_dim / 2; }
 
   // Throws posemb::Error unless the fields are consistent.
   void validate() const {
     detail::require_even_positive("rotary_dim", rotary_dim);
+    if (rotary_offset < 0) detail::fail("rotary_offset", rotary_offset, "expected >= 0");
     if (inv_freq.size() != rotary_dim / 2) {
       detail::fail("inv_freq.size()", inv_freq.size(),
                    "expected rotary_dim / 2 = " + std::to_string(rotary_dim / 2));
@@ -181,10 +184,14 @@ class RopeTable : public CosSinRows<compute_t<T>> {
 
 namespace detail {
 
-// Throws unless head_dim can hold rotary_dim rotated features.
+// Throws unless head_dim holds the rotated slice [rotary_offset, rotary_offset + rotary_dim).
 inline void check_head_dim(const RopeSpec& spec, const ActivationShape& shape) {
-  if (shape.head_dim < spec.rotary_dim) {
-    fail("head_dim", shape.head_dim, "expected >= rotary_dim = " + std::to_string(spec.rotary_dim));
+  if (shape.head_dim < static_cast<Eigen::Index>(spec.rotary_offset) + spec.rotary_dim) {
+    fail("head_dim", shape.head_dim,
+         spec.rotary_offset == 0
+             ? "expected >= rotary_dim = " + std::to_string(spec.rotary_dim)
+             : "expected >= rotary_offset + rotary_dim = " + std::to_string(spec.rotary_offset) +
+                   " + " + std::to_string(spec.rotary_dim));
   }
 }
 
@@ -192,46 +199,111 @@ inline void check_head_dim(const RopeSpec& spec, const ActivationShape& shape) {
 struct RopeSpecSource {
   static constexpr SourceKind kind = SourceKind::Pairs;
   const RopeSpec& spec;
+  const Positions& positions;
 
-  explicit RopeSpecSource(const RopeSpec& s) : spec(s) { spec.validate(); }
+  RopeSpecSource(const RopeSpec& s, const Positions& p) : spec(s), positions(p) { spec.validate(); }
   int rotary_dim() const { return spec.rotary_dim; }
+  int rotary_offset() const { return spec.rotary_offset; }
   Pairing pairing() const { return spec.pairing; }
   Eigen::Index head_group(Eigen::Index heads) const { return heads; }
-  void check(const ActivationShape& shape) const { check_head_dim(spec, shape); }
+  void check(const ActivationShape& shape) const {
+    check_head_dim(spec, shape);
+    positions.check(shape.batch, shape.seq);
+  }
+  // Inverse: the same cos/sin with 1 / attention_scale and the sign of sin flipped.
   template <class C>
-  void fill(std::int64_t position, int begin, int end, C* cos, C* sin) const {
-    cos_sin_at(spec.inv_freq.data() + begin, static_cast<double>(position), spec.attention_scale,
-               end - begin, cos, sin);
+  void fill(Eigen::Index b, Eigen::Index s, int begin, int end, C* cos, C* sin,
+            Rotation rotation) const {
+    const bool inverse = rotation == Rotation::Inverse;
+    cos_sin_at(spec.inv_freq.data() + begin, positions.at(b, s),
+               inverse ? 1.0 / spec.attention_scale : spec.attention_scale, end - begin, cos, sin);
+    if (inverse) {
+      for (int i = 0; i < end - begin; ++i) sin[i] = -sin[i];
+    }
   }
 };
+
+// Throws unless every token's position has a row in `table` (before any work starts).
+template <class Table>
+void check_table_positions(const Table& table, const Positions& positions,
+                           const ActivationShape& shape) {
+  positions.check(shape.batch, shape.seq);
+  for (Eigen::Index b = 0; b < shape.batch; ++b) {
+    for (Eigen::Index s = 0; s < shape.seq; ++s) (void)table.cos_row(positions.integer_at(b, s));
+  }
+}
 
 // RoPE's cos/sin read from a table (a Rows source); its spec was validated when it was built.
 template <class TableT>
 struct RopeTableSource {
   static constexpr SourceKind kind = SourceKind::Rows;
   const RopeTable<TableT>& table;
+  const Positions& positions;
 
   int rotary_dim() const { return table.spec().rotary_dim; }
+  int rotary_offset() const { return table.spec().rotary_offset; }
   Pairing pairing() const { return table.spec().pairing; }
   Eigen::Index head_group(Eigen::Index heads) const { return heads; }
-  void check(const ActivationShape& shape) const { check_head_dim(table.spec(), shape); }
+  Eigen::Index row_width() const { return table.spec().pairs(); }
+  void check(const ActivationShape& shape) const {
+    check_head_dim(table.spec(), shape);
+    check_table_positions(table, positions, shape);
+  }
   template <class C>
-  const C* cos_row(std::int64_t position) const {
+  const C* cos_row(Eigen::Index b, Eigen::Index s) const {
     static_assert(std::is_same_v<C, compute_t<TableT>>,
                   "posemb: the table's arithmetic type differs from the tensor's; use "
                   "RopeTable<T> with T the tensor's storage type");
-    return table.cos_row(position);
+    return table.cos_row(positions.integer_at(b, s));
   }
   template <class C>
-  const C* sin_row(std::int64_t position) const {
-    return table.sin_row(position);
+  const C* sin_row(Eigen::Index b, Eigen::Index s) const {
+    return table.sin_row(positions.integer_at(b, s));
+  }
+  // The inverse's row: (cos, -sin) of the table when the scale is 1; otherwise formed as the
+  // spec's inverse is (cos/sin at 1 / attention_scale, sin negated), so both agree bit for bit.
+  template <class C>
+  void inverse_row(Eigen::Index b, Eigen::Index s, C* cos, C* sin) const {
+    const RopeSpec& spec = table.spec();
+    if (spec.attention_scale == 1.0) {
+      const C* forward_cos = cos_row<C>(b, s);
+      const C* forward_sin = sin_row<C>(b, s);
+      for (int i = 0; i < spec.pairs(); ++i) {
+        cos[i] = forward_cos[i];
+        sin[i] = -forward_sin[i];
+      }
+      return;
+    }
+    (void)cos_row<C>(b, s);  // the same range check as the forward rotation
+    RopeSpecSource(spec, positions).fill(b, s, 0, spec.pairs(), cos, sin, Rotation::Inverse);
   }
 };
 
-inline RopeSpecSource rotary_source(const RopeSpec& spec) { return RopeSpecSource(spec); }
+inline RopeSpecSource rotary_source(const RopeSpec& spec, const Positions& positions) {
+  return RopeSpecSource(spec, positions);
+}
 template <class TableT>
-RopeTableSource<TableT> rotary_source(const RopeTable<TableT>& table) {
-  return RopeTableSource<TableT>{table};
+RopeTableSource<TableT> rotary_source(const RopeTable<TableT>& table, const Positions& positions) {
+  return RopeTableSource<TableT>{table, positions};
+}
+
+// Checks an out-of-place output: x's storage type, and x's dimensions unless `layouts` write
+// into a slot of a longer output (Layouts(in, out, offset); rotate_tensor checks that).
+template <class X, class Y>
+void check_output_tensor(const X& x, const Y& out, const Layouts& layouts) {
+  static_assert(std::is_same_v<scalar_of_t<X>, scalar_of_t<Y>>,
+                "posemb: x and out must have the same scalar type");
+  if (!layouts.into_slot) require_same_dims(x, out);
+}
+
+// Throws unless a matrix has one position per row.
+template <class Derived>
+void check_row_positions(const Eigen::MatrixBase<Derived>& x, const PositionVector& positions) {
+  const Eigen::Index rows = (x.cols() == 1 && x.rows() != 1) ? 1 : x.rows();
+  if (positions.size() != rows) {
+    fail("positions.size()", positions.size(),
+         "expected one position per row = " + std::to_string(rows));
+  }
 }
 
 }  // namespace detail
@@ -240,37 +312,40 @@ RopeTableSource<TableT> rotary_source(const RopeTable<TableT>& table) {
 // Matrices and vectors. `source` is a RopeSpec (cos/sin computed per call) or a RopeTable.
 
 // x: [rows, head_dim], row r at positions[r]; or a column vector [head_dim] with one position.
+// `rotation`: Rotation::Inverse applies R(p)^T = R(-p).
 template <class Derived, class Source>
 void apply_rope_inplace(const Eigen::MatrixBase<Derived>& x, const PositionVector& positions,
-                        const Source& source) {
-  detail::rotate_matrix_rows(x, detail::rotary_source(source), positions.size(),
-                             [&](Eigen::Index r) { return positions[r]; });
+                        const Source& source, Rotation rotation = Rotation::Forward) {
+  detail::check_row_positions(x, positions);
+  detail::rotate_matrix_rows(x, detail::rotary_source(source, Positions(positions)), rotation);
 }
 
 // x: [rows, head_dim], every row at the same position (e.g. all heads of one decode token);
 // or a column vector [head_dim].
 template <class Derived, class Source>
 void apply_rope_inplace(const Eigen::MatrixBase<Derived>& x, std::int64_t position,
-                        const Source& source) {
-  detail::rotate_matrix_rows(x, detail::rotary_source(source), -1,
-                             [&](Eigen::Index) { return position; });
+                        const Source& source, Rotation rotation = Rotation::Forward) {
+  const Positions same = Positions::same(position);
+  detail::rotate_matrix_rows(x, detail::rotary_source(source, same), rotation);
 }
 
 // Out of place: returns the rotated copy as a plain matrix of x's shape.
 template <class Derived, class MatrixPositions, class Source>
 typename Derived::PlainObject apply_rope(const Eigen::MatrixBase<Derived>& x,
-                                         const MatrixPositions& positions, const Source& source) {
+                                         const MatrixPositions& positions, const Source& source,
+                                         Rotation rotation = Rotation::Forward) {
   typename Derived::PlainObject out = x;
-  apply_rope_inplace(out, positions, source);
+  apply_rope_inplace(out, positions, source, rotation);
   return out;
 }
 
 // ---------------------------------------------------------------------------------------------
 // 4-D tensors: Eigen::Tensor<T, 4, RowMajor> or a TensorMap of one (zero-copy on a model's own
 // buffer). x: [batch, seq, heads, head_dim] (BSHD) or [batch, heads, seq, head_dim] (BHSD).
-// `positions`: a PositionMatrix [batch, seq] (or [1, seq]) or a scalar offset (token s at
-// offset + s, as for KV-cache decode). `source`: a RopeSpec or a RopeTable. `threads`: up to
-// this many threads (large tensors only; see Threads).
+// `positions`: a scalar offset (token s at offset + s, as for KV-cache decode), or per token a
+// PositionMatrix / FractionalPositionMatrix [batch, seq] (or [1, seq]) or a PositionVector.
+// `source`: a RopeSpec or a RopeTable. `threads`: up to this many threads (large tensors only;
+// see Threads). `rotation`: Rotation::Inverse applies R(p)^T = R(-p), at the same speed.
 
 // In place; allocates nothing.
 //
@@ -280,31 +355,40 @@ typename Derived::PlainObject apply_rope(const Eigen::MatrixBase<Derived>& x,
 //                              posemb::Threads{2});
 template <class X, class Source, IfTensor4<X> = 0>
 void apply_rope_inplace(X&& x, const Positions& positions, const Source& source,
-                        TensorLayout layout = TensorLayout::BSHD, Threads threads = {}) {
-  detail::rotate_tensor(detail::rotary_source(source), positions,
-                        ActivationShape(x.dimensions(), layout), x.data(), x.data(), threads);
+                        TensorLayout layout = TensorLayout::BSHD, Threads threads = {},
+                        Rotation rotation = Rotation::Forward) {
+  detail::rotate_tensor_inplace(detail::rotary_source(source, positions),
+                                ActivationShape(x.dimensions(), layout), x.data(), threads,
+                                rotation);
 }
 
-// Out of place into a caller's tensor `out` of the same shape; allocates nothing.
+// Out of place into a caller's tensor `out`; allocates nothing. `layouts` may differ between x
+// and out (rotate and transpose in one pass) and may place the tokens at a sequence offset of
+// out (a KV-cache slot).
 //
-// Example:
-//   posemb::apply_rope(k_proj, k_cache_slot, positions, table);
+// Example (projection output [1, seq, 8, 128] into a BHSD KV cache [1, 8, 4096, 128] at its
+// current length):
+//   posemb::apply_rope(k_proj, k_cache, positions, table,
+//                      posemb::Layouts(posemb::TensorLayout::BSHD, posemb::TensorLayout::BHSD,
+//                                      cache_length));
 template <class X, class Y, class Source, IfTensor4<X> = 0, IfTensor4<Y> = 0>
 void apply_rope(const X& x, Y&& out, const Positions& positions, const Source& source,
-                TensorLayout layout = TensorLayout::BSHD, Threads threads = {}) {
-  static_assert(std::is_same_v<scalar_of_t<X>, scalar_of_t<Y>>,
-                "posemb: x and out must have the same scalar type");
-  require_same_dims(x, out);
-  detail::rotate_tensor(detail::rotary_source(source), positions,
-                        ActivationShape(x.dimensions(), layout), x.data(), out.data(), threads);
+                Layouts layouts = TensorLayout::BSHD, Threads threads = {},
+                Rotation rotation = Rotation::Forward) {
+  detail::check_output_tensor(x, out, layouts);
+  detail::rotate_tensor(detail::rotary_source(source, positions),
+                        ActivationShape(x.dimensions(), layouts.in), x.data(),
+                        ActivationShape(out.dimensions(), layouts.out), layouts.out_seq_offset,
+                        out.data(), threads, rotation);
 }
 
-// Out of place, returning a new tensor.
+// Out of place, returning a new tensor in x's layout.
 template <class X, class Source, IfTensor4<X> = 0>
 Tensor4<scalar_of_t<X>> apply_rope(const X& x, const Positions& positions, const Source& source,
-                                   TensorLayout layout = TensorLayout::BSHD, Threads threads = {}) {
+                                   TensorLayout layout = TensorLayout::BSHD, Threads threads = {},
+                                   Rotation rotation = Rotation::Forward) {
   Tensor4<scalar_of_t<X>> out(x.dimensions());
-  apply_rope(x, out, positions, source, layout, threads);
+  apply_rope(x, out, positions, source, layout, threads, rotation);
   return out;
 }
 

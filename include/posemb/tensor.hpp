@@ -5,6 +5,7 @@
 
 #include <Eigen/Core>
 #include <unsupported/Eigen/CXX11/Tensor>
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <type_traits>
@@ -135,13 +136,21 @@ void require_same_dims(const X& x, const Y& out) {
 
 // Per-token positions: [batch, seq], or [1, seq] shared by every batch row.
 using PositionMatrix = Eigen::Matrix<std::int64_t, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-// One position per row of a [rows, head_dim] matrix.
+// Fractional per-token positions (HuggingFace accepts float position_ids): [batch, seq] or
+// [1, seq]. Angles are p * inv_freq in double; an integer-valued position gives exactly what the
+// integer one gives.
+using FractionalPositionMatrix =
+    Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+// One position per token of one sequence (or per row of a [rows, head_dim] matrix).
 using PositionVector = Eigen::Matrix<std::int64_t, Eigen::Dynamic, 1>;
 
 // The positions of the tokens of a [batch, seq] grid, as every tensor entry point takes them:
-// a PositionMatrix [batch, seq] or [1, seq] (packed sequences, left padding), or a scalar
-// offset, token s at offset + s (prefill at 0, decode with a KV cache at its length). A view:
-// the matrix must outlive it.
+//   - a scalar offset: token s at offset + s (prefill at 0, decode with a KV cache at its length);
+//   - a PositionMatrix or FractionalPositionMatrix [batch, seq], or [1, seq] shared by every
+//     batch row (packed sequences, left padding, fractional positions);
+//   - a PositionVector [seq]: one sequence's positions, shared by every batch row;
+//   - Positions::same(p): every token at position p (e.g. all heads of one decode token).
+// A view: the matrix or vector must outlive it. Non-finite fractional positions throw.
 //
 // Example:
 //   posemb::apply_rope_inplace(q, /*offset=*/cache_length, spec);   // an offset
@@ -149,29 +158,67 @@ using PositionVector = Eigen::Matrix<std::int64_t, Eigen::Dynamic, 1>;
 //   posemb::apply_rope_inplace(q, pos, spec);                       // per token
 class Positions {
  public:
-  Positions(const PositionMatrix& matrix) : matrix_(&matrix) {}  // NOLINT: implicit
-  Positions(std::int64_t offset) : offset_(offset) {}            // NOLINT: implicit
+  Positions(const PositionMatrix& matrix)  // NOLINT: implicit
+      : integers_(matrix.data()), rows_(matrix.rows()), cols_(matrix.cols()) {}
+  Positions(const FractionalPositionMatrix& matrix)  // NOLINT: implicit
+      : fractions_(matrix.data()), rows_(matrix.rows()), cols_(matrix.cols()) {}
+  Positions(const PositionVector& vector)  // NOLINT: implicit
+      : integers_(vector.data()), rows_(1), cols_(vector.size()) {}
+  Positions(std::int64_t offset) : offset_(offset) {}  // NOLINT: implicit
 
-  // Throws unless the positions fit a [batch, seq] grid.
+  // Every token at `position`.
+  static Positions same(std::int64_t position) {
+    Positions positions(position);
+    positions.same_ = true;
+    return positions;
+  }
+
+  // Throws unless the positions fit a [batch, seq] grid and are finite.
   void check(Eigen::Index batch, Eigen::Index seq) const {
-    if (matrix_ == nullptr) return;
-    if (matrix_->cols() != seq || (matrix_->rows() != batch && matrix_->rows() != 1)) {
-      throw Error("positions shape = [" + std::to_string(matrix_->rows()) + ", " +
-                  std::to_string(matrix_->cols()) + "]: expected [batch, seq] = [" +
-                  std::to_string(batch) + ", " + std::to_string(seq) + "] or [1, " +
-                  std::to_string(seq) + "]");
+    if (!is_matrix()) return;
+    if (cols_ != seq || (rows_ != batch && rows_ != 1)) {
+      throw Error("positions shape = [" + std::to_string(rows_) + ", " + std::to_string(cols_) +
+                  "]: expected [batch, seq] = [" + std::to_string(batch) + ", " +
+                  std::to_string(seq) + "] or [1, " + std::to_string(seq) + "]");
+    }
+    if (fractions_ != nullptr) {
+      for (Eigen::Index i = 0; i < rows_ * cols_; ++i) {
+        if (!std::isfinite(fractions_[i])) {
+          detail::fail("positions[" + std::to_string(i / cols_) + ", " + std::to_string(i % cols_) +
+                           "]",
+                       fractions_[i], "expected a finite position");
+        }
+      }
     }
   }
   // The position of token s of batch row b.
-  std::int64_t at(Eigen::Index b, Eigen::Index s) const {
-    if (matrix_ == nullptr) return offset_ + static_cast<std::int64_t>(s);
-    return (*matrix_)(matrix_->rows() == 1 ? 0 : b, s);
+  double at(Eigen::Index b, Eigen::Index s) const {
+    if (fractions_ != nullptr) return fractions_[index(b, s)];
+    return static_cast<double>(integer_at(b, s));
   }
-  bool is_offset() const { return matrix_ == nullptr; }
+  // The same as an integer, for tables indexed by position; a fractional position throws.
+  std::int64_t integer_at(Eigen::Index b, Eigen::Index s) const {
+    if (integers_ != nullptr) return integers_[index(b, s)];
+    if (fractions_ != nullptr) {
+      const double p = fractions_[index(b, s)];
+      if (!(p == std::floor(p) && std::fabs(p) < 9.0e18)) {
+        detail::fail("position", p, "expected an integer position (a table holds whole positions)");
+      }
+      return static_cast<std::int64_t>(p);
+    }
+    return same_ ? offset_ : offset_ + static_cast<std::int64_t>(s);
+  }
+  bool is_fractional() const { return fractions_ != nullptr; }
 
  private:
-  const PositionMatrix* matrix_ = nullptr;
+  bool is_matrix() const { return integers_ != nullptr || fractions_ != nullptr; }
+  Eigen::Index index(Eigen::Index b, Eigen::Index s) const { return (rows_ == 1 ? 0 : b) * cols_ + s; }
+
+  const std::int64_t* integers_ = nullptr;
+  const double* fractions_ = nullptr;
+  Eigen::Index rows_ = 0, cols_ = 0;
   std::int64_t offset_ = 0;
+  bool same_ = false;
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -185,6 +232,27 @@ enum class Pairing { Interleaved, RotateHalf };
 inline const char* to_string(Pairing pairing) {
   return pairing == Pairing::Interleaved ? "interleaved" : "rotate_half";
 }
+
+// The direction of a rotation: R(p), or its inverse R(p)^T = R(-p) (the backward pass of RoPE,
+// un-rotating cached keys or outputs). For xPos the inverse also undoes the scale.
+enum class Rotation { Forward, Inverse };
+
+// The layouts of an out-of-place rotation: the input's, the output's, and the first sequence
+// index of the output it writes. Out of place from BSHD into BHSD (or back) rotates and
+// transposes in one pass; a seq offset writes into a caller's KV-cache slot
+// (out: [batch, heads, max_seq, head_dim], tokens out_seq_offset .. out_seq_offset + seq - 1).
+// A single TensorLayout means the same layout in and out, and an output of x's dimensions;
+// Layouts(in, out, offset) lets the output be longer than x along seq (a KV cache).
+struct Layouts {
+  TensorLayout in = TensorLayout::BSHD;
+  TensorLayout out = TensorLayout::BSHD;
+  Eigen::Index out_seq_offset = 0;
+  bool into_slot = false;  // the output may hold more tokens than x
+
+  Layouts(TensorLayout both) : in(both), out(both) {}  // NOLINT: implicit
+  Layouts(TensorLayout in_, TensorLayout out_, Eigen::Index out_seq_offset_ = 0)
+      : in(in_), out(out_), out_seq_offset(out_seq_offset_), into_slot(true) {}
+};
 
 // Worker threads for the tensor entry points: at most `count` threads including the caller's,
 // and fewer when the tensor is too small to gain from them (below 2^18 elements per thread a

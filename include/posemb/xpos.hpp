@@ -63,9 +63,9 @@ inline double xpos_zeta(int pair, int rotary_dim, double gamma) {
 }
 
 // The magnitude applied to pair i at `position`: zeta_i^(+-(position - centre) / scale_base).
-inline double xpos_scale(int pair, std::int64_t position, int rotary_dim, const XposParams& params,
+inline double xpos_scale(int pair, double position, int rotary_dim, const XposParams& params,
                          XposRole role) {
-  const double exponent = static_cast<double>(position - params.centre) / params.scale_base;
+  const double exponent = (position - static_cast<double>(params.centre)) / params.scale_base;
   return std::pow(xpos_zeta(pair, rotary_dim, params.gamma),
                   role == XposRole::Query ? exponent : -exponent);
 }
@@ -73,34 +73,46 @@ inline double xpos_scale(int pair, std::int64_t position, int rotary_dim, const 
 namespace detail {
 
 // RoPE's cos and sin times attention_scale times the pair's xPos scale, rounded once to C (a
-// Pairs source of the rotary engine).
+// Pairs source of the rotary engine). The inverse divides by the same magnitude and flips sin.
 struct XposSource {
   static constexpr SourceKind kind = SourceKind::Pairs;
   const XposSpec& spec;
   XposRole role;
+  const Positions& positions;
 
   int rotary_dim() const { return spec.rope.rotary_dim; }
+  int rotary_offset() const { return spec.rope.rotary_offset; }
   Pairing pairing() const { return spec.rope.pairing; }
   Eigen::Index head_group(Eigen::Index heads) const { return heads; }
-  void check(const ActivationShape& shape) const { check_head_dim(spec.rope, shape); }
+  void check(const ActivationShape& shape) const {
+    check_head_dim(spec.rope, shape);
+    positions.check(shape.batch, shape.seq);
+  }
   template <class C>
-  void fill(std::int64_t position, int begin, int end, C* cos, C* sin) const {
+  void fill(Eigen::Index b, Eigen::Index s, int begin, int end, C* cos, C* sin,
+            Rotation rotation) const {
     const RopeSpec& rope = spec.rope;
+    const double position = positions.at(b, s);
+    const bool inverse = rotation == Rotation::Inverse;
     double angle[cos_sin_chunk], magnitude[cos_sin_chunk];
     for (int i = begin; i < end; ++i) {
-      angle[i - begin] = static_cast<double>(position) * rope.inv_freq[i];
-      magnitude[i - begin] =
+      angle[i - begin] = position * rope.inv_freq[i];
+      const double m =
           rope.attention_scale * xpos_scale(i, position, rope.rotary_dim, spec.params, role);
+      magnitude[i - begin] = inverse ? 1.0 / m : m;
     }
     cos_sin_of(angle, magnitude, end - begin, cos, sin);
+    if (inverse) {
+      for (int i = 0; i < end - begin; ++i) sin[i] = -sin[i];
+    }
   }
 };
 
 // Throws unless every xPos scale for positions in [min_position, max_position] lies within the
 // normal range of storage type T. Pair 0 has the smallest zeta, so it bounds every other pair.
 template <class T>
-void check_xpos_range(const XposSpec& spec, XposRole role, std::int64_t min_position,
-                      std::int64_t max_position) {
+void check_xpos_range(const XposSpec& spec, XposRole role, double min_position,
+                      double max_position) {
   spec.validate();
   using Limits = std::numeric_limits<T>;
   double largest = 0.0, smallest = 0.0;  // T's largest finite and smallest normal value
@@ -111,7 +123,7 @@ void check_xpos_range(const XposSpec& spec, XposRole role, std::int64_t min_posi
     largest = static_cast<float>((Limits::max)());
     smallest = static_cast<float>((Limits::min)());
   }
-  for (const std::int64_t position : {min_position, max_position}) {
+  for (const double position : {min_position, max_position}) {
     const double scale = xpos_scale(0, position, spec.rope.rotary_dim, spec.params, role);
     if (!(scale <= largest && scale >= smallest)) {
       std::ostringstream expected;
@@ -142,7 +154,7 @@ void check_xpos_positions(const XposSpec& spec, XposRole role, const Positions& 
   spec.validate();
   positions.check(batch, seq);
   if (batch == 0 || seq == 0) return;
-  std::int64_t lo = positions.at(0, 0), hi = lo;
+  double lo = positions.at(0, 0), hi = lo;
   for (Eigen::Index b = 0; b < batch; ++b) {
     for (Eigen::Index s = 0; s < seq; ++s) {
       lo = std::min(lo, positions.at(b, s));
@@ -154,7 +166,9 @@ void check_xpos_positions(const XposSpec& spec, XposRole role, const Positions& 
 
 }  // namespace detail
 
-// Out of place into a caller's tensor `out` of the same shape; allocates nothing.
+// `rotation`: Rotation::Inverse undoes the rotation and the scale (R(p)^T / scale).
+
+// Out of place into a caller's tensor `out` (layouts as for apply_rope); allocates nothing.
 //
 // Example:
 //   const posemb::XposSpec spec{posemb::default_rope_spec(64), posemb::XposParams{}};
@@ -162,56 +176,58 @@ void check_xpos_positions(const XposSpec& spec, XposRole role, const Positions& 
 //   posemb::apply_xpos(k, k_out, /*offset=*/0, spec, posemb::XposRole::Key);
 template <class X, class Y, IfTensor4<X> = 0, IfTensor4<Y> = 0>
 void apply_xpos(const X& x, Y&& out, const Positions& positions, const XposSpec& spec,
-                XposRole role, TensorLayout layout = TensorLayout::BSHD, Threads threads = {}) {
-  static_assert(std::is_same_v<scalar_of_t<X>, scalar_of_t<Y>>,
-                "posemb: x and out must have the same scalar type");
-  require_same_dims(x, out);
-  const ActivationShape shape(x.dimensions(), layout);
+                XposRole role, Layouts layouts = TensorLayout::BSHD, Threads threads = {},
+                Rotation rotation = Rotation::Forward) {
+  detail::check_output_tensor(x, out, layouts);
+  const ActivationShape shape(x.dimensions(), layouts.in);
   detail::check_xpos_positions<scalar_of_t<X>>(spec, role, positions, shape.batch, shape.seq);
-  detail::rotate_tensor(detail::XposSource{spec, role}, positions, shape, x.data(), out.data(),
-                        threads);
+  detail::rotate_tensor(detail::XposSource{spec, role, positions}, shape, x.data(),
+                        ActivationShape(out.dimensions(), layouts.out), layouts.out_seq_offset,
+                        out.data(), threads, rotation);
 }
 
 // In place; allocates nothing. A scale out of the storage type's range throws before any
 // change.
 template <class X, IfTensor4<X> = 0>
 void apply_xpos_inplace(X&& x, const Positions& positions, const XposSpec& spec, XposRole role,
-                        TensorLayout layout = TensorLayout::BSHD, Threads threads = {}) {
+                        TensorLayout layout = TensorLayout::BSHD, Threads threads = {},
+                        Rotation rotation = Rotation::Forward) {
   const ActivationShape shape(x.dimensions(), layout);
   detail::check_xpos_positions<scalar_of_t<X>>(spec, role, positions, shape.batch, shape.seq);
-  detail::rotate_tensor(detail::XposSource{spec, role}, positions, shape, x.data(), x.data(),
-                        threads);
+  detail::rotate_tensor_inplace(detail::XposSource{spec, role, positions}, shape, x.data(),
+                                threads, rotation);
 }
 
 // Out of place, returning a new tensor.
 template <class X, IfTensor4<X> = 0>
 Tensor4<scalar_of_t<X>> apply_xpos(const X& x, const Positions& positions, const XposSpec& spec,
                                    XposRole role, TensorLayout layout = TensorLayout::BSHD,
-                                   Threads threads = {}) {
+                                   Threads threads = {}, Rotation rotation = Rotation::Forward) {
   Tensor4<scalar_of_t<X>> out(x.dimensions());
-  apply_xpos(x, out, positions, spec, role, layout, threads);
+  apply_xpos(x, out, positions, spec, role, layout, threads, rotation);
   return out;
 }
 
 // Matrices. x: [rows, head_dim], row r at positions[r]; or a column vector [head_dim].
 template <class Derived>
 void apply_xpos_inplace(const Eigen::MatrixBase<Derived>& x, const PositionVector& positions,
-                        const XposSpec& spec, XposRole role) {
+                        const XposSpec& spec, XposRole role, Rotation rotation = Rotation::Forward) {
   spec.validate();
+  detail::check_row_positions(x, positions);
   if (positions.size() > 0) {
-    detail::check_xpos_range<typename Derived::Scalar>(spec, role, positions.minCoeff(),
-                                                       positions.maxCoeff());
+    detail::check_xpos_range<typename Derived::Scalar>(spec, role, double(positions.minCoeff()),
+                                                       double(positions.maxCoeff()));
   }
-  detail::rotate_matrix_rows(x, detail::XposSource{spec, role}, positions.size(),
-                             [&](Eigen::Index r) { return positions[r]; });
+  const Positions rows(positions);
+  detail::rotate_matrix_rows(x, detail::XposSource{spec, role, rows}, rotation);
 }
 
 template <class Derived>
 typename Derived::PlainObject apply_xpos(const Eigen::MatrixBase<Derived>& x,
                                          const PositionVector& positions, const XposSpec& spec,
-                                         XposRole role) {
+                                         XposRole role, Rotation rotation = Rotation::Forward) {
   typename Derived::PlainObject out = x;
-  apply_xpos_inplace(out, positions, spec, role);
+  apply_xpos_inplace(out, positions, spec, role, rotation);
   return out;
 }
 

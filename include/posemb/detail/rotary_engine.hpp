@@ -1,22 +1,33 @@
 // The one rotary engine: every rotary scheme (RoPE from a spec or a table, xPos, the KV-cache
-// re-rotation and shift, FoPE from its coefficients or a table) is a source of per-token cos/sin
-// for this engine, and gets its token blocking, threads, half-precision storage and vectorized
-// rotation from it.
+// re-rotation and shift, FoPE from its coefficients or a table, M-RoPE) is a source of
+// per-token cos/sin for this engine, and gets its token blocking, threads, half-precision
+// storage, vectorized rotation, inverse direction and layout change on write from it.
 //
-// A source is a small adapter the public entry points build around their argument:
+// A source is a small adapter the public entry points build around their argument and the
+// tokens' positions; the engine asks it for the cos/sin of token (b, s) and never looks at a
+// position itself:
 //
-//   int rotary_dim() const; Pairing pairing() const;   what rotates, and how it pairs
-//   void check(const ActivationShape&) const;          throws posemb::Error for a shape it cannot rotate
+//   int rotary_dim() const; int rotary_offset() const; Pairing pairing() const;
+//       features [rotary_offset, rotary_offset + rotary_dim) rotate, paired as `pairing`
+//   void check(const ActivationShape&) const;          throws posemb::Error for what it cannot
+//                                                      rotate (head_dim, heads, positions)
 //   Eigen::Index head_group(Eigen::Index heads) const; heads per cos/sin segment (below)
 //   static constexpr SourceKind kind;                  how it provides cos/sin:
-//     Rows:    const C* cos_row(position), sin_row(position)    (a table; throws out of range)
-//     Pairs:   fill(position, begin, end, C* cos, C* sin)      (pairs [begin, end) at once)
-//     RowFill: fill_row(position, C* cos, C* sin, double* scratch), row_width(), scratch_size()
+//     Rows:    const C* cos_row<C>(b, s), sin_row<C>(b, s), row_width()   (a table), and
+//              inverse_row<C>(b, s, C* cos, C* sin): the inverse's row, written out
+//     Pairs:   fill(b, s, begin, end, C* cos, C* sin, rotation)  (pairs [begin, end) at once)
+//     RowFill: fill_row(b, s, C* cos, C* sin, double* scratch, rotation), row_width(),
+//              scratch_size()
 //
 // A row holds one or more segments of rotary_dim / 2 values; head h of a tensor with `heads`
 // heads uses segment h / head_group(heads). RoPE has one segment shared by all heads; FoPE one per
 // key-value head (its per-head Fourier coefficients), so query head h uses segment
 // h / (n_heads / n_kv_heads) as HuggingFace's repeat_kv groups them.
+//
+// The inverse rotation: a pair turned by (c, s) = m (cos t, sin t) is turned back by
+// (c, -s) / (c^2 + s^2) = (cos t, -sin t) / m, each source computing that exactly where it can
+// (RoPE: the same cos/sin with the sign of sin flipped, divided by the attention scale, so that
+// the inverse at p is the forward rotation at -p bit for bit; FoPE: per slot).
 #pragma once
 
 #include <Eigen/Core>
@@ -45,34 +56,24 @@ inline constexpr int tokens_per_block = 16;
 // Head vectors handed to the rotation kernels per call.
 inline constexpr int heads_per_batch = 64;
 
-// The cos/sin rows of a block of tokens at positions[0 .. count), count <= tokens_per_block:
+// Per-thread storage of for_block_cos_sin: RowFill rows, a Rows source's inverse rows, scratch.
+template <class C>
+struct CosSinScratch {
+  std::vector<C> rows;
+  std::vector<double> scratch;
+};
+
+// The cos/sin rows of tokens s0 .. s0 + count - 1 of batch row b, count <= tokens_per_block:
 // calls visit(cos_rows, sin_rows, pair_begin, pair_end) where cos_rows[t], sin_rows[t] point at
 // token t's values of pairs [pair_begin, pair_end) (segment 0; segment g starts g * pairs
-// further, for Rows and RowFill sources). `buffer` is a RowFill source's per-thread storage.
+// further, for Rows and RowFill sources), for `rotation`.
 template <class C, class Source, class Visit>
-void for_block_cos_sin(const Source& source, const std::int64_t* positions, int count,
-                       std::vector<C>& buffer, std::vector<double>& scratch, Visit&& visit) {
+void for_block_cos_sin(const Source& source, Eigen::Index b, Eigen::Index s0, int count,
+                       Rotation rotation, CosSinScratch<C>& storage, Visit&& visit) {
   const int pairs = source.rotary_dim() / 2;
   const C* cos_rows[tokens_per_block];
   const C* sin_rows[tokens_per_block];
-  if constexpr (Source::kind == SourceKind::Rows) {
-    for (int t = 0; t < count; ++t) {
-      cos_rows[t] = source.template cos_row<C>(positions[t]);
-      sin_rows[t] = source.template sin_row<C>(positions[t]);
-    }
-    visit(cos_rows, sin_rows, 0, pairs);
-  } else if constexpr (Source::kind == SourceKind::RowFill) {
-    const Eigen::Index width = source.row_width();
-    buffer.resize(static_cast<std::size_t>(2 * tokens_per_block * width));
-    scratch.resize(source.scratch_size());
-    for (int t = 0; t < count; ++t) {
-      C* cos = buffer.data() + 2 * t * width;
-      source.fill_row(positions[t], cos, cos + width, scratch.data());
-      cos_rows[t] = cos;
-      sin_rows[t] = cos + width;
-    }
-    visit(cos_rows, sin_rows, 0, pairs);
-  } else {
+  if constexpr (Source::kind == SourceKind::Pairs) {
     C cos[tokens_per_block][cos_sin_chunk], sin[tokens_per_block][cos_sin_chunk];
     for (int t = 0; t < count; ++t) {
       cos_rows[t] = cos[t];
@@ -80,9 +81,31 @@ void for_block_cos_sin(const Source& source, const std::int64_t* positions, int 
     }
     for (int begin = 0; begin < pairs; begin += cos_sin_chunk) {
       const int end = std::min(begin + cos_sin_chunk, pairs);
-      for (int t = 0; t < count; ++t) source.fill(positions[t], begin, end, cos[t], sin[t]);
+      for (int t = 0; t < count; ++t) source.fill(b, s0 + t, begin, end, cos[t], sin[t], rotation);
       visit(cos_rows, sin_rows, begin, end);
     }
+  } else {
+    const Eigen::Index width = source.row_width();
+    const bool own_rows = Source::kind == SourceKind::RowFill || rotation == Rotation::Inverse;
+    if (own_rows) storage.rows.resize(static_cast<std::size_t>(2 * tokens_per_block * width));
+    if constexpr (Source::kind == SourceKind::RowFill) storage.scratch.resize(source.scratch_size());
+    for (int t = 0; t < count; ++t) {
+      C* cos = own_rows ? storage.rows.data() + 2 * t * width : nullptr;
+      if constexpr (Source::kind == SourceKind::Rows) {
+        if (rotation == Rotation::Inverse) {
+          source.template inverse_row<C>(b, s0 + t, cos, cos + width);
+        } else {
+          cos_rows[t] = source.template cos_row<C>(b, s0 + t);
+          sin_rows[t] = source.template sin_row<C>(b, s0 + t);
+          continue;
+        }
+      } else {
+        source.fill_row(b, s0 + t, cos, cos + width, storage.scratch.data(), rotation);
+      }
+      cos_rows[t] = cos;
+      sin_rows[t] = cos + width;
+    }
+    visit(cos_rows, sin_rows, 0, pairs);
   }
 }
 
@@ -90,40 +113,70 @@ inline void check_threads(const Threads& threads) {
   if (threads.count < 1) fail("threads.count", threads.count, "expected >= 1");
 }
 
-// Rotates every head of a 4-D activation; in and out share shape and layout (in == out: in
-// place). in, out: [batch, seq, heads, head_dim] (BSHD) or [batch, heads, seq, head_dim] (BHSD).
+inline void check_rotation(Rotation rotation) {
+  if (rotation != Rotation::Forward && rotation != Rotation::Inverse) {
+    fail("rotation", static_cast<int>(rotation), "expected Rotation::Forward or Rotation::Inverse");
+  }
+}
+
+// Throws unless `out` (out_shape) can receive `in` (in_shape) at out_seq_offset: the same
+// batch, heads and head_dim, and room for every token.
+inline void check_output(const ActivationShape& in, const ActivationShape& out,
+                         Eigen::Index out_seq_offset) {
+  const auto same = [](const char* what, Eigen::Index got, Eigen::Index expected) {
+    if (got != expected) {
+      fail(std::string("out ") + what, got, "expected the input's " + std::string(what) + " = " +
+                                                std::to_string(expected));
+    }
+  };
+  same("batch", out.batch, in.batch);
+  same("heads", out.heads, in.heads);
+  same("head_dim", out.head_dim, in.head_dim);
+  if (out_seq_offset < 0 || out_seq_offset > out.seq || out.seq - out_seq_offset < in.seq) {
+    fail("out_seq_offset", out_seq_offset,
+         "expected 0 <= out_seq_offset and out_seq_offset + seq = " + std::to_string(in.seq) +
+             " + out_seq_offset <= the output's seq = " + std::to_string(out.seq));
+  }
+}
+
+// Rotates every head of a 4-D activation `in` (in_shape) into `out` (out_shape, tokens from
+// out_seq_offset on); in == out with the same shape rotates in place.
+//   in:  [batch, seq, heads, head_dim] (BSHD) or [batch, heads, seq, head_dim] (BHSD)
+//   out: the same heads in its own layout, seq >= out_seq_offset + in seq
 // Work is split into blocks of tokens_per_block tokens of one batch row; each block gets its
 // cos/sin once and rotates all its heads. Blocks are shared among up to threads.count threads
 // (threads_for decides how many are worth starting). Everything is checked before any work.
 template <class T, class Source>
-void rotate_tensor(const Source& source, const Positions& positions, const ActivationShape& shape,
-                   const T* in, T* out, Threads threads) {
+void rotate_tensor(const Source& source, const ActivationShape& in_shape, const T* in,
+                   const ActivationShape& out_shape, Eigen::Index out_seq_offset, T* out,
+                   Threads threads, Rotation rotation = Rotation::Forward) {
   using C = compute_t<T>;
   check_threads(threads);
-  source.check(shape);
-  positions.check(shape.batch, shape.seq);
-  if constexpr (Source::kind == SourceKind::Rows) {  // out-of-range positions throw here
-    for (Eigen::Index b = 0; b < shape.batch; ++b) {
-      for (Eigen::Index s = 0; s < shape.seq; ++s) (void)source.template cos_row<C>(positions.at(b, s));
-    }
+  check_rotation(rotation);
+  source.check(in_shape);
+  if (out != in) {
+    check_output(in_shape, out_shape, out_seq_offset);
+  } else if (in_shape.layout != out_shape.layout || out_seq_offset != 0 ||
+             in_shape.seq != out_shape.seq) {
+    fail("out.data()", "x.data()",
+         "expected separate buffers for a rotation that changes the layout or the position");
   }
   const int rotary_dim = source.rotary_dim();
+  const int first = source.rotary_offset();  // the first rotated feature
   const int pairs = rotary_dim / 2;
   const bool interleaved = source.pairing() == Pairing::Interleaved;
-  const Eigen::Index head_dim = shape.head_dim, heads = shape.heads, seq = shape.seq;
+  const Eigen::Index head_dim = in_shape.head_dim, heads = in_shape.heads, seq = in_shape.seq;
   const Eigen::Index group = std::max<Eigen::Index>(source.head_group(heads), 1);
   const Eigen::Index blocks_per_row = (seq + tokens_per_block - 1) / tokens_per_block;
+  const bool pass_through = out != in && rotary_dim < head_dim;
   const auto rotate_blocks = [&](Eigen::Index block_begin, Eigen::Index block_end) {
-    std::vector<C> buffer;        // RowFill sources only
-    std::vector<double> scratch;  // RowFill sources only
+    CosSinScratch<C> storage;
     for (Eigen::Index block = block_begin; block < block_end; ++block) {
       const Eigen::Index b = block / blocks_per_row;
       const Eigen::Index s0 = (block % blocks_per_row) * tokens_per_block;
       const int count = static_cast<int>(std::min<Eigen::Index>(tokens_per_block, seq - s0));
-      std::int64_t block_positions[tokens_per_block];
-      for (int t = 0; t < count; ++t) block_positions[t] = positions.at(b, s0 + t);
       for_block_cos_sin<C>(
-          source, block_positions, count, buffer, scratch,
+          source, b, s0, count, rotation, storage,
           [&](const C* const* cos_rows, const C* const* sin_rows, int begin, int end) {
             // Heads are queued and rotated a batch per call (detail/rotate.hpp: rotate_heads).
             HeadRotation<T, C> batch[heads_per_batch];
@@ -133,13 +186,15 @@ void rotate_tensor(const Source& source, const Positions& positions, const Activ
               queued = 0;
             };
             const auto rotate = [&](int t, Eigen::Index h) {
-              const Eigen::Index at = shape.offset(b, s0 + t, h);
+              const Eigen::Index from = in_shape.offset(b, s0 + t, h) + first;
+              const Eigen::Index to = out_shape.offset(b, out_seq_offset + s0 + t, h) + first;
               const Eigen::Index segment = (h / group) * pairs;
-              batch[queued++] = {in + at, out + at, cos_rows[t] + segment, sin_rows[t] + segment};
+              batch[queued++] = {in + from, out + to, cos_rows[t] + segment,
+                                 sin_rows[t] + segment};
               if (queued == heads_per_batch) flush();
             };
-            // Visit heads in memory order: BSHD token-major, BHSD head-major.
-            if (shape.bshd()) {
+            // Visit heads in the input's memory order: BSHD token-major, BHSD head-major.
+            if (in_shape.bshd()) {
               for (int t = 0; t < count; ++t)
                 for (Eigen::Index h = 0; h < heads; ++h) rotate(t, h);
             } else {
@@ -148,18 +203,27 @@ void rotate_tensor(const Source& source, const Positions& positions, const Activ
             }
             flush();
           });
-      if (in != out && rotary_dim < head_dim) {  // the pass-through tail
+      if (pass_through) {  // features before and after the rotated slice
         for (int t = 0; t < count; ++t) {
           for (Eigen::Index h = 0; h < heads; ++h) {
-            const Eigen::Index at = shape.offset(b, s0 + t, h);
-            std::copy(in + at + rotary_dim, in + at + head_dim, out + at + rotary_dim);
+            const T* from = in + in_shape.offset(b, s0 + t, h);
+            T* to = out + out_shape.offset(b, out_seq_offset + s0 + t, h);
+            std::copy(from, from + first, to);
+            std::copy(from + first + rotary_dim, from + head_dim, to + first + rotary_dim);
           }
         }
       }
     }
   };
-  parallel_for(shape.batch * blocks_per_row, threads_for(shape.size(), threads.count),
+  parallel_for(in_shape.batch * blocks_per_row, threads_for(in_shape.size(), threads.count),
                rotate_blocks);
+}
+
+// In place: in == out.
+template <class T, class Source>
+void rotate_tensor_inplace(const Source& source, const ActivationShape& shape, T* x,
+                           Threads threads, Rotation rotation = Rotation::Forward) {
+  rotate_tensor(source, shape, x, shape, 0, x, threads, rotation);
 }
 
 // The scalar rotation of pairs [pair_begin, pair_end) of one strided head vector (a column of a
@@ -200,44 +264,37 @@ HeadRows<Derived> head_rows(const Eigen::MatrixBase<Derived>& x) {
   return {m.data(), m.rows(), m.cols(), m.rowStride(), m.colStride()};
 }
 
-// Rotates the rows of a matrix (or one column vector) in place: row r at position_of(r).
-// Segment-0 sources only (RoPE, xPos, the KV-cache helpers).
-template <class Derived, class Source, class PositionOf>
+// Rotates the rows of a matrix (or one column vector) in place; `source` was built with
+// positions for a [1, rows] grid (row r is token r). Segment-0 sources only (RoPE, xPos).
+template <class Derived, class Source>
 void rotate_matrix_rows(const Eigen::MatrixBase<Derived>& x, const Source& source,
-                        Eigen::Index expected_rows, PositionOf&& position_of) {
+                        Rotation rotation = Rotation::Forward) {
   static_assert(Source::kind != SourceKind::RowFill, "per-head cos/sin need a 4-D tensor");
   using T = typename Derived::Scalar;
   using C = compute_t<T>;
+  check_rotation(rotation);
   auto rows = head_rows(x);
-  // A matrix is [rows, head_dim] with one head per row.
+  // A matrix is [rows, head_dim]: one sequence of rows tokens with one head each.
   source.check(ActivationShape({1, rows.count, 1, rows.head_dim}, TensorLayout::BSHD));
-  if (expected_rows >= 0 && expected_rows != rows.count) {
-    fail("positions.size()", expected_rows,
-         "expected one position per row = " + std::to_string(rows.count));
-  }
-  std::vector<C> buffer;
-  std::vector<double> scratch;
+  CosSinScratch<C> storage;
   const int rotary_dim = source.rotary_dim();
+  const int first = source.rotary_offset();
   const bool interleaved = source.pairing() == Pairing::Interleaved;
-  // Rows that share a position (e.g. every head of one decode token) share one cos/sin.
-  for (Eigen::Index first = 0; first < rows.count;) {
-    const std::int64_t position = position_of(first);
-    Eigen::Index last = first + 1;
-    while (last < rows.count && position_of(last) == position) ++last;
+  for (Eigen::Index r0 = 0; r0 < rows.count; r0 += tokens_per_block) {
+    const int count = static_cast<int>(std::min<Eigen::Index>(tokens_per_block, rows.count - r0));
     for_block_cos_sin<C>(
-        source, &position, 1, buffer, scratch,
+        source, 0, r0, count, rotation, storage,
         [&](const C* const* cos, const C* const* sin, int begin, int end) {
-          for (Eigen::Index r = first; r < last; ++r) {
-            T* head = rows.data + r * rows.vector_stride;
+          for (int t = 0; t < count; ++t) {
+            T* head = rows.data + (r0 + t) * rows.vector_stride + first * rows.element_stride;
             if (rows.element_stride == 1) {
-              rotate_contiguous(head, head, cos[0], sin[0], begin, end, rotary_dim, interleaved);
+              rotate_contiguous(head, head, cos[t], sin[t], begin, end, rotary_dim, interleaved);
             } else {
-              rotate_strided(head, head, rows.element_stride, cos[0], sin[0], begin, end,
+              rotate_strided(head, head, rows.element_stride, cos[t], sin[t], begin, end,
                              rotary_dim, source.pairing());
             }
           }
         });
-    first = last;
   }
 }
 
