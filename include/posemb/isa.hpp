@@ -44,6 +44,7 @@
 // clang), 0 elsewhere.
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define POSEMB_ISA_DISPATCH 1
+#include <cpuid.h>
 #include <immintrin.h>
 // Functions compiled for one level; their callees are inlined into them (POSEMB_INLINE).
 #define POSEMB_TARGET_AVX2 __attribute__((target("avx2,fma,f16c")))
@@ -74,8 +75,10 @@ inline IsaLevel best_isa_level() {
 #if POSEMB_ISA_DISPATCH
   static const IsaLevel best = [] {
     __builtin_cpu_init();
-    const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-                      __builtin_cpu_supports("f16c");
+    // F16C: CPUID leaf 1, ECX bit 29 (clang's __builtin_cpu_supports does not know "f16c").
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    const bool f16c = __get_cpuid(1, &eax, &ebx, &ecx, &edx) && ((ecx >> 29) & 1u) != 0;
+    const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && f16c;
     const bool avx512 = avx2 && __builtin_cpu_supports("avx512f") &&
                         __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
                         __builtin_cpu_supports("avx512vl");

@@ -13,10 +13,6 @@
 #include "posemb/isa.hpp"
 #include "posemb/tensor.hpp"
 
-#if POSEMB_ISA_DISPATCH
-#include <cpuid.h>
-#endif
-
 namespace posemb {
 namespace detail {
 
