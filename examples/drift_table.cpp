@@ -44,8 +44,14 @@ int main(int argc, char** argv) {
     const auto interleaved = posemb::default_rope_spec(drift::dim, 10000.0, posemb::Pairing::Interleaved);
     const auto rotate_half = posemb::default_rope_spec(drift::dim, 10000.0, posemb::Pairing::RotateHalf);
 
-    std::printf("Gap-5 drift table (d = 64, base 10000). 'published' columns use the published\n"
-                "float32 arithmetic; 'posemb' columns form angles in double.\n\n");
+    std::printf(
+        "Gap-5 drift table: the attention score of one query/key pair moved along the sequence\n"
+        "with their distance fixed, for sinusoidal absolute embeddings and for RoPE (d = 64,\n"
+        "base 10000). m is the query's position, n the key's, gap = m - n; a relative scheme\n"
+        "scores every (m, n) with the same gap alike. The inputs (torch.manual_seed(774)) and\n"
+        "the published figures this reproduces are described in data/drift_table/README.md.\n"
+        "'published' columns repeat the published float32 arithmetic to its 4 decimals;\n"
+        "'posemb' columns form the angles in double.\n\n");
     std::printf("gap     m     n   sinusoidal      RoPE  |  posemb: sinusoidal      RoPE\n");
     const int gaps[] = {5, 0};
     const int starts[] = {0, 100, 1000, 2000};
@@ -61,7 +67,9 @@ int main(int argc, char** argv) {
     const float no_position = (in.Wq.transpose() * in.x_q).dot(in.Wk.transpose() * in.x_k);
     std::printf("\nno positional encoding at all: %.4f\n\n", no_position);
 
-    std::printf("Sweeping the gap-5 pair over n = 0..%d (m = n + 5):\n\n", drift::sweep_positions - 1);
+    std::printf("Sweeping the gap-5 pair over n = 0..%d (m = n + 5). spread = max - min of the\n"
+                "score; signs = how often it changes sign along the sweep (0 for a relative scheme).\n\n",
+                drift::sweep_positions - 1);
     std::printf("| %-45s | %11s | %11s | %11s | %5s | %10s |\n", "scheme", "min", "max", "spread",
                 "signs", "mean");
     print_sweep("sinusoidal, float32 table (published)",

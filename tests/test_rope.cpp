@@ -670,3 +670,16 @@ TEST_CASE("YaRN: shifting cached keys n times applies the attention factor once"
   const posemb::Tensor4<float> direct = posemb::apply_rope(k, 72, spec);
   CHECK(largest_difference(cache, direct) < 2e-5);
 }
+
+TEST_CASE("an oversized table is a posemb::Error naming its count, never std::bad_alloc") {
+  const posemb::RopeSpec spec = posemb::default_rope_spec(128);
+  // Past what an index can hold: refused before any allocation.
+  CHECK_THROWS_WITH(posemb::RopeTable<float>(spec, 0, std::int64_t(1) << 62),
+                    Catch::Contains("count = 4611686018427387904") && Catch::Contains("can be indexed"));
+#if !defined(__SANITIZE_ADDRESS__)  // ASan reports a failed allocation instead of throwing
+  // 2^40 positions x 64 pairs x 2 x 4 bytes = 563 TB: the allocation fails, and says so.
+  CHECK_THROWS_AS(posemb::RopeTable<float>(spec, 0, std::int64_t(1) << 40), posemb::Error);
+  CHECK_THROWS_WITH(posemb::RopeTable<float>(spec, 0, std::int64_t(1) << 40),
+                    Catch::Contains("count = 1099511627776") && Catch::Contains("can be allocated"));
+#endif
+}

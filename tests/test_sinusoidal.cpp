@@ -291,3 +291,12 @@ TEST_CASE("sinusoidal: errors") {
   throws_with([&] { posemb::add_position_embeddings(t5, std::int64_t{0}, pe); },
               "x.dimension(2) = 5: expected the table width d = 4");
 }
+
+TEST_CASE("an oversized sinusoidal table is a posemb::Error naming max_len") {
+  CHECK_THROWS_WITH(posemb::sinusoidal_table<float>(std::int64_t(1) << 61, 64),
+                    Catch::Contains("max_len = 2305843009213693952"));
+#if !defined(__SANITIZE_ADDRESS__)  // ASan reports a failed allocation instead of throwing
+  CHECK_THROWS_WITH(posemb::sinusoidal_table<float>(std::int64_t(1) << 42, 64),
+                    Catch::Contains("max_len = 4398046511104") && Catch::Contains("can be allocated"));
+#endif
+}

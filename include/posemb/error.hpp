@@ -2,6 +2,8 @@
 #pragma once
 
 #include <cmath>
+#include <cstddef>
+#include <new>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -42,6 +44,26 @@ inline void require_even_positive(const std::string& name, long long value) {
 
 inline void require_positive(const std::string& name, long long value) {
   if (value <= 0) fail(name, value, "expected a number > 0");
+}
+
+// Runs allocate() for an array of `elements` values of `element_bytes` each, sized by the
+// caller's parameter `name` = `value`: a size past what an index can hold, or an allocation that
+// fails (std::bad_alloc), is a posemb::Error naming the parameter and the bytes asked for.
+template <class Allocate>
+void allocate_sized(const std::string& name, long long value, long double elements,
+                    std::size_t element_bytes, Allocate&& allocate) {
+  const long double bytes = elements * static_cast<long double>(element_bytes);
+  std::ostringstream need;
+  need.precision(4);
+  need << "a table of " << bytes << " bytes";
+  if (elements > 9.0e18L || bytes > 9.0e18L) {
+    fail(name, value, "expected a size whose " + need.str() + " can be indexed");
+  }
+  try {
+    allocate();
+  } catch (const std::bad_alloc&) {
+    fail(name, value, "expected a size whose " + need.str() + " can be allocated (it cannot)");
+  }
 }
 
 }  // namespace detail

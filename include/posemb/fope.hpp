@@ -425,6 +425,26 @@ class FopeTable : public CosSinRows<compute_t<T>> {
 
 namespace detail {
 
+template <class Source>
+struct is_fope_table : std::false_type {};
+template <class U>
+struct is_fope_table<FopeTable<U>> : std::true_type {};
+
+// A readable compile error for a source that is neither a Fope nor a FopeTable of the tensor's
+// arithmetic type.
+template <class Source, class T>
+constexpr bool require_fope_source() {
+  static_assert(std::is_same_v<Source, Fope> || is_fope_table<Source>::value,
+                "posemb: the source must be a posemb::Fope or a posemb::FopeTable<T>");
+  if constexpr (is_fope_table<Source>::value) {
+    static_assert(std::is_same_v<typename Source::compute_type, compute_t<T>>,
+                  "posemb: this FopeTable holds another arithmetic type than the tensor needs "
+                  "(double for double storage, float for float/half/bf16): use FopeTable<T> with "
+                  "T the tensor's storage type");
+  }
+  return true;
+}
+
 // Throws unless the tensor's heads are FoPE's: head_dim, and n_heads or n_kv_heads heads.
 inline void check_fope_shape(const Fope& fope, const ActivationShape& shape) {
   if (shape.head_dim != fope.head_dim()) {
@@ -521,20 +541,24 @@ FopeTableSource<TableT> rotary_source(const FopeTable<TableT>& table, const Posi
 //   const posemb::Fope fope = posemb::fope_with_coefficients(config, sin_coef, cos_coef);
 //   const posemb::FopeTable<float> table(fope, /*first_position=*/0, /*count=*/4096);
 //   posemb::apply_fope_inplace(q, /*offset=*/0, table);   // q: [1, seq, n_heads, head_dim]
-template <class X, class Source, IfTensor4<X> = 0>
+template <class X, class Source, IfNotMatrix<X> = 0>
 void apply_fope_inplace(X&& x, const Positions& positions, const Source& source,
                         TensorLayout layout = TensorLayout::BSHD, Threads threads = {},
                         Rotation rotation = Rotation::Forward) {
+  static_assert(require_activation_tensor<X>());
+  static_assert(detail::require_fope_source<Source, scalar_of_t<X>>());
   detail::rotate_tensor_inplace(detail::rotary_source(source, positions),
                                 ActivationShape(x.dimensions(), layout), x.data(), threads,
                                 rotation);
 }
 
 // Out of place into a caller's tensor `out` (layouts as for apply_rope).
-template <class X, class Y, class Source, IfTensor4<X> = 0, IfTensor4<Y> = 0>
+template <class X, class Y, class Source, IfNotMatrix<X> = 0, IfNotMatrix<Y> = 0>
 void apply_fope(const X& x, Y&& out, const Positions& positions, const Source& source,
                 Layouts layouts = TensorLayout::BSHD, Threads threads = {},
                 Rotation rotation = Rotation::Forward) {
+  static_assert(require_activation_tensor<X>() && require_activation_tensor<Y>());
+  static_assert(detail::require_fope_source<Source, scalar_of_t<X>>());
   detail::check_output_tensor(x, out, layouts);
   detail::rotate_tensor(detail::rotary_source(source, positions),
                         ActivationShape(x.dimensions(), layouts.in), x.data(),
@@ -543,10 +567,12 @@ void apply_fope(const X& x, Y&& out, const Positions& positions, const Source& s
 }
 
 // Out of place, returning a new tensor.
-template <class X, class Source, IfTensor4<X> = 0>
-Tensor4<scalar_of_t<X>> apply_fope(const X& x, const Positions& positions, const Source& source,
+template <class X, class Source, IfNotMatrix<X> = 0>
+auto apply_fope(const X& x, const Positions& positions, const Source& source,
                                    TensorLayout layout = TensorLayout::BSHD, Threads threads = {},
                                    Rotation rotation = Rotation::Forward) {
+  static_assert(require_activation_tensor<X>());
+  static_assert(detail::require_fope_source<Source, scalar_of_t<X>>());
   Tensor4<scalar_of_t<X>> out(x.dimensions());
   apply_fope(x, out, positions, source, layout, threads, rotation);
   return out;

@@ -91,10 +91,11 @@ struct ShiftSource {
 //
 // Example (dynamic NTK once the sequence outgrows max_position_embeddings):
 //   posemb::rerotate_keys_inplace(k_cache, /*offset=*/0, old_spec, new_spec);
-template <class X, IfTensor4<X> = 0>
+template <class X, IfNotMatrix<X> = 0>
 void rerotate_keys_inplace(X&& keys, const Positions& positions, const RopeSpec& from,
                            const RopeSpec& to, TensorLayout layout = TensorLayout::BSHD,
                            Threads threads = {}) {
+  static_assert(require_activation_tensor<X>());
   from.validate();
   to.validate();
   if (from.rotary_dim != to.rotary_dim) {
@@ -119,9 +120,10 @@ void rerotate_keys_inplace(X&& keys, const Positions& positions, const RopeSpec&
 //
 // Example (context shift: drop the oldest 512 tokens, move the rest back):
 //   posemb::shift_keys_inplace(k_cache_rest, /*delta=*/-512, spec);
-template <class X, IfTensor4<X> = 0>
+template <class X, IfNotMatrix<X> = 0>
 void shift_keys_inplace(X&& keys, std::int64_t delta, const RopeSpec& spec,
                         TensorLayout layout = TensorLayout::BSHD, Threads threads = {}) {
+  static_assert(require_activation_tensor<X>());
   spec.validate();
   detail::rotate_tensor_inplace(detail::ShiftSource{spec, delta},
                                 ActivationShape(keys.dimensions(), layout), keys.data(), threads);

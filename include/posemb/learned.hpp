@@ -45,7 +45,8 @@ class LearnedPositionTable {
       : max_len_(max_len), dim_(d) {
     detail::check_table_size(max_len, d);
     detail::require_positive_finite("init_std", init_std);
-    owned_.resize(static_cast<std::size_t>(max_len * d));
+    detail::allocate_sized("max_len", max_len, static_cast<long double>(max_len) * d, sizeof(T),
+                           [&] { owned_.resize(static_cast<std::size_t>(max_len * d)); });
     detail::BoxMullerNormal normal(seed);
     for (T& w : owned_) w = detail::round_to_storage<T>(init_std * normal());
   }

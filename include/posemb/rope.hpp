@@ -127,8 +127,10 @@ class CosSinRows {
              Eigen::Index width)
       : table_(table), first_position_(first_position) {
     detail::require_positive("count", count);
-    cos_.resize(count, width);
-    sin_.resize(count, width);
+    detail::allocate_sized("count", count, 2.0L * count * width, sizeof(C), [&] {
+      cos_.resize(count, width);
+      sin_.resize(count, width);
+    });
   }
 
   Matrix cos_, sin_;
@@ -183,6 +185,26 @@ class RopeTable : public CosSinRows<compute_t<T>> {
 };
 
 namespace detail {
+
+template <class Source>
+struct is_rope_table : std::false_type {};
+template <class U>
+struct is_rope_table<RopeTable<U>> : std::true_type {};
+
+// A readable compile error for a source that is neither a RopeSpec nor a RopeTable of the
+// tensor's arithmetic type.
+template <class Source, class T>
+constexpr bool require_rope_source() {
+  static_assert(std::is_same_v<Source, RopeSpec> || is_rope_table<Source>::value,
+                "posemb: the source must be a posemb::RopeSpec or a posemb::RopeTable<T>");
+  if constexpr (is_rope_table<Source>::value) {
+    static_assert(std::is_same_v<typename Source::compute_type, compute_t<T>>,
+                  "posemb: this RopeTable holds another arithmetic type than the tensor needs "
+                  "(double for double storage, float for float/half/bf16): use RopeTable<T> with "
+                  "T the tensor's storage type");
+  }
+  return true;
+}
 
 // Throws unless head_dim holds the rotated slice [rotary_offset, rotary_offset + rotary_dim).
 inline void check_head_dim(const RopeSpec& spec, const ActivationShape& shape) {
@@ -353,10 +375,12 @@ typename Derived::PlainObject apply_rope(const Eigen::MatrixBase<Derived>& x,
 //   Eigen::TensorMap<Eigen::Tensor<float, 4, Eigen::RowMajor>> q(q_data, 1, seq, 32, 128);
 //   posemb::apply_rope_inplace(q, /*offset=*/cache_length, spec, posemb::TensorLayout::BSHD,
 //                              posemb::Threads{2});
-template <class X, class Source, IfTensor4<X> = 0>
+template <class X, class Source, IfNotMatrix<X> = 0>
 void apply_rope_inplace(X&& x, const Positions& positions, const Source& source,
                         TensorLayout layout = TensorLayout::BSHD, Threads threads = {},
                         Rotation rotation = Rotation::Forward) {
+  static_assert(require_activation_tensor<X>());
+  static_assert(detail::require_rope_source<Source, scalar_of_t<X>>());
   detail::rotate_tensor_inplace(detail::rotary_source(source, positions),
                                 ActivationShape(x.dimensions(), layout), x.data(), threads,
                                 rotation);
@@ -371,10 +395,12 @@ void apply_rope_inplace(X&& x, const Positions& positions, const Source& source,
 //   posemb::apply_rope(k_proj, k_cache, positions, table,
 //                      posemb::Layouts(posemb::TensorLayout::BSHD, posemb::TensorLayout::BHSD,
 //                                      cache_length));
-template <class X, class Y, class Source, IfTensor4<X> = 0, IfTensor4<Y> = 0>
+template <class X, class Y, class Source, IfNotMatrix<X> = 0, IfNotMatrix<Y> = 0>
 void apply_rope(const X& x, Y&& out, const Positions& positions, const Source& source,
                 Layouts layouts = TensorLayout::BSHD, Threads threads = {},
                 Rotation rotation = Rotation::Forward) {
+  static_assert(require_activation_tensor<X>() && require_activation_tensor<Y>());
+  static_assert(detail::require_rope_source<Source, scalar_of_t<X>>());
   detail::check_output_tensor(x, out, layouts);
   detail::rotate_tensor(detail::rotary_source(source, positions),
                         ActivationShape(x.dimensions(), layouts.in), x.data(),
@@ -383,10 +409,12 @@ void apply_rope(const X& x, Y&& out, const Positions& positions, const Source& s
 }
 
 // Out of place, returning a new tensor in x's layout.
-template <class X, class Source, IfTensor4<X> = 0>
-Tensor4<scalar_of_t<X>> apply_rope(const X& x, const Positions& positions, const Source& source,
+template <class X, class Source, IfNotMatrix<X> = 0>
+auto apply_rope(const X& x, const Positions& positions, const Source& source,
                                    TensorLayout layout = TensorLayout::BSHD, Threads threads = {},
                                    Rotation rotation = Rotation::Forward) {
+  static_assert(require_activation_tensor<X>());
+  static_assert(detail::require_rope_source<Source, scalar_of_t<X>>());
   Tensor4<scalar_of_t<X>> out(x.dimensions());
   apply_rope(x, out, positions, source, layout, threads, rotation);
   return out;

@@ -94,7 +94,9 @@ EmbeddingTable<T> sinusoidal_table(std::int64_t max_len, int d, double base = 10
   detail::require_even_positive("d", d);
   detail::check_table_size(max_len, d);
   const Eigen::VectorXd inv_freq = default_inv_freq(d, base);  // checks base
-  EmbeddingTable<T> table(static_cast<Eigen::Index>(max_len), d);
+  EmbeddingTable<T> table;
+  detail::allocate_sized("max_len", max_len, static_cast<long double>(max_len) * d, sizeof(T),
+                         [&] { table.resize(static_cast<Eigen::Index>(max_len), d); });
   for (Eigen::Index p = 0; p < table.rows(); ++p) {
     detail::sinusoidal_row(p, inv_freq, layout, table.row(p).data());
   }

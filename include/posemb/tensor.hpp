@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <string>
 #include <type_traits>
+#include <utility>
 
 #include "posemb/error.hpp"
 
@@ -80,6 +81,34 @@ template <class X>
 using IfTensor4 = std::enable_if_t<is_row_major_tensor_v<X, 4>, int>;
 template <class X>
 using IfTensor3 = std::enable_if_t<is_row_major_tensor_v<X, 3>, int>;
+
+// True for Eigen matrices, vectors, maps and blocks (what the matrix overloads take).
+namespace detail {
+template <class Derived>
+std::true_type matrix_test(const Eigen::MatrixBase<Derived>*);
+std::false_type matrix_test(...);
+}  // namespace detail
+template <class X>
+inline constexpr bool is_eigen_matrix_v =
+    decltype(detail::matrix_test(std::declval<std::decay_t<X>*>()))::value;
+
+// The tensor entry points take anything that is not an Eigen matrix, then say what they expect
+// (require_activation_tensor) instead of a page of failed overloads.
+template <class X>
+using IfNotMatrix = std::enable_if_t<!is_eigen_matrix_v<X>, int>;
+
+// A readable compile error for anything but a rank-4 row-major tensor.
+template <class X>
+constexpr bool require_activation_tensor() {
+  static_assert(is_row_major_tensor_v<X, 4>,
+                "posemb: expected an activation Eigen::Tensor<T, 4, Eigen::RowMajor> or an "
+                "Eigen::TensorMap of one: [batch, seq, heads, head_dim] (BSHD) or [batch, heads, "
+                "seq, head_dim] (BHSD). Eigen's default (column-major) TensorMap, other ranks and "
+                "std::vector are not accepted: map the buffer as "
+                "Eigen::TensorMap<Eigen::Tensor<T, 4, Eigen::RowMajor>>(data, b, s, h, d), or use "
+                "an Eigen::Matrix / Map [rows, head_dim] with the matrix overloads");
+  return true;
+}
 
 // The storage type of a tensor X (const removed).
 template <class X>

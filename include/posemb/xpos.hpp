@@ -174,10 +174,11 @@ void check_xpos_positions(const XposSpec& spec, XposRole role, const Positions& 
 //   const posemb::XposSpec spec{posemb::default_rope_spec(64), posemb::XposParams{}};
 //   posemb::apply_xpos(q, q_out, /*offset=*/0, spec, posemb::XposRole::Query);
 //   posemb::apply_xpos(k, k_out, /*offset=*/0, spec, posemb::XposRole::Key);
-template <class X, class Y, IfTensor4<X> = 0, IfTensor4<Y> = 0>
+template <class X, class Y, IfNotMatrix<X> = 0, IfNotMatrix<Y> = 0>
 void apply_xpos(const X& x, Y&& out, const Positions& positions, const XposSpec& spec,
                 XposRole role, Layouts layouts = TensorLayout::BSHD, Threads threads = {},
                 Rotation rotation = Rotation::Forward) {
+  static_assert(require_activation_tensor<X>() && require_activation_tensor<Y>());
   detail::check_output_tensor(x, out, layouts);
   const ActivationShape shape(x.dimensions(), layouts.in);
   detail::check_xpos_positions<scalar_of_t<X>>(spec, role, positions, shape.batch, shape.seq);
@@ -188,10 +189,11 @@ void apply_xpos(const X& x, Y&& out, const Positions& positions, const XposSpec&
 
 // In place; allocates nothing. A scale out of the storage type's range throws before any
 // change.
-template <class X, IfTensor4<X> = 0>
+template <class X, IfNotMatrix<X> = 0>
 void apply_xpos_inplace(X&& x, const Positions& positions, const XposSpec& spec, XposRole role,
                         TensorLayout layout = TensorLayout::BSHD, Threads threads = {},
                         Rotation rotation = Rotation::Forward) {
+  static_assert(require_activation_tensor<X>());
   const ActivationShape shape(x.dimensions(), layout);
   detail::check_xpos_positions<scalar_of_t<X>>(spec, role, positions, shape.batch, shape.seq);
   detail::rotate_tensor_inplace(detail::XposSource{spec, role, positions}, shape, x.data(),
@@ -199,10 +201,11 @@ void apply_xpos_inplace(X&& x, const Positions& positions, const XposSpec& spec,
 }
 
 // Out of place, returning a new tensor.
-template <class X, IfTensor4<X> = 0>
-Tensor4<scalar_of_t<X>> apply_xpos(const X& x, const Positions& positions, const XposSpec& spec,
+template <class X, IfNotMatrix<X> = 0>
+auto apply_xpos(const X& x, const Positions& positions, const XposSpec& spec,
                                    XposRole role, TensorLayout layout = TensorLayout::BSHD,
                                    Threads threads = {}, Rotation rotation = Rotation::Forward) {
+  static_assert(require_activation_tensor<X>());
   Tensor4<scalar_of_t<X>> out(x.dimensions());
   apply_xpos(x, out, positions, spec, role, layout, threads, rotation);
   return out;

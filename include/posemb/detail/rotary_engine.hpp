@@ -50,8 +50,15 @@ enum class SourceKind { Rows, Pairs, RowFill };
 // Pairs whose cos/sin are computed at once on the stack by a Pairs source.
 inline constexpr int cos_sin_chunk = 64;
 
-// Tokens per unit of work: their cos/sin are formed once for all heads.
-inline constexpr int tokens_per_block = 16;
+// Tokens per unit of work: their cos/sin are formed once and serve every head. BSHD visits the
+// block token by token (all heads of a token are adjacent), so a small block suffices. BHSD
+// visits it head by head: each head's block is a contiguous run of block * head_dim values, and
+// a longer run (64 tokens: 32 KiB of float at head_dim 128) keeps the heads' streams long
+// enough for the prefetchers while the block's cos/sin (32 KiB of float) stays in L1/L2 across
+// all heads, instead of each head streaming the cos/sin again.
+inline constexpr int tokens_per_block = 64;  // the most any layout uses
+inline constexpr int bshd_tokens_per_block = 16;
+inline constexpr int bhsd_tokens_per_block = 64;
 
 // Head vectors handed to the rotation kernels per call.
 inline constexpr int heads_per_batch = 64;
@@ -143,7 +150,7 @@ inline void check_output(const ActivationShape& in, const ActivationShape& out,
 // out_seq_offset on); in == out with the same shape rotates in place.
 //   in:  [batch, seq, heads, head_dim] (BSHD) or [batch, heads, seq, head_dim] (BHSD)
 //   out: the same heads in its own layout, seq >= out_seq_offset + in seq
-// Work is split into blocks of tokens_per_block tokens of one batch row; each block gets its
+// Work is split into blocks of tokens of one batch row (see tokens_per_block); each block gets its
 // cos/sin once and rotates all its heads. Blocks are shared among up to threads.count threads
 // (threads_for decides how many are worth starting). Everything is checked before any work.
 template <class T, class Source>
@@ -167,14 +174,16 @@ void rotate_tensor(const Source& source, const ActivationShape& in_shape, const 
   const bool interleaved = source.pairing() == Pairing::Interleaved;
   const Eigen::Index head_dim = in_shape.head_dim, heads = in_shape.heads, seq = in_shape.seq;
   const Eigen::Index group = std::max<Eigen::Index>(source.head_group(heads), 1);
-  const Eigen::Index blocks_per_row = (seq + tokens_per_block - 1) / tokens_per_block;
+  const Eigen::Index block_tokens =
+      in_shape.bshd() ? bshd_tokens_per_block : bhsd_tokens_per_block;
+  const Eigen::Index blocks_per_row = (seq + block_tokens - 1) / block_tokens;
   const bool pass_through = out != in && rotary_dim < head_dim;
   const auto rotate_blocks = [&](Eigen::Index block_begin, Eigen::Index block_end) {
     CosSinScratch<C> storage;
     for (Eigen::Index block = block_begin; block < block_end; ++block) {
       const Eigen::Index b = block / blocks_per_row;
-      const Eigen::Index s0 = (block % blocks_per_row) * tokens_per_block;
-      const int count = static_cast<int>(std::min<Eigen::Index>(tokens_per_block, seq - s0));
+      const Eigen::Index s0 = (block % blocks_per_row) * block_tokens;
+      const int count = static_cast<int>(std::min<Eigen::Index>(block_tokens, seq - s0));
       for_block_cos_sin<C>(
           source, b, s0, count, rotation, storage,
           [&](const C* const* cos_rows, const C* const* sin_rows, int begin, int end) {
@@ -280,8 +289,9 @@ void rotate_matrix_rows(const Eigen::MatrixBase<Derived>& x, const Source& sourc
   const int rotary_dim = source.rotary_dim();
   const int first = source.rotary_offset();
   const bool interleaved = source.pairing() == Pairing::Interleaved;
-  for (Eigen::Index r0 = 0; r0 < rows.count; r0 += tokens_per_block) {
-    const int count = static_cast<int>(std::min<Eigen::Index>(tokens_per_block, rows.count - r0));
+  for (Eigen::Index r0 = 0; r0 < rows.count; r0 += bshd_tokens_per_block) {
+    const int count =
+        static_cast<int>(std::min<Eigen::Index>(bshd_tokens_per_block, rows.count - r0));
     for_block_cos_sin<C>(
         source, 0, r0, count, rotation, storage,
         [&](const C* const* cos, const C* const* sin, int begin, int end) {

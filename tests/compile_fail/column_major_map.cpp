@@ -1,0 +1,7 @@
+// Must not compile: Eigen's default TensorMap is column-major.
+#include <posemb/rope.hpp>
+
+void rotate(float* data) {
+  Eigen::TensorMap<Eigen::Tensor<float, 4>> q(data, 1, 8, 4, 64);
+  posemb::apply_rope_inplace(q, 0, posemb::default_rope_spec(64));
+}
