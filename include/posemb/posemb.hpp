@@ -6,6 +6,7 @@
 #include "posemb/version.hpp"
 #include "posemb/error.hpp"
 #include "posemb/tensor.hpp"
+#include "posemb/isa.hpp"
 #include "posemb/npy.hpp"
 
 // Rotary: frequencies, the kernel, scaled variants, xPos, FoPE, KV-cache helpers, permutation.

@@ -59,6 +59,10 @@ nlohmann::json read_json(const std::string& path) {
 
 std::vector<double> as_doubles(const NpyArray& array) {
   if (array.dtype == "<f8") return array.values<double>();
+  if (array.dtype == "<i8") {
+    const std::vector<std::int64_t> values = array.values<std::int64_t>();
+    return std::vector<double>(values.begin(), values.end());
+  }
   const std::vector<float> values = array.values<float>();
   return std::vector<double>(values.begin(), values.end());
 }

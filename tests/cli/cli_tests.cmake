@@ -170,7 +170,7 @@ posemb_cli_test("error coefficient dtype" EXIT 1 STDERR "positions\\.npy: dtype 
        --fope-cos-coef ${fope_a}/cos_coef.npy --output ${out} OUTPUT ${out})
 posemb_cli_test("error input rank" EXIT 1 STDERR "inv_freq\\.npy: shape = \\[16\\]: expected"
   ARGS apply ${rope_config} --input ${fope_a}/inv_freq.npy --output ${out} OUTPUT ${out})
-posemb_cli_test("error positions shape" EXIT 1 STDERR "positions\\.npy: shape = \\[128\\]: expected int64 \\[seq\\]"
+posemb_cli_test("error positions shape" EXIT 1 STDERR "positions\\.npy: shape = \\[128\\]: expected int64 or float64 \\[seq\\]"
   ARGS apply ${rope_config} --input ${fope_a}/x.npy --positions ${fope_b}/positions.npy --output ${out}
   OUTPUT ${out})
 posemb_cli_test("error head_dim below rotary_dim" EXIT 1 STDERR "applied to .*x\\.npy: head_dim = 16: expected >= rotary_dim = 64"

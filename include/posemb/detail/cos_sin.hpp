@@ -1,6 +1,6 @@
 // The one generator of cos/sin in posemb: every rotary table, kernel and absolute table forms
 // its cos and sin here, from angles in double, so that they agree bit for bit wherever the same
-// angle is asked for. Raw pointers only.
+// angle is asked for at the same instruction-set level (posemb/isa.hpp). Raw pointers only.
 //
 // How an angle x (radians, double, any magnitude) becomes cos x and sin x:
 //
@@ -14,6 +14,9 @@
 // 3. Taylor polynomials c, s of cos y and sin y, then cos r = {c, -s, -c, s}[q mod 4] and
 //    sin r = {s, c, -s, -c}[q mod 4].
 //
+// With FMA every multiply-add of steps 1-3 is an explicit fma, so the levels that have FMA give
+// the same bits; without FMA every product is rounded (posemb/isa.hpp).
+//
 // Degree: for float output, sin to y^9 and cos to y^10: the truncation is at most
 // |y|^10 / 11! <= 2.3e-9 relative for sin and |y|^12 / 12! / cos y <= 1.7e-10 for cos, under
 // 0.04 float ulp, so the double result is within half a float ulp of the exact value and the
@@ -23,7 +26,7 @@
 //
 // The loops are plain loops over `__restrict` pointers with the lane function inlined and no
 // branches (quadrant selection is integer bit arithmetic), so the compiler vectorizes them for
-// whatever the build targets.
+// each level they are compiled for.
 #pragma once
 
 #include <Eigen/Core>
@@ -31,13 +34,26 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "posemb/isa.hpp"
+
 namespace posemb {
 namespace detail {
 
+// a * b + c: one rounding (Fma) or two.
+template <bool Fma, class C>
+POSEMB_INLINE C mul_add(C a, C b, C c) {
+  if constexpr (Fma) {
+    return std::fma(a, b, c);
+  } else {
+    return a * b + c;
+  }
+}
+
 // cos x and sin x for one double angle x. Full: double-accurate polynomials (for double
-// output); otherwise float-accurate ones.
-template <bool Full>
-inline void cos_sin_lane(double x, double& cos_x, double& sin_x) {
+// output); otherwise float-accurate ones. Fma: explicit fused multiply-adds (code for a level
+// with FMA), else separately rounded products.
+template <bool Full, bool Fma>
+POSEMB_INLINE void cos_sin_lane(double x, double& cos_x, double& sin_x) {
   constexpr double two_pi = 0x1.921fb54442d18p+2;      // double nearest 2 pi
   constexpr double inv_two_pi = 0x1.45f306dc9c883p-3;  // 1 / (2 pi)
   constexpr double two_over_pi = 0x1.45f306dc9c883p-1;
@@ -46,56 +62,52 @@ inline void cos_sin_lane(double x, double& cos_x, double& sin_x) {
   constexpr double pio2_1 = 0x1.921fb54442d18p+0;
   constexpr double pio2_2 = 0x1.1a62633145c07p-54;
   constexpr double pio2_3 = -0x1.f1976b7ed8fbcp-110;
-  const double k = std::nearbyint(x * inv_two_pi);
-#if defined(__FMA__)
-  const double r = std::fma(-k, two_pi, x);
-#else
   // two_pi = two_pi_1 + two_pi_2 + two_pi_3 exactly, the first two with 21 significant bits.
   constexpr double two_pi_1 = 0x1.921fbp+2;
   constexpr double two_pi_2 = 0x1.5110bp-20;
   constexpr double two_pi_3 = 0x1.18p-42;
   static_assert(two_pi_1 + two_pi_2 + two_pi_3 == two_pi, "exact split of two_pi");
-  const double r = ((x - k * two_pi_1) - k * two_pi_2) - k * two_pi_3;
-#endif
+  const double k = std::nearbyint(x * inv_two_pi);
+  double r;
+  if constexpr (Fma) {
+    r = std::fma(-k, two_pi, x);
+  } else {
+    r = ((x - k * two_pi_1) - k * two_pi_2) - k * two_pi_3;
+  }
   // q = nearest(2r/pi); q + 1.5 * 2^52 holds q in its low mantissa bits as a two's complement
   // integer (|q| <= 2), whose bits 0 and 1 give the quadrant below. (Rounding by adding and
   // subtracting 1.5 * 2^52 instead of nearbyint would be folded away by -ffast-math.)
   const double q = std::nearbyint(r * two_over_pi);
   const std::uint64_t quadrant = Eigen::numext::bit_cast<std::uint64_t>(q + round_shift);
-#if defined(__FMA__)
-  double y = std::fma(-q, pio2_1, r);
-  y = std::fma(-q, pio2_2, y);
-  if constexpr (Full) y = std::fma(-q, pio2_3, y);
-#else
-  double y = (r - q * pio2_1) - q * pio2_2;
-  if constexpr (Full) y -= q * pio2_3;
-#endif
+  double y = mul_add<Fma>(-q, pio2_1, r);
+  y = mul_add<Fma>(-q, pio2_2, y);
+  if constexpr (Full) y = mul_add<Fma>(-q, pio2_3, y);
   const double z = y * y;
   // sin y = y + y z (-1/3! + z/5! - ...), cos y = 1 + z (-1/2! + z/4! - ...)
   double ps, pc;
   if constexpr (Full) {
     ps = 1.0 / 355687428096000.0;  // 1/17!
-    ps = ps * z - 1.0 / 1307674368000.0;
-    ps = ps * z + 1.0 / 6227020800.0;
-    ps = ps * z - 1.0 / 39916800.0;
+    ps = mul_add<Fma>(ps, z, -1.0 / 1307674368000.0);
+    ps = mul_add<Fma>(ps, z, 1.0 / 6227020800.0);
+    ps = mul_add<Fma>(ps, z, -1.0 / 39916800.0);
     pc = 1.0 / 20922789888000.0;  // 1/16!
-    pc = pc * z - 1.0 / 87178291200.0;
-    pc = pc * z + 1.0 / 479001600.0;
-    ps = ps * z + 1.0 / 362880.0;
-    pc = pc * z - 1.0 / 3628800.0;
+    pc = mul_add<Fma>(pc, z, -1.0 / 87178291200.0);
+    pc = mul_add<Fma>(pc, z, 1.0 / 479001600.0);
+    ps = mul_add<Fma>(ps, z, 1.0 / 362880.0);
+    pc = mul_add<Fma>(pc, z, -1.0 / 3628800.0);
   } else {
     ps = 1.0 / 362880.0;    // 1/9!
     pc = -1.0 / 3628800.0;  // -1/10!
   }
-  ps = ps * z - 1.0 / 5040.0;
-  ps = ps * z + 1.0 / 120.0;
-  ps = ps * z - 1.0 / 6.0;
-  const double s = y + y * z * ps;
-  pc = pc * z + 1.0 / 40320.0;
-  pc = pc * z - 1.0 / 720.0;
-  pc = pc * z + 1.0 / 24.0;
-  pc = pc * z - 0.5;
-  const double c = 1.0 + z * pc;
+  ps = mul_add<Fma>(ps, z, -1.0 / 5040.0);
+  ps = mul_add<Fma>(ps, z, 1.0 / 120.0);
+  ps = mul_add<Fma>(ps, z, -1.0 / 6.0);
+  const double s = mul_add<Fma>(y * z, ps, y);
+  pc = mul_add<Fma>(pc, z, 1.0 / 40320.0);
+  pc = mul_add<Fma>(pc, z, -1.0 / 720.0);
+  pc = mul_add<Fma>(pc, z, 1.0 / 24.0);
+  pc = mul_add<Fma>(pc, z, -0.5);
+  const double c = mul_add<Fma>(z, pc, 1.0);
   // Odd q swaps c and s; the sign of sin r is bit 1 of q mod 4, that of cos r bit 1 of
   // (q + 1) mod 4. Integer lane operations, which vectorize without compares.
   const bool swap = (quadrant & 1u) != 0;
@@ -112,31 +124,94 @@ template <class C>
 inline constexpr bool full_precision_v = std::is_same_v<C, double>;
 
 // cos and sin of theta_i = position * inv_freq[i] (formed in double), times `scale`, rounded
-// to C. inv_freq, cos_out, sin_out: [n].
-template <class C>
-inline void cos_sin_at(const double* __restrict inv_freq, double position, double scale,
-                       Eigen::Index n, C* __restrict cos_out, C* __restrict sin_out) {
+// to C, by the code of level L. inv_freq, cos_out, sin_out: [n].
+template <IsaLevel L, class C>
+POSEMB_INLINE void cos_sin_at_level(const double* __restrict inv_freq, double position,
+                                    double scale, Eigen::Index n, C* __restrict cos_out,
+                                    C* __restrict sin_out) {
   static_assert(std::is_same_v<C, float> || std::is_same_v<C, double>, "C is float or double");
   for (Eigen::Index i = 0; i < n; ++i) {
     double c, s;
-    cos_sin_lane<full_precision_v<C>>(position * inv_freq[i], c, s);
+    cos_sin_lane<full_precision_v<C>, has_fma_v<L>>(position * inv_freq[i], c, s);
     cos_out[i] = static_cast<C>(scale * c);
     sin_out[i] = static_cast<C>(scale * s);
   }
 }
 
-// cos and sin of angle[i] times magnitude[i], rounded to C (xPos's per-pair decay, the KV-cache
-// helpers' angle differences). angle, magnitude, cos_out, sin_out: [n].
-template <class C>
-inline void cos_sin_of(const double* __restrict angle, const double* __restrict magnitude,
-                       Eigen::Index n, C* __restrict cos_out, C* __restrict sin_out) {
+// cos and sin of angle[i] times magnitude[i], rounded to C, by the code of level L.
+// angle, magnitude, cos_out, sin_out: [n].
+template <IsaLevel L, class C>
+POSEMB_INLINE void cos_sin_of_level(const double* __restrict angle,
+                                    const double* __restrict magnitude, Eigen::Index n,
+                                    C* __restrict cos_out, C* __restrict sin_out) {
   static_assert(std::is_same_v<C, float> || std::is_same_v<C, double>, "C is float or double");
   for (Eigen::Index i = 0; i < n; ++i) {
     double c, s;
-    cos_sin_lane<full_precision_v<C>>(angle[i], c, s);
+    cos_sin_lane<full_precision_v<C>, has_fma_v<L>>(angle[i], c, s);
     cos_out[i] = static_cast<C>(magnitude[i] * c);
     sin_out[i] = static_cast<C>(magnitude[i] * s);
   }
+}
+
+#if POSEMB_ISA_DISPATCH
+template <class C>
+POSEMB_TARGET_AVX2 void cos_sin_at_avx2(const double* inv_freq, double position, double scale,
+                                        Eigen::Index n, C* cos_out, C* sin_out) {
+  cos_sin_at_level<IsaLevel::Avx2>(inv_freq, position, scale, n, cos_out, sin_out);
+}
+template <class C>
+POSEMB_TARGET_AVX512 void cos_sin_at_avx512(const double* inv_freq, double position,
+                                            double scale, Eigen::Index n, C* cos_out,
+                                            C* sin_out) {
+  cos_sin_at_level<IsaLevel::Avx512>(inv_freq, position, scale, n, cos_out, sin_out);
+}
+template <class C>
+POSEMB_TARGET_AVX2 void cos_sin_of_avx2(const double* angle, const double* magnitude,
+                                        Eigen::Index n, C* cos_out, C* sin_out) {
+  cos_sin_of_level<IsaLevel::Avx2>(angle, magnitude, n, cos_out, sin_out);
+}
+template <class C>
+POSEMB_TARGET_AVX512 void cos_sin_of_avx512(const double* angle, const double* magnitude,
+                                            Eigen::Index n, C* cos_out, C* sin_out) {
+  cos_sin_of_level<IsaLevel::Avx512>(angle, magnitude, n, cos_out, sin_out);
+}
+#endif
+
+// cos and sin of theta_i = position * inv_freq[i] (formed in double), times `scale`, rounded
+// to C, at the active level. inv_freq, cos_out, sin_out: [n].
+template <class C>
+inline void cos_sin_at(const double* inv_freq, double position, double scale, Eigen::Index n,
+                       C* cos_out, C* sin_out) {
+#if POSEMB_ISA_DISPATCH
+  const IsaLevel level = isa_level();
+  if (!runs_inline(level)) {
+    switch (level) {
+      case IsaLevel::Avx512: return cos_sin_at_avx512(inv_freq, position, scale, n, cos_out, sin_out);
+      case IsaLevel::Avx2: return cos_sin_at_avx2(inv_freq, position, scale, n, cos_out, sin_out);
+      default: break;
+    }
+  }
+#endif
+  cos_sin_at_level<IsaLevel::Portable>(inv_freq, position, scale, n, cos_out, sin_out);
+}
+
+// cos and sin of angle[i] times magnitude[i], rounded to C, at the active level (xPos's
+// per-pair decay, the KV-cache helpers' angle differences). angle, magnitude, cos_out, sin_out:
+// [n].
+template <class C>
+inline void cos_sin_of(const double* angle, const double* magnitude, Eigen::Index n, C* cos_out,
+                       C* sin_out) {
+#if POSEMB_ISA_DISPATCH
+  const IsaLevel level = isa_level();
+  if (!runs_inline(level)) {
+    switch (level) {
+      case IsaLevel::Avx512: return cos_sin_of_avx512(angle, magnitude, n, cos_out, sin_out);
+      case IsaLevel::Avx2: return cos_sin_of_avx2(angle, magnitude, n, cos_out, sin_out);
+      default: break;
+    }
+  }
+#endif
+  cos_sin_of_level<IsaLevel::Portable>(angle, magnitude, n, cos_out, sin_out);
 }
 
 // Fills a cos/sin table for positions first_position .. first_position + count - 1.

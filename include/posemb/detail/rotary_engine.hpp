@@ -60,6 +60,9 @@ inline constexpr int tokens_per_block = 64;  // the most any layout uses
 inline constexpr int bshd_tokens_per_block = 16;
 inline constexpr int bhsd_tokens_per_block = 64;
 
+// Head vectors handed to the rotation kernels per call.
+inline constexpr int heads_per_batch = 64;
+
 // Per-thread storage of for_block_cos_sin: RowFill rows, a Rows source's inverse rows, scratch.
 template <class C>
 struct CosSinScratch {
@@ -184,12 +187,20 @@ void rotate_tensor(const Source& source, const ActivationShape& in_shape, const 
       for_block_cos_sin<C>(
           source, b, s0, count, rotation, storage,
           [&](const C* const* cos_rows, const C* const* sin_rows, int begin, int end) {
+            // Heads are queued and rotated a batch per call (detail/rotate.hpp: rotate_heads).
+            HeadRotation<T, C> batch[heads_per_batch];
+            int queued = 0;
+            const auto flush = [&] {
+              rotate_heads(batch, queued, begin, end, rotary_dim, interleaved);
+              queued = 0;
+            };
             const auto rotate = [&](int t, Eigen::Index h) {
               const Eigen::Index from = in_shape.offset(b, s0 + t, h) + first;
               const Eigen::Index to = out_shape.offset(b, out_seq_offset + s0 + t, h) + first;
               const Eigen::Index segment = (h / group) * pairs;
-              rotate_contiguous(in + from, out + to, cos_rows[t] + segment, sin_rows[t] + segment,
-                                begin, end, rotary_dim, interleaved);
+              batch[queued++] = {in + from, out + to, cos_rows[t] + segment,
+                                 sin_rows[t] + segment};
+              if (queued == heads_per_batch) flush();
             };
             // Visit heads in the input's memory order: BSHD token-major, BHSD head-major.
             if (in_shape.bshd()) {
@@ -199,6 +210,7 @@ void rotate_tensor(const Source& source, const ActivationShape& in_shape, const 
               for (Eigen::Index h = 0; h < heads; ++h)
                 for (int t = 0; t < count; ++t) rotate(t, h);
             }
+            flush();
           });
       if (pass_through) {  // features before and after the rotated slice
         for (int t = 0; t < count; ++t) {

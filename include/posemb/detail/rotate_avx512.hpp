@@ -1,12 +1,14 @@
 // AVX-512 rotation for half-precision storage (Eigen::half, Eigen::bfloat16): 16 pairs per
-// step, widened to float, rotated, rounded once: one pass, no staging buffers. Empty unless the
-// build targets AVX-512 F, BW and DQ.
+// step, widened to float, rotated, rounded once: one pass, no staging buffers. Compiled for
+// level avx512 (posemb/isa.hpp) on x86-64 with GCC or clang.
 #pragma once
 
 #include <Eigen/Core>
+#include <cmath>
 #include <type_traits>
 
 #include "posemb/detail/half_io.hpp"
+#include "posemb/isa.hpp"
 
 namespace posemb {
 namespace detail {
@@ -15,13 +17,14 @@ namespace detail {
 // AVX-512 rotation for half-precision storage T (Eigen::half, Eigen::bfloat16), 16 pairs per
 // step, widened to float, rotated, rounded once: one pass, no staging buffers.
 
-#if POSEMB_AVX512_HALF_KERNELS
+#if POSEMB_ISA_DISPATCH
 // RotateHalf, pairs [0, 16 * floor(n / 16)) of (lo[i], hi[i]), 32 at a time while it can;
 // returns how many were done.
 // in_lo, in_hi, out_lo, out_hi: [n] (out == in: in place); cos, sin: [n].
 template <class T>
-inline Eigen::Index rotate_half_avx512(const T* in_lo, const T* in_hi, T* out_lo, T* out_hi,
-                                       const float* cos, const float* sin, Eigen::Index n) {
+POSEMB_TARGET_AVX512 POSEMB_INLINE Eigen::Index rotate_half_avx512(const T* in_lo, const T* in_hi, T* out_lo, T* out_hi,
+                                       const float* cos, const float* sin, Eigen::Index n,
+                                       bool bf16) {
   Eigen::Index i = 0;
   for (; i + 32 <= n; i += 32) {
     const __m512 a0 = load16(in_lo + i), b0 = load16(in_hi + i);
@@ -29,15 +32,15 @@ inline Eigen::Index rotate_half_avx512(const T* in_lo, const T* in_hi, T* out_lo
     const __m512 c0 = _mm512_loadu_ps(cos + i), s0 = _mm512_loadu_ps(sin + i);
     const __m512 c1 = _mm512_loadu_ps(cos + i + 16), s1 = _mm512_loadu_ps(sin + i + 16);
     store32(out_lo + i, _mm512_fmsub_ps(a0, c0, _mm512_mul_ps(b0, s0)),
-            _mm512_fmsub_ps(a1, c1, _mm512_mul_ps(b1, s1)));
+            _mm512_fmsub_ps(a1, c1, _mm512_mul_ps(b1, s1)), bf16);
     store32(out_hi + i, _mm512_fmadd_ps(a0, s0, _mm512_mul_ps(b0, c0)),
-            _mm512_fmadd_ps(a1, s1, _mm512_mul_ps(b1, c1)));
+            _mm512_fmadd_ps(a1, s1, _mm512_mul_ps(b1, c1)), bf16);
   }
   for (; i + 16 <= n; i += 16) {
     const __m512 a = load16(in_lo + i), b = load16(in_hi + i);
     const __m512 c = _mm512_loadu_ps(cos + i), s = _mm512_loadu_ps(sin + i);
-    store16(out_lo + i, _mm512_fmsub_ps(a, c, _mm512_mul_ps(b, s)));
-    store16(out_hi + i, _mm512_fmadd_ps(a, s, _mm512_mul_ps(b, c)));
+    store16(out_lo + i, _mm512_fmsub_ps(a, c, _mm512_mul_ps(b, s)), bf16);
+    store16(out_hi + i, _mm512_fmadd_ps(a, s, _mm512_mul_ps(b, c)), bf16);
   }
   return i;
 }
@@ -45,8 +48,8 @@ inline Eigen::Index rotate_half_avx512(const T* in_lo, const T* in_hi, T* out_lo
 // Interleaved, pairs [0, 16 * floor(n / 16)) of (x[2i], x[2i + 1]); returns how many were done.
 // in, out: [2n] (out == in: in place); cos, sin: [n].
 template <class T>
-inline Eigen::Index rotate_interleaved_avx512(const T* in, T* out, const float* cos,
-                                              const float* sin, Eigen::Index n) {
+POSEMB_TARGET_AVX512 POSEMB_INLINE Eigen::Index rotate_interleaved_avx512(const T* in, T* out, const float* cos,
+                                              const float* sin, Eigen::Index n, bool bf16) {
   Eigen::Index i = 0;
   for (; i + 16 <= n; i += 16) {
     const __m512 c = _mm512_loadu_ps(cos + i), s = _mm512_loadu_ps(sin + i);
@@ -58,7 +61,7 @@ inline Eigen::Index rotate_interleaved_avx512(const T* in, T* out, const float* 
           _mm512_and_si512(pairs, _mm512_set1_epi32(static_cast<int>(0xFFFF0000u))));
       const __m512 x = _mm512_fmsub_ps(a, c, _mm512_mul_ps(b, s));
       const __m512 y = _mm512_fmadd_ps(a, s, _mm512_mul_ps(b, c));
-      _mm512_storeu_si512(out + 2 * i, narrow16_bfloat16_pairs(x, y));
+      _mm512_storeu_si512(out + 2 * i, narrow16_bfloat16_pairs(x, y, bf16));
     } else {
       // Lane indices into the 32 floats of two vectors: de-interleave, then re-interleave.
       const __m512i even =
@@ -74,34 +77,62 @@ inline Eigen::Index rotate_interleaved_avx512(const T* in, T* out, const float* 
       const __m512 b = _mm512_permutex2var_ps(v0, odd, v1);
       const __m512 x = _mm512_fmsub_ps(a, c, _mm512_mul_ps(b, s));
       const __m512 y = _mm512_fmadd_ps(a, s, _mm512_mul_ps(b, c));
-      store16(out + 2 * i, _mm512_permutex2var_ps(x, first, y));
-      store16(out + 2 * i + 16, _mm512_permutex2var_ps(x, second, y));
+      store16(out + 2 * i, _mm512_permutex2var_ps(x, first, y), bf16);
+      store16(out + 2 * i + 16, _mm512_permutex2var_ps(x, second, y), bf16);
     }
   }
   return i;
 }
 
-// rotate_contiguous (below) for half-precision T: the AVX-512 kernels, then the last n mod 16
-// pairs one at a time.
+// rotate_contiguous (detail/rotate.hpp) for half-precision T: the AVX-512 kernels, then the
+// last n mod 16 pairs one at a time, with the same fused arithmetic. bf16: round bfloat16 with
+// the BF16 instructions (detail/half_io.hpp).
 template <class T>
-inline void rotate_contiguous_avx512(const T* in, T* out, const float* cos, const float* sin,
-                                     Eigen::Index pair_begin, Eigen::Index n,
-                                     Eigen::Index rotary_dim, bool interleaved) {
+POSEMB_TARGET_AVX512 POSEMB_INLINE void rotate_half_precision_avx512_kernel(
+    const T* in, T* out, const float* cos, const float* sin, Eigen::Index pair_begin,
+    Eigen::Index n, Eigen::Index rotary_dim, bool interleaved, bool bf16) {
   const Eigen::Index half = rotary_dim / 2;
   const Eigen::Index done =
       interleaved
-          ? rotate_interleaved_avx512(in + 2 * pair_begin, out + 2 * pair_begin, cos, sin, n)
+          ? rotate_interleaved_avx512(in + 2 * pair_begin, out + 2 * pair_begin, cos, sin, n,
+                                      bf16)
           : rotate_half_avx512(in + pair_begin, in + half + pair_begin, out + pair_begin,
-                               out + half + pair_begin, cos, sin, n);
+                               out + half + pair_begin, cos, sin, n, bf16);
   for (Eigen::Index i = done; i < n; ++i) {
     const Eigen::Index ia = interleaved ? 2 * (pair_begin + i) : pair_begin + i;
     const Eigen::Index ib = interleaved ? ia + 1 : ia + half;
     const float a = static_cast<float>(in[ia]), b = static_cast<float>(in[ib]);
-    out[ia] = static_cast<T>(a * cos[i] - b * sin[i]);
-    out[ib] = static_cast<T>(a * sin[i] + b * cos[i]);
+    out[ia] = static_cast<T>(std::fma(a, cos[i], -(b * sin[i])));
+    out[ib] = static_cast<T>(std::fma(a, sin[i], b * cos[i]));
   }
 }
-#endif  // POSEMB_AVX512_HALF_KERNELS
+
+// One head vector, as rotate_contiguous.
+template <class T>
+POSEMB_TARGET_AVX512 inline void rotate_half_precision_avx512(const T* in, T* out, const float* cos,
+                                                              const float* sin,
+                                                              Eigen::Index pair_begin,
+                                                              Eigen::Index n,
+                                                              Eigen::Index rotary_dim,
+                                                              bool interleaved) {
+  rotate_half_precision_avx512_kernel(in, out, cos, sin, pair_begin, n, rotary_dim, interleaved,
+                                      avx512_bf16_enabled().load(std::memory_order_relaxed));
+}
+
+// heads[0 .. count) (detail/rotate.hpp: HeadRotation) in one call, as rotate_heads.
+template <class Heads>
+POSEMB_TARGET_AVX512 inline void rotate_heads_half_precision_avx512(const Heads* heads, int count,
+                                                                    Eigen::Index pair_begin,
+                                                                    Eigen::Index n,
+                                                                    Eigen::Index rotary_dim,
+                                                                    bool interleaved) {
+  const bool bf16 = avx512_bf16_enabled().load(std::memory_order_relaxed);
+  for (int k = 0; k < count; ++k) {
+    rotate_half_precision_avx512_kernel(heads[k].in, heads[k].out, heads[k].cos, heads[k].sin,
+                                        pair_begin, n, rotary_dim, interleaved, bf16);
+  }
+}
+#endif  // POSEMB_ISA_DISPATCH
 
 }  // namespace detail
 }  // namespace posemb
