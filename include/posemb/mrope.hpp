@@ -446,11 +446,8 @@ void apply_mrope(const X& x, Y&& out, const MropePositions& positions, const Sou
                  Rotation rotation = Rotation::Forward) {
   static_assert(require_activation_tensor<X>() && require_activation_tensor<Y>());
   static_assert(detail::require_mrope_source<Source, scalar_of_t<X>>());
-  detail::check_output_tensor(x, out, layouts);
-  detail::rotate_tensor(detail::rotary_source(source, positions),
-                        ActivationShape(x.dimensions(), layouts.in), x.data(),
-                        ActivationShape(out.dimensions(), layouts.out), layouts.out_seq_offset,
-                        out.data(), threads, rotation);
+  detail::rotate_into(detail::rotary_source(source, positions), x, out, layouts, threads,
+                      rotation);
 }
 
 // Out of place, returning a new tensor in x's layout.

@@ -223,7 +223,6 @@ struct RopeSpecSource {
   const RopeSpec& spec;
   const Positions& positions;
 
-  RopeSpecSource(const RopeSpec& s, const Positions& p) : spec(s), positions(p) { spec.validate(); }
   int rotary_dim() const { return spec.rotary_dim; }
   int rotary_offset() const { return spec.rotary_offset; }
   Pairing pairing() const { return spec.pairing; }
@@ -297,12 +296,13 @@ struct RopeTableSource {
       return;
     }
     (void)cos_row<C>(b, s);  // the same range check as the forward rotation
-    RopeSpecSource(spec, positions).fill(b, s, 0, spec.pairs(), cos, sin, Rotation::Inverse);
+    RopeSpecSource{spec, positions}.fill(b, s, 0, spec.pairs(), cos, sin, Rotation::Inverse);
   }
 };
 
 inline RopeSpecSource rotary_source(const RopeSpec& spec, const Positions& positions) {
-  return RopeSpecSource(spec, positions);
+  spec.validate();
+  return RopeSpecSource{spec, positions};
 }
 template <class TableT>
 RopeTableSource<TableT> rotary_source(const RopeTable<TableT>& table, const Positions& positions) {
@@ -316,6 +316,17 @@ void check_output_tensor(const X& x, const Y& out, const Layouts& layouts) {
   static_assert(std::is_same_v<scalar_of_t<X>, scalar_of_t<Y>>,
                 "posemb: x and out must have the same scalar type");
   if (!layouts.into_slot) require_same_dims(x, out);
+}
+
+// The body of every out-of-place tensor entry point: `out` checked against x under `layouts`,
+// then x rotated into it by `source`.
+template <class Source, class X, class Y>
+void rotate_into(const Source& source, const X& x, Y& out, const Layouts& layouts,
+                 Threads threads, Rotation rotation) {
+  check_output_tensor(x, out, layouts);
+  rotate_tensor(source, ActivationShape(x.dimensions(), layouts.in), x.data(),
+                ActivationShape(out.dimensions(), layouts.out), layouts.out_seq_offset,
+                out.data(), threads, rotation);
 }
 
 // Throws unless a matrix has one position per row.
@@ -401,11 +412,8 @@ void apply_rope(const X& x, Y&& out, const Positions& positions, const Source& s
                 Rotation rotation = Rotation::Forward) {
   static_assert(require_activation_tensor<X>() && require_activation_tensor<Y>());
   static_assert(detail::require_rope_source<Source, scalar_of_t<X>>());
-  detail::check_output_tensor(x, out, layouts);
-  detail::rotate_tensor(detail::rotary_source(source, positions),
-                        ActivationShape(x.dimensions(), layouts.in), x.data(),
-                        ActivationShape(out.dimensions(), layouts.out), layouts.out_seq_offset,
-                        out.data(), threads, rotation);
+  detail::rotate_into(detail::rotary_source(source, positions), x, out, layouts, threads,
+                      rotation);
 }
 
 // Out of place, returning a new tensor in x's layout.
