@@ -30,8 +30,13 @@
 //
 // Scores are returned in the arithmetic type (float for float / half / bf16 inputs, double for
 // double). RoPE rotates q and k in their storage type, as a model would, before the products.
-// fused_attention.hpp computes the same scores with RoPE inside the product, from the same
-// ScoreOptions.
+//
+// How: one blocked kernel (detail::ScoreKernel below) serves attention_scores and
+// fused_attention.hpp's fused_rope_scores. Each key row is rotated once per (batch row, key-value
+// head) into a float scratch, each query row once, in panels; the products are Eigen GEMM calls
+// on 128-row panels with the scale folded in; tiles the mask hides entirely get -inf without a
+// product, and the bias and the mask are applied to each tile as it is written.
+// detail::attention_scores_reference is the plain loop the kernel is tested against.
 #pragma once
 
 #include <Eigen/Core>
@@ -43,9 +48,10 @@
 #include <optional>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #include "posemb/alibi.hpp"
-#include "posemb/tensor.hpp"
+#include "posemb/detail/half_io.hpp"
 #include "posemb/error.hpp"
 #include "posemb/layer_attention.hpp"
 #include "posemb/relative_bias.hpp"
@@ -252,10 +258,493 @@ class ScorePlan {
   double scale_ = 1.0;
 };
 
+// Throws unless one head's q [seq_q, head_dim] and k [seq_k, head_dim] fit each other and their
+// positions.
+template <class DQ, class DK>
+void check_head_scores(const Eigen::MatrixBase<DQ>& q, const PositionVector& q_positions,
+                       const Eigen::MatrixBase<DK>& k, const PositionVector& k_positions) {
+  require_positive("q.rows()", q.rows());
+  require_positive("k.rows()", k.rows());
+  require_positive("q.cols()", q.cols());
+  if (k.cols() != q.cols()) {
+    fail("k.cols()", k.cols(), "expected head_dim = q.cols() = " + std::to_string(q.cols()));
+  }
+  if (q_positions.size() != q.rows()) {
+    fail("q_positions.size()", q_positions.size(),
+         "expected one position per row of q = " + std::to_string(q.rows()));
+  }
+  if (k_positions.size() != k.rows()) {
+    fail("k_positions.size()", k_positions.size(),
+         "expected one position per row of k = " + std::to_string(k.rows()));
+  }
+}
+
+// Token s of batch row b as a whole position: the masks, the bias and the query temperature
+// compare positions as integers, so a fractional position must be whole.
+inline std::int64_t whole_position(const Positions& positions, Eigen::Index b, Eigen::Index s) {
+  if (positions.is_fractional()) {
+    const double p = positions.at(b, s);
+    if (!(p == std::floor(p) && std::fabs(p) < 9.0e18)) {
+      fail("position", p, "expected a whole position: the attention masks, bias and query temperature compare positions as integers");
+    }
+  }
+  return positions.integer_at(b, s);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The blocked score kernel: the one body of attention_scores and fused_rope_scores.
+//
+// For each batch row b and key-value head g, the keys of g are copied once into a float (double
+// for double storage) scratch k_rows [seq_k, head_dim], rotated on the way in storage type T (as
+// a model rotates them) and widened once. For each query head h of g's group (grouped-query
+// attention: h / (heads / kv_heads) = g), the queries go through the same steps in panels of
+// score_tile_rows rows. A panel's scores against the keys are tiles of score_tile_rows columns:
+//   hidden  every key lies after every query (or outside the window / chunk): -inf, no product
+//   visible every key is seen by every query: the product, then the bias if any
+//   mixed   the rest (the diagonal of a causal mask): the product, then mask and bias per entry
+// Runs of consecutive non-hidden tiles are one GEMM call, scale folded into it:
+//   out[i0 .., j0 ..] = scale * q_panel k_rows[j0 ..]ᵀ      (Eigen's GEMM, row-major)
+// Each query row is rotated once per call, each key row once per (b, g).
+inline constexpr Eigen::Index score_tile_rows = 128;
+
+template <class T>
+using RowMajorRows = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+
+// Rows of one head of a 4-D activation (BSHD or BHSD), each head_dim contiguous values.
+template <class T>
+struct TensorHeadRows {
+  const T* data;
+  ActivationShape shape;
+  // out: [count, head_dim] <- tokens begin .. begin + count - 1 of batch row b, head h.
+  void copy(Eigen::Index b, Eigen::Index h, Eigen::Index begin, Eigen::Index count, T* out) const {
+    const Eigen::Index d = shape.head_dim;
+    for (Eigen::Index r = 0; r < count; ++r) {
+      const T* row = data + shape.offset(b, begin + r, h);
+      std::copy(row, row + d, out + r * d);
+    }
+  }
+};
+
+// The rows of one head held as a matrix expression [rows, head_dim] (any strides).
+template <class Derived>
+struct MatrixHeadRows {
+  const Eigen::MatrixBase<Derived>& x;
+  template <class T>
+  void copy(Eigen::Index, Eigen::Index, Eigen::Index begin, Eigen::Index count, T* out) const {
+    Eigen::Map<RowMajorRows<T>>(out, count, x.cols()) = x.middleRows(begin, count);
+  }
+};
+
+// No rotation: ScoreScheme None, Alibi and RelativeBias in attention_scores.
+struct NoRotation {
+  static constexpr bool rotates = false;
+  void check(const Positions&, Eigen::Index, Eigen::Index, Eigen::Index) const {}
+  template <class T>
+  void rotate(T*, Eigen::Index, Eigen::Index, const Positions&) const {}
+};
+
+// RoPE from a RopeSpec or a RopeTable (rope.hpp's rotation of matrix rows).
+template <class Source>
+struct SourceRotation {
+  static constexpr bool rotates = true;
+  const Source& source;
+  // Throws unless the source fits head_dim and (a table) covers every position.
+  void check(const Positions& positions, Eigen::Index batch, Eigen::Index seq, Eigen::Index head_dim) const {
+    rotary_source(source, positions).check(ActivationShape({batch, seq, 1, head_dim}, TensorLayout::BSHD));
+  }
+  // rows: [count, head_dim], row r at panel_positions (0, r).
+  template <class T>
+  void rotate(T* rows, Eigen::Index count, Eigen::Index head_dim, const Positions& panel_positions) const {
+    rotate_matrix_rows(Eigen::Map<RowMajorRows<T>>(rows, count, head_dim), rotary_source(source, panel_positions));
+  }
+};
+
+// The positions of tokens begin .. begin + count - 1 of batch row b, as a [1, count] grid.
+class PanelPositions {
+ public:
+  Positions of(const Positions& positions, Eigen::Index b, Eigen::Index begin, Eigen::Index count) {
+    if (positions.is_fractional()) {
+      fractions_.resize(1, count);
+      for (Eigen::Index r = 0; r < count; ++r) fractions_(0, r) = positions.at(b, begin + r);
+      return Positions(fractions_);
+    }
+    integers_.resize(count);
+    for (Eigen::Index r = 0; r < count; ++r) integers_[r] = positions.integer_at(b, begin + r);
+    return Positions(integers_);
+  }
+
+ private:
+  PositionVector integers_;
+  FractionalPositionMatrix fractions_;
+};
+
+template <class T, class Rotation>
+class ScoreKernel {
+ public:
+  using C = compute_t<T>;
+
+  ScoreKernel(const ScorePlan& plan, const ScoreOptions& options, const Rotation& rotation,
+              Eigen::Index seq_q, Eigen::Index seq_k, Eigen::Index head_dim)
+      : plan_(plan), options_(options), rotation_(rotation), seq_q_(seq_q), seq_k_(seq_k),
+        head_dim_(head_dim), by_position_(plan.masks() || plan.biased() || options.layer.query_temperature || options.softmax),
+        k_rows_(seq_k, head_dim), q_panel_(std::min(score_tile_rows, seq_q), head_dim),
+        staged_(std::is_same_v<T, C> ? 0 : std::min(score_tile_rows, std::max(seq_q, seq_k)),
+                std::is_same_v<T, C> ? 0 : head_dim),
+        q_positions_(seq_q), k_positions_(seq_k), k_distance_(plan.biased() ? seq_k : 0) {
+    if (options.scheme == ScoreScheme::RelativeBias) build_buckets();
+    if (options.softmax) exp_row_.resize(seq_k);
+  }
+
+  // The positions of batch row b (masks, bias, temperature need them whole).
+  void set_batch_row(Eigen::Index b, const Positions& q_positions, const Positions& k_positions) {
+    if (!by_position_) return;
+    for (Eigen::Index i = 0; i < seq_q_; ++i) q_positions_[i] = whole_position(q_positions, b, i);
+    for (Eigen::Index j = 0; j < seq_k_; ++j) k_positions_[j] = whole_position(k_positions, b, j);
+    for (Eigen::Index j = 0; j < k_distance_.size(); ++j) k_distance_[j] = static_cast<double>(k_positions_[j]);
+  }
+
+  // Key-value head g of batch row b into k_rows_, rotated and widened.
+  template <class Rows>
+  void load_keys(const Rows& k, Eigen::Index b, Eigen::Index g, const Positions& k_positions) {
+    for (Eigen::Index j0 = 0; j0 < seq_k_; j0 += score_tile_rows) {
+      const Eigen::Index count = std::min(score_tile_rows, seq_k_ - j0);
+      stage(k, b, g, j0, count, k_positions, k_rows_.data() + j0 * head_dim_);
+    }
+  }
+
+  // Query head h of batch row b against the loaded keys. out: [seq_q, seq_k], row-major.
+  template <class Rows>
+  void score_head(const Rows& q, Eigen::Index b, Eigen::Index h, const Positions& q_positions, C* out) {
+    using OutTile = Eigen::Map<RowMajorRows<C>, 0, Eigen::OuterStride<>>;
+    const C scale = static_cast<C>(plan_.scale());
+    for (Eigen::Index i0 = 0; i0 < seq_q_; i0 += score_tile_rows) {
+      const Eigen::Index rows = std::min(score_tile_rows, seq_q_ - i0);
+      stage(q, b, h, i0, rows, q_positions, q_panel_.data());
+      if (options_.layer.query_temperature) {
+        for (Eigen::Index i = 0; i < rows; ++i) {
+          q_panel_.row(i) *= static_cast<C>(plan_.temperature(q_positions_[i0 + i]));
+        }
+      }
+      std::int64_t q_min = 0, q_max = 0;
+      if (plan_.masks()) {
+        q_min = q_positions_.segment(i0, rows).minCoeff();
+        q_max = q_positions_.segment(i0, rows).maxCoeff();
+      }
+      Eigen::Index j0 = 0;
+      while (j0 < seq_k_) {
+        const Eigen::Index cols = std::min(score_tile_rows, seq_k_ - j0);
+        if (classify(q_min, q_max, j0, cols) == Tile::Hidden) {
+          for (Eigen::Index i = 0; i < rows; ++i) {
+            std::fill_n(out + (i0 + i) * seq_k_ + j0, cols, -std::numeric_limits<C>::infinity());
+          }
+          j0 += cols;
+          continue;
+        }
+        // The run of non-hidden tiles from j0: one product.
+        Eigen::Index j1 = j0 + cols;
+        while (j1 < seq_k_ &&
+               classify(q_min, q_max, j1, std::min(score_tile_rows, seq_k_ - j1)) != Tile::Hidden) {
+          j1 += std::min(score_tile_rows, seq_k_ - j1);
+        }
+        OutTile tile(out + i0 * seq_k_ + j0, rows, j1 - j0, Eigen::OuterStride<>(seq_k_));
+        tile.noalias() = scale * (q_panel_.topRows(rows) * k_rows_.middleRows(j0, j1 - j0).transpose());
+        for (Eigen::Index t0 = j0; t0 < j1; t0 += score_tile_rows) {
+          const Eigen::Index t1 = std::min(t0 + score_tile_rows, j1);
+          const bool mixed = classify(q_min, q_max, t0, t1 - t0) == Tile::Mixed;
+          if (!mixed && !plan_.biased()) continue;
+          for (Eigen::Index i = 0; i < rows; ++i) {
+            bias_and_mask(out + (i0 + i) * seq_k_, t0, t1, h, q_positions_[i0 + i], mixed);
+          }
+        }
+        j0 = j1;
+      }
+    }
+    if (options_.softmax) {
+      for (Eigen::Index i = 0; i < seq_q_; ++i) softmax(out + i * seq_k_, q_positions_[i]);
+    }
+  }
+
+ private:
+  enum class Tile { Hidden, Visible, Mixed };
+
+  // Rows begin .. begin + count - 1 of head h into dst [count, head_dim] of C, rotated in T.
+  template <class Rows>
+  void stage(const Rows& x, Eigen::Index b, Eigen::Index h, Eigen::Index begin, Eigen::Index count,
+             const Positions& positions, C* dst) {
+    T* rows = nullptr;
+    if constexpr (std::is_same_v<T, C>) {
+      rows = dst;
+    } else {
+      rows = staged_.data();
+    }
+    x.copy(b, h, begin, count, rows);
+    if constexpr (Rotation::rotates) {
+      rotation_.rotate(rows, count, head_dim_, panel_positions_.of(positions, b, begin, count));
+    } else {
+      (void)positions;
+    }
+    if constexpr (!std::is_same_v<T, C>) widen(rows, dst, count * head_dim_);
+  }
+
+  // The mask class of the tile of queries [q_min, q_max] (by position) and keys j0 .. j0 + cols - 1.
+  Tile classify(std::int64_t q_min, std::int64_t q_max, Eigen::Index j0, Eigen::Index cols) const {
+    if (!plan_.masks()) return Tile::Visible;
+    const auto keys = k_positions_.segment(j0, cols);
+    const std::int64_t k_min = keys.minCoeff(), k_max = keys.maxCoeff();
+    const LayerAttention& layer = options_.layer;
+    if (k_min > q_max) return Tile::Hidden;  // every mask hides keys after the query
+    // Distances q - k of keys at or before the query, as uint64 (they may exceed int64).
+    const auto distance = [](std::int64_t q, std::int64_t k) {
+      return static_cast<std::uint64_t>(q) - static_cast<std::uint64_t>(k);
+    };
+    if (layer.sliding_window && k_max <= q_min &&
+        distance(q_min, k_max) >= static_cast<std::uint64_t>(*layer.sliding_window)) {
+      return Tile::Hidden;
+    }
+    if (layer.attention_chunk_size) {
+      const std::int64_t c = *layer.attention_chunk_size;
+      if (floor_div(k_max, c) < floor_div(q_min, c)) return Tile::Hidden;
+    }
+    if (k_max > q_min) return Tile::Mixed;
+    if (layer.sliding_window && distance(q_max, k_min) >= static_cast<std::uint64_t>(*layer.sliding_window)) {
+      return Tile::Mixed;
+    }
+    if (layer.attention_chunk_size) {
+      const std::int64_t c = *layer.attention_chunk_size;
+      if (floor_div(k_min, c) != floor_div(q_max, c)) return Tile::Mixed;
+    }
+    return Tile::Visible;
+  }
+
+  // Adds query head h's bias to row[j] for keys j in [begin, end) and, when `mask`, masks them:
+  // the values ScorePlan::bias_and_mask gives, without its per-entry dispatch.
+  void bias_and_mask(C* row, Eigen::Index begin, Eigen::Index end, Eigen::Index h, std::int64_t q_position,
+                     bool mask) const {
+    constexpr C neg_inf = -std::numeric_limits<C>::infinity();
+    if (options_.scheme == ScoreScheme::Alibi) {
+      // alibi_bias_value: -slope * |double(qpos) - double(kpos)|
+      const double slope = options_.alibi_slopes[h], q = static_cast<double>(q_position);
+      for (Eigen::Index j = begin; j < end; ++j) {
+        row[j] = static_cast<C>(static_cast<double>(row[j]) - slope * std::abs(q - k_distance_[j]));
+      }
+    } else if (options_.scheme == ScoreScheme::RelativeBias) {
+      const auto& table = options_.relative_bias->table();
+      for (Eigen::Index j = begin; j < end; ++j) {
+        const std::int64_t bucket = bucket_of(relative_position(q_position, k_positions_[j]));
+        row[j] = static_cast<C>(static_cast<double>(row[j]) + static_cast<double>(table(bucket, h)));
+      }
+    }
+    if (mask) {
+      for (Eigen::Index j = begin; j < end; ++j) {
+        if (!plan_.visible(q_position, k_positions_[j])) row[j] = neg_inf;
+      }
+    }
+  }
+
+  // T5 buckets of relative positions -bucket_span .. bucket_span, looked up instead of a log
+  // per entry; farther ones are computed.
+  static constexpr std::int64_t bucket_span = 4096;
+  void build_buckets() {
+    const T5Buckets& buckets = options_.relative_bias->buckets();
+    bucket_lookup_.resize(2 * bucket_span + 1);
+    for (std::int64_t rel = -bucket_span; rel <= bucket_span; ++rel) {
+      bucket_lookup_[static_cast<std::size_t>(rel + bucket_span)] = t5_bucket_unchecked(rel, buckets);
+    }
+  }
+  std::int64_t bucket_of(std::int64_t rel) const {
+    if (rel >= -bucket_span && rel <= bucket_span) return bucket_lookup_[static_cast<std::size_t>(rel + bucket_span)];
+    return t5_bucket_unchecked(rel, options_.relative_bias->buckets());
+  }
+
+  // The masked row [seq_k] replaced by its softmax; masked entries (-inf) become exactly 0.
+  void softmax(C* row, std::int64_t q_position) {
+    Eigen::Map<Eigen::Array<C, Eigen::Dynamic, 1>> values(row, seq_k_);
+    const C row_max = values.maxCoeff();
+    if (row_max == -std::numeric_limits<C>::infinity()) {
+      // No visible key: the plan's softmax names the reason.
+      const auto k_position = [&](Eigen::Index j) { return k_positions_[j]; };
+      plan_.softmax(row, seq_k_, q_position, k_position);
+    }
+    exp_row_ = (values - row_max).exp();
+    for (Eigen::Index j = 0; j < seq_k_; ++j) {
+      row[j] = row[j] == -std::numeric_limits<C>::infinity() ? C(0) : exp_row_[j];
+    }
+    values /= values.sum();
+  }
+
+  const ScorePlan& plan_;
+  const ScoreOptions& options_;
+  const Rotation& rotation_;
+  const Eigen::Index seq_q_, seq_k_, head_dim_;
+  const bool by_position_;
+  RowMajorRows<C> k_rows_;   // [seq_k, head_dim]: one key-value head, rotated, widened
+  RowMajorRows<C> q_panel_;  // [score_tile_rows, head_dim]: one panel of queries
+  RowMajorRows<T> staged_;   // [score_tile_rows, head_dim]: rows in storage type (half, bf16)
+  PanelPositions panel_positions_;
+  PositionVector q_positions_, k_positions_;  // batch row b's positions, for masks and bias
+  Eigen::Matrix<double, Eigen::Dynamic, 1> k_distance_;  // k positions in double (ALiBi)
+  std::vector<std::int64_t> bucket_lookup_;
+  Eigen::Array<C, Eigen::Dynamic, 1> exp_row_;
+};
+
+// All scores: out [batch, heads, seq_q, seq_k] from q (heads) and k (kv_heads, dividing heads).
+template <class T, class QRows, class KRows, class Rotation>
+void blocked_scores(const ScorePlan& plan, const ScoreOptions& options, const Rotation& rotation,
+                    const QRows& q, const Positions& q_positions, const KRows& k,
+                    const Positions& k_positions, Eigen::Index batch, Eigen::Index heads,
+                    Eigen::Index kv_heads, Eigen::Index seq_q, Eigen::Index seq_k,
+                    Eigen::Index head_dim, compute_t<T>* out) {
+  rotation.check(q_positions, batch, seq_q, head_dim);
+  rotation.check(k_positions, batch, seq_k, head_dim);
+  ScoreKernel<T, Rotation> kernel(plan, options, rotation, seq_q, seq_k, head_dim);
+  const Eigen::Index group = heads / kv_heads;
+  for (Eigen::Index b = 0; b < batch; ++b) {
+    kernel.set_batch_row(b, q_positions, k_positions);
+    for (Eigen::Index g = 0; g < kv_heads; ++g) {
+      kernel.load_keys(k, b, g, k_positions);
+      for (Eigen::Index h = g * group; h < (g + 1) * group; ++h) {
+        kernel.score_head(q, b, h, q_positions, out + (b * heads + h) * seq_q * seq_k);
+      }
+    }
+  }
+}
+
+// The checked shapes of a 4-D q and k: q [batch, seq_q, heads, head_dim] and k [batch, seq_k,
+// kv_heads, head_dim] (BSHD; BHSD swaps seq and heads), kv_heads dividing heads.
+struct ScoreShapes {
+  ActivationShape q, k;
+};
+
+template <class XQ, class XK>
+ScoreShapes check_score_shapes(const XQ& q, const Positions& q_positions, const XK& k,
+                               const Positions& k_positions, TensorLayout layout) {
+  const ActivationShape q_shape(q.dimensions(), layout), k_shape(k.dimensions(), layout);
+  const bool bshd = q_shape.bshd();
+  const Eigen::Index batch = q_shape.batch, heads = q_shape.heads, kv_heads = k_shape.heads;
+  const char* seq_axis = bshd ? "1" : "2";
+  const char* head_axis = bshd ? "2" : "1";
+  require_positive("q.dimension(0)", batch);
+  require_positive(std::string("q.dimension(") + seq_axis + ")", q_shape.seq);
+  require_positive(std::string("q.dimension(") + head_axis + ")", heads);
+  require_positive("q.dimension(3)", q_shape.head_dim);
+  require_positive(std::string("k.dimension(") + seq_axis + ")", k_shape.seq);
+  if (k.dimension(0) != batch) {
+    fail("k.dimension(0)", k.dimension(0), "expected batch = q.dimension(0) = " + std::to_string(batch));
+  }
+  if (k.dimension(3) != q_shape.head_dim) {
+    fail("k.dimension(3)", k.dimension(3),
+         "expected head_dim = q.dimension(3) = " + std::to_string(q_shape.head_dim));
+  }
+  if (kv_heads <= 0 || heads % kv_heads != 0) {
+    fail(std::string("k.dimension(") + head_axis + ") (kv_heads)", kv_heads,
+         "expected a divisor of the query head count " + std::to_string(heads));
+  }
+  q_positions.check(batch, q_shape.seq);
+  k_positions.check(batch, k_shape.seq);
+  return {q_shape, k_shape};
+}
+
+// Throws unless out is [batch, heads, seq_q, seq_k].
+template <class Out>
+void check_score_output(const Out& out, const ScoreShapes& shapes) {
+  const Eigen::Index expected[4] = {shapes.q.batch, shapes.q.heads, shapes.q.seq, shapes.k.seq};
+  for (int i = 0; i < 4; ++i) {
+    if (out.dimension(i) != expected[i]) {
+      fail("out.dimension(" + std::to_string(i) + ")", out.dimension(i),
+           "expected [batch, heads, seq_q, seq_k] = [" + std::to_string(expected[0]) + ", " +
+               std::to_string(expected[1]) + ", " + std::to_string(expected[2]) + ", " +
+               std::to_string(expected[3]) + "]");
+    }
+  }
+}
+
+// Scores of 4-D q and k with `rotation` into out [batch, heads, seq_q, seq_k].
+template <class T, class Rotation>
+void tensor_scores(const ScorePlan& plan, const ScoreOptions& options, const Rotation& rotation,
+                   const T* q, const Positions& q_positions, const T* k, const Positions& k_positions,
+                   const ScoreShapes& shapes, compute_t<T>* out) {
+  blocked_scores<T>(plan, options, rotation, TensorHeadRows<T>{q, shapes.q}, q_positions,
+                    TensorHeadRows<T>{k, shapes.k}, k_positions, shapes.q.batch, shapes.q.heads,
+                    shapes.k.heads, shapes.q.seq, shapes.k.seq, shapes.q.head_dim, out);
+}
+
+// attention_scores' scheme: RoPE from options.rope, or no rotation.
+template <class T, class Body>
+void with_score_rotation(const ScoreOptions& options, const Body& body) {
+  if (options.scheme == ScoreScheme::Rope) {
+    body(SourceRotation<RopeSpec>{options.rope});
+  } else {
+    body(NoRotation{});
+  }
+}
+
+// The plain loop the blocked kernel is tested against: every score a dot product in the
+// arithmetic type, q and k rotated beforehand by apply_rope (in storage type), the plan's bias,
+// mask and softmax (in double) per entry. q, k, layout and the result as for attention_scores.
+template <class XQ, class XK, IfTensor4<XQ> = 0, IfTensor4<XK> = 0>
+Tensor4<compute_t<scalar_of_t<XQ>>> attention_scores_reference(
+    const XQ& q, const Positions& q_positions, const XK& k, const Positions& k_positions,
+    const ScoreOptions& options = {}, TensorLayout layout = TensorLayout::BSHD) {
+  using T = scalar_of_t<XQ>;
+  using C = compute_t<T>;
+  const ScoreShapes shapes = check_score_shapes(q, q_positions, k, k_positions, layout);
+  const Eigen::Index batch = shapes.q.batch, heads = shapes.q.heads, seq_q = shapes.q.seq;
+  const Eigen::Index seq_k = shapes.k.seq, head_dim = shapes.q.head_dim;
+  const ScorePlan plan(options, heads, head_dim, false);
+  Tensor4<T> q_rot, k_rot;
+  const T* q_data = q.data();
+  const T* k_data = k.data();
+  if (options.scheme == ScoreScheme::Rope) {
+    q_rot = apply_rope(q, q_positions, options.rope, layout);
+    k_rot = apply_rope(k, k_positions, options.rope, layout);
+    q_data = q_rot.data();
+    k_data = k_rot.data();
+  }
+  Tensor4<C> scores(batch, heads, seq_q, seq_k);
+  const Eigen::Index group = heads / shapes.k.heads;
+  const C scale = static_cast<C>(plan.scale());
+  for (Eigen::Index b = 0; b < batch; ++b) {
+    const auto k_position = [&](Eigen::Index j) { return k_positions.integer_at(b, j); };
+    for (Eigen::Index h = 0; h < heads; ++h) {
+      for (Eigen::Index i = 0; i < seq_q; ++i) {
+        const std::int64_t q_position = q_positions.integer_at(b, i);
+        const T* qi = q_data + shapes.q.offset(b, i, h);
+        const C temperature = static_cast<C>(plan.temperature(q_position));
+        C* row = scores.data() + ((b * heads + h) * seq_q + i) * seq_k;
+        for (Eigen::Index j = 0; j < seq_k; ++j) {
+          const T* kj = k_data + shapes.k.offset(b, j, h / group);
+          C dot = 0;
+          for (Eigen::Index c = 0; c < head_dim; ++c) {
+            dot += static_cast<C>(qi[c]) * temperature * static_cast<C>(kj[c]);
+          }
+          row[j] = scale * dot;
+        }
+        plan.bias_and_mask(row, 0, seq_k, h, q_position, k_position);
+        plan.softmax(row, seq_k, q_position, k_position);
+      }
+    }
+  }
+  return scores;
+}
+
+// The same for one head: q [seq_q, head_dim], k [seq_k, head_dim]; returns [seq_q, seq_k].
+template <class DQ, class DK>
+ScoreMatrix<compute_t<typename DQ::Scalar>> attention_scores_reference(
+    const Eigen::MatrixBase<DQ>& q, const PositionVector& q_positions,
+    const Eigen::MatrixBase<DK>& k, const PositionVector& k_positions, const ScoreOptions& options = {}) {
+  using T = typename DQ::Scalar;
+  const RowMajorRows<T> q_rows = q, k_rows = k;
+  const Eigen::TensorMap<const Tensor4<T>> q4(q_rows.data(), 1, q.rows(), 1, q.cols());
+  const Eigen::TensorMap<const Tensor4<T>> k4(k_rows.data(), 1, k.rows(), 1, k.cols());
+  const auto scores = attention_scores_reference(q4, q_positions, k4, k_positions, options);
+  return Eigen::Map<const ScoreMatrix<compute_t<T>>>(scores.data(), q.rows(), k.rows());
+}
+
 }  // namespace detail
 
 // One head. q: [seq_q, head_dim] at q_positions [seq_q]; k: [seq_k, head_dim] at k_positions
-// [seq_k]. Returns logits (or probabilities): [seq_q, seq_k].
+// [seq_k] (matrices, maps or blocks of them, any strides). Returns logits (or probabilities):
+// [seq_q, seq_k].
 // Example (causal RoPE attention probabilities of 4 queries after 12 cached keys):
 //   posemb::ScoreOptions options;
 //   options.scheme = posemb::ScoreScheme::Rope;
@@ -272,42 +761,15 @@ ScoreMatrix<compute_t<typename DQ::Scalar>> attention_scores(
     const Eigen::MatrixBase<DK>& k, const PositionVector& k_positions,
     const ScoreOptions& options = {}) {
   using T = typename DQ::Scalar;
-  using C = compute_t<T>;
   static_assert(std::is_same_v<T, typename DK::Scalar>, "posemb: q and k must have the same scalar type");
-  detail::require_positive("q.rows()", q.rows());
-  detail::require_positive("k.rows()", k.rows());
-  detail::require_positive("q.cols()", q.cols());
-  if (k.cols() != q.cols()) {
-    detail::fail("k.cols()", k.cols(), "expected head_dim = q.cols() = " + std::to_string(q.cols()));
-  }
-  if (q_positions.size() != q.rows()) {
-    detail::fail("q_positions.size()", q_positions.size(),
-                 "expected one position per row of q = " + std::to_string(q.rows()));
-  }
-  if (k_positions.size() != k.rows()) {
-    detail::fail("k_positions.size()", k_positions.size(),
-                 "expected one position per row of k = " + std::to_string(k.rows()));
-  }
+  detail::check_head_scores(q, q_positions, k, k_positions);
   const detail::ScorePlan plan(options, 1, q.cols(), false);
-
-  using Rows = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-  Rows q_rot = q;
-  Rows k_rot = k;
-  if (options.scheme == ScoreScheme::Rope) {
-    apply_rope_inplace(q_rot, q_positions, options.rope);
-    apply_rope_inplace(k_rot, k_positions, options.rope);
-  }
-  ScoreMatrix<C> q_scaled = q_rot.template cast<C>();
-  for (Eigen::Index i = 0; i < q_scaled.rows(); ++i) {
-    q_scaled.row(i) *= static_cast<C>(plan.temperature(q_positions[i]));
-  }
-  ScoreMatrix<C> scores = q_scaled * k_rot.template cast<C>().transpose();
-  scores *= static_cast<C>(plan.scale());
-  const auto k_position = [&](Eigen::Index j) { return k_positions[j]; };
-  for (Eigen::Index i = 0; i < scores.rows(); ++i) {
-    plan.bias_and_mask(scores.row(i).data(), 0, scores.cols(), 0, q_positions[i], k_position);
-    plan.softmax(scores.row(i).data(), scores.cols(), q_positions[i], k_position);
-  }
+  ScoreMatrix<compute_t<T>> scores(q.rows(), k.rows());
+  detail::with_score_rotation<T>(options, [&](const auto& rotation) {
+    detail::blocked_scores<T>(plan, options, rotation, detail::MatrixHeadRows<DQ>{q}, Positions(q_positions),
+                              detail::MatrixHeadRows<DK>{k}, Positions(k_positions), 1, 1, 1, q.rows(),
+                              k.rows(), q.cols(), scores.data());
+  });
   return scores;
 }
 
@@ -315,9 +777,10 @@ ScoreMatrix<compute_t<typename DQ::Scalar>> attention_scores(
 // head_dim] (BHSD); k: the same layout with kv_heads heads and seq_k tokens. Grouped-query
 // attention: kv_heads may divide heads; query head h reads kv head h / (heads / kv_heads), as
 // in HuggingFace's repeat_kv. q_positions / k_positions: a PositionMatrix [batch, seq] (or
-// [1, seq]) or a scalar offset (token s at offset + s), as in rope.hpp. ALiBi uses
-// options.alibi_slopes[h] and the relative bias column h of its table for query head h.
-// Returns [batch, heads, seq_q, seq_k].
+// [1, seq]) or a scalar offset (token s at offset + s), as in rope.hpp; the masks, the bias and
+// the query temperature need whole positions. ALiBi uses options.alibi_slopes[h] and the
+// relative bias column h of its table for query head h. Half and bfloat16 q and k are rotated
+// in their storage type and multiplied in float. Returns [batch, heads, seq_q, seq_k].
 // Example (one Gemma 2 sliding layer: a 4096-token window, softmax scale 256^-0.5, at a
 // KV-cache offset of 5000 tokens):
 //   posemb::ScoreOptions options;
@@ -329,75 +792,35 @@ ScoreMatrix<compute_t<typename DQ::Scalar>> attention_scores(
 //   // q: [1, 1, 8, 256] (the new token), k: [1, 5001, 4, 256] (the cache)
 //   const auto p = posemb::attention_scores(q, std::int64_t{5000}, k, std::int64_t{0}, options);
 template <class XQ, class XK, IfTensor4<XQ> = 0, IfTensor4<XK> = 0>
-Tensor4<compute_t<std::remove_const_t<typename XQ::Scalar>>> attention_scores(
+Tensor4<compute_t<scalar_of_t<XQ>>> attention_scores(
     const XQ& q, const Positions& q_positions, const XK& k,
     const Positions& k_positions, const ScoreOptions& options = {},
     TensorLayout layout = TensorLayout::BSHD) {
-  using T = std::remove_const_t<typename XQ::Scalar>;
-  using C = compute_t<T>;
-  static_assert(std::is_same_v<T, std::remove_const_t<typename XK::Scalar>>,
-                "posemb: q and k must have the same scalar type");
-  const ActivationShape q_shape(q.dimensions(), layout), k_shape(k.dimensions(), layout);
-  const bool bshd = q_shape.bshd();
-  const Eigen::Index batch = q_shape.batch, seq_q = q_shape.seq, heads = q_shape.heads;
-  const Eigen::Index seq_k = k_shape.seq, kv_heads = k_shape.heads, head_dim = q_shape.head_dim;
-  const char* seq_axis = bshd ? "1" : "2";
-  const char* head_axis = bshd ? "2" : "1";
-  detail::require_positive("q.dimension(0)", batch);
-  detail::require_positive(std::string("q.dimension(") + seq_axis + ")", seq_q);
-  detail::require_positive(std::string("q.dimension(") + head_axis + ")", heads);
-  detail::require_positive("q.dimension(3)", head_dim);
-  detail::require_positive(std::string("k.dimension(") + seq_axis + ")", seq_k);
-  if (k.dimension(0) != batch) {
-    detail::fail("k.dimension(0)", k.dimension(0), "expected batch = q.dimension(0) = " + std::to_string(batch));
-  }
-  if (k.dimension(3) != head_dim) {
-    detail::fail("k.dimension(3)", k.dimension(3), "expected head_dim = q.dimension(3) = " + std::to_string(head_dim));
-  }
-  if (kv_heads <= 0 || heads % kv_heads != 0) {
-    detail::fail(std::string("k.dimension(") + head_axis + ") (kv_heads)", kv_heads,
-                 "expected a divisor of the query head count " + std::to_string(heads));
-  }
-  q_positions.check(batch, seq_q);
-  k_positions.check(batch, seq_k);
-  const detail::ScorePlan plan(options, heads, head_dim, false);
-
-  // The rotated copies exist only for RoPE; otherwise q and k are read in place.
-  Tensor4<T> q_rot, k_rot;
-  const T* q_data = q.data();
-  const T* k_data = k.data();
-  if (options.scheme == ScoreScheme::Rope) {
-    q_rot = apply_rope(q, q_positions, options.rope, layout);
-    k_rot = apply_rope(k, k_positions, options.rope, layout);
-    q_data = q_rot.data();
-    k_data = k_rot.data();
-  }
-
-  Tensor4<C> scores(batch, heads, seq_q, seq_k);
-  const Eigen::Index group = heads / kv_heads;
-  const C scale = static_cast<C>(plan.scale());
-  for (Eigen::Index b = 0; b < batch; ++b) {
-    const auto k_position = [&](Eigen::Index j) { return k_positions.at(b, j); };
-    for (Eigen::Index h = 0; h < heads; ++h) {
-      for (Eigen::Index i = 0; i < seq_q; ++i) {
-        const std::int64_t q_position = q_positions.at(b, i);
-        const T* qi = q_data + q_shape.offset(b, i, h);
-        const C temperature = static_cast<C>(plan.temperature(q_position));
-        C* row = scores.data() + ((b * heads + h) * seq_q + i) * seq_k;
-        for (Eigen::Index j = 0; j < seq_k; ++j) {
-          const T* kj = k_data + k_shape.offset(b, j, h / group);
-          C dot = 0;
-          for (Eigen::Index c = 0; c < head_dim; ++c) {
-            dot += static_cast<C>(qi[c]) * temperature * static_cast<C>(kj[c]);
-          }
-          row[j] = scale * dot;
-        }
-        plan.bias_and_mask(row, 0, seq_k, h, q_position, k_position);
-        plan.softmax(row, seq_k, q_position, k_position);
-      }
-    }
-  }
+  const detail::ScoreShapes shapes = detail::check_score_shapes(q, q_positions, k, k_positions, layout);
+  Tensor4<compute_t<scalar_of_t<XQ>>> scores(shapes.q.batch, shapes.q.heads, shapes.q.seq, shapes.k.seq);
+  attention_scores(q, q_positions, k, k_positions, scores, options, layout);
   return scores;
+}
+
+// The same into a caller's out: [batch, heads, seq_q, seq_k] of float (double for double q, k);
+// allocates only scratch of one key-value head ([seq_k, head_dim]) and one query panel.
+// Example (the scores of a prefill into a buffer reused across layers):
+//   posemb::Tensor4<float> scores(1, 32, seq, seq);
+//   posemb::attention_scores(q, std::int64_t{0}, k, std::int64_t{0}, scores, options);
+template <class XQ, class XK, class Out, IfTensor4<XQ> = 0, IfTensor4<XK> = 0, IfTensor4<Out> = 0>
+void attention_scores(const XQ& q, const Positions& q_positions, const XK& k, const Positions& k_positions,
+                      Out&& out, const ScoreOptions& options = {}, TensorLayout layout = TensorLayout::BSHD) {
+  using T = scalar_of_t<XQ>;
+  static_assert(std::is_same_v<T, scalar_of_t<XK>>, "posemb: q and k must have the same scalar type");
+  static_assert(std::is_same_v<scalar_of_t<Out>, compute_t<T>>,
+                "posemb: out holds float scores for float, half and bfloat16 q and k, double for double");
+  const detail::ScoreShapes shapes = detail::check_score_shapes(q, q_positions, k, k_positions, layout);
+  detail::check_score_output(out, shapes);
+  const detail::ScorePlan plan(options, shapes.q.heads, shapes.q.head_dim, false);
+  detail::with_score_rotation<T>(options, [&](const auto& rotation) {
+    detail::tensor_scores<T>(plan, options, rotation, q.data(), q_positions, k.data(), k_positions, shapes,
+                             out.data());
+  });
 }
 
 }  // namespace posemb
