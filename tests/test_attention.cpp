@@ -3,11 +3,13 @@
 // grouped-query head mapping, batched == per-head, KV-cache offsets, and every error path.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
 #include <random>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <posemb/alibi.hpp>
@@ -700,4 +702,295 @@ TEST_CASE("attention: batched sliding window and chunk, prefill and decode at a 
     CAPTURE(j);
     CHECK(std::isfinite(logits(0, 1, 0, j)) == (j >= 768));
   }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The blocked kernel against the plain loop (detail::attention_scores_reference), over shapes
+// that cross the 128-row panels, grouped-query ratios, every scheme, mask and storage type.
+
+namespace {
+
+struct KernelCase {
+  Eigen::Index batch, seq_q, seq_k, heads, kv_heads, head_dim;
+  TensorLayout layout;
+  ScoreScheme scheme;
+  posemb::Pairing pairing;
+  int rotary_dim;          // Rope: the spec's rotary_dim (< head_dim: partial)
+  bool causal;
+  std::int64_t q_offset;   // query s at q_offset + s; keys at k_offset + s
+  std::int64_t k_offset;
+  bool shuffled;           // per-token positions, a permutation of the offsets' (not sorted)
+};
+
+std::string describe(const KernelCase& c) {
+  return "batch " + std::to_string(c.batch) + ", seq " + std::to_string(c.seq_q) + " x " + std::to_string(c.seq_k) +
+         ", heads " + std::to_string(c.heads) + " / " + std::to_string(c.kv_heads) + ", dim " +
+         std::to_string(c.head_dim) + ", " + posemb::to_string(c.layout) + ", scheme " +
+         std::to_string(static_cast<int>(c.scheme)) + ", " + posemb::to_string(c.pairing) + " " +
+         std::to_string(c.rotary_dim) + (c.causal ? ", causal" : "") + ", offsets " + std::to_string(c.q_offset) +
+         " / " + std::to_string(c.k_offset) + (c.shuffled ? ", shuffled" : "");
+}
+
+PositionMatrix case_positions(Eigen::Index batch, Eigen::Index seq, std::int64_t offset, bool shuffled,
+                              std::uint64_t seed) {
+  PositionMatrix positions(batch, seq);
+  std::mt19937_64 engine(seed);
+  for (Eigen::Index b = 0; b < batch; ++b) {
+    std::vector<std::int64_t> row(static_cast<std::size_t>(seq));
+    for (Eigen::Index s = 0; s < seq; ++s) row[static_cast<std::size_t>(s)] = offset + s + 3 * b;
+    if (shuffled) std::shuffle(row.begin(), row.end(), engine);
+    for (Eigen::Index s = 0; s < seq; ++s) positions(b, s) = row[static_cast<std::size_t>(s)];
+  }
+  return positions;
+}
+
+template <class T>
+posemb::Tensor4<T> case_tensor(const KernelCase& c, Eigen::Index seq, Eigen::Index heads, std::uint64_t seed) {
+  return c.layout == TensorLayout::BSHD ? random_tensor<T>(c.batch, seq, heads, c.head_dim, seed)
+                                        : random_tensor<T>(c.batch, heads, seq, c.head_dim, seed);
+}
+
+ScoreOptions case_options(const KernelCase& c) {
+  ScoreOptions options;
+  options.scheme = c.scheme;
+  options.causal = c.causal;
+  if (c.scheme == ScoreScheme::Rope) options.rope = posemb::default_rope_spec(c.rotary_dim, 10000.0, c.pairing);
+  if (c.scheme == ScoreScheme::Alibi) options.alibi_slopes = posemb::alibi_slopes(c.heads);
+  if (c.scheme == ScoreScheme::RelativeBias) {
+    posemb::T5BiasTable<float>::Table weights(32, c.heads);
+    std::mt19937_64 engine(77);
+    std::uniform_real_distribution<float> uniform(-2.0f, 2.0f);
+    for (Eigen::Index n = 0; n < weights.size(); ++n) weights.data()[n] = uniform(engine);
+    options.relative_bias = posemb::T5BiasTable<float>({32, 128, !c.causal}, weights);
+    options.layer.softmax_scale = 1.0;
+  }
+  return options;
+}
+
+// Every entry of fast and reference: masked ones identical (-inf, or 0 after softmax), the rest
+// within `tolerance` * (1 + |reference|). Returns the number of masked entries.
+template <class C>
+Eigen::Index compare_scores(const posemb::Tensor4<C>& fast, const posemb::Tensor4<C>& reference, double tolerance) {
+  REQUIRE(fast.dimensions() == reference.dimensions());
+  Eigen::Index masked = 0;
+  double worst = 0;
+  Eigen::Index worst_at = 0;
+  for (Eigen::Index n = 0; n < fast.size(); ++n) {
+    const double got = fast.data()[n], want = reference.data()[n];
+    if (std::isinf(want) || std::isinf(got)) {
+      ++masked;
+      if (got != want) FAIL("entry " << n << ": fast " << got << ", reference " << want);
+      continue;
+    }
+    const double error = std::abs(got - want) / (1.0 + std::abs(want));
+    if (error > worst) {
+      worst = error;
+      worst_at = n;
+    }
+  }
+  INFO("worst relative error " << worst << " at entry " << worst_at);
+  CHECK(worst <= tolerance);
+  return masked;
+}
+
+template <class T>
+double kernel_tolerance() {
+  return std::is_same_v<T, double> ? 1e-13 : 4e-6;
+}
+
+template <class T>
+void check_kernel_case(const KernelCase& c) {
+  CAPTURE(describe(c));
+  const auto q = case_tensor<T>(c, c.seq_q, c.heads, 101);
+  const auto k = case_tensor<T>(c, c.seq_k, c.kv_heads, 102);
+  const PositionMatrix qpos = case_positions(c.batch, c.seq_q, c.q_offset, c.shuffled, 103);
+  const PositionMatrix kpos = case_positions(c.batch, c.seq_k, c.k_offset, c.shuffled, 104);
+  const ScoreOptions options = case_options(c);
+  const auto fast = posemb::attention_scores(q, qpos, k, kpos, options, c.layout);
+  const auto reference = posemb::detail::attention_scores_reference(q, qpos, k, kpos, options, c.layout);
+  const Eigen::Index masked = compare_scores(fast, reference, kernel_tolerance<T>());
+  if (!c.causal) CHECK(masked == 0);
+  // Offsets: the same scores with a scalar offset when the positions are a plain range.
+  if (!c.shuffled && c.batch == 1) {
+    const auto by_offset = posemb::attention_scores(q, c.q_offset, k, c.k_offset, options, c.layout);
+    for (Eigen::Index n = 0; n < fast.size(); ++n) REQUIRE(by_offset.data()[n] == fast.data()[n]);
+  }
+}
+
+std::vector<KernelCase> kernel_cases() {
+  using posemb::Pairing;
+  const TensorLayout bshd = TensorLayout::BSHD, bhsd = TensorLayout::BHSD;
+  const ScoreScheme none = ScoreScheme::None, rope = ScoreScheme::Rope, alibi = ScoreScheme::Alibi,
+                    t5 = ScoreScheme::RelativeBias;
+  const Pairing il = Pairing::Interleaved, rh = Pairing::RotateHalf;
+  return {
+      // batch, seq_q, seq_k, heads, kv_heads, dim, layout, scheme, pairing, rotary, causal, qoff, koff, shuffled
+      {1, 1, 1, 1, 1, 8, bshd, rope, rh, 8, false, 0, 0, false},
+      {1, 7, 7, 4, 4, 16, bshd, rope, il, 16, true, 0, 0, false},            // GQA ratio 1
+      {1, 129, 129, 8, 2, 32, bshd, rope, rh, 32, true, 0, 0, false},         // ratio 4, one row past a panel
+      {1, 257, 300, 8, 1, 24, bhsd, rope, il, 16, true, 43, 0, false},         // ratio 8, partial rotary
+      {2, 130, 131, 4, 1, 16, bshd, rope, rh, 16, false, 5, 5, true},          // shuffled positions
+      {2, 200, 200, 4, 4, 16, bhsd, rope, rh, 12, true, 0, 0, true},           // shuffled, causal
+      {1, 1, 301, 8, 2, 64, bshd, rope, il, 64, true, 300, 0, false},          // decode against a cache
+      {1, 33, 261, 4, 2, 16, bshd, rope, rh, 16, true, 1000000, 999772, false},  // 1,000,000 offsets
+      {1, 150, 150, 4, 1, 16, bhsd, rope, il, 16, true, 1000000, 1000000, false},
+      {1, 135, 140, 4, 2, 8, bshd, none, rh, 0, false, 0, 0, false},
+      {1, 135, 140, 4, 2, 8, bhsd, none, rh, 0, true, 5, 0, false},
+      {1, 140, 131, 8, 2, 8, bshd, alibi, rh, 0, true, 0, 0, false},
+      {2, 131, 140, 8, 8, 8, bhsd, alibi, rh, 0, false, 1000000, 1000000, false},
+      {1, 200, 200, 4, 1, 8, bshd, alibi, rh, 0, true, 0, 0, true},
+      {1, 140, 150, 4, 2, 8, bshd, t5, rh, 0, true, 0, 0, false},
+      {2, 150, 140, 4, 4, 8, bhsd, t5, rh, 0, false, 1000000, 1000000, false},
+      {1, 300, 5000, 2, 1, 8, bshd, t5, rh, 0, false, 4700, 0, false},         // distances past the bucket lookup
+  };
+}
+
+}  // namespace
+
+TEST_CASE("attention: the blocked kernel equals the reference loop, float") {
+  for (const KernelCase& c : kernel_cases()) check_kernel_case<float>(c);
+}
+
+TEST_CASE("attention: the blocked kernel equals the reference loop, double") {
+  for (const KernelCase& c : kernel_cases()) check_kernel_case<double>(c);
+}
+
+TEST_CASE("attention: the blocked kernel equals the reference loop, bfloat16 and half storage") {
+  for (const KernelCase& c : kernel_cases()) {
+    check_kernel_case<Eigen::bfloat16>(c);
+    check_kernel_case<Eigen::half>(c);
+  }
+}
+
+TEST_CASE("attention: the blocked kernel equals the reference loop with the layer's masks and softmax") {
+  const auto q = random_tensor<float>(1, 300, 4, 16, 111);  // BSHD
+  const auto k = random_tensor<float>(1, 420, 2, 16, 112);
+  const std::int64_t q_offset = 8000, k_offset = 7880;  // the queries are the last 300 keys
+  for (int variant = 0; variant < 6; ++variant) {
+    CAPTURE(variant);
+    ScoreOptions options;
+    options.scheme = ScoreScheme::Rope;
+    options.rope = posemb::default_rope_spec(16);
+    switch (variant) {
+      case 0: options.layer.sliding_window = 100; break;
+      case 1: options.layer.sliding_window = 129; options.softmax = true; break;
+      case 2: options.layer.attention_chunk_size = 128; options.softmax = true; break;
+      case 3: options.layer.attention_chunk_size = 50; break;
+      case 4: options.layer.query_temperature = posemb::QueryTemperature{}; options.causal = true; break;
+      case 5:
+        options.layer.softmax_scale = 0.5;
+        options.causal = true;
+        options.softmax = true;
+        break;
+    }
+    const auto fast = posemb::attention_scores(q, q_offset, k, k_offset, options);
+    const auto reference = posemb::detail::attention_scores_reference(q, q_offset, k, k_offset, options);
+    Eigen::Index masked = 0;
+    for (Eigen::Index n = 0; n < fast.size(); ++n) {
+      const float got = fast.data()[n], want = reference.data()[n];
+      if (std::isinf(want) || (options.softmax && want == 0.0f)) {
+        ++masked;
+        REQUIRE(got == want);
+      } else {
+        REQUIRE(std::abs(got - want) <= 2e-6f * (1.0f + std::abs(want)));
+      }
+    }
+    CHECK(masked > 0);
+    if (options.softmax) {
+      for (Eigen::Index h = 0; h < 4; ++h) {
+        for (Eigen::Index i = 0; i < 300; i += 37) {
+          double sum = 0;
+          for (Eigen::Index j = 0; j < 420; ++j) sum += fast(0, h, i, j);
+          CHECK(sum == Approx(1.0).epsilon(0).margin(1e-5));
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("attention: blocked scores depend on position differences only, at any offset") {
+  // 4-D, grouped-query (8 query heads, 2 kv heads), 200 queries x 260 keys: panels and tiles
+  // see different positions after the shift, the scores must not.
+  const auto q = random_tensor<double>(1, 200, 8, 32, 121);
+  const auto k = random_tensor<double>(1, 260, 2, 32, 122);
+  for (posemb::Pairing pairing : {posemb::Pairing::Interleaved, posemb::Pairing::RotateHalf}) {
+    CAPTURE(posemb::to_string(pairing));
+    ScoreOptions options = rope_options(32, pairing);
+    options.causal = true;
+    const auto base = posemb::attention_scores(q, std::int64_t{60}, k, std::int64_t{0}, options);
+    for (std::int64_t shift : {1, 1000, 1000000, 123456789}) {
+      CAPTURE(shift);
+      const auto shifted = posemb::attention_scores(q, 60 + shift, k, shift, options);
+      double worst = 0;
+      for (Eigen::Index n = 0; n < base.size(); ++n) {
+        if (std::isinf(base.data()[n])) {
+          REQUIRE(shifted.data()[n] == base.data()[n]);
+        } else {
+          worst = std::max(worst, std::abs(shifted.data()[n] - base.data()[n]));
+        }
+      }
+      CHECK(worst < 1e-12 + 1e-16 * static_cast<double>(shift));
+    }
+    // Float storage: the rotated values round to float, so the bound is float's.
+    const posemb::Tensor4<float> qf = q.cast<float>(), kf = k.cast<float>();
+    const auto base_f = posemb::attention_scores(qf, std::int64_t{60}, kf, std::int64_t{0}, options);
+    const auto far_f = posemb::attention_scores(qf, std::int64_t{1000060}, kf, std::int64_t{1000000}, options);
+    double worst = 0;
+    for (Eigen::Index n = 0; n < base_f.size(); ++n) {
+      if (!std::isinf(base_f.data()[n])) worst = std::max(worst, double(std::abs(far_f.data()[n] - base_f.data()[n])));
+    }
+    CHECK(worst < 5e-6);
+    // and the scores do depend on the gap
+    const auto moved = posemb::attention_scores(q, std::int64_t{61}, k, std::int64_t{0}, options);
+    CHECK(std::abs(moved(0, 0, 0, 0) - base(0, 0, 0, 0)) > 1e-3);
+  }
+}
+
+TEST_CASE("attention: grouped-query heads read the published drift-table scores") {
+  // Every query head holds the drift table's q, every kv head its k (both layouts, ratio 4):
+  // each head's score at gap 5 is the published -0.6102, at gap 0 -5.818313.
+  const DriftInputs in = drift_inputs();
+  for (TensorLayout layout : {TensorLayout::BSHD, TensorLayout::BHSD}) {
+    CAPTURE(posemb::to_string(layout));
+    posemb::Tensor4<float> q(1, 1, 8, 64), k(1, 1, 2, 64);  // [1, 1, heads, 64]: same bytes in both layouts
+    for (Eigen::Index h = 0; h < 8; ++h)
+      for (Eigen::Index c = 0; c < 64; ++c) q(0, 0, h, c) = static_cast<float>(in.q(0, c));
+    for (Eigen::Index h = 0; h < 2; ++h)
+      for (Eigen::Index c = 0; c < 64; ++c) k(0, 0, h, c) = static_cast<float>(in.k(0, c));
+    const Eigen::array<Eigen::Index, 4> bhsd{0, 2, 1, 3};
+    const posemb::Tensor4<float> q_in = layout == TensorLayout::BSHD ? q : posemb::Tensor4<float>(q.shuffle(bhsd));
+    const posemb::Tensor4<float> k_in = layout == TensorLayout::BSHD ? k : posemb::Tensor4<float>(k.shuffle(bhsd));
+    ScoreOptions options = rope_options(64, posemb::Pairing::Interleaved);
+    options.layer.softmax_scale = 1.0;
+    const auto gap5 = posemb::attention_scores(q_in, std::int64_t{1005}, k_in, std::int64_t{1000}, options, layout);
+    const auto gap0 = posemb::attention_scores(q_in, std::int64_t{1000}, k_in, std::int64_t{1000}, options, layout);
+    for (Eigen::Index h = 0; h < 8; ++h) {
+      CAPTURE(h);
+      CHECK(gap5(0, h, 0, 0) == Approx(-0.6102).epsilon(0).margin(5e-5));
+      CHECK(gap0(0, h, 0, 0) == Approx(-5.818313).epsilon(0).margin(2e-5));
+    }
+  }
+}
+
+TEST_CASE("attention: scores into a caller's tensor equal the returned ones; its shape is checked") {
+  const auto q = random_tensor<Eigen::bfloat16>(2, 5, 4, 8, 131);
+  const auto k = random_tensor<Eigen::bfloat16>(2, 9, 2, 8, 132);
+  ScoreOptions options = rope_options(8, posemb::Pairing::RotateHalf);
+  options.causal = true;
+  const auto returned = posemb::attention_scores(q, std::int64_t{4}, k, std::int64_t{0}, options);
+  posemb::Tensor4<float> out(2, 4, 5, 9);
+  posemb::attention_scores(q, std::int64_t{4}, k, std::int64_t{0}, out, options);
+  for (Eigen::Index n = 0; n < out.size(); ++n) REQUIRE(out.data()[n] == returned.data()[n]);
+  std::vector<float> buffer(static_cast<std::size_t>(2 * 4 * 5 * 9));
+  posemb::TensorMap4<float> mapped(buffer.data(), 2, 4, 5, 9);
+  posemb::attention_scores(q, std::int64_t{4}, k, std::int64_t{0}, mapped, options);
+  for (Eigen::Index n = 0; n < out.size(); ++n) REQUIRE(buffer[static_cast<std::size_t>(n)] == returned.data()[n]);
+  posemb::Tensor4<float> wrong(2, 4, 9, 5);
+  throws_with([&] { posemb::attention_scores(q, std::int64_t{4}, k, std::int64_t{0}, wrong, options); },
+              "out.dimension(2) = 9: expected [batch, heads, seq_q, seq_k] = [2, 4, 5, 9]");
+  // Fractional positions rotate, but masks compare whole positions only.
+  posemb::FractionalPositionMatrix half_step(1, 5);
+  half_step << 4.0, 4.5, 5.0, 5.5, 6.0;
+  throws_with([&] { posemb::attention_scores(q, half_step, k, std::int64_t{0}, out, options); },
+              "position = 4.5: expected a whole position");
 }
