@@ -4,10 +4,12 @@
 #include <catch2/catch.hpp>
 
 #include <Eigen/Core>
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
 #include <random>
+#include <type_traits>
 
 #include "posemb/attention.hpp"
 #include "posemb/fused_attention.hpp"
@@ -248,4 +250,179 @@ TEST_CASE("fused scores read q and k through any matrix expression, strided bloc
   posemb::fused_rope_scores(wide_q.rightCols(32), qpos, wide_k.rightCols(32), kpos, from_blocks, spec);
   posemb::fused_rope_scores(q, qpos, k, kpos, from_copies, spec);
   CHECK(from_blocks == from_copies);
+}
+
+// ---------------------------------------------------------------------------------------------
+// 4-D q and k, grouped-query heads, half-precision storage.
+
+namespace {
+
+template <class T>
+posemb::Tensor4<T> random_tensor(Eigen::Index d0, Eigen::Index d1, Eigen::Index d2, Eigen::Index d3,
+                                 std::uint32_t seed) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<double> dist(-1.0, 1.0);
+  posemb::Tensor4<T> t(d0, d1, d2, d3);
+  for (Eigen::Index i = 0; i < t.size(); ++i) t.data()[i] = static_cast<T>(dist(gen));
+  return t;
+}
+
+// Largest |fused - reference| / (1 + |reference|); masked entries must be identical.
+template <class C>
+double worst_error(const posemb::Tensor4<C>& fused, const posemb::Tensor4<C>& reference) {
+  REQUIRE(fused.dimensions() == reference.dimensions());
+  double worst = 0;
+  for (Eigen::Index n = 0; n < fused.size(); ++n) {
+    const double got = fused.data()[n], want = reference.data()[n];
+    if (std::isinf(want) || std::isinf(got)) {
+      REQUIRE(got == want);
+      continue;
+    }
+    worst = std::max(worst, std::abs(got - want) / (1.0 + std::abs(want)));
+  }
+  return worst;
+}
+
+// fused_rope_scores on 4-D q, k (spec and table) against the reference loop with RoPE from the
+// same spec; with a bias, against the loop on q and k rotated beforehand (in storage type).
+template <class T>
+void check_fused_tensor(Eigen::Index seq_q, Eigen::Index seq_k, Eigen::Index heads, Eigen::Index kv_heads,
+                        posemb::TensorLayout layout, posemb::Pairing pairing, posemb::ScoreScheme bias,
+                        bool causal, std::int64_t k_offset) {
+  using C = posemb::compute_t<T>;
+  CAPTURE(seq_q, seq_k, heads, kv_heads, posemb::to_string(layout), posemb::to_string(pairing),
+          static_cast<int>(bias), causal, k_offset);
+  const Eigen::Index dim = 32;
+  const bool bshd = layout == posemb::TensorLayout::BSHD;
+  const auto q = bshd ? random_tensor<T>(1, seq_q, heads, dim, 11u) : random_tensor<T>(1, heads, seq_q, dim, 11u);
+  const auto k = bshd ? random_tensor<T>(1, seq_k, kv_heads, dim, 12u) : random_tensor<T>(1, kv_heads, seq_k, dim, 12u);
+  const std::int64_t q_offset = k_offset + seq_k - seq_q;  // the last seq_q keys' positions
+  const posemb::RopeSpec spec = posemb::default_rope_spec(24, 10000.0, pairing);  // partial rotary
+  posemb::ScoreOptions options;
+  options.causal = causal;
+  options.scheme = bias;
+  if (bias == posemb::ScoreScheme::Alibi) options.alibi_slopes = posemb::alibi_slopes(heads);
+  if (bias == posemb::ScoreScheme::RelativeBias) {
+    posemb::T5BiasTable<float>::Table weights(32, heads);
+    for (Eigen::Index n = 0; n < weights.size(); ++n) weights.data()[n] = 0.01f * static_cast<float>(n % 37) - 0.2f;
+    options.relative_bias = posemb::T5BiasTable<float>({32, 128, !causal}, weights);
+  }
+  posemb::Tensor4<C> from_spec(1, heads, seq_q, seq_k), from_table(1, heads, seq_q, seq_k);
+  posemb::fused_rope_scores(q, q_offset, k, k_offset, from_spec, spec, options, layout);
+  const posemb::RopeTable<T> table(spec, k_offset, seq_k);
+  posemb::fused_rope_scores(q, q_offset, k, k_offset, from_table, table, options, layout);
+  posemb::Tensor4<C> reference;
+  if (bias == posemb::ScoreScheme::None) {
+    posemb::ScoreOptions rope = options;
+    rope.scheme = posemb::ScoreScheme::Rope;
+    rope.rope = spec;
+    reference = posemb::detail::attention_scores_reference(q, q_offset, k, k_offset, rope, layout);
+  } else {
+    const posemb::Tensor4<T> q_rot = posemb::apply_rope(q, q_offset, spec, layout);
+    const posemb::Tensor4<T> k_rot = posemb::apply_rope(k, k_offset, spec, layout);
+    reference = posemb::detail::attention_scores_reference(q_rot, q_offset, k_rot, k_offset, options, layout);
+  }
+  const double tolerance = std::is_same_v<T, double> ? 1e-13 : 4e-6;
+  CHECK(worst_error(from_spec, reference) <= tolerance);
+  // The table holds the spec's cos/sin bit for bit: the same scores.
+  for (Eigen::Index n = 0; n < from_spec.size(); ++n) REQUIRE(from_table.data()[n] == from_spec.data()[n]);
+}
+
+}  // namespace
+
+TEST_CASE("fused 4-D scores equal the reference loop: GQA ratios, layouts, pairings, bias, storage types") {
+  using posemb::Pairing;
+  using posemb::ScoreScheme;
+  using posemb::TensorLayout;
+  for (Pairing pairing : {Pairing::Interleaved, Pairing::RotateHalf}) {
+    for (TensorLayout layout : {TensorLayout::BSHD, TensorLayout::BHSD}) {
+      check_fused_tensor<float>(130, 140, 4, 4, layout, pairing, ScoreScheme::None, true, 0);      // ratio 1
+      check_fused_tensor<float>(129, 257, 8, 2, layout, pairing, ScoreScheme::None, false, 0);     // ratio 4
+      check_fused_tensor<double>(131, 131, 8, 1, layout, pairing, ScoreScheme::None, true, 1000000);  // ratio 8
+      check_fused_tensor<float>(1, 300, 8, 1, layout, pairing, ScoreScheme::Alibi, true, 1000000);  // decode
+      check_fused_tensor<float>(140, 140, 4, 2, layout, pairing, ScoreScheme::RelativeBias, true, 0);
+      check_fused_tensor<Eigen::bfloat16>(135, 150, 8, 2, layout, pairing, ScoreScheme::None, true, 999000);
+      check_fused_tensor<Eigen::half>(135, 150, 8, 2, layout, pairing, ScoreScheme::Alibi, false, 0);
+      check_fused_tensor<Eigen::bfloat16>(70, 70, 4, 1, layout, pairing, ScoreScheme::RelativeBias, false, 5);
+    }
+  }
+}
+
+TEST_CASE("fused 4-D scores of each query head equal the one-head form on its kv head") {
+  const Eigen::Index seq = 150, heads = 8, kv_heads = 2, dim = 32;
+  const auto q = random_tensor<float>(1, seq, heads, dim, 21u);  // BSHD
+  const auto k = random_tensor<float>(1, seq, kv_heads, dim, 22u);
+  const posemb::RopeTable<float> table(posemb::default_rope_spec(32), 0, seq);
+  posemb::ScoreOptions options;
+  options.causal = true;
+  options.softmax = true;
+  posemb::Tensor4<float> all(1, heads, seq, seq);
+  posemb::fused_rope_scores(q, std::int64_t{0}, k, std::int64_t{0}, all, table, options);
+  posemb::PositionVector positions(seq);
+  for (Eigen::Index s = 0; s < seq; ++s) positions[s] = s;
+  for (Eigen::Index h = 0; h < heads; ++h) {
+    CAPTURE(h);
+    Rows<float> qh(seq, dim), kh(seq, dim), one;
+    for (Eigen::Index s = 0; s < seq; ++s) {
+      for (Eigen::Index c = 0; c < dim; ++c) {
+        qh(s, c) = q(0, s, h, c);
+        kh(s, c) = k(0, s, h / (heads / kv_heads), c);
+      }
+    }
+    posemb::fused_rope_scores(qh, positions, kh, positions, one, table, options);
+    for (Eigen::Index i = 0; i < seq; ++i)
+      for (Eigen::Index j = 0; j < seq; ++j) REQUIRE(one(i, j) == all(0, h, i, j));
+  }
+}
+
+TEST_CASE("fused one-head scores of bfloat16 q and k are float") {
+  const Rows<Eigen::bfloat16> q = random_rows<float>(40, 16, 31u).cast<Eigen::bfloat16>();
+  const Rows<Eigen::bfloat16> k = random_rows<float>(50, 16, 32u).cast<Eigen::bfloat16>();
+  posemb::PositionVector qpos(40), kpos(50);
+  for (int i = 0; i < 40; ++i) qpos[i] = 10 + i;
+  for (int j = 0; j < 50; ++j) kpos[j] = j;
+  const posemb::RopeSpec spec = posemb::default_rope_spec(16);
+  posemb::ScoreOptions options;
+  options.causal = true;
+  Rows<float> fused;
+  posemb::fused_rope_scores(q, qpos, k, kpos, fused, spec, options);
+  posemb::ScoreOptions rope = options;
+  rope.scheme = posemb::ScoreScheme::Rope;
+  rope.rope = spec;
+  const Rows<float> expected = posemb::detail::attention_scores_reference(q, qpos, k, kpos, rope);
+  for (Eigen::Index i = 0; i < 40; ++i) {
+    for (Eigen::Index j = 0; j < 50; ++j) {
+      if (std::isinf(expected(i, j))) {
+        REQUIRE(fused(i, j) == expected(i, j));
+      } else {
+        REQUIRE(std::abs(fused(i, j) - expected(i, j)) <= 4e-6f * (1.0f + std::abs(expected(i, j))));
+      }
+    }
+  }
+}
+
+TEST_CASE("fused 4-D scores reject bad input with the parameter named") {
+  const auto q = random_tensor<float>(1, 6, 4, 8, 41u);
+  const auto k = random_tensor<float>(1, 6, 2, 8, 42u);
+  const posemb::RopeSpec spec = posemb::default_rope_spec(8);
+  const std::int64_t zero = 0;
+  posemb::ScoreOptions options;
+  posemb::Tensor4<float> out(1, 4, 6, 6), wrong(1, 2, 6, 6);
+  CHECK_THROWS_WITH(posemb::fused_rope_scores(q, zero, k, zero, wrong, spec, options),
+                    Catch::Contains("out.dimension(1) = 2: expected [batch, heads, seq_q, seq_k] = [1, 4, 6, 6]"));
+  CHECK_THROWS_WITH(posemb::fused_rope_scores(q, zero, random_tensor<float>(1, 6, 3, 8, 43u), zero, out, spec, options),
+                    Catch::Contains("k.dimension(2) (kv_heads) = 3: expected a divisor of the query head count 4"));
+  CHECK_THROWS_WITH(posemb::fused_rope_scores(q, zero, k, zero, out, posemb::default_rope_spec(10), options),
+                    Catch::Contains("head_dim = 8"));
+  const posemb::RopeTable<float> short_table(spec, 0, 5);  // does not cover position 5
+  CHECK_THROWS_WITH(posemb::fused_rope_scores(q, zero, k, zero, out, short_table, options),
+                    Catch::Contains("position = 5"));
+  options.rope = spec;
+  CHECK_THROWS_WITH(posemb::fused_rope_scores(q, zero, k, zero, out, spec, options),
+                    Catch::Contains("rope.rotary_dim = 8: expected an empty RopeSpec: fused_rope_scores rotates"));
+  options = posemb::ScoreOptions{};
+  options.scheme = posemb::ScoreScheme::Alibi;
+  options.alibi_slopes = posemb::alibi_slopes(2);
+  CHECK_THROWS_WITH(posemb::fused_rope_scores(q, zero, k, zero, out, spec, options),
+                    Catch::Contains("alibi_slopes.size() = 2: expected one slope per query head = 4"));
 }
