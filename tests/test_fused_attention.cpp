@@ -1,6 +1,7 @@
 // fused_rope_scores against the unfused recipe written out here (rotate q and k with
-// apply_rope, multiply in double, add -slope |qpos - kpos|, mask), against attention_scores for
-// the layer options and the relative bias, and its properties.
+// apply_rope, multiply in double, add -slope |qpos - kpos|, mask), against attention.hpp's
+// reference loop for the layer options, the relative bias, 4-D q and k with grouped-query heads
+// and half storage, and its properties.
 #include <catch2/catch.hpp>
 
 #include <Eigen/Core>
@@ -178,7 +179,7 @@ TEST_CASE("fused scores reject bad input with the parameter named") {
                     Catch::Contains("position = 2"));
 }
 
-TEST_CASE("fused scores equal attention_scores with the layer's options and a relative bias") {
+TEST_CASE("fused scores equal the reference loop with the layer's options and a relative bias") {
   const Eigen::Index seq_k = 600, seq_q = 300, dim = 64;
   const posemb::RopeSpec spec = posemb::default_rope_spec(dim);
   const Rows<double> q = random_rows<double>(seq_q, dim, 5u), k = random_rows<double>(seq_k, dim, 6u);
@@ -221,7 +222,7 @@ TEST_CASE("fused scores equal attention_scores with the layer's options and a re
       posemb::apply_rope_inplace(q_in, qpos, spec);
       posemb::apply_rope_inplace(k_in, kpos, spec);
     }
-    const Rows<double> expected = posemb::attention_scores(q_in, qpos, k_in, kpos, reference);
+    const Rows<double> expected = posemb::detail::attention_scores_reference(q_in, qpos, k_in, kpos, reference);
     REQUIRE(fused.rows() == seq_q);
     REQUIRE(fused.cols() == seq_k);
     Eigen::Index masked = 0;

@@ -534,7 +534,11 @@ class ScoreKernel {
         row[j] = static_cast<C>(static_cast<double>(row[j]) + static_cast<double>(table(bucket, h)));
       }
     }
-    if (mask) {
+    if (mask && !options_.layer.sliding_window && !options_.layer.attention_chunk_size) {
+      for (Eigen::Index j = begin; j < end; ++j) {  // the causal mask alone
+        row[j] = k_positions_[j] > q_position ? neg_inf : row[j];
+      }
+    } else if (mask) {
       for (Eigen::Index j = begin; j < end; ++j) {
         if (!plan_.visible(q_position, k_positions_[j])) row[j] = neg_inf;
       }
