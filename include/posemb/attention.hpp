@@ -285,7 +285,9 @@ inline std::int64_t whole_position(const Positions& positions, Eigen::Index b, E
   if (positions.is_fractional()) {
     const double p = positions.at(b, s);
     if (!(p == std::floor(p) && std::fabs(p) < 9.0e18)) {
-      fail("position", p, "expected a whole position: the attention masks, bias and query temperature compare positions as integers");
+      fail("position", p,
+           "expected a whole position: the attention masks, bias and query temperature compare "
+           "positions as integers");
     }
   }
   return positions.integer_at(b, s);
@@ -350,7 +352,8 @@ struct SourceRotation {
   const Source& source;
   // Throws unless the source fits head_dim and (a table) covers every position.
   void check(const Positions& positions, Eigen::Index batch, Eigen::Index seq, Eigen::Index head_dim) const {
-    rotary_source(source, positions).check(ActivationShape({batch, seq, 1, head_dim}, TensorLayout::BSHD));
+    rotary_source(source, positions)
+        .check(ActivationShape({batch, seq, 1, head_dim}, TensorLayout::BSHD));
   }
   // rows: [count, head_dim], row r at panel_positions (0, r).
   template <class T>
@@ -386,11 +389,12 @@ class ScoreKernel {
   ScoreKernel(const ScorePlan& plan, const ScoreOptions& options, const Rotation& rotation,
               Eigen::Index seq_q, Eigen::Index seq_k, Eigen::Index head_dim)
       : plan_(plan), options_(options), rotation_(rotation), seq_q_(seq_q), seq_k_(seq_k),
-        head_dim_(head_dim), by_position_(plan.masks() || plan.biased() || options.layer.query_temperature || options.softmax),
+        head_dim_(head_dim),
+        by_position_(plan.masks() || plan.biased() || options.layer.query_temperature || options.softmax),
         k_rows_(seq_k, head_dim), q_panel_(std::min(score_tile_rows, seq_q), head_dim),
         staged_(std::is_same_v<T, C> ? 0 : std::min(score_tile_rows, std::max(seq_q, seq_k)),
                 std::is_same_v<T, C> ? 0 : head_dim),
-        q_positions_(seq_q), k_positions_(seq_k), k_distance_(plan.biased() ? seq_k : 0) {
+        q_positions_(seq_q), k_positions_(seq_k), k_positions_f64_(plan.biased() ? seq_k : 0) {
     if (options.scheme == ScoreScheme::RelativeBias) build_buckets();
     if (options.softmax) exp_row_.resize(seq_k);
   }
@@ -400,7 +404,9 @@ class ScoreKernel {
     if (!by_position_) return;
     for (Eigen::Index i = 0; i < seq_q_; ++i) q_positions_[i] = whole_position(q_positions, b, i);
     for (Eigen::Index j = 0; j < seq_k_; ++j) k_positions_[j] = whole_position(k_positions, b, j);
-    for (Eigen::Index j = 0; j < k_distance_.size(); ++j) k_distance_[j] = static_cast<double>(k_positions_[j]);
+    for (Eigen::Index j = 0; j < k_positions_f64_.size(); ++j) {
+      k_positions_f64_[j] = static_cast<double>(k_positions_[j]);
+    }
   }
 
   // Key-value head g of batch row b into k_rows_, rotated and widened.
@@ -525,7 +531,7 @@ class ScoreKernel {
       // alibi_bias_value: -slope * |double(qpos) - double(kpos)|
       const double slope = options_.alibi_slopes[h], q = static_cast<double>(q_position);
       for (Eigen::Index j = begin; j < end; ++j) {
-        row[j] = static_cast<C>(static_cast<double>(row[j]) - slope * std::abs(q - k_distance_[j]));
+        row[j] = static_cast<C>(static_cast<double>(row[j]) - slope * std::abs(q - k_positions_f64_[j]));
       }
     } else if (options_.scheme == ScoreScheme::RelativeBias) {
       const auto& table = options_.relative_bias->table();
@@ -556,7 +562,9 @@ class ScoreKernel {
     }
   }
   std::int64_t bucket_of(std::int64_t rel) const {
-    if (rel >= -bucket_span && rel <= bucket_span) return bucket_lookup_[static_cast<std::size_t>(rel + bucket_span)];
+    if (rel >= -bucket_span && rel <= bucket_span) {
+      return bucket_lookup_[static_cast<std::size_t>(rel + bucket_span)];
+    }
     return t5_bucket_unchecked(rel, options_.relative_bias->buckets());
   }
 
@@ -568,6 +576,7 @@ class ScoreKernel {
       // No visible key: the plan's softmax names the reason.
       const auto k_position = [&](Eigen::Index j) { return k_positions_[j]; };
       plan_.softmax(row, seq_k_, q_position, k_position);
+      return;
     }
     exp_row_ = (values - row_max).exp();
     for (Eigen::Index j = 0; j < seq_k_; ++j) {
@@ -586,7 +595,7 @@ class ScoreKernel {
   RowMajorRows<T> staged_;   // [score_tile_rows, head_dim]: rows in storage type (half, bf16)
   PanelPositions panel_positions_;
   PositionVector q_positions_, k_positions_;  // batch row b's positions, for masks and bias
-  Eigen::Matrix<double, Eigen::Dynamic, 1> k_distance_;  // k positions in double (ALiBi)
+  Eigen::Matrix<double, Eigen::Dynamic, 1> k_positions_f64_;  // k positions in double (ALiBi)
   std::vector<std::int64_t> bucket_lookup_;
   Eigen::Array<C, Eigen::Dynamic, 1> exp_row_;
 };
@@ -673,7 +682,7 @@ void tensor_scores(const ScorePlan& plan, const ScoreOptions& options, const Rot
 }
 
 // attention_scores' scheme: RoPE from options.rope, or no rotation.
-template <class T, class Body>
+template <class Body>
 void with_score_rotation(const ScoreOptions& options, const Body& body) {
   if (options.scheme == ScoreScheme::Rope) {
     body(SourceRotation<RopeSpec>{options.rope});
@@ -769,7 +778,7 @@ ScoreMatrix<compute_t<typename DQ::Scalar>> attention_scores(
   detail::check_head_scores(q, q_positions, k, k_positions);
   const detail::ScorePlan plan(options, 1, q.cols(), false);
   ScoreMatrix<compute_t<T>> scores(q.rows(), k.rows());
-  detail::with_score_rotation<T>(options, [&](const auto& rotation) {
+  detail::with_score_rotation(options, [&](const auto& rotation) {
     detail::blocked_scores<T>(plan, options, rotation, detail::MatrixHeadRows<DQ>{q}, Positions(q_positions),
                               detail::MatrixHeadRows<DK>{k}, Positions(k_positions), 1, 1, 1, q.rows(),
                               k.rows(), q.cols(), scores.data());
@@ -821,7 +830,7 @@ void attention_scores(const XQ& q, const Positions& q_positions, const XK& k, co
   const detail::ScoreShapes shapes = detail::check_score_shapes(q, q_positions, k, k_positions, layout);
   detail::check_score_output(out, shapes);
   const detail::ScorePlan plan(options, shapes.q.heads, shapes.q.head_dim, false);
-  detail::with_score_rotation<T>(options, [&](const auto& rotation) {
+  detail::with_score_rotation(options, [&](const auto& rotation) {
     detail::tensor_scores<T>(plan, options, rotation, q.data(), q_positions, k.data(), k_positions, shapes,
                              out.data());
   });
