@@ -381,6 +381,8 @@ class PanelPositions {
   FractionalPositionMatrix fractions_;
 };
 
+// The steps above for one call: its scratch (one key-value head, one query panel, one batch
+// row's positions) is allocated once and reused for every (batch row, head).
 template <class T, class Rotation>
 class ScoreKernel {
  public:
