@@ -49,10 +49,10 @@ posemb::Tensor4<T> random_tensor(Eigen::Index d0, Eigen::Index d1, Eigen::Index 
   return t;
 }
 
-ScoreOptions rope_options(int rotary_dim, posemb::Pairing pairing) {
+ScoreOptions rope_options(posemb::RotaryDims dims, posemb::Pairing pairing) {
   ScoreOptions options;
   options.scheme = ScoreScheme::Rope;
-  options.rope = posemb::default_rope_spec(rotary_dim, 10000.0, pairing);
+  options.rope = posemb::default_rope_spec(dims, 10000.0, pairing);
   return options;
 }
 
@@ -122,7 +122,7 @@ TEST_CASE("attention: RoPE scores depend on m - n only, through the attention AP
   for (posemb::Pairing pairing : {posemb::Pairing::Interleaved, posemb::Pairing::RotateHalf}) {
     for (int rotary_dim : {16, 8}) {  // full and partial rotary
       CAPTURE(posemb::to_string(pairing), rotary_dim);
-      const ScoreOptions options = rope_options(rotary_dim, pairing);
+      const ScoreOptions options = rope_options({16, rotary_dim}, pairing);
       const Rows base = posemb::attention_scores(q, qpos, k, kpos, options);
       for (std::int64_t shift : {1, 1000, 123456789}) {
         CAPTURE(shift);
@@ -309,7 +309,7 @@ TEST_CASE("attention: batched scores equal the per-head loop, in both layouts") 
       CAPTURE(static_cast<int>(scheme), causal);
       ScoreOptions options;
       options.scheme = scheme;
-      if (scheme == ScoreScheme::Rope) options.rope = posemb::default_rope_spec(6, 500.0);  // partial
+      if (scheme == ScoreScheme::Rope) options.rope = posemb::default_rope_spec({8, 6}, 500.0);  // partial
       if (scheme == ScoreScheme::Alibi) options.alibi_slopes = posemb::alibi_slopes(heads);
       options.causal = causal;
       options.softmax = causal;
@@ -409,8 +409,9 @@ TEST_CASE("attention: errors") {
     bad.rope = posemb::default_rope_spec(4);  // a spec without scheme == Rope
     throws_with([&] { posemb::attention_scores(q, qp, k, kp, bad); },
                 "rope.rotary_dim = 4: expected an empty RopeSpec unless scheme == ScoreScheme::Rope");
-    bad = rope_options(8, posemb::Pairing::RotateHalf);  // rotary_dim > head_dim
-    throws_with([&] { posemb::attention_scores(q, qp, k, kp, bad); }, "head_dim = 4: expected >= rotary_dim = 8");
+    bad = rope_options(8, posemb::Pairing::RotateHalf);  // a spec for heads of 8
+    throws_with([&] { posemb::attention_scores(q, qp, k, kp, bad); },
+                "head_dim = 4: expected 8, the head_dim this RopeSpec was made for (rotary_dim 8)");
     bad = ScoreOptions{};
     bad.scheme = ScoreScheme::Rope;  // scheme Rope with an empty spec
     throws_with([&] { posemb::attention_scores(q, qp, k, kp, bad); }, "rotary_dim = 0");

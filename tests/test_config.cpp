@@ -250,6 +250,49 @@ TEST_CASE("the shipped example configs", "[config][examples]") {
   CHECK(gptj.rope_scheme().pairing == posemb::Pairing::Interleaved);
 }
 
+TEST_CASE("a config's spec knows its head_dim: partial rotary is the config's, not the tensor's",
+          "[config]") {
+  const fs::path dir = fs::path(POSEMB_TEST_DATA_DIR) / ".." / ".." / "examples" / "configs";
+  // GPT-NeoX-20B: rotary_pct 0.25 of head_dim 96; GPT-J-6B: rotary_dim 64 of 256; Phi-3: whole
+  // heads of 96; DeepSeek-V3: RoPE runs over q_pe, the qk_rope_head_dim = 64 features.
+  const std::pair<const char*, std::array<int, 2>> cases[] = {
+      {"gpt_neox_20b_partial.json", {96, 24}},
+      {"gptj_6b_interleaved.json", {256, 64}},
+      {"phi3_128k_longrope.json", {96, 96}},
+      {"deepseek_v3_mla_yarn.json", {64, 64}},
+  };
+  for (const auto& [file, dims] : cases) {
+    INFO(file);
+    const auto model = posemb::load_model_positions((dir / file).string());
+    const posemb::RopeSpec spec = model.rope_spec();
+    CHECK(model.rope_scheme().head_dim == dims[0]);
+    CHECK(spec.head_dim == dims[0]);
+    CHECK(spec.rotary_dim == dims[1]);
+    CHECK(spec.partial() == (dims[1] < dims[0]));
+    posemb::Tensor4<float> x(1, 3, 2, dims[0]);
+    x.setConstant(1.0f);
+    CHECK_NOTHROW(posemb::apply_rope_inplace(x, 7, spec));
+    // A head of the rotary width only is not the model's head: refused.
+    if (dims[1] < dims[0]) {
+      posemb::Tensor4<float> rotary_only(1, 3, 2, dims[1]);
+      CHECK_THROWS_WITH(posemb::apply_rope_inplace(rotary_only, 7, spec),
+                        "posemb: head_dim = " + std::to_string(dims[1]) + ": expected " +
+                            std::to_string(dims[0]) +
+                            ", the head_dim this RopeSpec was made for (rotary_dim " +
+                            std::to_string(dims[1]) + ")");
+    }
+  }
+  // head_dim, else hidden_size / num_attention_heads; partial_rotary_factor gives rotary_dim.
+  const auto phi2 = parse(R"({"model_type": "phi", "hidden_size": 2560, "num_attention_heads": 32,
+                              "partial_rotary_factor": 0.4})");
+  CHECK(phi2.rope_spec().head_dim == 80);
+  CHECK(phi2.rope_spec().rotary_dim == 32);
+  const auto explicit_head = parse(R"({"hidden_size": 2048, "num_attention_heads": 8,
+                                       "head_dim": 128})");
+  CHECK(explicit_head.rope_spec().head_dim == 128);
+  CHECK(explicit_head.rope_spec().rotary_dim == 128);
+}
+
 TEST_CASE("xPos parameters are read from torchscale-style keys", "[config]") {
   const auto m =
       parse(std::string(llama_like) + R"(, "xpos_rel_pos": true, "xpos_scale_base": 256})");

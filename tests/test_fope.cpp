@@ -266,6 +266,7 @@ TEST_CASE("identity coefficients give rotate-half RoPE on the retained frequenci
   posemb::RopeSpec spec;
   spec.inv_freq = fope.inv_freq();
   spec.rotary_dim = 32;
+  spec.head_dim = 32;
   spec.pairing = posemb::Pairing::RotateHalf;
   double error = 0.0;
   for (int b = 0; b < 2; ++b) {

@@ -50,7 +50,8 @@ Rows<double> unfused(const Rows<T>& q, const posemb::PositionVector& qpos, const
 template <class T>
 void check_against_unfused(Eigen::Index seq_q, Eigen::Index seq_k, int head_dim, int rotary_dim,
                            posemb::Pairing pairing, double slope, bool causal, bool use_table) {
-  const posemb::RopeSpec spec = posemb::default_rope_spec(rotary_dim, 10000.0, pairing);
+  const posemb::RopeSpec spec =
+      posemb::default_rope_spec(posemb::RotaryDims{head_dim, rotary_dim}, 10000.0, pairing);
   const Rows<T> q = random_rows<T>(seq_q, head_dim, 1u), k = random_rows<T>(seq_k, head_dim, 2u);
   // Queries are the last seq_q of the keys' positions (decode against a KV cache), offset 5000.
   posemb::PositionVector kpos(seq_k), qpos(seq_q);

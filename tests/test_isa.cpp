@@ -200,7 +200,8 @@ void reference_rotate_head(T* x, std::int64_t position, const posemb::RopeSpec& 
 template <class T>
 double tensor_error(Pairing pairing, bool in_place, int head_dim, int rotary_dim) {
   const Eigen::Index seq = 5, heads = 3;
-  const posemb::RopeSpec spec = posemb::default_rope_spec(rotary_dim, 10000.0, pairing);
+  const posemb::RopeSpec spec =
+      posemb::default_rope_spec(posemb::RotaryDims{head_dim, rotary_dim}, 10000.0, pairing);
   const std::vector<T> original = random_values<T>(seq * heads * head_dim, 3u + rotary_dim);
   std::vector<T> input = original, output(original.size());
   posemb::TensorMap4<T> x(input.data(), 1, seq, heads, head_dim);

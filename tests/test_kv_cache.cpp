@@ -29,26 +29,27 @@ double max_abs_diff(const posemb::Tensor4<T>& a, const posemb::Tensor4<T>& b) {
   return worst;
 }
 
-RopeSpec yarn_spec(int d, double factor) {
+RopeSpec yarn_spec(posemb::RotaryDims dims, double factor) {
   posemb::YarnParams p;
   p.factor = factor;
   p.original_max_position_embeddings = 4096;
-  return posemb::yarn_rope_spec(d, 1e4, p);
+  return posemb::yarn_rope_spec(dims, 1e4, p);
 }
 
 }  // namespace
 
 TEST_CASE("re-rotating keys equals rotating with the new spec", "[kv_cache]") {
-  const int d = 64;
+  const int d = 64;  // partial rotary: d of d + 8 features rotate
+  const posemb::RotaryDims dims{d + 8, d};
   const posemb::Tensor4<double> raw = random_keys<double>(2, 6, 2, d + 8);
   posemb::PositionMatrix positions(2, 6);
   positions << 0, 1, 2, 3, 4, 5, 100000, 200001, 300002, 999999, 2500000, 4000000;
   // Dynamic NTK: the cache was filled under seq_len 4096 (default frequencies); at 16384 the
   // frequencies change. YaRN -> other YaRN: also the attention factor changes.
-  const RopeSpec dyn_short = posemb::dynamic_ntk_rope_spec(d, 1e4, 4.0, 4096, 4096);
-  const RopeSpec dyn_long = posemb::dynamic_ntk_rope_spec(d, 1e4, 4.0, 4096, 16384);
+  const RopeSpec dyn_short = posemb::dynamic_ntk_rope_spec(dims, 1e4, 4.0, 4096, 4096);
+  const RopeSpec dyn_long = posemb::dynamic_ntk_rope_spec(dims, 1e4, 4.0, 4096, 16384);
   for (const auto& [from, to] :
-       {std::pair{dyn_short, dyn_long}, std::pair{yarn_spec(d, 4), yarn_spec(d, 16)}}) {
+       {std::pair{dyn_short, dyn_long}, std::pair{yarn_spec(dims, 4), yarn_spec(dims, 16)}}) {
     posemb::Tensor4<double> cache = posemb::apply_rope(raw, positions, from);
     posemb::rerotate_keys_inplace(cache, positions, from, to);
     const posemb::Tensor4<double> direct = posemb::apply_rope(raw, positions, to);
@@ -110,6 +111,9 @@ TEST_CASE("KV-cache helpers reject mismatched specs and shapes", "[kv_cache][err
                         keys, std::int64_t{0}, a,
                         posemb::default_rope_spec(32, 1e4, posemb::Pairing::Interleaved)),
                     Catch::Contains("to.pairing"));
+  CHECK_THROWS_WITH(posemb::rerotate_keys_inplace(keys, std::int64_t{0}, a,
+                                                  posemb::default_rope_spec({48, 32})),
+                    Catch::Contains("to.head_dim = 48: expected from.head_dim = 32"));
   CHECK_THROWS_WITH(posemb::shift_keys_inplace(keys, 3, posemb::default_rope_spec(64)),
                     Catch::Contains("head_dim = 32"));
   posemb::PositionMatrix wrong(1, 3);

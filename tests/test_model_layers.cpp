@@ -179,9 +179,10 @@ TEST_CASE("proportional RoPE: zero pairs pass through, and it is not partial rot
   const posemb::ProportionalParams params{0.3, 2.0};
   const posemb::RopeSpec spec = posemb::proportional_rope_spec(96, 1e6, params);
   REQUIRE(spec.rotary_dim == 96);
+  REQUIRE(spec.head_dim == 96);
   REQUIRE(posemb::proportional_rotating_pairs(96, params) == 14);
   // The partial rotary of the same fraction: int(96 * 0.3) = 28 features, exponents over 28.
-  const posemb::RopeSpec partial = posemb::linear_rope_spec(28, 1e6, 2.0);
+  const posemb::RopeSpec partial = posemb::linear_rope_spec(posemb::RotaryDims{96, 28}, 1e6, 2.0);
   CHECK(spec.inv_freq[1] == Approx(std::pow(1e6, -2.0 / 96) / 2).epsilon(1e-15));
   CHECK(partial.inv_freq[1] == Approx(std::pow(1e6, -2.0 / 28) / 2).epsilon(1e-15));
 

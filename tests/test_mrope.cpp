@@ -70,9 +70,9 @@ bool bit_equal(const A& a, const B& b) {
   return true;
 }
 
-MropeSpec spec_of(int rotary_dim, double theta, posemb::MropeSections sections, MropeLayout layout,
-                  Pairing pairing = Pairing::RotateHalf) {
-  return posemb::make_mrope_spec(posemb::default_rope_spec(rotary_dim, theta, pairing), sections,
+MropeSpec spec_of(posemb::RotaryDims dims, double theta, posemb::MropeSections sections,
+                  MropeLayout layout, Pairing pairing = Pairing::RotateHalf) {
+  return posemb::make_mrope_spec(posemb::default_rope_spec(dims, theta, pairing), sections,
                                  layout);
 }
 
@@ -112,7 +112,7 @@ TEST_CASE("conformance: the multimodal apply cases, float32 within 1e-5 and floa
       {"apply_interleaved_mixed_hd32", spec_of(32, 5e6, {6, 5, 5}, MropeLayout::Interleaved),
        TensorLayout::BSHD},
       // Qwen3.5-style: head_dim 64, partial 0.25 -> rotary_dim 16, theta 1e7, [3, 3, 2]
-      {"apply_partial_interleaved_hd64", spec_of(16, 1e7, {3, 3, 2}, MropeLayout::Interleaved),
+      {"apply_partial_interleaved_hd64", spec_of({64, 16}, 1e7, {3, 3, 2}, MropeLayout::Interleaved),
        TensorLayout::BSHD},
       // Qwen2.5-VL-style: 128 / 4 = 32, theta 1e6, [4, 6, 6]
       {"apply_batch2_bhsd_hd32", spec_of(32, 1e6, {4, 6, 6}, MropeLayout::Chunked),
@@ -170,7 +170,7 @@ TEST_CASE("equal axes give 1-D RoPE bit for bit: both layouts, both pairings, pa
         CAPTURE(posemb::to_string(pairing), posemb::to_string(layout), rotary_dim);
         const posemb::MropeSections sections =
             rotary_dim == 24 ? posemb::MropeSections{4, 4, 4} : posemb::MropeSections{4, 2, 2};
-        const MropeSpec spec = spec_of(rotary_dim, 1e4, sections, layout, pairing);
+        const MropeSpec spec = spec_of({24, rotary_dim}, 1e4, sections, layout, pairing);
         const auto rope = posemb::apply_rope(x, p, spec.rope);
         CHECK(bit_equal(posemb::apply_mrope(x, thw, spec), rope));
         CHECK(bit_equal(posemb::apply_mrope(x, MropePositions::text(p), spec), rope));
@@ -267,7 +267,7 @@ TEST_CASE("the inverse undoes the rotation, for the spec and the table, with an 
   MropePositionTensor thw(3, 2, 9);
   std::mt19937 rng(3);
   for (Eigen::Index i = 0; i < thw.size(); ++i) thw.data()[i] = std::int64_t(rng() % 5000);
-  MropeSpec spec = spec_of(16, 1e4, {2, 3, 3}, MropeLayout::Chunked);
+  MropeSpec spec = spec_of({20, 16}, 1e4, {2, 3, 3}, MropeLayout::Chunked);  // partial rotary
   spec.rope.attention_scale = 1.25;
   for (const MropeLayout layout : {MropeLayout::Chunked, MropeLayout::Interleaved}) {
     spec.layout = layout;
@@ -371,7 +371,7 @@ TEST_CASE("fractional positions: whole values give the integer bits, halves the 
 }
 
 TEST_CASE("engine features: two threads, half storage, layout change and a KV-cache slot") {
-  const MropeSpec spec = spec_of(64, 1e6, {16, 8, 8}, MropeLayout::Chunked);
+  const MropeSpec spec = spec_of({128, 64}, 1e6, {16, 8, 8}, MropeLayout::Chunked);  // partial
   const auto x = random_tensor<float>(1, 512, 8, 128, 11);
   MropePositionTensor thw(3, 1, 512);
   for (Eigen::Index i = 0; i < thw.size(); ++i) thw.data()[i] = (i * 7919) % 3000;

@@ -199,9 +199,9 @@ TEST_CASE("RoPE_rotate_half(P(W) x) = P(RoPE_interleaved(W x)), scores equal, un
   for (int rotary_dim : {16, 8}) {  // full and partial rotary
     INFO("rotary_dim = " << rotary_dim);
     const posemb::RopeSpec interleaved =
-        posemb::default_rope_spec(rotary_dim, 10000.0, Pairing::Interleaved);
+        posemb::default_rope_spec({head_dim, rotary_dim}, 10000.0, Pairing::Interleaved);
     const posemb::RopeSpec rotate_half =
-        posemb::default_rope_spec(rotary_dim, 10000.0, Pairing::RotateHalf);
+        posemb::default_rope_spec({head_dim, rotary_dim}, 10000.0, Pairing::RotateHalf);
 
     const Eigen::MatrixXd wq_rh = posemb::permute_pairing(wq, n_heads, posemb::Pairing::Interleaved, posemb::Pairing::RotateHalf, rotary_dim);
     const Eigen::MatrixXd wk_rh =

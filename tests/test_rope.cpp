@@ -99,7 +99,7 @@ TEST_CASE("the kernel equals the pair-by-pair formula for every pairing, rotary_
   for (Pairing pairing : {Pairing::Interleaved, Pairing::RotateHalf}) {
     for (int rotary_dim : {2, 6, 32, 64}) {
       const int head_dim = 64;
-      const auto spec = posemb::default_rope_spec(rotary_dim, 500000.0, pairing);
+      const auto spec = posemb::default_rope_spec(posemb::RotaryDims{head_dim, rotary_dim}, 500000.0, pairing);
       for (std::int64_t p : {0LL, 1LL, -3LL, 4095LL, 131071LL, 1000003LL, -2000000LL}) {
         const Eigen::VectorXd x = gaussian(rng, head_dim, 1, 1.0);
         Eigen::VectorXd y = x;
@@ -208,7 +208,7 @@ TEST_CASE("partial rotary leaves the tail bit-identical, in place and out of pla
   std::mt19937_64 rng(4);
   const int head_dim = 80, rotary_dim = 20;
   for (Pairing pairing : {Pairing::Interleaved, Pairing::RotateHalf}) {
-    const auto spec = posemb::default_rope_spec(rotary_dim, 10000.0, pairing);
+    const auto spec = posemb::default_rope_spec(posemb::RotaryDims{head_dim, rotary_dim}, 10000.0, pairing);
     posemb::Tensor4<float> x(2, 5, 3, head_dim);
     x.setRandom();
     const posemb::Tensor4<float> out = posemb::apply_rope(x, 100, spec);
@@ -450,11 +450,11 @@ posemb::Tensor4<T> transposed(const posemb::Tensor4<T>& x) {
   return x.shuffle(Eigen::array<int, 4>{0, 2, 1, 3});
 }
 
-posemb::RopeSpec yarn_spec(int rotary_dim, Pairing pairing) {
+posemb::RopeSpec yarn_spec(posemb::RotaryDims dims, Pairing pairing) {
   posemb::YarnParams yarn;
   yarn.factor = 8.0;
   yarn.original_max_position_embeddings = 4096;
-  return posemb::yarn_rope_spec(rotary_dim, 500000.0, yarn, pairing);
+  return posemb::yarn_rope_spec(dims, 500000.0, yarn, pairing);
 }
 
 }  // namespace
@@ -510,7 +510,7 @@ TEST_CASE("the inverse rotation undoes the forward one and is the rotation at -p
   for (const Pairing pairing : {Pairing::Interleaved, Pairing::RotateHalf}) {
     CAPTURE(posemb::to_string(pairing));
     for (const posemb::RopeSpec& spec :
-         {posemb::default_rope_spec(64, 10000.0, pairing), yarn_spec(48, pairing)}) {
+         {posemb::default_rope_spec(64, 10000.0, pairing), yarn_spec({64, 48}, pairing)}) {
       CAPTURE(spec.attention_scale);
       const posemb::Tensor4<float> y = posemb::apply_rope(x, p, spec);
       const posemb::Tensor4<float> back =
@@ -574,7 +574,7 @@ TEST_CASE("the inverse for xPos and FoPE undoes their scale and mixing too") {
 TEST_CASE("rotary_offset rotates features [offset, offset + rotary_dim) and passes the rest") {
   const posemb::Tensor4<double> x = random_tensor4<double>(1, 6, 2, 24, 4);
   for (const Pairing pairing : {Pairing::Interleaved, Pairing::RotateHalf}) {
-    posemb::RopeSpec spec = posemb::default_rope_spec(8, 10000.0, pairing);
+    posemb::RopeSpec spec = posemb::default_rope_spec(posemb::RotaryDims{24, 8}, 10000.0, pairing);
     spec.rotary_offset = 16;  // the last 8 of 24 features, as DeepSeek-V4 rotates them
     const posemb::Tensor4<double> y = posemb::apply_rope(x, 3, spec);
     posemb::Tensor4<double> in_place = x;
@@ -600,7 +600,8 @@ TEST_CASE("rotary_offset rotates features [offset, offset + rotary_dim) and pass
 TEST_CASE("rotating while changing layout equals rotate-then-transpose, bit for bit") {
   const posemb::Tensor4<float> x = random_tensor4<float>(2, 37, 3, 40, 5);  // BSHD
   for (const Pairing pairing : {Pairing::Interleaved, Pairing::RotateHalf}) {
-    posemb::RopeSpec spec = posemb::default_rope_spec(32, 10000.0, pairing);  // partial: 8 pass
+    // Partial rotary: 32 of 40 features rotate, 8 pass.
+    posemb::RopeSpec spec = posemb::default_rope_spec(posemb::RotaryDims{40, 32}, 10000.0, pairing);
     const posemb::Tensor4<float> rotated = posemb::apply_rope(x, 11, spec);
     // BSHD -> BHSD
     posemb::Tensor4<float> out(2, 3, 37, 40);
@@ -682,4 +683,146 @@ TEST_CASE("an oversized table is a posemb::Error naming its count, never std::ba
   CHECK_THROWS_WITH(posemb::RopeTable<float>(spec, 0, std::int64_t(1) << 40),
                     Catch::Contains("count = 1099511627776") && Catch::Contains("can be allocated"));
 #endif
+}
+
+// ---------------------------------------------------------------------------------------------
+// No silent reinterpretation: a spec knows the head it was made for, and positions are checked
+// against the sequence axis of the layout given.
+
+TEST_CASE("a spec knows its head_dim: partial rotary is stated, a head of another width throws") {
+  using Catch::Matchers::Contains;
+  const posemb::RopeSpec llama = posemb::default_rope_spec(128, 500000.0);
+  CHECK(llama.head_dim == 128);
+  CHECK(llama.rotary_dim == 128);
+  CHECK_FALSE(llama.partial());
+
+  // q [1, 7, 16, 256] with Llama's 128-dim spec: refused, naming both widths, with the way to
+  // ask for partial rotary.
+  posemb::Tensor4<float> q = random_tensor4<float>(1, 7, 16, 256, 7);
+  const posemb::Tensor4<float> q_before = q;
+  const std::string wider =
+      "posemb: head_dim = 256: expected 128, the head_dim this RopeSpec was made for (rotary_dim "
+      "128); to rotate only the first 128 of 256 features (partial rotary), make the spec with "
+      "RotaryDims{256, 128}";
+  CHECK_THROWS_WITH(posemb::apply_rope_inplace(q, 0, llama), wider);
+  CHECK(same_bits(q, q_before));  // nothing rotated
+  CHECK_THROWS_WITH(posemb::apply_rope(q, 0, llama), wider);
+  const posemb::RopeTable<float> table(llama, 0, 16);
+  CHECK_THROWS_WITH(posemb::apply_rope_inplace(q, 0, table), wider);
+  Eigen::MatrixXf rows = Eigen::MatrixXf::Zero(3, 256);
+  CHECK_THROWS_WITH(posemb::apply_rope_inplace(rows, 5, llama), wider);
+  // A narrower head is not a slice of the spec either.
+  posemb::Tensor4<float> narrow(1, 7, 16, 64);
+  CHECK_THROWS_WITH(posemb::apply_rope_inplace(narrow, 0, llama),
+                    "posemb: head_dim = 64: expected 128, the head_dim this RopeSpec was made for "
+                    "(rotary_dim 128)");
+
+  // Stated partial rotary: the first 128 of 256 features rotate as the 128-dim spec rotates a
+  // 128-wide head, the other 128 pass through bit-identical.
+  const posemb::RopeSpec partial = posemb::default_rope_spec(posemb::RotaryDims{256, 128}, 500000.0);
+  CHECK(partial.head_dim == 256);
+  CHECK(partial.rotary_dim == 128);
+  CHECK(partial.partial());
+  CHECK(partial.inv_freq == llama.inv_freq);
+  const posemb::Tensor4<float> y = posemb::apply_rope(q, 3, partial);
+  posemb::Tensor4<float> first_half(1, 7, 16, 128);
+  for (Eigen::Index i = 0; i < first_half.size(); ++i) {
+    first_half.data()[i] = q.data()[(i / 128) * 256 + i % 128];
+  }
+  const posemb::Tensor4<float> first_half_rotated = posemb::apply_rope(first_half, 3, llama);
+  for (Eigen::Index i = 0; i < q.size(); ++i) {
+    const Eigen::Index row = i / 256, feature = i % 256;
+    REQUIRE(y.data()[i] == (feature < 128 ? first_half_rotated.data()[row * 128 + feature]
+                                          : q.data()[i]));
+  }
+  // A partial spec refuses other widths too, without suggesting partial rotary again.
+  CHECK_THROWS_WITH(posemb::apply_rope_inplace(first_half, 0, partial),
+                    "posemb: head_dim = 128: expected 256, the head_dim this RopeSpec was made for "
+                    "(rotary_dim 128)");
+
+  // Every builder records the head: the scaled variants too.
+  posemb::YarnParams yarn;
+  yarn.factor = 4.0;
+  yarn.original_max_position_embeddings = 2048;
+  CHECK(posemb::yarn_rope_spec(posemb::RotaryDims{96, 24}, 1e4, yarn).head_dim == 96);
+  CHECK(posemb::linear_rope_spec(64, 1e4, 2.0).head_dim == 64);
+  CHECK(posemb::proportional_rope_spec(256, 1e6, {0.25, 1.0}).head_dim == 256);
+
+  // Bad dims, and a hand-built spec without its head.
+  CHECK_THROWS_WITH(posemb::default_rope_spec(posemb::RotaryDims{16, 32}),
+                    "posemb: head_dim = 16: expected >= rotary_dim = 32 (the features that rotate "
+                    "are part of the head)");
+  CHECK_THROWS_WITH(posemb::llama3_rope_spec(posemb::RotaryDims{16, 32}, 5e5, {}),
+                    Contains("head_dim = 16: expected >= rotary_dim = 32"));
+  posemb::RopeSpec hand_built;
+  hand_built.inv_freq = posemb::default_inv_freq(8);
+  hand_built.rotary_dim = 8;
+  posemb::Tensor4<float> x8(1, 2, 1, 8);
+  x8.setZero();
+  CHECK_THROWS_WITH(posemb::apply_rope_inplace(x8, 0, hand_built),
+                    "posemb: head_dim = 0: expected >= rotary_dim = 8 (set head_dim to the width "
+                    "of the heads the spec rotates)");
+  hand_built.head_dim = 8;
+  CHECK_NOTHROW(posemb::apply_rope_inplace(x8, 0, hand_built));
+}
+
+TEST_CASE("positions must match the seq axis of the layout given; the other layout is named") {
+  using Catch::Matchers::Contains;
+  const posemb::RopeSpec spec = posemb::default_rope_spec(16);
+  // A BSHD buffer [batch 1, seq 7, heads 12, 16] passed as BHSD: seq would be 12.
+  posemb::Tensor4<float> k = random_tensor4<float>(1, 7, 12, 16, 8);
+  PositionVector seven(7);
+  for (int s = 0; s < 7; ++s) seven[s] = 100 + s;
+  const std::string as_bhsd =
+      "posemb: positions shape = [1, 7]: expected [batch, seq] = [1, 12], seq being "
+      "x.dimension(2) under TensorLayout::BHSD [batch, heads, seq, head_dim]; 7 is x.dimension(1), "
+      "the seq axis under TensorLayout::BSHD [batch, seq, heads, head_dim]: if x is [batch, seq, "
+      "heads, head_dim], pass TensorLayout::BSHD";
+  CHECK_THROWS_WITH(posemb::apply_rope_inplace(k, seven, spec, TensorLayout::BHSD), as_bhsd);
+  CHECK_THROWS_WITH(posemb::apply_rope(k, seven, spec, TensorLayout::BHSD), as_bhsd);
+  const posemb::RopeTable<float> table(spec, 0, 200);
+  CHECK_THROWS_WITH(posemb::apply_rope_inplace(k, seven, table, TensorLayout::BHSD), as_bhsd);
+  CHECK_NOTHROW(posemb::apply_rope_inplace(k, seven, spec, TensorLayout::BSHD));
+
+  // The reverse: a BHSD buffer [1, 12 heads, 7 tokens, 16] passed as BSHD, with a matrix.
+  posemb::Tensor4<float> k_bhsd = transposed(k);
+  PositionMatrix seven_rows = seven.transpose();
+  CHECK_THROWS_WITH(posemb::apply_rope_inplace(k_bhsd, seven_rows, spec),
+                    "posemb: positions shape = [1, 7]: expected [batch, seq] = [1, 12], seq being "
+                    "x.dimension(1) under TensorLayout::BSHD [batch, seq, heads, head_dim]; 7 is "
+                    "x.dimension(2), the seq axis under TensorLayout::BHSD [batch, heads, seq, "
+                    "head_dim]: if x is [batch, heads, seq, head_dim], pass TensorLayout::BHSD");
+  posemb::FractionalPositionMatrix fractions = seven_rows.cast<double>();
+  CHECK_THROWS_WITH(posemb::apply_rope_inplace(k_bhsd, fractions, spec),
+                    Contains("pass TensorLayout::BHSD"));
+
+  // Positions that fit neither axis: no layout hint; a batch mismatch: none either.
+  PositionVector five = PositionVector::Zero(5);
+  CHECK_THROWS_WITH(posemb::apply_rope_inplace(k, five, spec),
+                    "posemb: positions shape = [1, 5]: expected [batch, seq] = [1, 7], seq being "
+                    "x.dimension(1) under TensorLayout::BSHD [batch, seq, heads, head_dim]");
+  PositionMatrix three_rows = PositionMatrix::Zero(3, 7);
+  CHECK_THROWS_WITH(posemb::apply_rope_inplace(k, three_rows, spec),
+                    "posemb: positions shape = [3, 7]: expected [batch, seq] = [1, 7]");
+
+  // The other rotary schemes check their positions the same way.
+  const posemb::XposSpec xpos{spec, posemb::XposParams{}};
+  CHECK_THROWS_WITH(posemb::apply_xpos_inplace(k, seven, xpos, posemb::XposRole::Key,
+                                               TensorLayout::BHSD),
+                    as_bhsd);
+  CHECK_THROWS_WITH(posemb::rerotate_keys_inplace(k, seven, spec, posemb::linear_rope_spec(16, 1e4, 2.0),
+                                                  TensorLayout::BHSD),
+                    as_bhsd);
+  const posemb::MropeSpec mrope = posemb::make_mrope_spec(spec, {4, 2, 2}, posemb::MropeLayout::Chunked);
+  CHECK_THROWS_WITH(posemb::apply_mrope_inplace(k, posemb::MropePositions::text(seven), mrope,
+                                                TensorLayout::BHSD),
+                    as_bhsd);
+  posemb::FopeConfig config;  // 7 heads: what k has along dimension 1 when read as BHSD
+  config.head_dim = 16;
+  config.n_heads = 7;
+  config.n_kv_heads = 7;
+  config.train_length = 64;
+  const posemb::Fope fope = posemb::make_fope(config);
+  posemb::Tensor4<float> k_out(1, 7, 12, 16);
+  CHECK_THROWS_WITH(posemb::apply_fope(k, k_out, seven, fope, TensorLayout::BHSD), as_bhsd);
 }

@@ -89,7 +89,8 @@ template <class T>
 void check_tensor(const Case& size, Pairing pairing, TensorLayout layout, bool in_place,
                   bool use_table, int threads, Eigen::Index batch, Eigen::Index seq,
                   Eigen::Index heads, const std::vector<std::int64_t>& seq_positions) {
-  posemb::RopeSpec spec = posemb::default_rope_spec(size.rotary_dim, 10000.0, pairing);
+  posemb::RopeSpec spec =
+      posemb::default_rope_spec(posemb::RotaryDims{size.head_dim, size.rotary_dim}, 10000.0, pairing);
   spec.attention_scale = 1.25;
   const bool bshd = layout == TensorLayout::BSHD;
   const Eigen::Index n = batch * seq * heads * size.head_dim;

@@ -57,6 +57,7 @@ TEST_CASE("xPos zeta and scales by hand", "[xpos]") {
   // score = 2 * 2/7 + 2 * 9/14 = 13/7.
   posemb::RopeSpec still;
   still.rotary_dim = 4;
+  still.head_dim = 4;
   still.inv_freq = Eigen::VectorXd::Zero(2);
   const XposSpec spec = make_spec(still);
   const Eigen::VectorXd ones = Eigen::VectorXd::Ones(4);
@@ -109,6 +110,7 @@ TEST_CASE("xPos at long positions with a centre", "[xpos][relative]") {
 TEST_CASE("xPos scores decay with distance", "[xpos]") {
   posemb::RopeSpec still;  // zero frequencies: the decay alone
   still.rotary_dim = 32;
+  still.head_dim = 32;
   still.inv_freq = Eigen::VectorXd::Zero(16);
   const XposSpec spec = make_spec(still);
   const Eigen::VectorXd ones = Eigen::VectorXd::Ones(32);
@@ -146,7 +148,7 @@ TEST_CASE("xPos tensors match the matrix path, partial rotary tail untouched", "
   x.setRandom();
   const posemb::Tensor4<double> original = x;
   const XposSpec spec =
-      make_spec(posemb::default_rope_spec(8, 100.0, posemb::Pairing::Interleaved), 3, 16.0);
+      make_spec(posemb::default_rope_spec({head_dim, 8}, 100.0, posemb::Pairing::Interleaved), 3, 16.0);
   posemb::PositionMatrix positions(batch, seq);
   positions << 0, 1, 2, 3, 4, 7, 8, 9, 10, 11;
   posemb::apply_xpos_inplace(x, positions, spec, XposRole::Key);
@@ -163,13 +165,13 @@ TEST_CASE("xPos tensors match the matrix path, partial rotary tail untouched", "
     }
   }
   // BHSD with an offset, out of place.
-  posemb::Tensor4<float> y(1, 2, 3, 8);
+  posemb::Tensor4<float> y(1, 2, 3, head_dim);
   y.setConstant(1.0f);
   const posemb::Tensor4<float> out =
       posemb::apply_xpos(y, std::int64_t{10}, spec, XposRole::Query, posemb::TensorLayout::BHSD);
-  Eigen::VectorXf v = Eigen::VectorXf::Ones(8);
+  Eigen::VectorXf v = Eigen::VectorXf::Ones(head_dim);
   posemb::apply_xpos_inplace(v, posemb::PositionVector::Constant(1, 12), spec, XposRole::Query);
-  for (int i = 0; i < 8; ++i) CHECK(out(0, 1, 2, i) == v[i]);
+  for (int i = 0; i < head_dim; ++i) CHECK(out(0, 1, 2, i) == v[i]);
 }
 
 TEST_CASE("xPos scales outside the storage type's range throw", "[xpos][errors]") {

@@ -7,6 +7,7 @@
 //                [--role query|key] [--layout bshd|bhsd] [--output-layout bshd|bhsd] [--inverse]
 //                [--pairing interleaved|rotate_half]
 //                [--layer I] [--seq-len N] [--fope-sin-coef S.npy --fope-cos-coef C.npy]
+//                [--verbose]
 //   posemb apply CONFIG.json --vision --grid TxHxW --input X.npy --output Y.npy [--inverse]
 //   posemb mrope-index CONFIG.json --segments SPEC --output P.npy
 //   posemb alibi --heads H --q-len N --k-len M [--causal | --symmetric] [--q-offset K]
@@ -346,6 +347,49 @@ struct ApplyOptions {
   std::optional<std::int64_t> layer;
   bool vision = false;  // the vision tower's 2-D RoPE on X [patches, heads, head_dim]
   std::string grid;     // --grid TxHxW
+  bool verbose = false;  // print how X, the positions and the scheme were read
+};
+
+// The [batch, seq] grid of X's tokens: 4-D X read by --layout (bshd [batch, seq, heads,
+// head_dim], bhsd [batch, heads, seq, head_dim]), or 3-D token embeddings [batch, seq, d].
+struct TokenGrid {
+  std::int64_t batch = 0, seq = 0;
+  std::string layout;            // 4-D X: "bshd" or "bhsd"; "" for 3-D X
+  std::int64_t heads = -1;       // 4-D X: the heads axis, the seq axis under the other --layout
+  std::string x_shape;           // X's shape, "[1, 32, 8, 64]"
+
+  static TokenGrid of(const std::vector<std::int64_t>& shape, const std::string& layout) {
+    TokenGrid grid;
+    grid.batch = shape[0];
+    grid.x_shape = tool::shape_string(shape);
+    if (shape.size() != 4) {
+      grid.seq = shape[1];
+      return grid;
+    }
+    const bool bshd = layout == "bshd";
+    grid.layout = layout;
+    grid.seq = bshd ? shape[1] : shape[2];
+    grid.heads = bshd ? shape[2] : shape[1];
+    return grid;
+  }
+
+  // "; 8 is X's seq under --layout bshd ..." when `count` positions fit only the other layout's
+  // seq axis (a layout mistake the shapes reveal), else "".
+  std::string layout_hint(std::int64_t count) const {
+    if (layout.empty() || count == seq || count != heads) return "";
+    const bool bshd = layout == "bshd";
+    return "; " + std::to_string(count) + " is X's seq under --layout " + (bshd ? "bhsd" : "bshd") +
+           ": if X " + x_shape + " is " +
+           (bshd ? "[batch, heads, seq, head_dim], pass --layout bhsd"
+                 : "[batch, seq, heads, head_dim], pass --layout bshd (the default)");
+  }
+  // "[1, 32, 8, 64] read as --layout bshd [batch, seq, heads, head_dim]"
+  std::string reading() const {
+    if (layout.empty()) return x_shape + " read as [batch, seq, d]";
+    return x_shape + " read as --layout " + layout +
+           (layout == "bshd" ? " [batch, seq, heads, head_dim]" : " [batch, heads, seq, head_dim]");
+  }
+  std::string described() const { return "X " + reading(); }
 };
 
 
@@ -369,7 +413,8 @@ struct TokenPositions {
   }
 };
 
-TokenPositions token_positions(const ApplyOptions& options, std::int64_t batch, std::int64_t seq) {
+TokenPositions token_positions(const ApplyOptions& options, const TokenGrid& grid) {
+  const std::int64_t batch = grid.batch, seq = grid.seq;
   TokenPositions positions;
   if (options.positions.empty()) {
     positions.integers.resize(1, seq);
@@ -389,7 +434,7 @@ TokenPositions token_positions(const ApplyOptions& options, std::int64_t batch, 
   const std::int64_t cols = array.shape.back();
   if (cols != seq || (rows != 1 && rows != batch)) {
     throw Error(options.positions + ": shape = " + tool::shape_string(array.shape) + ": expected " +
-                expected);
+                expected + (cols != seq ? " for " + grid.described() + grid.layout_hint(cols) : ""));
   }
   if (array.dtype == "<f8") {
     const std::vector<double> values = array.values<double>();
@@ -432,8 +477,8 @@ struct MropeTokenPositions {
   }
 };
 
-MropeTokenPositions mrope_token_positions(const ApplyOptions& options, std::int64_t batch,
-                                          std::int64_t seq) {
+MropeTokenPositions mrope_token_positions(const ApplyOptions& options, const TokenGrid& grid) {
+  const std::int64_t batch = grid.batch, seq = grid.seq;
   MropeTokenPositions out;
   const std::string expected = "int64 [3, seq] = [3, " + std::to_string(seq) +
                                "] or [3, batch, seq] = [3, " + std::to_string(batch) + ", " +
@@ -446,8 +491,10 @@ MropeTokenPositions mrope_token_positions(const ApplyOptions& options, std::int6
       const bool shared = array.shape.size() == 2;
       if (array.dtype != "<i8" || (!shared && array.shape[0] != 3) || array.shape.back() != seq ||
           (!shared && array.shape[1] != batch && array.shape[1] != 1)) {
+        const std::int64_t cols = array.shape.back();
         throw Error(options.positions + ": " + array.dtype + " shape = " +
-                    tool::shape_string(array.shape) + ": expected " + expected);
+                    tool::shape_string(array.shape) + ": expected " + expected +
+                    (cols != seq ? " for " + grid.described() + grid.layout_hint(cols) : ""));
       }
       const std::vector<std::int64_t> values = array.values<std::int64_t>();
       if (shared) {
@@ -462,7 +509,7 @@ MropeTokenPositions mrope_token_positions(const ApplyOptions& options, std::int6
       return out;
     }
   }
-  out.text = token_positions(options, batch, seq);
+  out.text = token_positions(options, grid);
   return out;
 }
 
@@ -508,6 +555,48 @@ void apply_vision(const ModelPositions& model, const ApplyOptions& options,
 
 bool has_fope_coefficients(const ApplyOptions& options) { return !options.fope_sin_coef.empty(); }
 
+// --verbose: how X and its positions are read (stdout).
+void print_input(const ApplyOptions& options, const TokenGrid& grid,
+                 const std::vector<std::int64_t>& shape, const char* dtype) {
+  std::printf("X: %s %s %s", options.input.c_str(), dtype, grid.reading().c_str());
+  if (grid.layout.empty()) {
+    std::printf(": batch %lld, seq %lld, d %lld\n", static_cast<long long>(shape[0]),
+                static_cast<long long>(shape[1]), static_cast<long long>(shape[2]));
+  } else {
+    std::printf(": batch %lld, seq %lld, heads %lld, head_dim %lld\n",
+                static_cast<long long>(grid.batch), static_cast<long long>(grid.seq),
+                static_cast<long long>(grid.heads), static_cast<long long>(shape[3]));
+  }
+  if (options.positions.empty()) {
+    const long long offset = options.offset.value_or(0);
+    std::printf("positions: --offset %lld: token s at %lld + s\n", offset, offset);
+  } else {
+    std::printf("positions: %s, one per token along X's seq axis (%lld tokens)\n",
+                options.positions.c_str(), static_cast<long long>(grid.seq));
+  }
+}
+
+// Throws unless X's heads are as wide as the heads of the config's spec (a wider X is not
+// rotated in part, a narrower one not cut).
+void check_x_head_dim(const ApplyOptions& options, const std::vector<std::int64_t>& shape,
+                      const RopeSpec& spec) {
+  if (shape[3] == spec.head_dim) return;
+  throw Error(options.input + ": head_dim = " + std::to_string(shape[3]) + ": expected " +
+              std::to_string(spec.head_dim) + ", the head_dim of " + options.config +
+              " (rotary_dim " + std::to_string(spec.rotary_dim) + ")");
+}
+
+// --verbose: the rotation applied (stdout).
+void print_rope_scheme(const char* kind, const RopeScheme& scheme, const RopeSpec& spec,
+                       std::int64_t seq_len) {
+  std::printf("scheme: %s, rope_type %s, head_dim %d, rotary_dim %d%s, pairing %s, seq_len %lld, "
+              "attention_scale %s\n",
+              kind, scheme.rope_type.c_str(), spec.head_dim, spec.rotary_dim,
+              spec.partial() ? " (partial rotary: the other features pass through)" : "",
+              to_string(spec.pairing), static_cast<long long>(seq_len),
+              full_precision(spec.attention_scale).c_str());
+}
+
 // The dimensions of a 4-D activation of `shape` (in the input's layout) in the output's layout.
 std::vector<std::int64_t> output_shape(const std::vector<std::int64_t>& shape, bool transpose) {
   if (!transpose) return shape;
@@ -546,6 +635,8 @@ void apply_scheme(const ModelPositions& model, const ApplyOptions& options,
                      ": the config's positions (" + to_string(kind) +
                      ") are not a rotation; only rotary schemes take it");
   }
+  const TokenGrid grid = TokenGrid::of(shape, options.layout);
+  if (options.verbose) print_input(options, grid, shape, sizeof(T) == 4 ? "float32" : "float64");
   y.assign(x.size(), T(0));
   const auto in_map = [&] {
     return Eigen::TensorMap<const Eigen::Tensor<T, 4, Eigen::RowMajor>>(x.data(), shape[0], shape[1],
@@ -564,7 +655,8 @@ void apply_scheme(const ModelPositions& model, const ApplyOptions& options,
     if (options.pairing && *options.pairing != "rotate_half") {
       throw UsageError("--pairing = " + *options.pairing + ": FoPE rotates with rotate_half pairing only");
     }
-    const TokenPositions positions = token_positions(options, shape[0], bshd ? shape[1] : shape[2]);
+    const TokenPositions positions = token_positions(options, grid);
+    if (options.verbose) std::printf("scheme: fope, head_dim %d\n", model.fope->head_dim);
     auto out = out_map();
     if (has_fope_coefficients(options)) {
       const std::string what = "float32 [n_kv_heads, D_in, D_out]";
@@ -594,7 +686,7 @@ void apply_scheme(const ModelPositions& model, const ApplyOptions& options,
       if (scheme.mrope_section) {
         // M-RoPE: three position axes, or 1-D positions on all three (text).
         const MropeTokenPositions positions =
-            mrope_token_positions(options, shape[0], bshd ? shape[1] : shape[2]);
+            mrope_token_positions(options, grid);
         const double max_position = std::ceil(positions.max());
         const std::int64_t seq_len = options.seq_len.value_or(
             max_position >= 9.2e18 ? std::numeric_limits<std::int64_t>::max()
@@ -603,11 +695,13 @@ void apply_scheme(const ModelPositions& model, const ApplyOptions& options,
         if (options.pairing) {
           spec.rope.pairing = *options.pairing == "interleaved" ? Pairing::Interleaved : Pairing::RotateHalf;
         }
+        if (options.verbose) print_rope_scheme("mrope", scheme, spec.rope, seq_len);
+        check_x_head_dim(options, shape, spec.rope);
         auto out = out_map();
         apply_mrope(in_map(), out, positions.view(), spec, layouts, {}, rotation);
         return;
       }
-      const TokenPositions positions = token_positions(options, shape[0], bshd ? shape[1] : shape[2]);
+      const TokenPositions positions = token_positions(options, grid);
       // As HuggingFace: the sequence length is max(position) + 1 unless --seq-len is given
       // (ceil(max) + 1 for fractional positions: the same comparisons with whole lengths).
       const double max_position = std::ceil(positions.max());
@@ -619,6 +713,8 @@ void apply_scheme(const ModelPositions& model, const ApplyOptions& options,
       if (options.pairing) {
         spec.pairing = *options.pairing == "interleaved" ? Pairing::Interleaved : Pairing::RotateHalf;
       }
+      if (options.verbose) print_rope_scheme(model.xpos ? "xpos" : "rope", scheme, spec, seq_len);
+      check_x_head_dim(options, shape, spec);
       auto out = out_map();
       if (model.xpos) {
         const XposSpec xpos{spec, *model.xpos};
@@ -632,7 +728,8 @@ void apply_scheme(const ModelPositions& model, const ApplyOptions& options,
     case PositionKind::Sinusoidal: {
       // Token embeddings x: [batch, seq, d] plus the sinusoidal table (Vaswani et al. 2017).
       if (shape.size() != 3) x_error("3 dimensions [batch, seq, d] (token embeddings)");
-      const TokenPositions token = token_positions(options, shape[0], shape[1]);
+      const TokenPositions token = token_positions(options, grid);
+      if (options.verbose) std::printf("scheme: sinusoidal, added to the token embeddings\n");
       const PositionMatrix& positions = token.whole(options.positions);
       if (positions.size() > 0 && positions.minCoeff() < 0) {
         throw Error("position = " + std::to_string(positions.minCoeff()) +
@@ -1005,6 +1102,9 @@ int main(int argc, char** argv) {
       "--grid", apply_options.grid, "TxHxW: the patch grid before the merge (HF's grid_thw)");
   vision_flag->needs(grid_option);
   grid_option->needs(vision_flag);
+  apply->add_flag("--verbose", apply_options.verbose,
+                  "Print how X is read (--layout and the shape's axes), where the positions come "
+                  "from and the scheme applied");
 
   // mrope-index
   std::string segments_text, mrope_output;

@@ -606,6 +606,7 @@ class ConfigReader {
       fail(block.name(type_key), "\"" + scheme.rope_type + "\"",
            "expected one of " + rope_type_names() + ", fope");
     }
+    scheme.head_dim = head_dim;
     const bool gptj = in(model_.model_type, {"gptj", "codegen"});
     if (gptj && root_.has("rotary_dim")) {
       scheme.rotary_dim = to_int(root_.name("rotary_dim"), root_.integer("rotary_dim", ""));

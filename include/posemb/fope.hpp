@@ -466,7 +466,7 @@ struct FopeSource {
   Eigen::Index head_group(Eigen::Index heads) const { return fope.head_group(heads); }
   void check(const ActivationShape& shape) const {
     check_fope_shape(fope, shape);
-    positions.check(shape.batch, shape.seq);
+    positions.check(shape);
   }
   Eigen::Index row_width() const {
     return static_cast<Eigen::Index>(fope.n_kv_heads()) * fope.slots();

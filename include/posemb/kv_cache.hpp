@@ -46,7 +46,7 @@ struct RerotateSource {
   Eigen::Index head_group(Eigen::Index heads) const { return heads; }
   void check(const ActivationShape& shape) const {
     check_head_dim(to, shape);
-    positions.check(shape.batch, shape.seq);
+    positions.check(shape);
   }
   template <class C>
   void fill(Eigen::Index b, Eigen::Index s, int begin, int end, C* cos, C* sin,
@@ -87,7 +87,7 @@ struct ShiftSource {
 // keys: [batch, seq, kv_heads, head_dim] (BSHD) or [batch, kv_heads, seq, head_dim] (BHSD),
 // rotated with `from` at `positions` (PositionMatrix [batch, seq] or [1, seq], or an offset).
 // Re-rotates them in place to what `to` gives at the same positions. `from` and `to` must share
-// rotary_dim and pairing. Allocates nothing.
+// head_dim, rotary_dim, rotary_offset and pairing. Allocates nothing.
 //
 // Example (dynamic NTK once the sequence outgrows max_position_embeddings):
 //   posemb::rerotate_keys_inplace(k_cache, /*offset=*/0, old_spec, new_spec);
@@ -109,6 +109,10 @@ void rerotate_keys_inplace(X&& keys, const Positions& positions, const RopeSpec&
   if (from.rotary_offset != to.rotary_offset) {
     detail::fail("to.rotary_offset", to.rotary_offset,
                  "expected from.rotary_offset = " + std::to_string(from.rotary_offset));
+  }
+  if (from.head_dim != to.head_dim) {
+    detail::fail("to.head_dim", to.head_dim,
+                 "expected from.head_dim = " + std::to_string(from.head_dim));
   }
   detail::rotate_tensor_inplace(detail::RerotateSource{from, to, positions},
                                 ActivationShape(keys.dimensions(), layout), keys.data(), threads);

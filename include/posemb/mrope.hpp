@@ -164,6 +164,16 @@ class MropePositions {
   // 1-D positions on every axis (t = h = w).
   static MropePositions text(const Positions& positions) { return MropePositions(positions); }
 
+  // The same for an activation of `shape`; 1-D positions name a likely layout mistake as
+  // Positions::check does.
+  void check(const ActivationShape& shape) const {
+    if (!three_axes()) {
+      text_.check(shape);
+      return;
+    }
+    check(shape.batch, shape.seq);
+  }
+
   // Throws unless the positions fit a [batch, seq] grid and are finite.
   void check(Eigen::Index batch, Eigen::Index seq) const {
     if (!three_axes()) {
@@ -301,7 +311,7 @@ struct MropeSpecSource {
   Eigen::Index head_group(Eigen::Index heads) const { return heads; }
   void check(const ActivationShape& shape) const {
     check_head_dim(spec.rope, shape);
-    positions.check(shape.batch, shape.seq);
+    positions.check(shape);
   }
   template <class C>
   void fill(Eigen::Index b, Eigen::Index s, int begin, int end, C* cos, C* sin,
@@ -329,7 +339,7 @@ struct MropeTableSource {
   // Every axis' position of every token must have a row (checked before any work).
   void check(const ActivationShape& shape) const {
     check_head_dim(rope(), shape);
-    positions.check(shape.batch, shape.seq);
+    positions.check(shape);
     for (Eigen::Index b = 0; b < shape.batch; ++b) {
       for (Eigen::Index s = 0; s < shape.seq; ++s) {
         for (int a = 0; a < 3; ++a) (void)table.rope_table().cos_row(positions.integer_at(a, b, s));

@@ -15,7 +15,9 @@
 //   Interleaved  (GPT-J, Meta LLaMA checkpoints, ggml "normal"): (2i, 2i + 1)       [cscs....]
 //   RotateHalf   (GPT-NeoX, HuggingFace LLaMA, ggml "neox"):   (i, i + rotary_dim/2) [ccss....]
 // Partial rotary: only the first rotary_dim features of each head rotate; features
-// rotary_dim .. head_dim - 1 pass through bit-identical.
+// rotary_dim .. head_dim - 1 pass through bit-identical. A spec knows the head_dim it was made
+// for (RotaryDims), so partial rotary is always stated, never inferred from a wider tensor: a head
+// of another width is an error naming both numbers.
 //
 // Angles are formed in double and reduced mod 2 pi before cos/sin (detail/cos_sin.hpp, the one
 // generator of cos/sin); only cos/sin are rounded to the arithmetic type (float for
@@ -40,6 +42,33 @@
 
 namespace posemb {
 
+// The head a RoPE spec is made for: head_dim, the width of the head vectors it rotates (q and k
+// must have exactly this last dimension), and rotary_dim <= head_dim, how many of their features
+// rotate. rotary_dim < head_dim is partial rotary (GPT-NeoX's rotary_pct, Phi's
+// partial_rotary_factor, GPT-J's rotary_dim, ChatGLM's half head): the first rotary_dim features
+// rotate and the rest pass through. A single int is a whole head: RotaryDims(128) rotates all 128.
+//
+// Example:
+//   posemb::default_rope_spec(128, 500000.0);                            // Llama 3: 128 of 128
+//   posemb::default_rope_spec(posemb::RotaryDims{80, 32}, 10000.0);      // Phi-2: 32 of 80
+struct RotaryDims {
+  int head_dim = 0;
+  int rotary_dim = 0;
+
+  RotaryDims(int head_dim_) : head_dim(head_dim_), rotary_dim(head_dim_) {}  // NOLINT: implicit
+  RotaryDims(int head_dim_, int rotary_dim_) : head_dim(head_dim_), rotary_dim(rotary_dim_) {}
+
+  // Throws unless rotary_dim is even and >= 2 and fits in head_dim.
+  void validate() const {
+    detail::require_even_positive("rotary_dim", rotary_dim);
+    if (head_dim < rotary_dim) {
+      detail::fail("head_dim", head_dim,
+                   "expected >= rotary_dim = " + std::to_string(rotary_dim) +
+                       " (the features that rotate are part of the head)");
+    }
+  }
+};
+
 // Everything the rotation needs. Built by default_rope_spec() or by the scaled-RoPE functions
 // (scaled.hpp); an immutable value with no hidden state.
 struct RopeSpec {
@@ -49,13 +78,26 @@ struct RopeSpec {
   int rotary_dim = 0;            // number of rotated features per head (even)
   int rotary_offset = 0;         // the first rotated feature: [offset, offset + rotary_dim)
                                  // rotate (DeepSeek-V4: head_dim - rotary_dim), the rest pass
+  int head_dim = 0;              // the width of the heads this spec rotates; tensors and matrices
+                                 // of another head_dim are refused (partial rotary is stated
+                                 // here, as rotary_offset + rotary_dim < head_dim)
 
   int pairs() const { return rotary_dim / 2; }
+  bool partial() const { return rotary_dim < head_dim; }
 
   // Throws posemb::Error unless the fields are consistent.
   void validate() const {
     detail::require_even_positive("rotary_dim", rotary_dim);
     if (rotary_offset < 0) detail::fail("rotary_offset", rotary_offset, "expected >= 0");
+    if (head_dim < static_cast<long long>(rotary_offset) + rotary_dim) {
+      detail::fail("head_dim", head_dim,
+                   rotary_offset == 0
+                       ? "expected >= rotary_dim = " + std::to_string(rotary_dim) +
+                             " (set head_dim to the width of the heads the spec rotates)"
+                       : "expected >= rotary_offset + rotary_dim = " +
+                             std::to_string(rotary_offset) + " + " + std::to_string(rotary_dim) +
+                             " (set head_dim to the width of the heads the spec rotates)");
+    }
     if (inv_freq.size() != rotary_dim / 2) {
       detail::fail("inv_freq.size()", inv_freq.size(),
                    "expected rotary_dim / 2 = " + std::to_string(rotary_dim / 2));
@@ -69,17 +111,22 @@ struct RopeSpec {
   }
 };
 
-// Plain RoPE: default frequencies base^(-2i/rotary_dim), attention_scale 1.
+// Plain RoPE: default frequencies base^(-2i/rotary_dim), attention_scale 1. `dims`: the head
+// width, rotated whole (an int), or RotaryDims{head_dim, rotary_dim} for partial rotary.
 //
 // Example:
 //   const posemb::RopeSpec spec = posemb::default_rope_spec(128, 500000.0);  // Llama 3, HF pairing
 //   posemb::apply_rope_inplace(q, /*offset=*/0, spec);   // q: [batch, seq, heads, 128]
-inline RopeSpec default_rope_spec(int rotary_dim, double base = 10000.0,
+//   // GPT-NeoX-20B: rotary_pct 0.25 of head_dim 96 rotates 24 features, 72 pass through.
+//   const posemb::RopeSpec neox = posemb::default_rope_spec(posemb::RotaryDims{96, 24}, 10000.0);
+inline RopeSpec default_rope_spec(RotaryDims dims, double base = 10000.0,
                                   Pairing pairing = Pairing::RotateHalf) {
+  dims.validate();
   RopeSpec spec;
-  spec.inv_freq = default_inv_freq(rotary_dim, base);
+  spec.inv_freq = default_inv_freq(dims.rotary_dim, base);
   spec.pairing = pairing;
-  spec.rotary_dim = rotary_dim;
+  spec.rotary_dim = dims.rotary_dim;
+  spec.head_dim = dims.head_dim;
   return spec;
 }
 
@@ -206,15 +253,22 @@ constexpr bool require_rope_source() {
   return true;
 }
 
-// Throws unless head_dim holds the rotated slice [rotary_offset, rotary_offset + rotary_dim).
+// Throws unless the tensor's heads are as wide as the heads the spec was made for: a wider head
+// is not taken as partial rotary, a narrower one not as a slice.
 inline void check_head_dim(const RopeSpec& spec, const ActivationShape& shape) {
-  if (shape.head_dim < static_cast<Eigen::Index>(spec.rotary_offset) + spec.rotary_dim) {
-    fail("head_dim", shape.head_dim,
-         spec.rotary_offset == 0
-             ? "expected >= rotary_dim = " + std::to_string(spec.rotary_dim)
-             : "expected >= rotary_offset + rotary_dim = " + std::to_string(spec.rotary_offset) +
-                   " + " + std::to_string(spec.rotary_dim));
+  if (shape.head_dim == spec.head_dim) return;
+  std::string expected = "expected " + std::to_string(spec.head_dim) +
+                         ", the head_dim this RopeSpec was made for (rotary_dim " +
+                         std::to_string(spec.rotary_dim);
+  if (spec.rotary_offset != 0) expected += " from feature " + std::to_string(spec.rotary_offset);
+  expected += ")";
+  if (shape.head_dim > spec.head_dim && !spec.partial() && spec.rotary_offset == 0) {
+    const std::string wide = std::to_string(shape.head_dim), dim = std::to_string(spec.rotary_dim);
+    expected += "; to rotate only the first " + dim + " of " + wide +
+                " features (partial rotary), make the spec with RotaryDims{" + wide + ", " + dim +
+                "}";
   }
+  fail("head_dim", shape.head_dim, expected);
 }
 
 // RoPE's cos/sin formed in the call (a Pairs source of the rotary engine).
@@ -229,7 +283,7 @@ struct RopeSpecSource {
   Eigen::Index head_group(Eigen::Index heads) const { return heads; }
   void check(const ActivationShape& shape) const {
     check_head_dim(spec, shape);
-    positions.check(shape.batch, shape.seq);
+    positions.check(shape);
   }
   // Inverse: the same cos/sin with 1 / attention_scale and the sign of sin flipped.
   template <class C>
@@ -248,7 +302,7 @@ struct RopeSpecSource {
 template <class Table>
 void check_table_positions(const Table& table, const Positions& positions,
                            const ActivationShape& shape) {
-  positions.check(shape.batch, shape.seq);
+  positions.check(shape);
   for (Eigen::Index b = 0; b < shape.batch; ++b) {
     for (Eigen::Index s = 0; s < shape.seq; ++s) (void)table.cos_row(positions.integer_at(b, s));
   }

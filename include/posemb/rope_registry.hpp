@@ -82,12 +82,15 @@ struct RopeScheme {
   std::string rope_type = "default";
   RopeParams params;
   double theta = 10000.0;
+  int head_dim = 0;    // the width of the q/k heads it rotates
   int rotary_dim = 0;  // features rotated per head (partial rotary: < head_dim)
   Pairing pairing = Pairing::RotateHalf;
   // M-RoPE (mrope.hpp) when the block has mrope_section: the pairs per axis (t, h, w) and their
   // layout (interleaved with mrope_interleaved: true, else chunked).
   std::optional<MropeSections> mrope_section;
   MropeLayout mrope_layout = MropeLayout::Chunked;
+
+  RotaryDims dims() const { return RotaryDims{head_dim, rotary_dim}; }
 
   // The spec at sequence length seq_len (dynamic NTK and LongRoPE depend on it; nullopt: no
   // length known, i.e. max_position_embeddings for dynamic NTK and short_factor for LongRoPE).
@@ -102,7 +105,7 @@ struct RopeScheme {
 
 inline bool operator==(const RopeScheme& a, const RopeScheme& b) {
   return a.rope_type == b.rope_type && a.params == b.params && a.theta == b.theta &&
-         a.rotary_dim == b.rotary_dim && a.pairing == b.pairing &&
+         a.head_dim == b.head_dim && a.rotary_dim == b.rotary_dim && a.pairing == b.pairing &&
          a.mrope_section == b.mrope_section && a.mrope_layout == b.mrope_layout;
 }
 
@@ -175,7 +178,7 @@ inline const std::array<RopeVariant, 7>& rope_variants() {
       // default: base^(-2i/d) (RoFormer).
       {"default", false, [](const RopeReadContext&) -> RopeParams { return DefaultRopeParams{}; },
        [](const RopeScheme& s, std::optional<std::int64_t>) {
-         return default_rope_spec(s.rotary_dim, s.theta, s.pairing);
+         return default_rope_spec(s.dims(), s.theta, s.pairing);
        },
        [](const RopeScheme&, const RopeSpec& spec) {
          return detail::uniform_bands(spec, PairBand::Kept);
@@ -186,7 +189,7 @@ inline const std::array<RopeVariant, 7>& rope_variants() {
          return LinearRopeParams{c.block.number("factor", c.why)};
        },
        [](const RopeScheme& s, std::optional<std::int64_t>) {
-         return linear_rope_spec(s.rotary_dim, s.theta, std::get<LinearRopeParams>(s.params).factor,
+         return linear_rope_spec(s.dims(), s.theta, std::get<LinearRopeParams>(s.params).factor,
                                  s.pairing);
        },
        [](const RopeScheme&, const RopeSpec& spec) {
@@ -200,7 +203,7 @@ inline const std::array<RopeVariant, 7>& rope_variants() {
        },
        [](const RopeScheme& s, std::optional<std::int64_t> seq_len) {
          const auto& p = std::get<DynamicNtkParams>(s.params);
-         return dynamic_ntk_rope_spec(s.rotary_dim, s.theta, p.factor, p.max_position_embeddings,
+         return dynamic_ntk_rope_spec(s.dims(), s.theta, p.factor, p.max_position_embeddings,
                                       seq_len.value_or(p.max_position_embeddings), s.pairing);
        },
        [](const RopeScheme& s, const RopeSpec& spec) {
@@ -223,7 +226,7 @@ inline const std::array<RopeVariant, 7>& rope_variants() {
          return yarn;
        },
        [](const RopeScheme& s, std::optional<std::int64_t>) {
-         return yarn_rope_spec(s.rotary_dim, s.theta, std::get<YarnParams>(s.params), s.pairing);
+         return yarn_rope_spec(s.dims(), s.theta, std::get<YarnParams>(s.params), s.pairing);
        },
        [](const RopeScheme& s, const RopeSpec& spec) {
          const auto& p = std::get<YarnParams>(s.params);
@@ -247,7 +250,7 @@ inline const std::array<RopeVariant, 7>& rope_variants() {
          return llama3;
        },
        [](const RopeScheme& s, std::optional<std::int64_t>) {
-         return llama3_rope_spec(s.rotary_dim, s.theta, std::get<Llama3Params>(s.params), s.pairing);
+         return llama3_rope_spec(s.dims(), s.theta, std::get<Llama3Params>(s.params), s.pairing);
        },
        [](const RopeScheme& s, const RopeSpec& spec) {
          const auto& p = std::get<Llama3Params>(s.params);
@@ -273,7 +276,7 @@ inline const std::array<RopeVariant, 7>& rope_variants() {
          return longrope;
        },
        [](const RopeScheme& s, std::optional<std::int64_t> seq_len) {
-         return longrope_rope_spec(s.rotary_dim, s.theta, std::get<LongRopeParams>(s.params),
+         return longrope_rope_spec(s.dims(), s.theta, std::get<LongRopeParams>(s.params),
                                    seq_len, s.pairing);
        },
        [](const RopeScheme& s, const RopeSpec& spec) {
@@ -287,7 +290,7 @@ inline const std::array<RopeVariant, 7>& rope_variants() {
          return ProportionalParams{c.partial_rotary_factor, c.block.number("factor").value_or(1.0)};
        },
        [](const RopeScheme& s, std::optional<std::int64_t>) {
-         return proportional_rope_spec(s.rotary_dim, s.theta, std::get<ProportionalParams>(s.params),
+         return proportional_rope_spec(s.head_dim, s.theta, std::get<ProportionalParams>(s.params),
                                        s.pairing);
        },
        [](const RopeScheme& s, const RopeSpec& spec) {

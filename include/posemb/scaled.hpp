@@ -1,6 +1,8 @@
 // Scaled RoPE for long context: one free function per variant, each a change to the default
 // frequencies inv_i = base^(-2i/d) (d = rotary_dim, i = 0 .. d/2 - 1), each returning a RopeSpec
-// (inv_freq plus the attention factor that multiplies cos and sin).
+// (inv_freq plus the attention factor that multiplies cos and sin). Each takes the head it is
+// made for as `dims` (rope.hpp's RotaryDims): an int rotates the whole head (d = head_dim),
+// RotaryDims{head_dim, rotary_dim} the first rotary_dim features only (partial rotary).
 //
 // Semantics follow HuggingFace transformers' `ROPE_INIT_FUNCTIONS` (modeling_rope_utils.py,
 // v4.57 / v5): the same formulas, computed in double. See tests/data/hf/README.md for the
@@ -27,13 +29,14 @@ namespace posemb {
 
 namespace detail {
 
-inline RopeSpec make_rope_spec(Eigen::VectorXd inv_freq, double attention_scale, int rotary_dim,
-                               Pairing pairing) {
+inline RopeSpec make_rope_spec(Eigen::VectorXd inv_freq, double attention_scale,
+                               const RotaryDims& dims, Pairing pairing) {
   RopeSpec spec;
   spec.inv_freq = std::move(inv_freq);
   spec.attention_scale = attention_scale;
   spec.pairing = pairing;
-  spec.rotary_dim = rotary_dim;
+  spec.rotary_dim = dims.rotary_dim;
+  spec.head_dim = dims.head_dim;
   spec.validate();
   return spec;
 }
@@ -55,27 +58,29 @@ inline void require_ntk_rotary_dim(int rotary_dim) {
 // Linear scaling / position interpolation (Chen et al. 2023, "Extending Context Window of Large
 // Language Models via Positional Interpolation"): positions are divided by s, i.e.
 //   inv_i' = inv_i / s,  attention factor 1.
-inline RopeSpec linear_rope_spec(int rotary_dim, double base, double factor,
+inline RopeSpec linear_rope_spec(RotaryDims dims, double base, double factor,
                                  Pairing pairing = Pairing::RotateHalf) {
+  dims.validate();
   detail::require_positive_finite("factor", factor);
-  Eigen::VectorXd inv_freq = default_inv_freq(rotary_dim, base) / factor;
-  return detail::make_rope_spec(std::move(inv_freq), 1.0, rotary_dim, pairing);
+  Eigen::VectorXd inv_freq = default_inv_freq(dims.rotary_dim, base) / factor;
+  return detail::make_rope_spec(std::move(inv_freq), 1.0, dims, pairing);
 }
 
 // ---------------------------------------------------------------------------------------------
 // Static NTK-aware scaling (bloc97 2023, "NTK-Aware Scaled RoPE"; Peng et al. 2023, YaRN §3.2):
 // the base grows so that the lowest frequency is interpolated by s and the highest is kept:
 //   base' = base * s^(d/(d-2)),  inv_i' = base'^(-2i/d),  attention factor 1.
-inline RopeSpec ntk_rope_spec(int rotary_dim, double base, double factor,
+inline RopeSpec ntk_rope_spec(RotaryDims dims, double base, double factor,
                               Pairing pairing = Pairing::RotateHalf) {
+  dims.validate();
+  const int rotary_dim = dims.rotary_dim;
   detail::require_ntk_rotary_dim(rotary_dim);
   detail::require_positive_finite("base", base);
   detail::require_positive_finite("factor", factor);
   const double d = rotary_dim;
   const double scaled_base = base * std::pow(factor, d / (d - 2.0));
   detail::require_positive_finite("scaled base (base * factor^(d/(d-2)))", scaled_base);
-  return detail::make_rope_spec(default_inv_freq(rotary_dim, scaled_base), 1.0, rotary_dim,
-                                pairing);
+  return detail::make_rope_spec(default_inv_freq(rotary_dim, scaled_base), 1.0, dims, pairing);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -85,16 +90,18 @@ inline RopeSpec ntk_rope_spec(int rotary_dim, double base, double factor,
 //   base' = base * (s * seq'/L - (s - 1))^(d/(d-2)),  inv_i' = base'^(-2i/d),
 // attention factor 1. For seq_len <= L, base' = base: the default frequencies.
 // Keys cached under one seq_len must be re-rotated (kv_cache.hpp) when the spec changes.
-inline RopeSpec dynamic_ntk_rope_spec(int rotary_dim, double base, double factor,
+inline RopeSpec dynamic_ntk_rope_spec(RotaryDims dims, double base, double factor,
                                       std::int64_t max_position_embeddings, std::int64_t seq_len,
                                       Pairing pairing = Pairing::RotateHalf) {
+  dims.validate();
+  const int rotary_dim = dims.rotary_dim;
   detail::require_ntk_rotary_dim(rotary_dim);
   detail::require_positive_finite("base", base);
   detail::require_positive_finite("factor", factor);
   detail::require_context_length("max_position_embeddings", max_position_embeddings);
   if (seq_len < 0) detail::fail("seq_len", seq_len, "expected >= 0");
   if (seq_len <= max_position_embeddings) {
-    return detail::make_rope_spec(default_inv_freq(rotary_dim, base), 1.0, rotary_dim, pairing);
+    return detail::make_rope_spec(default_inv_freq(rotary_dim, base), 1.0, dims, pairing);
   }
   const double d = rotary_dim;
   const double growth =
@@ -103,8 +110,7 @@ inline RopeSpec dynamic_ntk_rope_spec(int rotary_dim, double base, double factor
   detail::require_positive_finite("dynamic NTK growth (s * seq_len / L - (s - 1))", growth);
   const double scaled_base = base * std::pow(growth, d / (d - 2.0));
   detail::require_positive_finite("scaled base", scaled_base);
-  return detail::make_rope_spec(default_inv_freq(rotary_dim, scaled_base), 1.0, rotary_dim,
-                                pairing);
+  return detail::make_rope_spec(default_inv_freq(rotary_dim, scaled_base), 1.0, dims, pairing);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -190,11 +196,12 @@ inline double yarn_attention_factor(const YarnParams& params) {
 // YaRN frequencies: the fast pairs (ramp 0) keep inv_i, the slow pairs (ramp 1) get inv_i / s,
 // the ramp blends linearly in frequency:
 //   inv_i' = inv_i * (1 - ramp_i) + inv_i / s * ramp_i   (written inv_i + (inv_i/s - inv_i) ramp_i)
-inline RopeSpec yarn_rope_spec(int rotary_dim, double base, const YarnParams& params,
+inline RopeSpec yarn_rope_spec(RotaryDims dims, double base, const YarnParams& params,
                                Pairing pairing = Pairing::RotateHalf) {
+  dims.validate();
   detail::require_positive_finite("factor", params.factor);
-  const Eigen::VectorXd ramp = yarn_ramp(rotary_dim, base, params);
-  const Eigen::VectorXd inv = default_inv_freq(rotary_dim, base);
+  const Eigen::VectorXd ramp = yarn_ramp(dims.rotary_dim, base, params);
+  const Eigen::VectorXd inv = default_inv_freq(dims.rotary_dim, base);
   Eigen::VectorXd inv_freq(inv.size());
   for (Eigen::Index i = 0; i < inv.size(); ++i) {
     const double interpolated = inv[i] / params.factor;
@@ -203,7 +210,7 @@ inline RopeSpec yarn_rope_spec(int rotary_dim, double base, const YarnParams& pa
                   : ramp[i] == 1.0 ? interpolated
                                    : inv[i] + (interpolated - inv[i]) * ramp[i];
   }
-  return detail::make_rope_spec(std::move(inv_freq), yarn_attention_factor(params), rotary_dim,
+  return detail::make_rope_spec(std::move(inv_freq), yarn_attention_factor(params), dims,
                                 pairing);
 }
 
@@ -234,8 +241,9 @@ inline Llama3Band llama3_band(double inv_i, const Llama3Params& params) {
   return Llama3Band::Ramp;
 }
 
-inline RopeSpec llama3_rope_spec(int rotary_dim, double base, const Llama3Params& params,
+inline RopeSpec llama3_rope_spec(RotaryDims dims, double base, const Llama3Params& params,
                                  Pairing pairing = Pairing::RotateHalf) {
+  dims.validate();
   detail::require_positive_finite("factor", params.factor);
   detail::require_positive_finite("low_freq_factor", params.low_freq_factor);
   detail::require_positive_finite("high_freq_factor", params.high_freq_factor);
@@ -245,7 +253,7 @@ inline RopeSpec llama3_rope_spec(int rotary_dim, double base, const Llama3Params
   }
   detail::require_context_length("original_max_position_embeddings",
                                  params.original_max_position_embeddings);
-  const Eigen::VectorXd inv = default_inv_freq(rotary_dim, base);
+  const Eigen::VectorXd inv = default_inv_freq(dims.rotary_dim, base);
   const double L0 = static_cast<double>(params.original_max_position_embeddings);
   Eigen::VectorXd inv_freq(inv.size());
   for (Eigen::Index i = 0; i < inv.size(); ++i) {
@@ -265,7 +273,7 @@ inline RopeSpec llama3_rope_spec(int rotary_dim, double base, const Llama3Params
       }
     }
   }
-  return detail::make_rope_spec(std::move(inv_freq), 1.0, rotary_dim, pairing);
+  return detail::make_rope_spec(std::move(inv_freq), 1.0, dims, pairing);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -292,10 +300,11 @@ inline double longrope_attention_factor(const LongRopeParams& params) {
 }
 
 // seq_len: the current sequence length; std::nullopt (no length known) uses short_factor.
-inline RopeSpec longrope_rope_spec(int rotary_dim, double base, const LongRopeParams& params,
+inline RopeSpec longrope_rope_spec(RotaryDims dims, double base, const LongRopeParams& params,
                                    std::optional<std::int64_t> seq_len,
                                    Pairing pairing = Pairing::RotateHalf) {
-  detail::require_even_positive("rotary_dim", rotary_dim);
+  dims.validate();
+  const int rotary_dim = dims.rotary_dim;
   detail::require_positive_finite("factor", params.factor);
   detail::require_context_length("original_max_position_embeddings",
                                  params.original_max_position_embeddings);
@@ -321,7 +330,7 @@ inline RopeSpec longrope_rope_spec(int rotary_dim, double base, const LongRopePa
   Eigen::VectorXd inv_freq = default_inv_freq(rotary_dim, base);
   for (Eigen::Index i = 0; i < inv_freq.size(); ++i)
     inv_freq[i] /= ext[static_cast<std::size_t>(i)];
-  return detail::make_rope_spec(std::move(inv_freq), longrope_attention_factor(params), rotary_dim,
+  return detail::make_rope_spec(std::move(inv_freq), longrope_attention_factor(params), dims,
                                 pairing);
 }
 
@@ -359,7 +368,7 @@ inline RopeSpec proportional_rope_spec(int head_dim, double base, const Proporti
   const int rotating = proportional_rotating_pairs(head_dim, params);
   Eigen::VectorXd inv_freq = default_inv_freq(head_dim, base) / params.factor;
   inv_freq.tail(inv_freq.size() - rotating).setZero();
-  return detail::make_rope_spec(std::move(inv_freq), 1.0, head_dim, pairing);
+  return detail::make_rope_spec(std::move(inv_freq), 1.0, RotaryDims(head_dim), pairing);
 }
 
 }  // namespace posemb

@@ -202,13 +202,32 @@ class Positions {
     return positions;
   }
 
+  // Throws unless the positions fit the [batch, seq] grid of an activation of `shape` and are
+  // finite. Positions as many as the tokens of the other layout's seq axis are named as a likely
+  // layout mistake (a BHSD buffer passed as BSHD, or the reverse).
+  void check(const ActivationShape& shape) const {
+    if (!is_matrix() || cols_ == shape.seq) {
+      check(shape.batch, shape.seq);
+      return;
+    }
+    const bool bshd = shape.bshd();
+    std::string expected = grid_expected(shape.batch, shape.seq) + ", seq being x.dimension(" +
+                           (bshd ? "1" : "2") + ") under " + layout_name(shape.layout);
+    if (cols_ == shape.heads && shape.heads != shape.seq) {
+      const TensorLayout other = bshd ? TensorLayout::BHSD : TensorLayout::BSHD;
+      expected += "; " + std::to_string(cols_) + " is x.dimension(" + (bshd ? "2" : "1") +
+                  "), the seq axis under " + layout_name(other) + ": if x is " +
+                  (bshd ? "[batch, heads, seq, head_dim], pass TensorLayout::BHSD"
+                        : "[batch, seq, heads, head_dim], pass TensorLayout::BSHD");
+    }
+    throw Error("positions shape = " + shape_text() + ": " + expected);
+  }
+
   // Throws unless the positions fit a [batch, seq] grid and are finite.
   void check(Eigen::Index batch, Eigen::Index seq) const {
     if (!is_matrix()) return;
     if (cols_ != seq || (rows_ != batch && rows_ != 1)) {
-      throw Error("positions shape = [" + std::to_string(rows_) + ", " + std::to_string(cols_) +
-                  "]: expected [batch, seq] = [" + std::to_string(batch) + ", " +
-                  std::to_string(seq) + "] or [1, " + std::to_string(seq) + "]");
+      throw Error("positions shape = " + shape_text() + ": " + grid_expected(batch, seq));
     }
     if (fractions_ != nullptr) {
       for (Eigen::Index i = 0; i < rows_ * cols_; ++i) {
@@ -241,6 +260,18 @@ class Positions {
 
  private:
   bool is_matrix() const { return integers_ != nullptr || fractions_ != nullptr; }
+  std::string shape_text() const {
+    return "[" + std::to_string(rows_) + ", " + std::to_string(cols_) + "]";
+  }
+  static std::string grid_expected(Eigen::Index batch, Eigen::Index seq) {
+    const std::string one_row = "[1, " + std::to_string(seq) + "]";
+    return "expected [batch, seq] = [" + std::to_string(batch) + ", " + std::to_string(seq) + "]" +
+           (batch == 1 ? "" : " or " + one_row);
+  }
+  static std::string layout_name(TensorLayout layout) {
+    return layout == TensorLayout::BSHD ? "TensorLayout::BSHD [batch, seq, heads, head_dim]"
+                                        : "TensorLayout::BHSD [batch, heads, seq, head_dim]";
+  }
   Eigen::Index index(Eigen::Index b, Eigen::Index s) const { return (rows_ == 1 ? 0 : b) * cols_ + s; }
 
   const std::int64_t* integers_ = nullptr;

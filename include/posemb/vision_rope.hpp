@@ -59,6 +59,7 @@ inline VisionRope vision_rope_of(int head_dim, const Eigen::VectorXd& row_freq,
                                  int spatial_merge_size, bool single_frame) {
   RopeSpec rope;
   rope.rotary_dim = head_dim;
+  rope.head_dim = head_dim;
   rope.pairing = Pairing::RotateHalf;
   rope.inv_freq.resize(head_dim / 2);
   rope.inv_freq << row_freq, col_freq;

@@ -86,7 +86,7 @@ struct XposSource {
   Eigen::Index head_group(Eigen::Index heads) const { return heads; }
   void check(const ActivationShape& shape) const {
     check_head_dim(spec.rope, shape);
-    positions.check(shape.batch, shape.seq);
+    positions.check(shape);
   }
   template <class C>
   void fill(Eigen::Index b, Eigen::Index s, int begin, int end, C* cos, C* sin,
@@ -150,9 +150,10 @@ namespace detail {
 // The smallest and largest position of a [batch, seq] grid, checked against the storage type T.
 template <class T>
 void check_xpos_positions(const XposSpec& spec, XposRole role, const Positions& positions,
-                          Eigen::Index batch, Eigen::Index seq) {
+                          const ActivationShape& shape) {
   spec.validate();
-  positions.check(batch, seq);
+  positions.check(shape);
+  const Eigen::Index batch = shape.batch, seq = shape.seq;
   if (batch == 0 || seq == 0) return;
   double lo = positions.at(0, 0), hi = lo;
   for (Eigen::Index b = 0; b < batch; ++b) {
@@ -181,7 +182,7 @@ void apply_xpos(const X& x, Y&& out, const Positions& positions, const XposSpec&
   static_assert(require_activation_tensor<X>() && require_activation_tensor<Y>());
   detail::check_output_tensor(x, out, layouts);
   const ActivationShape shape(x.dimensions(), layouts.in);
-  detail::check_xpos_positions<scalar_of_t<X>>(spec, role, positions, shape.batch, shape.seq);
+  detail::check_xpos_positions<scalar_of_t<X>>(spec, role, positions, shape);
   detail::rotate_tensor(detail::XposSource{spec, role, positions}, shape, x.data(),
                         ActivationShape(out.dimensions(), layouts.out), layouts.out_seq_offset,
                         out.data(), threads, rotation);
@@ -195,7 +196,7 @@ void apply_xpos_inplace(X&& x, const Positions& positions, const XposSpec& spec,
                         Rotation rotation = Rotation::Forward) {
   static_assert(require_activation_tensor<X>());
   const ActivationShape shape(x.dimensions(), layout);
-  detail::check_xpos_positions<scalar_of_t<X>>(spec, role, positions, shape.batch, shape.seq);
+  detail::check_xpos_positions<scalar_of_t<X>>(spec, role, positions, shape);
   detail::rotate_tensor_inplace(detail::XposSource{spec, role, positions}, shape, x.data(),
                                 threads, rotation);
 }

@@ -30,6 +30,9 @@
 //       inv_freq within the case's rtol, attention_scale within 1e-6, mrope_section, mrope_layout)
 //   to-f64 X.npy OUT.npy        writes X as float64
 //   zeros OUT.npy D0 D1 ...     writes float32 zeros of that shape
+//   reshape X.npy OUT.npy D0 D1 ...
+//                               writes float32 X's values in their order under another shape of
+//                               the same size (e.g. [1, 32, 8, 64] as [1, 32, 16, 32])
 #include <nlohmann/json.hpp>
 
 #include <cmath>
@@ -389,6 +392,17 @@ int main(int argc, char** argv) {
       for (std::size_t i = 2; i < a.size(); ++i) count *= shape.emplace_back(std::stoll(a[i]));
       const std::vector<float> zeros(static_cast<std::size_t>(count), 0.0f);
       posemb::write_npy(a[1], zeros.data(), shape);
+      ok = true;
+    } else if (a.size() >= 4 && a[0] == "reshape") {
+      const NpyArray x = posemb::read_npy(a[1]);
+      std::vector<std::int64_t> shape;
+      std::int64_t count = 1;
+      for (std::size_t i = 3; i < a.size(); ++i) count *= shape.emplace_back(std::stoll(a[i]));
+      const std::vector<float> values = x.values<float>();
+      if (count != static_cast<std::int64_t>(values.size())) {
+        return fail("reshape: " + std::to_string(values.size()) + " values do not fill the shape") ? 0 : 1;
+      }
+      posemb::write_npy(a[2], values.data(), shape);
       ok = true;
     } else {
       std::cerr << "usage: see the comment at the top of tests/cli/cli_check.cpp\n";

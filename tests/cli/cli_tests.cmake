@@ -60,12 +60,24 @@ posemb_cli_test("apply rope positions file vs library"
   ARGS apply ${rope_config} --input ${fope_a}/x.npy --positions ${fope_a}/positions.npy
        --output ${cli_out}/rope_positions.npy
   CHECK rope-library ${rope_config} ${fope_a}/x.npy ${cli_out}/rope_positions.npy bshd 0 config query)
-foreach(case IN ITEMS yarn_hd64 llama3_hd32 partial_half longrope_phi3_style dynamic_legacy_type)
+# Each config gets X with its own head_dim: the values of ${fope_a}/x.npy [1, 32, 8, 64] read as
+# 16 heads of 32 and 32 heads of 16 (a spec refuses heads of another width).
+add_test(NAME cli.make_head_dim_inputs
+  COMMAND ${CMAKE_COMMAND} -E chdir ${cli_out} sh -c
+    "$<TARGET_FILE:posemb_cli_check> reshape ${fope_a}/x.npy x_hd32.npy 1 32 16 32 && $<TARGET_FILE:posemb_cli_check> reshape ${fope_a}/x.npy x_hd16.npy 1 32 32 16 && $<TARGET_FILE:posemb_cli_check> reshape ${fope_a}/x.npy x_bhsd.npy 1 8 32 64")
+set_tests_properties(cli.make_head_dim_inputs PROPERTIES FIXTURES_SETUP posemb_cli_head_dims)
+foreach(case_input IN ITEMS yarn_hd64:${fope_a}/x.npy llama3_hd32:${cli_out}/x_hd32.npy
+                            partial_half:${fope_a}/x.npy longrope_phi3_style:${cli_out}/x_hd16.npy
+                            dynamic_legacy_type:${cli_out}/x_hd32.npy)
+  string(REPLACE ":" ";" case_input ${case_input})
+  list(GET case_input 0 case)
+  list(GET case_input 1 input)
   posemb_cli_test("apply rope ${case} vs library"
-    ARGS apply ${cli_data}/hf/${case}.json --input ${fope_a}/x.npy --offset 5000
+    ARGS apply ${cli_data}/hf/${case}.json --input ${input} --offset 5000
          --output ${cli_out}/rope_${case}.npy
-    CHECK rope-library ${cli_data}/hf/${case}.json ${fope_a}/x.npy ${cli_out}/rope_${case}.npy
+    CHECK rope-library ${cli_data}/hf/${case}.json ${input} ${cli_out}/rope_${case}.npy
           bshd 5000 config query)
+  set_tests_properties(cli.apply_rope_${case}_vs_library PROPERTIES FIXTURES_REQUIRED posemb_cli_head_dims)
 endforeach()
 posemb_cli_test("apply xpos key vs library"
   ARGS apply ${cases}/xpos.json --input ${fope_a}/x.npy --role key --output ${cli_out}/xpos_key.npy
@@ -173,8 +185,37 @@ posemb_cli_test("error input rank" EXIT 1 STDERR "inv_freq\\.npy: shape = \\[16\
 posemb_cli_test("error positions shape" EXIT 1 STDERR "positions\\.npy: shape = \\[128\\]: expected int64 or float64 \\[seq\\]"
   ARGS apply ${rope_config} --input ${fope_a}/x.npy --positions ${fope_b}/positions.npy --output ${out}
   OUTPUT ${out})
-posemb_cli_test("error head_dim below rotary_dim" EXIT 1 STDERR "applied to .*x\\.npy: head_dim = 16: expected >= rotary_dim = 64"
+# A head of another width than the config's head_dim is refused, never rotated in part.
+posemb_cli_test("error head_dim narrower than the config" EXIT 1
+  STDERR "b_hd16_h2_N64_S128_extrap/x\\.npy: head_dim = 16: expected 64, the head_dim of .*default_hd64\\.json \\(rotary_dim 64\\)"
   ARGS apply ${rope_config} --input ${fope_b}/x.npy --output ${out} OUTPUT ${out})
+posemb_cli_test("error head_dim wider than the config" EXIT 1
+  STDERR "a_hd64_h8_N512_S32/x\\.npy: head_dim = 64: expected 32, the head_dim of .*llama3_hd32\\.json \\(rotary_dim 32\\)"
+  ARGS apply ${cli_data}/hf/llama3_hd32.json --input ${fope_a}/x.npy --output ${out} OUTPUT ${out})
+# Positions as many as the tokens of the other --layout's seq axis: the layout is named.
+posemb_cli_test("error positions fit the bshd seq axis" EXIT 1
+  STDERR "positions\\.npy: shape = \\[32\\]: expected int64 or float64 \\[seq\\] or \\[batch, seq\\] = \\[8\\] or \\[1, 8\\] for X \\[1, 32, 8, 64\\] read as --layout bhsd \\[batch, heads, seq, head_dim\\]. 32 is X's seq under --layout bshd: if X \\[1, 32, 8, 64\\] is \\[batch, seq, heads, head_dim\\], pass --layout bshd"
+  ARGS apply ${rope_config} --input ${fope_a}/x.npy --layout bhsd --positions ${fope_a}/positions.npy
+       --output ${out} OUTPUT ${out})
+posemb_cli_test("error positions fit the bhsd seq axis" EXIT 1
+  STDERR "positions\\.npy: shape = \\[32\\]: .* for X \\[1, 8, 32, 64\\] read as --layout bshd \\[batch, seq, heads, head_dim\\]. 32 is X's seq under --layout bhsd: if X \\[1, 8, 32, 64\\] is \\[batch, heads, seq, head_dim\\], pass --layout bhsd"
+  ARGS apply ${rope_config} --input ${cli_out}/x_bhsd.npy --positions ${fope_a}/positions.npy
+       --output ${out} OUTPUT ${out})
+set_tests_properties(cli.error_positions_fit_the_bhsd_seq_axis PROPERTIES FIXTURES_REQUIRED posemb_cli_head_dims)
+# Positions that fit neither axis get no layout hint.
+posemb_cli_test("error positions fit no seq axis" EXIT 1
+  STDERR "positions\\.npy: shape = \\[128\\]: .* for X \\[1, 32, 8, 64\\] read as --layout bshd \\[batch, seq, heads, head_dim\\][^a-z]*$"
+  ARGS apply ${rope_config} --input ${fope_a}/x.npy --positions ${fope_b}/positions.npy
+       --output ${out} OUTPUT ${out})
+# --verbose says how X was read, where the positions come from and what rotates.
+posemb_cli_test("apply verbose bshd"
+  ARGS apply ${rope_config} --input ${fope_a}/x.npy --positions ${fope_a}/positions.npy --verbose
+       --output ${cli_out}/verbose_bshd.npy
+  STDOUT_MATCHES "X: .*x\\.npy float32 \\[1, 32, 8, 64\\] read as --layout bshd \\[batch, seq, heads, head_dim\\]: batch 1, seq 32, heads 8, head_dim 64.positions: .*positions\\.npy, one per token along X's seq axis \\(32 tokens\\).scheme: rope, rope_type default, head_dim 64, rotary_dim 64, pairing rotate_half, seq_len [0-9]+, attention_scale 1.")
+posemb_cli_test("apply verbose bhsd partial rotary"
+  ARGS apply ${cli_data}/hf/partial_half.json --input ${fope_a}/x.npy --layout bhsd --offset 3 --verbose
+       --output ${cli_out}/verbose_bhsd.npy
+  STDOUT_MATCHES "read as --layout bhsd \\[batch, heads, seq, head_dim\\]: batch 1, seq 8, heads 32, head_dim 64.positions: --offset 3: token s at 3 \\+ s.scheme: rope, rope_type default, head_dim 64, rotary_dim 32 \\(partial rotary: the other features pass through\\)")
 posemb_cli_test("error coefficient shape" EXIT 1 STDERR "sin_coef\\.npy, .*cos_coef\\.npy: sin_coef\\.dimension\\(0\\) = 4: expected n_kv_heads = 8"
   ARGS apply ${fope_a}/config.json --input ${fope_a}/x.npy --fope-sin-coef ${fope_c}/sin_coef.npy
        --fope-cos-coef ${fope_c}/cos_coef.npy --output ${out} OUTPUT ${out})
