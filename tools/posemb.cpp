@@ -272,9 +272,11 @@ void print_rope(const ModelPositions& model, const LayerPositions& layer,
   const RopeScheme& scheme = *layer.rope;
   const report::PairFrequencies f =
       report::rope_pair_frequencies(scheme, seq_len, model.max_position_embeddings);
+  // Partial rotary is judged against the width RoPE runs over (DeepSeek's qk_rope_head_dim
+  // slice, fully rotated, is narrower than its 192-wide heads).
   std::printf("rope_type: %s\nhead_dim: %d\nrotary_dim: %d%s\npairing: %s\nrope_theta: %s\n",
               scheme.rope_type.c_str(), layer.head_dim, f.rotary_dim,
-              f.rotary_dim < layer.head_dim ? " (partial rotary)" : "", to_string(f.pairing),
+              f.rotary_dim < scheme.head_dim ? " (partial rotary)" : "", to_string(f.pairing),
               full_precision(f.theta).c_str());
   if (model.xpos) {
     std::printf("xpos: gamma %s, scale_base %s\n", full_precision(model.xpos->gamma).c_str(),

@@ -463,3 +463,12 @@ posemb_cli_test("apply mrope positions of 2 axes"
        --input ${mm}/apply_batch2_bhsd_hd32/X.npy --positions ${mm}/apply_batch2_bhsd_hd32/X.npy
        --output ${cli_out}/mm_bad_positions.npy
   EXIT 1 OUTPUT ${cli_out}/mm_bad_positions.npy STDERR "expected int64")
+
+# Partial rotary is judged against the width RoPE runs over: DeepSeek-V3's 64-wide
+# qk_rope_head_dim slice of a 192-wide head is rotated whole; GPT-NeoX-20B rotates 24 of 96.
+posemb_cli_test("inspect deepseek rope slice is not partial"
+  ARGS inspect ${posemb_SOURCE_DIR}/examples/configs/deepseek_v3_mla_yarn.json
+  STDOUT_MATCHES "head_dim: 192.rotary_dim: 64.pairing: interleaved")
+posemb_cli_test("inspect gpt-neox partial rotary"
+  ARGS inspect ${posemb_SOURCE_DIR}/examples/configs/gpt_neox_20b_partial.json
+  STDOUT_MATCHES "head_dim: 96.rotary_dim: 24 \\(partial rotary\\).pairing: rotate_half")
