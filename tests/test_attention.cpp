@@ -464,6 +464,11 @@ TEST_CASE("attention: errors") {
                 "positions shape = [2, 4]: expected [batch, seq] = [2, 3] or [1, 3]");
     throws_with([&] { posemb::attention_scores(q4, zero, k4, wrong, ok); },
                 "positions shape = [2, 4]: expected [batch, seq] = [2, 5] or [1, 5]");
+    // q4 is BSHD [2, 3, 4, 8]: read as BHSD its seq axis is 4, and 3 positions name the mistake.
+    PositionMatrix three(2, 3);
+    three.setZero();
+    throws_with([&] { posemb::attention_scores(q4, three, q4, zero, ok, TensorLayout::BHSD); },
+                "pass TensorLayout::BSHD");
     ScoreOptions alibi;
     alibi.scheme = ScoreScheme::Alibi;
     alibi.alibi_slopes = posemb::alibi_slopes(2);  // kv head count, not the query head count

@@ -654,8 +654,8 @@ ScoreShapes check_score_shapes(const XQ& q, const Positions& q_positions, const 
     fail(std::string("k.dimension(") + head_axis + ") (kv_heads)", kv_heads,
          "expected a divisor of the query head count " + std::to_string(heads));
   }
-  q_positions.check(batch, q_shape.seq);
-  k_positions.check(batch, k_shape.seq);
+  q_positions.check(q_shape);
+  k_positions.check(k_shape);
   return {q_shape, k_shape};
 }
 
