@@ -760,7 +760,10 @@ ScoreOptions case_options(const KernelCase& c) {
   ScoreOptions options;
   options.scheme = c.scheme;
   options.causal = c.causal;
-  if (c.scheme == ScoreScheme::Rope) options.rope = posemb::default_rope_spec(c.rotary_dim, 10000.0, c.pairing);
+  if (c.scheme == ScoreScheme::Rope) {
+    const posemb::RotaryDims dims{static_cast<int>(c.head_dim), c.rotary_dim};
+    options.rope = posemb::default_rope_spec(dims, 10000.0, c.pairing);
+  }
   if (c.scheme == ScoreScheme::Alibi) options.alibi_slopes = posemb::alibi_slopes(c.heads);
   if (c.scheme == ScoreScheme::RelativeBias) {
     posemb::T5BiasTable<float>::Table weights(32, c.heads);

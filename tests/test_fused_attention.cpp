@@ -299,7 +299,7 @@ void check_fused_tensor(Eigen::Index seq_q, Eigen::Index seq_k, Eigen::Index hea
   const auto q = bshd ? random_tensor<T>(1, seq_q, heads, dim, 11u) : random_tensor<T>(1, heads, seq_q, dim, 11u);
   const auto k = bshd ? random_tensor<T>(1, seq_k, kv_heads, dim, 12u) : random_tensor<T>(1, kv_heads, seq_k, dim, 12u);
   const std::int64_t q_offset = k_offset + seq_k - seq_q;  // the last seq_q keys' positions
-  const posemb::RopeSpec spec = posemb::default_rope_spec(24, 10000.0, pairing);  // partial rotary
+  const posemb::RopeSpec spec = posemb::default_rope_spec(posemb::RotaryDims{32, 24}, 10000.0, pairing);  // partial
   posemb::ScoreOptions options;
   options.causal = causal;
   options.scheme = bias;
