@@ -303,8 +303,8 @@ using ParallelFor =
 // parts (fewer when the tensor is too small to gain from them). Without a pool, parts 1.. run on
 // threads started for the call and part 0 on the caller (below 2^18 elements per thread a tensor
 // is done on the calling thread alone); with a pool, the parts are the pool's tasks and no
-// thread is started (below 2^15 elements per task). One part always runs on the calling thread,
-// without the pool.
+// thread is started (below 2^15 elements per task). When there is a single part it runs on the
+// calling thread, without the pool, so Threads{1, pool} is the single-threaded path.
 //
 // Example:
 //   posemb::apply_rope(x, out, 0, table, posemb::TensorLayout::BSHD, posemb::Threads{2});
