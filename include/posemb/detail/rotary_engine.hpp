@@ -146,8 +146,7 @@ class StagedHeads {
  public:
   // Bytes staged per run at most (or one head vector, if larger). Of 0.5 to 32 KiB, 2 KiB was
   // fastest on a Zen 4 core (out of place [1, 16384, 32, 128] float32: 0.79 of a streaming copy
-  // against 0.51 with 8 KiB and 0.47 with 32 KiB): the run is rotated and copied out while it is
-  // still in the store buffer's reach and L1.
+  // against 0.51 with 8 KiB and 0.47 with 32 KiB).
   static constexpr std::size_t run_bytes = 2048;
 
   StagedHeads(Eigen::Index head_dim, int first, int rotary_dim, bool interleaved)
@@ -200,7 +199,7 @@ class StagedHeads {
  private:
   // Float heads rotated whole, of whole lines (pairs a multiple of 16), at level avx512: they
   // go straight from the registers to their destination with streaming stores when it is
-  // 64-byte aligned (detail/rotate_avx512.hpp), which measured 0.93-0.97 of a streaming copy
+  // 64-byte aligned (detail/rotate_avx512.hpp), which measured 0.76-0.86 of a streaming copy
   // against 0.72-0.75 through the staging buffer ([1, 16384 or 2048, 32, 128] float32, Zen 4).
   static bool direct_kernel_runs(Eigen::Index head_dim, int first, int rotary_dim) {
 #if POSEMB_ISA_DISPATCH
