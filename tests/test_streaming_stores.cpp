@@ -312,7 +312,7 @@ TEST_CASE("thread pool: Eigen::bfloat16 with pools equals one thread") {
   check_pools_match_single_thread<Eigen::bfloat16>("bfloat16");
 }
 
-TEST_CASE("thread pool: one part runs on the calling thread without the pool; small tensors too") {
+TEST_CASE("thread pool: one part runs on the calling thread without the pool, as do small tensors") {
   std::atomic<int> calls{0};
   const posemb::ParallelFor counting = [&](std::size_t tasks, const std::function<void(std::size_t)>& task) {
     ++calls;
