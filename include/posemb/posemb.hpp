@@ -7,6 +7,7 @@
 #include "posemb/error.hpp"
 #include "posemb/tensor.hpp"
 #include "posemb/isa.hpp"
+#include "posemb/streaming_stores.hpp"
 #include "posemb/npy.hpp"
 
 // Rotary: frequencies, the kernel, scaled variants, xPos, FoPE, KV-cache helpers, permutation.

@@ -6,7 +6,9 @@
 #include <Eigen/Core>
 #include <unsupported/Eigen/CXX11/Tensor>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -314,11 +316,33 @@ struct Layouts {
       : in(in_), out(out_), out_seq_offset(out_seq_offset_), into_slot(true) {}
 };
 
-// Worker threads for the tensor entry points: at most `count` threads including the caller's,
-// and fewer when the tensor is too small to gain from them (below 2^18 elements per thread a
-// tensor is done on the calling thread alone).
+// A caller's thread pool, as a parallel-for: pool(tasks, task) calls task(i) exactly once for
+// every i in [0, tasks), on any threads (the calling one included), at once or in turn, and
+// returns when all have finished. task does not throw. posemb/eigen_threads.hpp adapts an
+// Eigen::ThreadPoolDevice; OpenMP, TBB or an engine's own pool adapt the same way.
+//
+// Example (OpenMP):
+//   posemb::ParallelFor omp = [](std::size_t tasks, const std::function<void(std::size_t)>& task) {
+//   #pragma omp parallel for
+//     for (std::size_t i = 0; i < tasks; ++i) task(i);
+//   };
+//   posemb::apply_rope(x, out, 0, table, posemb::TensorLayout::BSHD, posemb::Threads{8, omp});
+using ParallelFor =
+    std::function<void(std::size_t tasks, const std::function<void(std::size_t)>& task)>;
+
+// Worker threads for the tensor entry points: the work is split into at most `count` contiguous
+// parts (fewer when the tensor is too small to gain from them). Without a pool, parts 1.. run on
+// threads started for the call and part 0 on the caller (below 2^18 elements per thread a tensor
+// is done on the calling thread alone); with a pool, the parts are the pool's tasks and no
+// thread is started (below 2^15 elements per task). When there is a single part it runs on the
+// calling thread, without the pool, so Threads{1, pool} is the single-threaded path.
+//
+// Example:
+//   posemb::apply_rope(x, out, 0, table, posemb::TensorLayout::BSHD, posemb::Threads{2});
+//   posemb::apply_rope(x, out, 0, table, posemb::TensorLayout::BSHD, posemb::Threads{4, pool});
 struct Threads {
   int count = 1;
+  ParallelFor pool = {};  // empty: threads started per call
 };
 
 }  // namespace posemb
