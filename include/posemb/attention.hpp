@@ -377,10 +377,10 @@ Tensor4<compute_t<std::remove_const_t<typename XQ::Scalar>>> attention_scores(
   const Eigen::Index group = heads / kv_heads;
   const C scale = static_cast<C>(plan.scale());
   for (Eigen::Index b = 0; b < batch; ++b) {
-    const auto k_position = [&](Eigen::Index j) { return k_positions.at(b, j); };
+    const auto k_position = [&](Eigen::Index j) { return k_positions.integer_at(b, j); };
     for (Eigen::Index h = 0; h < heads; ++h) {
       for (Eigen::Index i = 0; i < seq_q; ++i) {
-        const std::int64_t q_position = q_positions.at(b, i);
+        const std::int64_t q_position = q_positions.integer_at(b, i);
         const T* qi = q_data + q_shape.offset(b, i, h);
         const C temperature = static_cast<C>(plan.temperature(q_position));
         C* row = scores.data() + ((b * heads + h) * seq_q + i) * seq_k;
