@@ -16,9 +16,11 @@
 //   posemb bias CONFIG.json --table T.npy --q-len N --k-len M [--q-offset K] [--decoder]
 //               --output BIAS.npy
 //   posemb sinusoidal --dim D --max-len L [--layout interleaved|concat] [--base B] --output T.npy
+//   posemb --version
 //
 // Exit status: 0 on success, 2 for a usage error, 1 for anything else, with one line
-// "posemb: error: ..." on stderr naming the file, key or argument at fault. Outputs are written
+// "posemb: error: ..." on stderr naming the file, key or argument at fault. The tables the tool
+// builds hold at most 2^28 values (max_output_elements). Outputs are written
 // to a temporary file and renamed, so nothing is written to --output on failure.
 #include <CLI/CLI.hpp>
 
