@@ -359,6 +359,14 @@ TEST_CASE("config files that cannot be read throw an Error naming the file", "[c
   const std::string missing = (dir / "absent.json").string();
   CHECK_THROWS_WITH(posemb::load_model_positions(missing),
                     "posemb: " + missing + ": cannot open config file: No such file or directory");
+
+  // nlohmann-json reports a number beyond double as out_of_range, not parse_error.
+  const fs::path overflow = dir / "overflow.json";
+  std::ofstream(overflow) << R"({"hidden_size": 64, "num_attention_heads": 1, "rope_theta": 1e400})";
+  CHECK_THROWS_AS(posemb::load_model_positions(overflow.string()), posemb::Error);
+  CHECK_THROWS_WITH(posemb::load_model_positions(overflow.string()),
+                    Catch::Contains(overflow.string() + ": malformed JSON: ") &&
+                        Catch::Contains("number overflow"));
   fs::remove_all(dir);
 }
 

@@ -1138,7 +1138,7 @@ int main(int argc, char** argv) {
       "buckets",
       "Write T5's relative position bucket ids: int64 [q_len, k_len], the bucket of key position "
       "j - query position (q_offset + i), as HuggingFace's _relative_position_bucket in float32.");
-  add_integer(buckets, "--num-buckets", buckets_options.num_buckets, 1, int_max,
+  add_integer(buckets, "--num-buckets", buckets_options.num_buckets, 2, int_max,
               "relative_attention_num_buckets")
       ->required();
   add_integer(buckets, "--max-distance", buckets_options.max_distance, 1, int_max,

@@ -912,8 +912,9 @@ inline ModelPositions load_model_positions(const std::string& path,
     try {
       errno = 0;
       config = nlohmann::json::parse(file.get());
-    } catch (const nlohmann::json::parse_error& error) {
-      // A read error ends the input early: report it, not the parse error it causes.
+    } catch (const nlohmann::json::exception& error) {
+      // parse_error, or out_of_range for a number beyond double ("1e400"). A read error ends
+      // the input early: report it, not the parse error it causes.
       if (std::ferror(file.get())) throw Error("cannot read config file: " + detail::errno_reason(errno));
       throw Error(std::string("malformed JSON: ") + error.what());
     }

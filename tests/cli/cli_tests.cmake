@@ -178,6 +178,10 @@ posemb_cli_test("error missing input" EXIT 1 STDERR "no_such_x\\.npy: cannot ope
   ARGS apply ${rope_config} --input ${cases}/no_such_x.npy --output ${out} OUTPUT ${out})
 posemb_cli_test("error bad json" EXIT 1 STDERR "bad_json\\.json: malformed JSON"
   ARGS apply ${cases}/bad_json.json --input ${fope_a}/x.npy --output ${out} OUTPUT ${out})
+# A number beyond double (nlohmann-json's out_of_range, not a parse error): named like any JSON error.
+posemb_cli_test("error number overflow" EXIT 1
+  LINE "${cases}/number_overflow.json: malformed JSON: [json.exception.out_of_range.406] number overflow parsing '1e400'"
+  ARGS freqs ${cases}/number_overflow.json)
 posemb_cli_test("error unknown rope type" EXIT 1
   STDERR "unknown_rope_type\\.json: rope_scaling\\.rope_type = \"banana\""
   ARGS apply ${cases}/unknown_rope_type.json --input ${fope_a}/x.npy --output ${out} OUTPUT ${out})
@@ -272,7 +276,7 @@ posemb_cli_test("usage fractional offset" EXIT 2
 posemb_cli_test("usage q-len beyond int64" EXIT 2 LINE "--q-len = 99999999999999999999: expected an integer >= 1"
   ARGS buckets --num-buckets 32 --max-distance 128 --causal --q-len 99999999999999999999 --k-len 1
        --output ${out} OUTPUT ${out})
-posemb_cli_test("usage zero num-buckets" EXIT 2 LINE "--num-buckets = 0: expected an integer >= 1"
+posemb_cli_test("usage zero num-buckets" EXIT 2 LINE "--num-buckets = 0: expected an integer >= 2"
   ARGS buckets --num-buckets 0 --max-distance 128 --causal --q-len 1 --k-len 1 --output ${out} OUTPUT ${out})
 posemb_cli_test("usage negative head-begin" EXIT 2 LINE "--head-begin = -1: expected an integer from 0 to 1048576"
   ARGS alibi --heads 2 --q-len 1 --k-len 1 --head-begin -1 --head-end 2 --output ${out} OUTPUT ${out})
