@@ -1,25 +1,18 @@
 // libFuzzer target for the .npy reader (npy.hpp). Each input is written to a scratch file and
 // read with read_npy, which must either return an array whose bytes match its dtype and shape
 // or throw posemb::Error. An accepted array is written back with write_npy and read again: the
-// round trip must give the same dtype, shape and bytes.
-#include <unistd.h>
-
+// round trip must give the same dtype, shape and bytes. Once per process, files that cannot be
+// read (file_cases.hpp) must throw posemb::Error too.
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 
+#include "file_cases.hpp"
 #include "posemb/error.hpp"
 #include "posemb/npy.hpp"
 
 namespace {
-
-// A scratch file per process (libFuzzer may run several jobs side by side).
-std::string scratch_path(const char* suffix) {
-  const char* dir = std::getenv("TMPDIR");
-  return std::string(dir != nullptr ? dir : "/tmp") + "/posemb_fuzz_npy_" +
-         std::to_string(::getpid()) + suffix;
-}
 
 template <class T>
 void round_trip(const posemb::NpyArray& array, const std::string& path) {
@@ -34,12 +27,14 @@ void round_trip(const posemb::NpyArray& array, const std::string& path) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  static const std::string input_path = scratch_path(".in.npy");
-  static const std::string output_path = scratch_path(".out.npy");
-  std::FILE* file = std::fopen(input_path.c_str(), "wb");
-  if (file == nullptr) std::abort();
-  if (size > 0 && std::fwrite(data, 1, size, file) != size) std::abort();
-  std::fclose(file);
+  static const bool unreadable_checked = [] {
+    posemb_fuzz::check_unreadable_files([](const std::string& path) { posemb::read_npy(path); });
+    return true;
+  }();
+  (void)unreadable_checked;
+  static const std::string input_path = posemb_fuzz::scratch_path(".in.npy");
+  static const std::string output_path = posemb_fuzz::scratch_path(".out.npy");
+  posemb_fuzz::write_file(input_path, data, size);
   try {
     const posemb::NpyArray array = posemb::read_npy(input_path);
     const std::uint64_t item = array.dtype == "<f4" ? 4 : 8;

@@ -377,6 +377,42 @@ TEST_CASE("errors from a file name the file", "[config][errors]") {
   fs::remove_all(dir);
 }
 
+// Every file a caller can name is a posemb::Error that names the file and says why, never a
+// std::ios_base::failure. "Unreadable" is a path through a regular file (ENOTDIR): it fails for
+// root too, where a chmod 000 file would not.
+TEST_CASE("config files that cannot be read throw an Error naming the file", "[config][errors]") {
+  const fs::path dir = fs::temp_directory_path() / "posemb_test_config_files";
+  fs::remove_all(dir);
+  fs::create_directories(dir / "a_directory.json");
+  const std::string directory = (dir / "a_directory.json").string();
+  CHECK_THROWS_AS(posemb::load_model_positions(directory), posemb::Error);
+  CHECK_THROWS_WITH(posemb::load_model_positions(directory),
+                    "posemb: " + directory + ": cannot read config file: Is a directory");
+
+  const fs::path empty = dir / "empty.json";
+  std::ofstream(empty).close();
+  CHECK_THROWS_WITH(posemb::load_model_positions(empty.string()),
+                    "posemb: " + empty.string() + ": empty file: expected a JSON object");
+
+  const std::string under_file = (empty / "config.json").string();
+  CHECK_THROWS_AS(posemb::load_model_positions(under_file), posemb::Error);
+  CHECK_THROWS_WITH(posemb::load_model_positions(under_file),
+                    "posemb: " + under_file + ": cannot open config file: Not a directory");
+
+  const std::string missing = (dir / "absent.json").string();
+  CHECK_THROWS_WITH(posemb::load_model_positions(missing),
+                    "posemb: " + missing + ": cannot open config file: No such file or directory");
+
+  // nlohmann-json reports a number beyond double as out_of_range, not parse_error.
+  const fs::path overflow = dir / "overflow.json";
+  std::ofstream(overflow) << R"({"hidden_size": 64, "num_attention_heads": 1, "rope_theta": 1e400})";
+  CHECK_THROWS_AS(posemb::load_model_positions(overflow.string()), posemb::Error);
+  CHECK_THROWS_WITH(posemb::load_model_positions(overflow.string()),
+                    Catch::Contains(overflow.string() + ": malformed JSON: ") &&
+                        Catch::Contains("number overflow"));
+  fs::remove_all(dir);
+}
+
 TEST_CASE("FoPE configs (rope_type fope) give the authors' settings", "[config][fope]") {
   // The FoPE conformance configs: head_dim 64, N = 512 keeps 16 of 32 pairs; N = 4096 keeps 23.
   const fs::path fope_dir = fs::path(POSEMB_TEST_DATA_DIR) / "fope";

@@ -2,6 +2,8 @@
 // kind of malformed file.
 #include <catch2/catch.hpp>
 
+#include <sys/stat.h>
+
 #include <Eigen/Core>
 #include <cmath>
 #include <cstdint>
@@ -11,6 +13,7 @@
 #include <fstream>
 #include <iterator>
 #include <string>
+#include <thread>
 #include <type_traits>
 #include <vector>
 
@@ -229,7 +232,9 @@ TEST_CASE("malformed .npy files throw an Error naming the file and the problem",
     const std::string path = tmp.write("magic.npy", bytes);
     CHECK_THROWS_WITH(posemb::read_npy(path), Contains(path) && Contains("bad magic"));
     CHECK_THROWS_WITH(posemb::read_npy(tmp.write("short.npy", "\x93NUM")), Contains("bad magic"));
-    CHECK_THROWS_WITH(posemb::read_npy(tmp.write("empty.npy", "")), Contains("bad magic"));
+    const std::string empty = tmp.write("empty.npy", "");
+    CHECK_THROWS_WITH(posemb::read_npy(empty),
+                      "posemb: " + empty + ": empty file: expected a .npy file");
   }
   SECTION("unsupported format version") {
     std::string bytes = npy_bytes(kFloat2x3, six_floats);
@@ -293,6 +298,51 @@ TEST_CASE("malformed .npy files throw an Error naming the file and the problem",
     CHECK_THROWS_WITH(posemb::read_npy(tmp.write("too_large.npy", npy_bytes(dict, ""))),
                       Contains("too large"));
   }
+}
+
+// "Unreadable" is a path through a regular file (ENOTDIR): it fails for root too, where a
+// chmod 000 file would not.
+TEST_CASE("files that cannot be opened or read throw an Error naming the file", "[npy]") {
+  TempDir tmp;
+  const std::string directory = tmp.file("a_directory.npy");
+  REQUIRE(std::filesystem::create_directory(directory));
+  CHECK_THROWS_AS(posemb::read_npy(directory), posemb::Error);
+  CHECK_THROWS_WITH(posemb::read_npy(directory),
+                    "posemb: " + directory + ": cannot read .npy file: Is a directory");
+  const std::string under_file = tmp.write("plain", "x") + "/x.npy";
+  CHECK_THROWS_WITH(posemb::read_npy(under_file),
+                    "posemb: " + under_file + ": cannot open .npy file: Not a directory");
+  const std::string missing = tmp.file("missing.npy");
+  CHECK_THROWS_WITH(posemb::read_npy(missing),
+                    "posemb: " + missing + ": cannot open .npy file: No such file or directory");
+}
+
+// A pipe cannot seek: its data is read as it arrives, and a short one is truncated data.
+TEST_CASE("reads a .npy file from a pipe", "[npy]") {
+  TempDir tmp;
+  const std::string fifo = tmp.file("pipe.npy");
+  REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);
+  const auto read_through_pipe = [&](const std::string& bytes) {
+    std::thread writer([&] {
+      std::ofstream out(fifo, std::ios::binary);
+      out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    });
+    struct Join {
+      std::thread& thread;
+      ~Join() { thread.join(); }
+    } join{writer};
+    return posemb::read_npy(fifo);
+  };
+  std::string data;
+  for (int i = 0; i < 6; ++i) {
+    const float value = 0.5f + static_cast<float>(i);
+    data.append(reinterpret_cast<const char*>(&value), sizeof value);
+  }
+  const posemb::NpyArray array = read_through_pipe(npy_bytes(kFloat2x3, data));
+  CHECK(array.shape == std::vector<std::int64_t>{2, 3});
+  CHECK(array.values<float>() == std::vector<float>{0.5f, 1.5f, 2.5f, 3.5f, 4.5f, 5.5f});
+  CHECK_THROWS_WITH(read_through_pipe(npy_bytes(kFloat2x3, data.substr(0, 23))),
+                    Contains("truncated npy data: 23 bytes, expected 24"));
 }
 
 TEST_CASE("values<T>() with the wrong T throws", "[npy]") {

@@ -37,7 +37,18 @@ inline std::string shape_string(const std::vector<std::int64_t>& shape) {
 // `ranks`; `what` describes the expected array for the message, e.g. "float32 [heads, D_in, D_out]".
 inline NpyArray read_npy_checked(const std::string& path, const std::vector<std::string>& dtypes,
                                  const std::vector<std::size_t>& ranks, const std::string& what) {
-  NpyArray array = read_npy(path);
+  NpyArray array;
+  try {
+    array = read_npy(path);
+  } catch (const Error& error) {
+    // read_npy refuses the dtypes it cannot read ("<path>: npy dtype = <i4: expected <f4
+    // (float32), ..."); say what this argument takes instead.
+    const std::string message = error.message(), prefix = path + ": npy dtype = ";
+    const std::size_t end = message.find(": expected", prefix.size());
+    if (message.compare(0, prefix.size(), prefix) != 0 || end == std::string::npos) throw;
+    throw Error(path + ": dtype = " + message.substr(prefix.size(), end - prefix.size()) +
+                ": expected " + what);
+  }
   bool dtype_ok = false;
   for (const std::string& dtype : dtypes) dtype_ok = dtype_ok || array.dtype == dtype;
   if (!dtype_ok) throw Error(path + ": dtype = " + array.dtype + ": expected " + what);

@@ -17,17 +17,21 @@
 //   posemb bias CONFIG.json --table T.npy --q-len N --k-len M [--q-offset K] [--decoder]
 //               --output BIAS.npy
 //   posemb sinusoidal --dim D --max-len L [--layout interleaved|concat] [--base B] --output T.npy
+//   posemb --version
 //
 // Exit status: 0 on success, 2 for a usage error, 1 for anything else, with one line
-// "posemb: error: ..." on stderr naming the file, key or argument at fault. Outputs are written
+// "posemb: error: ..." on stderr naming the file, key or argument at fault. The tables the tool
+// builds hold at most 2^28 values (max_output_elements). Outputs are written
 // to a temporary file and renamed, so nothing is written to --output on failure.
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
 #include <array>
+#include <charconv>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <limits>
 #include <optional>
@@ -46,6 +50,7 @@
 #include "posemb/relative_bias.hpp"
 #include "posemb/rope.hpp"
 #include "posemb/sinusoidal.hpp"
+#include "posemb/version.hpp"
 #include "posemb/vision_rope.hpp"
 #include "posemb/xpos.hpp"
 #include "model_report.hpp"
@@ -869,6 +874,13 @@ std::int64_t query_offset(std::optional<std::int64_t> q_offset, std::int64_t q_l
 
 int run_alibi(const AlibiOptions& options) {
   const std::int64_t q_len = options.q_len, k_len = options.k_len;
+  // Keys sit at 0 .. k_len - 1: a causal query before position 0 would see no key and get a row
+  // of -inf only (softmax NaN). --q-offset is >= 0 (add_integer); the default k_len - q_len is
+  // too when the queries are no more than the keys.
+  if (!options.q_offset && q_len > k_len) {
+    throw UsageError("--q-len = " + std::to_string(q_len) + ": expected at most --k-len = " +
+                     std::to_string(k_len) + " (the queries are the last q_len keys), or a --q-offset");
+  }
   const std::int64_t offset = query_offset(options.q_offset, q_len, k_len);
   const int begin = options.head_begin.value_or(0), end = options.head_end.value_or(options.heads);
   if (begin < 0 || begin >= end || end > options.heads) {
@@ -991,9 +1003,6 @@ int run_bias(const BiasOptions& options) {
 int run_sinusoidal(int dim, std::int64_t max_len, const std::string& layout, double base,
                    const std::string& output) {
   if (dim % 2 != 0) throw UsageError("--dim = " + std::to_string(dim) + ": expected an even number");
-  if (!(std::isfinite(base) && base > 0.0)) {
-    throw UsageError("--base = " + full_precision(base) + ": expected a finite number > 0");
-  }
   if (max_len > max_output_elements / dim) {
     throw UsageError("--max-len * --dim = " + std::to_string(max_len) + " * " + std::to_string(dim) +
                      ": expected at most 2^28 elements");
@@ -1003,6 +1012,76 @@ int run_sinusoidal(int dim, std::int64_t max_len, const std::string& layout, dou
   tool::write_npy_atomic(output, table.data(), {max_len, dim});
   return 0;
 }
+
+// ---------------------------------------------------------------------------------------------
+// Numeric options. The text is checked here rather than by CLI11, so that every mistake (out of
+// range, not a number, not an integer) gets one line in the tool's form
+// "--seq-len = -5: expected an integer >= 1" and exit status 2.
+
+template <class Int>
+std::string integer_expectation(Int min, Int max) {
+  constexpr Int lowest = std::numeric_limits<Int>::min(), highest = std::numeric_limits<Int>::max();
+  if (min == lowest && max == highest) {
+    return "expected an integer from " + std::to_string(lowest) + " to " + std::to_string(highest);
+  }
+  if (max == highest) return "expected an integer >= " + std::to_string(min);
+  return "expected an integer from " + std::to_string(min) + " to " + std::to_string(max);
+}
+
+template <class Int>
+Int parse_integer(const std::string& flag, const std::string& text, Int min, Int max) {
+  Int value{};
+  const char* end = text.data() + text.size();
+  const auto [stop, error] = std::from_chars(text.data(), end, value);
+  if (text.empty() || error != std::errc() || stop != end || value < min || value > max) {
+    throw UsageError(flag + " = " + text + ": " + integer_expectation(min, max));
+  }
+  return value;
+}
+
+// A finite number > 0 (a frequency base, ALiBi's max bias).
+double parse_positive_number(const std::string& flag, const std::string& text) {
+  char* stop = nullptr;
+  const double value = text.empty() ? 0.0 : std::strtod(text.c_str(), &stop);
+  if (text.empty() || stop != text.c_str() + text.size() || !std::isfinite(value) || !(value > 0.0)) {
+    throw UsageError(flag + " = " + text + ": expected a finite number > 0");
+  }
+  return value;
+}
+
+// add_integer(app, "--seq-len", target, 1, max, "...") stores the checked value in target
+// (Int or std::optional<Int>); the accepted range is appended to the help text.
+template <class Int, class Target>
+CLI::Option* add_integer(CLI::App* app, const std::string& flag, Target& target, Int min, Int max,
+                         const std::string& description) {
+  const std::string range = integer_expectation(min, max).substr(std::string("expected ").size());
+  CLI::Option* option = app->add_option(
+      flag,
+      [flag, &target, min, max](const CLI::results_t& values) {
+        target = parse_integer<Int>(flag, values.back(), min, max);
+        return true;
+      },
+      description + " (" + range + ")");
+  option->type_name("INT");
+  return option;
+}
+
+CLI::Option* add_positive_number(CLI::App* app, const std::string& flag, double& target,
+                                 const std::string& description) {
+  CLI::Option* option = app->add_option(
+      flag,
+      [flag, &target](const CLI::results_t& values) {
+        target = parse_positive_number(flag, values.back());
+        return true;
+      },
+      description + " (a finite number > 0; default " + full_precision(target) + ")");
+  option->type_name("FLOAT");
+  return option;
+}
+
+constexpr std::int64_t int64_min = std::numeric_limits<std::int64_t>::min();
+constexpr std::int64_t int64_max = std::numeric_limits<std::int64_t>::max();
+constexpr int int_max = std::numeric_limits<int>::max();
 
 // One line: CLI11 messages may span several.
 std::string one_line(std::string text) {
@@ -1024,6 +1103,12 @@ int main(int argc, char** argv) {
                "posemb"};
   app.require_subcommand(1);
   app.fallthrough(false);
+  app.set_version_flag("--version", std::string("posemb ") + posemb::version_string,
+                       "Print the posemb version and exit");
+  app.footer("Size cap: the tables the tool builds (alibi, buckets, bias, sinusoidal, and the "
+             "table apply adds for a sinusoidal model) hold at most 2^28 values (1 GiB of float32); "
+             "a larger request is refused. Exit status: 0 on success, 2 for a usage error, "
+             "1 for anything else, with one line \"posemb: error: ...\" on stderr.");
 
   // inspect / freqs / layers
   std::string config_path;
@@ -1046,11 +1131,11 @@ int main(int argc, char** argv) {
       "layers", "Print every layer: a table, or with --json an array of freqs' objects.");
   for (CLI::App* sub : {inspect, freqs, layers}) {
     sub->add_option("CONFIG", config_path, "The model's config.json")->required();
-    sub->add_option("--seq-len", seq_len,
-                    "Sequence length for dynamic NTK and LongRoPE (default: none known)")
-        ->check(CLI::NonNegativeNumber);
+    add_integer(sub, "--seq-len", seq_len, std::int64_t{1}, int64_max,
+                "Sequence length for dynamic NTK and LongRoPE (default: none known)");
   }
-  freqs->add_option("--layer", layer_index, "The layer (0-based; required when layers differ)");
+  add_integer(freqs, "--layer", layer_index, std::int64_t{0}, int64_max,
+              "The layer (0-based; required when layers differ)");
   layers->add_flag("--json", layers_json, "A JSON array, one object per layer");
 
   // apply
@@ -1067,7 +1152,8 @@ int main(int argc, char** argv) {
       "--positions", apply_options.positions,
       "P.npy: int64 or float64 (fractional) [seq] or [batch, seq] (default 0..seq-1 + offset)");
   CLI::Option* offset_option =
-      apply->add_option("--offset", apply_options.offset, "Position of the first token (default 0)");
+      add_integer(apply, "--offset", apply_options.offset, int64_min, int64_max,
+                  "Position of the first token (default 0)");
   positions_option->excludes(offset_option);
   apply->add_option("--role", apply_options.role, "query or key (matters for xPos)")
       ->check(CLI::IsMember({"query", "key"}))
@@ -1084,11 +1170,10 @@ int main(int argc, char** argv) {
   apply->add_option("--pairing", apply_options.pairing,
                     "Override the config's pairing: interleaved (GPT-J) or rotate_half (GPT-NeoX)")
       ->check(CLI::IsMember({"interleaved", "rotate_half"}));
-  apply->add_option("--layer", apply_options.layer,
-                    "The layer whose scheme to apply (required when RoPE layers differ)");
-  apply->add_option("--seq-len", apply_options.seq_len,
-                    "Sequence length for dynamic NTK and LongRoPE (default: max position + 1)")
-      ->check(CLI::NonNegativeNumber);
+  add_integer(apply, "--layer", apply_options.layer, std::int64_t{0}, int64_max,
+              "The layer whose scheme to apply (required when RoPE layers differ)");
+  add_integer(apply, "--seq-len", apply_options.seq_len, std::int64_t{1}, int64_max,
+              "Sequence length for dynamic NTK and LongRoPE (default: max position + 1)");
   CLI::Option* sin_coef_option = apply->add_option(
       "--fope-sin-coef", apply_options.fope_sin_coef,
       "S.npy: FoPE sine coefficients, float32 [heads, D_in, D_out] (default: initialised from "
@@ -1125,25 +1210,25 @@ int main(int argc, char** argv) {
   AlibiOptions alibi_options;
   CLI::App* alibi = app.add_subcommand(
       "alibi", "Write the ALiBi bias B: float32 [heads, q_len, k_len]; masked entries are -inf.");
-  alibi->add_option("--heads", alibi_options.heads, "Number of heads")->required()->check(CLI::Range(1, 1 << 20));
-  alibi->add_option("--q-len", alibi_options.q_len, "Number of queries")->required()->check(CLI::PositiveNumber);
-  alibi->add_option("--k-len", alibi_options.k_len, "Number of keys (positions 0..k_len-1)")
-      ->required()
-      ->check(CLI::PositiveNumber);
+  add_integer(alibi, "--heads", alibi_options.heads, 1, 1 << 20, "Number of heads")->required();
+  add_integer(alibi, "--q-len", alibi_options.q_len, std::int64_t{1}, int64_max, "Number of queries")
+      ->required();
+  add_integer(alibi, "--k-len", alibi_options.k_len, std::int64_t{1}, int64_max,
+              "Number of keys (positions 0..k_len-1)")
+      ->required();
   CLI::Option* causal_flag = alibi->add_flag(
       "--causal", alibi_options.causal, "-slope * (q - k), -inf where k > q (the default)");
   CLI::Option* symmetric_flag =
       alibi->add_flag("--symmetric", alibi_options.symmetric, "-slope * |q - k|, nothing masked (encoders)");
   causal_flag->excludes(symmetric_flag);
-  alibi->add_option("--q-offset", alibi_options.q_offset,
-                    "Position of the first query (default k_len - q_len: the last q_len keys)");
-  alibi->add_option("--max-bias", alibi_options.max_bias,
-                    "B in the slopes 2^(-B h / n) (MPT's alibi_bias_max)")
-      ->capture_default_str();
-  CLI::Option* head_begin = alibi->add_option(
-      "--head-begin", alibi_options.head_begin, "First head of a contiguous slice (a tensor-parallel rank)");
-  CLI::Option* head_end =
-      alibi->add_option("--head-end", alibi_options.head_end, "One past the last head of the slice");
+  add_integer(alibi, "--q-offset", alibi_options.q_offset, std::int64_t{0}, int64_max,
+              "Position of the first query (default k_len - q_len: the last q_len keys)");
+  add_positive_number(alibi, "--max-bias", alibi_options.max_bias,
+                      "B in the slopes 2^(-B h / n) (MPT's alibi_bias_max)");
+  CLI::Option* head_begin = add_integer(alibi, "--head-begin", alibi_options.head_begin, 0, 1 << 20,
+                                        "First head of a contiguous slice (a tensor-parallel rank)");
+  CLI::Option* head_end = add_integer(alibi, "--head-end", alibi_options.head_end, 1, 1 << 20,
+                                      "One past the last head of the slice");
   head_begin->needs(head_end);
   head_end->needs(head_begin);
   alibi->add_option("--output", alibi_options.output, "B.npy: float32 [head_end - head_begin, q_len, k_len]")
@@ -1155,21 +1240,24 @@ int main(int argc, char** argv) {
       "buckets",
       "Write T5's relative position bucket ids: int64 [q_len, k_len], the bucket of key position "
       "j - query position (q_offset + i), as HuggingFace's _relative_position_bucket in float32.");
-  buckets->add_option("--num-buckets", buckets_options.num_buckets, "relative_attention_num_buckets")
+  add_integer(buckets, "--num-buckets", buckets_options.num_buckets, 2, int_max,
+              "relative_attention_num_buckets")
       ->required();
-  buckets->add_option("--max-distance", buckets_options.max_distance, "relative_attention_max_distance")
+  add_integer(buckets, "--max-distance", buckets_options.max_distance, 1, int_max,
+              "relative_attention_max_distance")
       ->required();
   CLI::Option* bidirectional_flag = buckets->add_flag(
       "--bidirectional", buckets_options.bidirectional, "Encoder buckets: half for keys after the query");
   CLI::Option* buckets_causal_flag =
       buckets->add_flag("--causal", buckets_options.causal, "Decoder buckets: keys before the query only");
   bidirectional_flag->excludes(buckets_causal_flag);
-  buckets->add_option("--q-len", buckets_options.q_len, "Number of queries")->required()->check(CLI::PositiveNumber);
-  buckets->add_option("--k-len", buckets_options.k_len, "Number of keys (positions 0..k_len-1)")
-      ->required()
-      ->check(CLI::PositiveNumber);
-  buckets->add_option("--q-offset", buckets_options.q_offset,
-                      "Position of the first query (default k_len - q_len: the last q_len keys)");
+  add_integer(buckets, "--q-len", buckets_options.q_len, std::int64_t{1}, int64_max, "Number of queries")
+      ->required();
+  add_integer(buckets, "--k-len", buckets_options.k_len, std::int64_t{1}, int64_max,
+              "Number of keys (positions 0..k_len-1)")
+      ->required();
+  add_integer(buckets, "--q-offset", buckets_options.q_offset, int64_min, int64_max,
+              "Position of the first query (default k_len - q_len: the last q_len keys)");
   buckets->add_option("--output", buckets_options.output, "IDS.npy: int64 [q_len, k_len]")->required();
 
   // bias
@@ -1182,12 +1270,13 @@ int main(int argc, char** argv) {
   bias->add_option("--table", bias_options.table,
                    "T.npy: float32 [num_buckets, heads], block 0's relative_attention_bias.weight")
       ->required();
-  bias->add_option("--q-len", bias_options.q_len, "Number of queries")->required()->check(CLI::PositiveNumber);
-  bias->add_option("--k-len", bias_options.k_len, "Number of keys (positions 0..k_len-1)")
-      ->required()
-      ->check(CLI::PositiveNumber);
-  bias->add_option("--q-offset", bias_options.q_offset,
-                   "Position of the first query (default k_len - q_len: the last q_len keys)");
+  add_integer(bias, "--q-len", bias_options.q_len, std::int64_t{1}, int64_max, "Number of queries")
+      ->required();
+  add_integer(bias, "--k-len", bias_options.k_len, std::int64_t{1}, int64_max,
+              "Number of keys (positions 0..k_len-1)")
+      ->required();
+  add_integer(bias, "--q-offset", bias_options.q_offset, int64_min, int64_max,
+              "Position of the first query (default k_len - q_len: the last q_len keys)");
   bias->add_flag("--decoder", bias_options.decoder,
                  "The decoder's causal buckets (default: the encoder's bidirectional ones)");
   bias->add_option("--output", bias_options.output, "BIAS.npy")->required();
@@ -1201,21 +1290,22 @@ int main(int argc, char** argv) {
       "sinusoidal",
       "Write the sinusoidal table T: float32 [max_len, dim] (Vaswani et al. 2017), sin(p w_i) and "
       "cos(p w_i) with w_i = base^(-2i/dim).");
-  sinusoidal->add_option("--dim", dim, "Embedding width (even)")->required()->check(CLI::Range(2, 1 << 30));
-  sinusoidal->add_option("--max-len", max_len, "Number of positions")
-      ->required()
-      ->check(CLI::PositiveNumber);
+  add_integer(sinusoidal, "--dim", dim, 2, 1 << 30, "Embedding width (even)")->required();
+  add_integer(sinusoidal, "--max-len", max_len, std::int64_t{1}, int64_max, "Number of positions")
+      ->required();
   sinusoidal->add_option("--layout", sinusoidal_layout,
                          "interleaved: sin at 2i, cos at 2i+1; concat: sin at i, cos at dim/2+i")
       ->check(CLI::IsMember({"interleaved", "concat"}))
       ->capture_default_str();
-  sinusoidal->add_option("--base", base, "Frequency base")->capture_default_str();
+  add_positive_number(sinusoidal, "--base", base, "Frequency base");
   sinusoidal->add_option("--output", sinusoidal_output, "T.npy")->required();
 
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {
     if (error.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) return app.exit(error);
+    return error_exit(error.what(), 2);
+  } catch (const UsageError& error) {  // a numeric option's text (add_integer)
     return error_exit(error.what(), 2);
   }
 

@@ -38,9 +38,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cerrno>
 #include <cmath>
 #include <cstdint>
-#include <fstream>
+#include <cstdio>
 #include <limits>
 #include <map>
 #include <optional>
@@ -48,6 +49,7 @@
 #include <utility>
 #include <vector>
 
+#include "posemb/detail/input_file.hpp"
 #include "posemb/detail/json_reader.hpp"
 #include "posemb/error.hpp"
 #include "posemb/fope.hpp"
@@ -901,18 +903,23 @@ inline ModelPositions model_positions_from_json(const nlohmann::json& config,
   return model;
 }
 
-// Reads every layer's positions from a config.json file; errors name the file.
+// Reads every layer's positions from a config.json file; errors name the file, including a
+// file that cannot be opened or read (missing, a directory, no permission) or is empty.
 inline ModelPositions load_model_positions(const std::string& path,
                                            const ConfigOptions& options = {}) {
-  std::ifstream file(path);
-  if (!file) throw Error(path + ": cannot open config file");
+  detail::InputFile file(path, "config file", "a JSON object");
   try {
     nlohmann::json config;
     try {
-      config = nlohmann::json::parse(file);
-    } catch (const nlohmann::json::parse_error& error) {
+      errno = 0;
+      config = nlohmann::json::parse(file.get());
+    } catch (const nlohmann::json::exception& error) {
+      // parse_error, or out_of_range for a number beyond double ("1e400"). A read error ends
+      // the input early: report it, not the parse error it causes.
+      if (std::ferror(file.get())) throw Error("cannot read config file: " + detail::errno_reason(errno));
       throw Error(std::string("malformed JSON: ") + error.what());
     }
+    if (std::ferror(file.get())) throw Error("cannot read config file: " + detail::errno_reason(errno));
     return model_positions_from_json(config, options);
   } catch (Error& error) {
     error.add_context(path);

@@ -255,17 +255,20 @@ inline Fope make_fope(const FopeConfig& config) {
   auto [resolved, frequencies] = resolve_fope_config(config);
   const int heads = resolved.n_kv_heads, d_in = frequencies.d_in(), d_out = resolved.d_out;
   const double std_dev = fope_noise_std(resolved.sigma, heads, d_in, d_out);
-  const int step = (d_in + d_out - 1) / d_out;
-  const std::size_t per_array = static_cast<std::size_t>(heads) * d_in * d_out;
+  // Sizes as std::size_t for the indexing: A is [heads, D_in, D_out].
+  const auto n_heads = static_cast<std::size_t>(heads), n_in = static_cast<std::size_t>(d_in),
+             n_out = static_cast<std::size_t>(d_out);
+  const std::size_t step = (n_in + n_out - 1) / n_out;
+  const std::size_t per_array = n_heads * n_in * n_out;
   auto storage = std::make_shared<std::vector<float>>(2 * per_array);
   detail::BoxMullerNormal normal(resolved.seed);
   for (std::size_t array = 0; array < 2; ++array) {  // 0: A_sin, 1: A_cos
     float* a = storage->data() + array * per_array;
-    for (int h = 0; h < heads; ++h) {
-      for (int k = 0; k < d_in; ++k) {
-        for (int j = 0; j < d_out; ++j) {
+    for (std::size_t h = 0; h < n_heads; ++h) {
+      for (std::size_t k = 0; k < n_in; ++k) {
+        for (std::size_t j = 0; j < n_out; ++j) {
           const double eye = (k == j * step) ? 1.0 : 0.0;
-          a[(static_cast<std::size_t>(h) * d_in + k) * d_out + j] =
+          a[(h * n_in + k) * n_out + j] =
               static_cast<float>(eye + std_dev * normal());
         }
       }
@@ -293,9 +296,9 @@ inline Fope fope_with_coefficients(const FopeConfig& config, const FopeCoefficie
     if (array->data() == nullptr) {
       detail::fail(name + ".data()", "null", "expected a coefficient array");
     }
-    for (int i = 0; i < 3; ++i) {
-      if (array->dimension(i) != expected[i]) {
-        detail::fail(name + ".dimension(" + std::to_string(i) + ")", array->dimension(i),
+    for (std::size_t i = 0; i < 3; ++i) {
+      if (array->dimensions()[i] != expected[i]) {
+        detail::fail(name + ".dimension(" + std::to_string(i) + ")", array->dimensions()[i],
                      "expected " + std::string(axis[i]) + " = " + std::to_string(expected[i]) +
                          " (shape [n_kv_heads, D_in, D_out] = [" + std::to_string(expected[0]) +
                          ", " + std::to_string(expected[1]) + ", " + std::to_string(expected[2]) +
@@ -348,8 +351,9 @@ void fope_cos_sin(const Fope& fope, double position, C* cos_out, C* sin_out, dou
   double* sin_sum = cos_sum + d_out;     // [D_out]
   cos_sin_at(fope.inv_freq().data(), position, 1.0, d_in, cos_w, sin_w);
   for (int h = 0; h < fope.n_kv_heads(); ++h) {
-    const float* a_cos = fope.cos_coef().data() + static_cast<std::size_t>(h) * d_in * d_out;
-    const float* a_sin = fope.sin_coef().data() + static_cast<std::size_t>(h) * d_in * d_out;
+    const std::size_t head_offset = static_cast<std::size_t>(h) * static_cast<std::size_t>(d_in * d_out);
+    const float* a_cos = fope.cos_coef().data() + head_offset;  // [D_in, D_out]
+    const float* a_sin = fope.sin_coef().data() + head_offset;
     std::fill(cos_sum, cos_sum + 2 * d_out, 0.0);
     for (int k = 0; k < d_in; ++k) {
       for (int j = 0; j < d_out; ++j) {
@@ -357,8 +361,8 @@ void fope_cos_sin(const Fope& fope, double position, C* cos_out, C* sin_out, dou
         sin_sum[j] += static_cast<double>(a_sin[k * d_out + j]) * sin_w[k];
       }
     }
-    C* cos_row = cos_out + static_cast<std::size_t>(h) * slots;
-    C* sin_row = sin_out + static_cast<std::size_t>(h) * slots;
+    C* cos_row = cos_out + static_cast<std::size_t>(h * slots);
+    C* sin_row = sin_out + static_cast<std::size_t>(h * slots);
     for (int j = 0; j < slots; ++j) {
       const double c = j < d_out ? cos_sum[j] : fope.padding_cos();
       const double s = j < d_out ? sin_sum[j] : fope.padding_sin();

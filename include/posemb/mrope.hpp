@@ -72,7 +72,7 @@ struct MropeSpec {
     const std::string listed = "[" + std::to_string(sections[0]) + ", " +
                                std::to_string(sections[1]) + ", " + std::to_string(sections[2]) +
                                "]";
-    for (int a = 0; a < 3; ++a) {
+    for (std::size_t a = 0; a < 3; ++a) {
       if (sections[a] < 0) {
         detail::fail("mrope_section[" + std::to_string(a) + "]", sections[a], "expected >= 0");
       }

@@ -7,14 +7,17 @@
 // float32 ('<f4'), float64 ('<f8') and int64 ('<i8') in C order; anything else is an Error.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <vector>
 
+#include "posemb/detail/input_file.hpp"
 #include "posemb/error.hpp"
 
 namespace posemb {
@@ -107,25 +110,27 @@ inline std::vector<std::int64_t> npy_parse_shape(const std::string& text, const 
 
 }  // namespace detail
 
-// Reads a .npy file. Throws posemb::Error naming the file for a missing file, bad magic,
-// unsupported dtype, Fortran order, malformed shape or truncated data.
+// Reads a .npy file (a regular file or a pipe). Throws posemb::Error naming the file for a
+// file that cannot be opened or read (missing, a directory, no permission), an empty file, bad
+// magic, unsupported dtype, Fortran order, malformed shape or truncated data.
 inline NpyArray read_npy(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(path + ": cannot open .npy file");
+  detail::InputFile in(path, ".npy file", "a .npy file");
+  const auto read_all = [&](void* data, std::size_t size) { return in.read(data, size) == size; };
   char magic[8];
-  if (!in.read(magic, 8) || std::memcmp(magic, "\x93NUMPY", 6) != 0) {
+  if (!read_all(magic, 8) || std::memcmp(magic, "\x93NUMPY", 6) != 0) {
     throw Error(path + ": not a .npy file (bad magic; expected \\x93NUMPY)");
   }
   const int major = static_cast<unsigned char>(magic[6]);
   std::uint32_t header_len = 0;
   if (major == 1) {
     unsigned char len[2];
-    if (!in.read(reinterpret_cast<char*>(len), 2)) throw Error(path + ": truncated npy header");
-    header_len = len[0] | (len[1] << 8);
+    if (!read_all(len, 2)) throw Error(path + ": truncated npy header");
+    header_len = static_cast<std::uint32_t>(len[0] | (len[1] << 8));
   } else if (major == 2 || major == 3) {
     unsigned char len[4];
-    if (!in.read(reinterpret_cast<char*>(len), 4)) throw Error(path + ": truncated npy header");
-    header_len = len[0] | (len[1] << 8) | (len[2] << 16) | (static_cast<std::uint32_t>(len[3]) << 24);
+    if (!read_all(len, 4)) throw Error(path + ": truncated npy header");
+    header_len = static_cast<std::uint32_t>(len[0] | (len[1] << 8) | (len[2] << 16)) |
+                 (static_cast<std::uint32_t>(len[3]) << 24);
   } else {
     throw Error(path + ": npy format version = " + std::to_string(major) +
                 ": expected 1, 2 or 3");
@@ -135,7 +140,7 @@ inline NpyArray read_npy(const std::string& path) {
                 ": expected at most 1 MiB");
   }
   std::string header(header_len, '\0');
-  if (!in.read(header.data(), header_len)) throw Error(path + ": truncated npy header");
+  if (!read_all(header.data(), header_len)) throw Error(path + ": truncated npy header");
 
   NpyArray array;
   std::string descr = detail::npy_header_value(header, "descr", path);
@@ -160,16 +165,29 @@ inline NpyArray read_npy(const std::string& path) {
     }
     count *= static_cast<std::uint64_t>(d);
   }
-  in.seekg(0, std::ios::end);
-  const std::uint64_t data_begin = (major == 1 ? 10u : 12u) + header_len;
-  const std::uint64_t file_size = static_cast<std::uint64_t>(in.tellg());
-  if (file_size < data_begin + count * item) {
-    throw Error(path + ": truncated npy data: " + std::to_string(file_size - data_begin) +
-                " bytes, expected " + std::to_string(count * item));
+  const std::uint64_t data_size = count * item;
+  const auto truncated = [&](std::uint64_t have) {
+    return Error(path + ": truncated npy data: " + std::to_string(have) + " bytes, expected " +
+                 std::to_string(data_size));
+  };
+  // A regular file is sized before the data is allocated (a header may claim 2^40 elements);
+  // a pipe is read in growing steps, so memory follows the bytes that actually arrive.
+  if (const std::optional<std::uint64_t> remaining = in.remaining()) {
+    if (*remaining < data_size) throw truncated(*remaining);
+    array.bytes.resize(static_cast<std::size_t>(data_size));
+    const std::size_t got = in.read(array.bytes.data(), array.bytes.size());
+    if (got < array.bytes.size()) throw truncated(got);
+  } else {
+    std::size_t have = 0;
+    while (have < data_size) {
+      const std::size_t step = static_cast<std::size_t>(
+          std::min<std::uint64_t>(data_size - have, std::max<std::size_t>(have, std::size_t(1) << 20)));
+      array.bytes.resize(have + step);
+      const std::size_t got = in.read(array.bytes.data() + have, step);
+      have += got;
+      if (got < step) throw truncated(have);
+    }
   }
-  in.seekg(static_cast<std::streamoff>(data_begin));
-  array.bytes.resize(count * item);
-  in.read(array.bytes.data(), static_cast<std::streamsize>(array.bytes.size()));
   return array;
 }
 

@@ -153,11 +153,11 @@ struct ActivationShape {
 // Throws unless `out` has the dimensions of `x`.
 template <class X, class Y>
 void require_same_dims(const X& x, const Y& out) {
-  for (int i = 0; i < static_cast<int>(X::NumDimensions); ++i) {
-    if (x.dimension(i) != out.dimension(i)) {
-      detail::fail("out.dimension(" + std::to_string(i) + ")", out.dimension(i),
+  for (std::size_t i = 0; i < static_cast<std::size_t>(X::NumDimensions); ++i) {
+    if (x.dimensions()[i] != out.dimensions()[i]) {
+      detail::fail("out.dimension(" + std::to_string(i) + ")", out.dimensions()[i],
                    "expected x.dimension(" + std::to_string(i) + ") = " +
-                       std::to_string(x.dimension(i)));
+                       std::to_string(x.dimensions()[i]));
     }
   }
 }

@@ -159,12 +159,41 @@ posemb_cli_test("help apply" ARGS apply --help STDOUT_MATCHES "--fope-sin-coef")
 # ---- error paths: exit status 1 (bad input) or 2 (usage), one line on stderr naming the culprit,
 # nothing written to --output.
 set(out ${cli_out}/must_not_exist.npy)
-posemb_cli_test("error missing config" EXIT 1 STDERR "no_such_config\\.json: cannot open"
+posemb_cli_test("error missing config" EXIT 1
+  LINE "${cases}/no_such_config.json: cannot open config file: No such file or directory"
   ARGS freqs ${cases}/no_such_config.json)
+# Files that cannot be read: a directory, an empty file, a path through a regular file (it fails
+# for root too, where a chmod 000 file would not).
+posemb_cli_test("error config is a directory" EXIT 1
+  LINE "${cases}: cannot read config file: Is a directory" ARGS freqs ${cases})
+posemb_cli_test("error empty config" EXIT 1
+  LINE "${cases}/empty.json: empty file: expected a JSON object" ARGS inspect ${cases}/empty.json)
+posemb_cli_test("error config under a regular file" EXIT 1
+  LINE "${rope_config}/config.json: cannot open config file: Not a directory"
+  ARGS layers ${rope_config}/config.json)
+posemb_cli_test("error input is a directory" EXIT 1
+  LINE "${cases}: cannot read .npy file: Is a directory"
+  ARGS apply ${rope_config} --input ${cases} --output ${out} OUTPUT ${out})
+posemb_cli_test("error empty input" EXIT 1
+  LINE "${cases}/empty.npy: empty file: expected a .npy file"
+  ARGS apply ${rope_config} --input ${cases}/empty.npy --output ${out} OUTPUT ${out})
+posemb_cli_test("error positions under a regular file" EXIT 1
+  LINE "${rope_config}/p.npy: cannot open .npy file: Not a directory"
+  ARGS apply ${rope_config} --input ${fope_a}/x.npy --positions ${rope_config}/p.npy --output ${out}
+  OUTPUT ${out})
+# int32 positions: the message names what --positions takes (int64 or float64).
+posemb_cli_test("error int32 positions" EXIT 1
+  LINE "${cases}/positions_i4.npy: dtype = <i4: expected int64 or float64 [seq] or [batch, seq] = [32] or [1, 32]"
+  ARGS apply ${rope_config} --input ${fope_a}/x.npy --positions ${cases}/positions_i4.npy --output ${out}
+  OUTPUT ${out})
 posemb_cli_test("error missing input" EXIT 1 STDERR "no_such_x\\.npy: cannot open"
   ARGS apply ${rope_config} --input ${cases}/no_such_x.npy --output ${out} OUTPUT ${out})
 posemb_cli_test("error bad json" EXIT 1 STDERR "bad_json\\.json: malformed JSON"
   ARGS apply ${cases}/bad_json.json --input ${fope_a}/x.npy --output ${out} OUTPUT ${out})
+# A number beyond double (nlohmann-json's out_of_range, not a parse error): named like any JSON error.
+posemb_cli_test("error number overflow" EXIT 1
+  LINE "${cases}/number_overflow.json: malformed JSON: [json.exception.out_of_range.406] number overflow parsing '1e400'"
+  ARGS freqs ${cases}/number_overflow.json)
 posemb_cli_test("error unknown rope type" EXIT 1
   STDERR "unknown_rope_type\\.json: rope_scaling\\.rope_type = \"banana\""
   ARGS apply ${cases}/unknown_rope_type.json --input ${fope_a}/x.npy --output ${out} OUTPUT ${out})
@@ -238,7 +267,7 @@ posemb_cli_test("freqs alibi model" ARGS freqs ${cases}/bloom_alibi.json
   STDOUT_MATCHES "\"positions\": \"alibi\", \"rope_type\": null, .*\"rotary_dim\": 0, \"inv_freq\": \\[\\]")
 posemb_cli_test("error layer out of range" EXIT 2 STDERR "--layer = 26: expected a layer in \\[0, 26\\)"
   ARGS freqs ${cli_data}/models/gemma-3-1b-it.json --layer 26)
-posemb_cli_test("error negative layer" EXIT 2 STDERR "--layer = -1"
+posemb_cli_test("error negative layer" EXIT 2 LINE "--layer = -1: expected an integer >= 0"
   ARGS apply ${cli_data}/models/gemma-3-1b-it.json --layer -1 --input ${fope_a}/x.npy --output ${out}
   OUTPUT ${out})
 posemb_cli_test("error layer types length" EXIT 1 STDERR "bad_layer_types\\.json: layer_types\\.size\\(\\) = 3: expected num_hidden_layers = 4"
@@ -263,12 +292,46 @@ posemb_cli_test("usage sin coefficients without cos" EXIT 2 STDERR "--fope-sin-c
        --output ${out} OUTPUT ${out})
 posemb_cli_test("usage causal and symmetric" EXIT 2 STDERR "--causal excludes --symmetric"
   ARGS alibi --heads 2 --q-len 2 --k-len 2 --causal --symmetric --output ${out} OUTPUT ${out})
-posemb_cli_test("usage zero heads" EXIT 2 STDERR "--heads: Value 0 not in range"
+posemb_cli_test("usage zero heads" EXIT 2 LINE "--heads = 0: expected an integer from 1 to 1048576"
   ARGS alibi --heads 0 --q-len 2 --k-len 2 --output ${out} OUTPUT ${out})
 posemb_cli_test("usage odd dim" EXIT 2 STDERR "--dim = 3: expected an even number"
   ARGS sinusoidal --dim 3 --max-len 2 --output ${out} OUTPUT ${out})
-posemb_cli_test("usage negative seq-len" EXIT 2 STDERR "--seq-len"
+# Every numeric option: one line "--flag = text: expected ...", exit status 2.
+posemb_cli_test("usage negative seq-len" EXIT 2 LINE "--seq-len = -5: expected an integer >= 1"
   ARGS freqs ${rope_config} --seq-len -5)
+posemb_cli_test("usage non-numeric seq-len" EXIT 2 LINE "--seq-len = abc: expected an integer >= 1"
+  ARGS apply ${rope_config} --input ${fope_a}/x.npy --seq-len abc --output ${out} OUTPUT ${out})
+posemb_cli_test("usage zero max-len" EXIT 2 LINE "--max-len = 0: expected an integer >= 1"
+  ARGS sinusoidal --dim 4 --max-len 0 --output ${out} OUTPUT ${out})
+posemb_cli_test("usage non-numeric max-len" EXIT 2 LINE "--max-len = abc: expected an integer >= 1"
+  ARGS sinusoidal --dim 4 --max-len abc --output ${out} OUTPUT ${out})
+posemb_cli_test("usage zero dim" EXIT 2 LINE "--dim = 0: expected an integer from 2 to 1073741824"
+  ARGS sinusoidal --dim 0 --max-len 2 --output ${out} OUTPUT ${out})
+posemb_cli_test("usage zero base" EXIT 2 LINE "--base = 0: expected a finite number > 0"
+  ARGS sinusoidal --dim 4 --max-len 2 --base 0 --output ${out} OUTPUT ${out})
+posemb_cli_test("usage non-numeric max-bias" EXIT 2 LINE "--max-bias = x: expected a finite number > 0"
+  ARGS alibi --heads 2 --q-len 1 --k-len 1 --max-bias x --output ${out} OUTPUT ${out})
+posemb_cli_test("usage fractional offset" EXIT 2
+  LINE "--offset = 1.5: expected an integer from -9223372036854775808 to 9223372036854775807"
+  ARGS apply ${rope_config} --input ${fope_a}/x.npy --offset 1.5 --output ${out} OUTPUT ${out})
+posemb_cli_test("usage q-len beyond int64" EXIT 2 LINE "--q-len = 99999999999999999999: expected an integer >= 1"
+  ARGS buckets --num-buckets 32 --max-distance 128 --causal --q-len 99999999999999999999 --k-len 1
+       --output ${out} OUTPUT ${out})
+posemb_cli_test("usage zero num-buckets" EXIT 2 LINE "--num-buckets = 0: expected an integer >= 2"
+  ARGS buckets --num-buckets 0 --max-distance 128 --causal --q-len 1 --k-len 1 --output ${out} OUTPUT ${out})
+posemb_cli_test("usage negative head-begin" EXIT 2 LINE "--head-begin = -1: expected an integer from 0 to 1048576"
+  ARGS alibi --heads 2 --q-len 1 --k-len 1 --head-begin -1 --head-end 2 --output ${out} OUTPUT ${out})
+# ALiBi keys sit at 0 .. k_len - 1: a causal query before key 0 would get a row of -inf only.
+posemb_cli_test("usage alibi more queries than keys" EXIT 2
+  LINE "--q-len = 5: expected at most --k-len = 2 (the queries are the last q_len keys), or a --q-offset"
+  ARGS alibi --heads 2 --q-len 5 --k-len 2 --output ${out} OUTPUT ${out})
+posemb_cli_test("usage alibi negative q-offset" EXIT 2 LINE "--q-offset = -3: expected an integer >= 0"
+  ARGS alibi --heads 2 --q-len 5 --k-len 2 --q-offset -3 --output ${out} OUTPUT ${out})
+posemb_cli_test("alibi more queries than keys with q-offset"
+  ARGS alibi --heads 1 --q-len 3 --k-len 2 --q-offset 0 --output ${cli_out}/alibi_q3_k2.npy
+  CHECK values ${cli_out}/alibi_q3_k2.npy ${cases}/alibi_h1_q3_k2.expected.json 0)
+posemb_cli_test("version" ARGS --version STDOUT_MATCHES "^posemb ${PROJECT_VERSION}\n$")
+posemb_cli_test("help names the size cap" ARGS sinusoidal --help STDOUT_MATCHES "at most 2\\^28 values")
 
 # ---- per-layer schemes on every model conformance case (tests/data/models/README.md):
 # `layers --json` against every layer; `freqs --layer I` against layer 0, the first layer that

@@ -1,5 +1,6 @@
 # One end-to-end case of the posemb tool, run by ctest (see tools/CMakeLists.txt):
-#   cmake -DPOSEMB=tool -DARGS=a|b|c -DEXPECT_EXIT=n [-DEXPECT_STDERR=regex] [-DOUTPUT=file]
+#   cmake -DPOSEMB=tool -DARGS=a|b|c -DEXPECT_EXIT=n [-DEXPECT_STDERR=regex]
+#         [-DEXPECT_LINE=text (stderr is exactly "posemb: error: text\n")] [-DOUTPUT=file]
 #         [-DSTDOUT=file] [-DEXPECT_STDOUT=regex] [-DCHECKER=program -DCHECK=a|b|c] -P run_case.cmake
 # ARGS and CHECK separate arguments with '|'. OUTPUT is removed first; on failure (EXPECT_EXIT
 # != 0) stderr must be exactly one line "posemb: error: ..." and OUTPUT must not exist.
@@ -25,6 +26,9 @@ elseif(NOT err STREQUAL "")
 endif()
 if(EXPECT_STDERR AND NOT err MATCHES "${EXPECT_STDERR}")
   message(FATAL_ERROR "posemb ${shown}\nstderr does not match '${EXPECT_STDERR}':\n${err}")
+endif()
+if(EXPECT_LINE AND NOT err STREQUAL "posemb: error: ${EXPECT_LINE}\n")
+  message(FATAL_ERROR "posemb ${shown}\nstderr is not the line\nposemb: error: ${EXPECT_LINE}\nbut:\n${err}")
 endif()
 if(EXPECT_STDOUT AND NOT out MATCHES "${EXPECT_STDOUT}")
   message(FATAL_ERROR "posemb ${shown}\nstdout does not match '${EXPECT_STDOUT}':\n${out}")
