@@ -283,6 +283,7 @@ void mrope_cos_sin(const RopeSpec& rope, const MropeSections& sections, MropeLay
                    const double* pos, int begin, int end, C* cos, C* sin, Rotation rotation) {
   const bool inverse = rotation == Rotation::Inverse;
   const double scale = inverse ? 1.0 / rope.attention_scale : rope.attention_scale;
+  if (end <= begin) return;  // also tells GCC the arrays below are written before use
   double angle[cos_sin_chunk], magnitude[cos_sin_chunk];
   for (int j = begin; j < end; ++j) {
     angle[j - begin] = pos[mrope_axis(sections, layout, j)] * rope.inv_freq[j];

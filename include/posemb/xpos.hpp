@@ -94,6 +94,7 @@ struct XposSource {
     const RopeSpec& rope = spec.rope;
     const double position = positions.at(b, s);
     const bool inverse = rotation == Rotation::Inverse;
+    if (end <= begin) return;  // also tells GCC the arrays below are written before use
     double angle[cos_sin_chunk], magnitude[cos_sin_chunk];
     for (int i = begin; i < end; ++i) {
       angle[i - begin] = position * rope.inv_freq[i];
