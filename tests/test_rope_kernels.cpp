@@ -15,6 +15,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "posemb/isa.hpp"
 #include "posemb/rope.hpp"
 
 namespace {
@@ -295,6 +296,37 @@ TEST_CASE("fast paths equal the scalar reference: double") { check_all_sizes<dou
 TEST_CASE("fast paths equal the scalar reference: Eigen::half") { check_all_sizes<Eigen::half>(); }
 TEST_CASE("fast paths equal the scalar reference: Eigen::bfloat16") {
   check_all_sizes<Eigen::bfloat16>();
+}
+
+TEST_CASE("BHSD visits every head and token once: partial head groups, several token blocks, every level") {
+  // 6 heads: one full group of bhsd_heads_per_group and a partial one; 150 tokens: two full
+  // blocks of bhsd_tokens_per_block and a partial one.
+  using posemb::detail::bhsd_heads_per_group;
+  using posemb::detail::bhsd_tokens_per_block;
+  const Eigen::Index heads = 6, seq = 150;
+  REQUIRE(heads % bhsd_heads_per_group != 0);
+  REQUIRE(heads > bhsd_heads_per_group);
+  REQUIRE(seq > 2 * bhsd_tokens_per_block);
+  REQUIRE(seq % bhsd_tokens_per_block != 0);
+  const posemb::IsaLevel saved = posemb::isa_level();
+  for (int level = 0; level <= static_cast<int>(posemb::best_isa_level()); ++level) {
+    posemb::set_isa_level(static_cast<posemb::IsaLevel>(level));
+    for (Pairing pairing : {Pairing::Interleaved, Pairing::RotateHalf}) {
+      for (bool in_place : {true, false}) {
+        INFO("level " << posemb::to_string(posemb::isa_level()) << " " << posemb::to_string(pairing)
+                      << (in_place ? " in place" : " out of place"));
+        check_tensor<float>({128, 128}, pairing, TensorLayout::BHSD, in_place, true, 1, 2, seq,
+                            heads, table_positions(seq));
+        check_tensor<float>({96, 64}, pairing, TensorLayout::BHSD, in_place, false, 1, 1, seq,
+                            heads, awkward_positions(seq));
+        check_tensor<Eigen::bfloat16>({128, 128}, pairing, TensorLayout::BHSD, in_place, true, 1,
+                                      1, seq, heads, table_positions(seq));
+        check_tensor<Eigen::half>({128, 128}, pairing, TensorLayout::BHSD, in_place, false, 1, 1,
+                                  seq, heads, awkward_positions(seq));
+      }
+    }
+  }
+  posemb::set_isa_level(saved);
 }
 
 TEST_CASE("two threads give the same result as the reference on a tensor large enough to split") {
