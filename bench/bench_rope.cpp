@@ -8,7 +8,9 @@
 // and FoPE with 8 key-value heads of coefficients, training length 4096, a prebuilt table;
 // M-RoPE with Qwen2-VL's sections [16, 24, 24] or Qwen3-VL's interleaved [24, 20, 20] at the
 // positions of a prompt text:64, image 1x64x64, text:960, from a prebuilt table);
-// decode x [1, 1, 32, 128] at position 100000; table 131072 positions x 64 frequencies.
+// decode x [1, 1, 32, 128] at position 100000; table 131072 positions x 64 frequencies; and,
+// larger than the last-level cache, x [1, 8192, 32, 128] (BSHD) or [1, 32, 8192, 128] (BHSD),
+// positions 0..8191, float32 out of place (128 MiB each for x and out).
 // Eigen's ThreadPoolDevice (the caller's pool rows) needs this before Eigen is included.
 #define EIGEN_USE_THREADS
 #include <benchmark/benchmark.h>
@@ -27,6 +29,7 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <new>
 #include <random>
 #include <string>
 #include <thread>
@@ -53,6 +56,10 @@ using posemb::TensorLayout;
 
 constexpr Eigen::Index kBatch = 1, kSeq = 2048, kHeads = 32, kDim = 128;
 constexpr Eigen::Index kElements = kBatch * kSeq * kHeads * kDim;  // 2^23: 32 MiB in float
+// Larger than the last-level cache: x [1, 8192, 32, 128] (BSHD) or [1, 32, 8192, 128] (BHSD),
+// 128 MiB in float, so x and out stream from memory.
+constexpr Eigen::Index kLargeSeq = 8192;
+constexpr Eigen::Index kLargeElements = kBatch * kLargeSeq * kHeads * kDim;
 constexpr std::int64_t kDecodePosition = 100000;
 constexpr Eigen::Index kTablePositions = 131072, kTablePairs = 64;
 constexpr double kTwoPi = 6.283185307179586476925286766559;
@@ -99,13 +106,37 @@ __attribute__((optimize("no-tree-vectorize"))) void reference_decode(const posem
 // ---------------------------------------------------------------------------------------------
 // Buffers, allocated and touched once (first touch of fresh pages costs more than a rotation).
 
-// Tensors start on a 64-byte boundary, as Eigen and PyTorch allocate them; the "unaligned"
-// benchmarks map them kUnaligned elements further on.
+// Tensors start on a 64-byte boundary, as PyTorch allocates them (and Eigen in a build whose
+// vectors are 512 bits wide); the "unaligned" benchmarks map them kUnaligned elements further
+// on. The alignment is asked for explicitly: Eigen::aligned_allocator aligns to the build's own
+// vector width, 16 bytes in a default x86-64 build, which would leave the default bench build's
+// tensors 16 bytes past a cache line (glibc's large blocks) and its 512-bit accesses split in
+// two, a different workload from the native build's.
 constexpr Eigen::Index kPadding = 16, kUnaligned = 4;
+constexpr std::size_t kAlignment = 64;
+
+template <class T>
+struct CacheLineAllocator {
+  using value_type = T;
+  CacheLineAllocator() = default;
+  template <class U>
+  CacheLineAllocator(const CacheLineAllocator<U>&) {}
+  T* allocate(std::size_t n) {
+    return static_cast<T*>(::operator new(n * sizeof(T), std::align_val_t(kAlignment)));
+  }
+  void deallocate(T* p, std::size_t) { ::operator delete(p, std::align_val_t(kAlignment)); }
+  template <class U>
+  bool operator==(const CacheLineAllocator<U>&) const { return true; }
+  template <class U>
+  bool operator!=(const CacheLineAllocator<U>&) const { return false; }
+};
+
+template <class T>
+using AlignedVector = std::vector<T, CacheLineAllocator<T>>;
 
 template <class T>
 struct Pair {
-  std::vector<T, Eigen::aligned_allocator<T>> x, out;  // [kElements + kPadding]
+  AlignedVector<T> x, out;  // [elements + kPadding]
 };
 
 struct Buffers {
@@ -113,15 +144,15 @@ struct Buffers {
   Pair<Eigen::half> f16;
   Pair<Eigen::bfloat16> bf16;
   std::vector<float> table_cos, table_sin;  // [kTablePositions, kTablePairs]
-  std::vector<float> decode;                // [kHeads, kDim]
+  AlignedVector<float> decode;              // [kHeads, kDim]
 };
 
 template <class T>
-void fill(Pair<T>& pair, std::uint32_t seed) {
+void fill(Pair<T>& pair, std::uint32_t seed, Eigen::Index elements = kElements) {
   std::mt19937 gen(seed);
   std::uniform_real_distribution<float> dist(-2.0f, 2.0f);
-  pair.x.resize(kElements + kPadding);
-  pair.out.resize(kElements + kPadding);
+  pair.x.resize(elements + kPadding);
+  pair.out.resize(elements + kPadding);
   for (auto& v : pair.x) v = static_cast<T>(dist(gen));
   std::copy(pair.x.begin(), pair.x.end(), pair.out.begin());
 }
@@ -143,6 +174,16 @@ Buffers& buffers() {
   return b;
 }
 
+// The float pair for the larger-than-cache shape, allocated and touched at its first use.
+Pair<float>& large_f32() {
+  static Pair<float> pair = [] {
+    Pair<float> made;
+    fill(made, 6u, kLargeElements);
+    return made;
+  }();
+  return pair;
+}
+
 const posemb::RopeSpec& spec_for(Pairing pairing) {
   static const posemb::RopeSpec interleaved = posemb::default_rope_spec(128, 10000.0, Pairing::Interleaved);
   static const posemb::RopeSpec rotate_half = posemb::default_rope_spec(128, 10000.0, Pairing::RotateHalf);
@@ -150,9 +191,14 @@ const posemb::RopeSpec& spec_for(Pairing pairing) {
 }
 
 template <class T>
-const posemb::RopeTable<T>& table_for(Pairing pairing) {
+const posemb::RopeTable<T>& table_for(Pairing pairing, Eigen::Index seq = kSeq) {
   static const posemb::RopeTable<T> interleaved(spec_for(Pairing::Interleaved), 0, kSeq);
   static const posemb::RopeTable<T> rotate_half(spec_for(Pairing::RotateHalf), 0, kSeq);
+  if (seq == kLargeSeq) {
+    static const posemb::RopeTable<T> large_interleaved(spec_for(Pairing::Interleaved), 0, kLargeSeq);
+    static const posemb::RopeTable<T> large_rotate_half(spec_for(Pairing::RotateHalf), 0, kLargeSeq);
+    return pairing == Pairing::Interleaved ? large_interleaved : large_rotate_half;
+  }
   return pairing == Pairing::Interleaved ? interleaved : rotate_half;
 }
 
@@ -164,9 +210,9 @@ Pair<T>& pair_of(Buffers& b) {
 }
 
 template <class T>
-posemb::TensorMap4<T> map(T* data, TensorLayout layout) {
-  return layout == TensorLayout::BSHD ? posemb::TensorMap4<T>(data, kBatch, kSeq, kHeads, kDim)
-                                      : posemb::TensorMap4<T>(data, kBatch, kHeads, kSeq, kDim);
+posemb::TensorMap4<T> map(T* data, TensorLayout layout, Eigen::Index seq = kSeq) {
+  return layout == TensorLayout::BSHD ? posemb::TensorMap4<T>(data, kBatch, seq, kHeads, kDim)
+                                      : posemb::TensorMap4<T>(data, kBatch, kHeads, seq, kDim);
 }
 
 // One configuration of the large benchmark.
@@ -177,15 +223,26 @@ struct Config {
   bool use_table;  // false: cos/sin formed inside the call
   int threads;
   Eigen::Index offset = 0;  // elements from the 64-byte boundary where the buffers start
+  Eigen::Index seq = kSeq;  // kSeq or kLargeSeq (float only)
+  Eigen::Index elements() const { return kBatch * seq * kHeads * kDim; }
 };
+
+// The buffers of a configuration: the kSeq pair of T, or the larger-than-cache float pair.
+template <class T>
+Pair<T>& pair_for(const Config& c) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (c.seq == kLargeSeq) return large_f32();
+  }
+  return pair_of<T>(buffers());
+}
 
 template <class T>
 void run_fast(const Config& c, Pair<T>& p) {
-  auto x = map(p.x.data() + c.offset, c.layout);
-  auto out = map(p.out.data() + c.offset, c.layout);
+  auto x = map(p.x.data() + c.offset, c.layout, c.seq);
+  auto out = map(p.out.data() + c.offset, c.layout, c.seq);
   const posemb::Threads threads{c.threads};
   if (c.use_table) {
-    const auto& table = table_for<T>(c.pairing);
+    const auto& table = table_for<T>(c.pairing, c.seq);
     if (c.in_place) posemb::apply_rope_inplace(out, 0, table, c.layout, threads);
     else posemb::apply_rope(x, out, 0, table, c.layout, threads);
   } else {
@@ -199,18 +256,18 @@ void run_fast(const Config& c, Pair<T>& p) {
 // with the scalar reference; returns the largest |fast - reference| / (|a| + |b|) of a pair.
 template <class T>
 double check(const Config& c) {
-  Pair<T>& p = pair_of<T>(buffers());
+  Pair<T>& p = pair_for<T>(c);
   std::copy(p.x.begin(), p.x.end(), p.out.begin());
   run_fast(c, p);
   const posemb::RopeSpec& spec = spec_for(c.pairing);
   std::vector<float> cos(spec.pairs()), sin(spec.pairs());
   std::vector<T> head(kDim);
   double worst = 0;
-  for (Eigen::Index s = 0; s < kSeq; ++s) {
+  for (Eigen::Index s = 0; s < c.seq; ++s) {
     reference_cos_sin(spec, s, cos.data(), sin.data());
     for (Eigen::Index h = 0; h < kHeads; ++h) {
       const Eigen::Index at = c.offset + (c.layout == TensorLayout::BSHD ? (s * kHeads + h) * kDim
-                                                                          : (h * kSeq + s) * kDim);
+                                                                          : (h * c.seq + s) * kDim);
       std::copy(p.x.begin() + at, p.x.begin() + at + kDim, head.begin());
       reference_rotate(spec, cos.data(), sin.data(), head.data());
       for (int i = 0; i < spec.pairs(); ++i) {
@@ -231,6 +288,7 @@ std::string name_of(const Config& c, const char* type) {
   std::string name = std::string("rope/") + (c.use_table ? "table/" : "in_call/") + type + "/" +
                      posemb::to_string(c.pairing) + (c.layout == TensorLayout::BSHD ? "/bshd" : "/bhsd") +
                      (c.in_place ? "/in_place" : "/out_of_place");
+  if (c.seq != kSeq) name += "/seq:" + std::to_string(c.seq);
   if (c.threads > 1) name += "/threads:" + std::to_string(c.threads);
   if (c.offset != 0) name += "/unaligned";
   return name;
@@ -266,16 +324,27 @@ void run_paired(benchmark::State& state, const Baseline& baseline, const Measure
 
 // memcpy of a tensor's bytes (read + write the same number of bytes as a rotation).
 template <class T>
-void copy_tensor(Pair<T>& p, Eigen::Index offset) {
-  std::memcpy(p.out.data() + offset, p.x.data() + offset, kElements * sizeof(T));
+void copy_tensor(Pair<T>& p, Eigen::Index offset, Eigen::Index elements = kElements) {
+  std::memcpy(p.out.data() + offset, p.x.data() + offset, elements * sizeof(T));
 }
 
 // Large tensor against memcpy of the same bytes.
 template <class T>
 void bm_rope_vs_memcpy(benchmark::State& state, Config c) {
-  Pair<T>& p = pair_of<T>(buffers());
-  run_paired(state, [&] { copy_tensor(p, c.offset); }, [&] { run_fast(c, p); });
-  state.SetBytesProcessed(state.iterations() * 2 * std::int64_t(kElements * sizeof(T)));
+  Pair<T>& p = pair_for<T>(c);
+  run_paired(state, [&] { copy_tensor(p, c.offset, c.elements()); }, [&] { run_fast(c, p); });
+  state.SetBytesProcessed(state.iterations() * 2 * std::int64_t(c.elements() * sizeof(T)));
+  std::copy(p.x.begin(), p.x.end(), p.out.begin());
+}
+
+// BHSD (c) against BSHD with otherwise the same configuration, on the same buffers: the ratio is
+// BSHD time / BHSD time.
+void bm_bhsd_vs_bshd(benchmark::State& state, Config c) {
+  Pair<float>& p = pair_for<float>(c);
+  Config bshd = c;
+  bshd.layout = TensorLayout::BSHD;
+  run_paired(state, [&] { run_fast(bshd, p); }, [&] { run_fast(c, p); });
+  state.SetBytesProcessed(state.iterations() * 2 * std::int64_t(c.elements() * sizeof(float)));
   std::copy(p.x.begin(), p.x.end(), p.out.begin());
 }
 
@@ -317,7 +386,7 @@ void bm_memcpy_threads(benchmark::State& state) {
 // Decode [1, 1, 32, 128] at position 100000 with cos/sin formed in the call, against the
 // scalar reference doing the same.
 void bm_decode(benchmark::State& state, Pairing pairing) {
-  std::vector<float>& x = buffers().decode;
+  AlignedVector<float>& x = buffers().decode;
   const posemb::RopeSpec& spec = spec_for(pairing);
   posemb::TensorMap4<float> map4(x.data(), 1, 1, kHeads, kDim);
   run_paired(state, [&] { reference_decode(spec, kDecodePosition, x.data()); },
@@ -1011,6 +1080,14 @@ int main(int argc, char** argv) {
       registered.push_back({{pairing, TensorLayout::BSHD, in_place, true, 1}, "f16"});
     }
   }
+  // Larger than the last-level cache, out of place, both layouts (BHSD is also timed against BSHD).
+  for (bool use_table : {true, false}) {
+    for (Pairing pairing : {Pairing::Interleaved, Pairing::RotateHalf}) {
+      for (TensorLayout layout : {TensorLayout::BSHD, TensorLayout::BHSD}) {
+        registered.push_back({{pairing, layout, false, use_table, 1, 0, kLargeSeq}, "f32"});
+      }
+    }
+  }
   for (const auto& [c, type] : registered) {
     const std::string name = name_of(c, type.c_str());
     if (type == "f32") report_check(name, check<float>(c), 4e-7);
@@ -1018,7 +1095,7 @@ int main(int argc, char** argv) {
     else report_check(name, check<Eigen::bfloat16>(c), 1.0 / 128);
   }
   for (Pairing pairing : {Pairing::Interleaved, Pairing::RotateHalf}) {
-    std::vector<float> fast = buffers().decode, reference = buffers().decode;
+    AlignedVector<float> fast = buffers().decode, reference = buffers().decode;
     posemb::TensorMap4<float> map4(fast.data(), 1, 1, kHeads, kDim);
     posemb::apply_rope_inplace(map4, kDecodePosition, spec_for(pairing));
     reference_decode(spec_for(pairing), kDecodePosition, reference.data());
@@ -1089,6 +1166,9 @@ int main(int argc, char** argv) {
       benchmark::RegisterBenchmark((name + "/vs_memcpy").c_str(), bm_rope_threads_vs_memcpy, c)->UseManualTime();
     } else if (type == "f32") {
       benchmark::RegisterBenchmark(name.c_str(), bm_rope_vs_memcpy<float>, c)->UseManualTime();
+      if (c.seq == kLargeSeq && c.layout == TensorLayout::BHSD) {
+        benchmark::RegisterBenchmark((name + "/vs_bshd").c_str(), bm_bhsd_vs_bshd, c)->UseManualTime();
+      }
     } else if (type == "f16") {
       benchmark::RegisterBenchmark(name.c_str(), bm_rope_vs_memcpy<Eigen::half>, c)->UseManualTime();
     } else {
@@ -1144,6 +1224,9 @@ int main(int argc, char** argv) {
       print_info(reporter, name + "/vs_one_thread", "speedup over 1 thread");
     } else if (type == "f32") {
       print_ratio(reporter, name, "of memcpy bandwidth,", c.use_table ? 0.8 : 0.6);
+      if (c.seq == kLargeSeq && c.layout == TensorLayout::BHSD) {
+        print_ratio(reporter, name + "/vs_bshd", "BSHD time / BHSD time,", 0.9);
+      }
     } else {
       print_ratio(reporter, name, "of memcpy bandwidth (same bytes),", 0.7);
     }

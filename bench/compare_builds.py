@@ -12,9 +12,11 @@ Target: default / native >= 0.9 on every row.
   bench/compare_builds.py --build-dir build/bench [--rounds 2] [-- <Google Benchmark flags>]
 """
 import argparse
+import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 ROW = re.compile(r"^(\S+)\s+(-?\d+\.\d+)\s+(.*)$")
@@ -46,10 +48,15 @@ def main():
     args = parser.parse_args()
     bench = Path(args.build_dir) / "bench"
     runs = {"default": [], "native": []}
+    def load():
+        return "load average " + ", ".join(f"{x:.2f}" for x in os.getloadavg())
+
     for _ in range(args.rounds):
         for build, name in (("default", "bench_rope_default"), ("native", "bench_rope")):
+            started = time.strftime("%H:%M:%S UTC", time.gmtime())
+            before = load()
             header, rows = summary(bench / name, args.flags)
-            print(f"{build}: {header}")
+            print(f"{build}: {header}\n  started {started}, {before}; ended {load()}")
             runs[build].append(rows)
 
     def median(build, row):

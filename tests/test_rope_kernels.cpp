@@ -15,6 +15,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "posemb/isa.hpp"
 #include "posemb/rope.hpp"
 
 namespace {
@@ -296,6 +297,60 @@ TEST_CASE("fast paths equal the scalar reference: double") { check_all_sizes<dou
 TEST_CASE("fast paths equal the scalar reference: Eigen::half") { check_all_sizes<Eigen::half>(); }
 TEST_CASE("fast paths equal the scalar reference: Eigen::bfloat16") {
   check_all_sizes<Eigen::bfloat16>();
+}
+
+TEST_CASE("cos/sin tables start on 64-byte boundaries in every build; copies share the rows") {
+  const auto on_line = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 64 == 0; };
+  // 3000 x 64 floats: 750 KiB, a block glibc maps on its own (16 bytes past a page boundary).
+  const posemb::RopeTable<float> table(posemb::default_rope_spec(128), 0, 3000);
+  CHECK(on_line(table.cos_row(0)));
+  CHECK(on_line(table.sin_row(0)));
+  CHECK(on_line(table.cos().data()));
+  CHECK(table.sin_row(0) == table.sin().data());
+  // An odd width (rotary_dim 80: 40 pairs) and 7 rows: sin still starts on a boundary.
+  const posemb::RopeTable<double> narrow(posemb::default_rope_spec(80), -3, 7);
+  CHECK(on_line(narrow.cos_row(-3)));
+  CHECK(on_line(narrow.sin_row(-3)));
+  CHECK(narrow.cos().rows() == 7);
+  CHECK(narrow.cos().cols() == 40);
+  CHECK(narrow.sin()(6, 39) == *(narrow.sin_row(3) + 39));
+
+  posemb::RopeTable<float> copy = table;
+  CHECK(copy.cos_row(5) == table.cos_row(5));
+  const posemb::RopeTable<float> moved = std::move(copy);
+  CHECK(moved.sin()(5, 3) == table.sin()(5, 3));
+  CHECK(copy.cos()(2999, 63) == table.cos()(2999, 63));  // NOLINT: a moved-from table stays usable
+}
+
+TEST_CASE("BHSD visits every head and token once: partial head groups, several token blocks, every level") {
+  // 6 heads: one full group of bhsd_heads_per_group and a partial one; 150 tokens: two full
+  // blocks of bhsd_tokens_per_block and a partial one.
+  using posemb::detail::bhsd_heads_per_group;
+  using posemb::detail::bhsd_tokens_per_block;
+  const Eigen::Index heads = 6, seq = 150;
+  REQUIRE(heads % bhsd_heads_per_group != 0);
+  REQUIRE(heads > bhsd_heads_per_group);
+  REQUIRE(seq > 2 * bhsd_tokens_per_block);
+  REQUIRE(seq % bhsd_tokens_per_block != 0);
+  const posemb::IsaLevel saved = posemb::isa_level();
+  for (int level = 0; level <= static_cast<int>(posemb::best_isa_level()); ++level) {
+    posemb::set_isa_level(static_cast<posemb::IsaLevel>(level));
+    for (Pairing pairing : {Pairing::Interleaved, Pairing::RotateHalf}) {
+      for (bool in_place : {true, false}) {
+        INFO("level " << posemb::to_string(posemb::isa_level()) << " " << posemb::to_string(pairing)
+                      << (in_place ? " in place" : " out of place"));
+        check_tensor<float>({128, 128}, pairing, TensorLayout::BHSD, in_place, true, 1, 2, seq,
+                            heads, table_positions(seq));
+        check_tensor<float>({96, 64}, pairing, TensorLayout::BHSD, in_place, false, 1, 1, seq,
+                            heads, awkward_positions(seq));
+        check_tensor<Eigen::bfloat16>({128, 128}, pairing, TensorLayout::BHSD, in_place, true, 1,
+                                      1, seq, heads, table_positions(seq));
+        check_tensor<Eigen::half>({128, 128}, pairing, TensorLayout::BHSD, in_place, false, 1, 1,
+                                  seq, heads, awkward_positions(seq));
+      }
+    }
+  }
+  posemb::set_isa_level(saved);
 }
 
 TEST_CASE("two threads give the same result as the reference on a tensor large enough to split") {

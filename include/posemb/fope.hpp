@@ -413,7 +413,7 @@ class FopeTable : public CosSinRows<compute_t<T>> {
     std::vector<double> scratch(detail::fope_scratch_size(fope_));
     for (std::int64_t row = 0; row < count; ++row) {
       detail::fope_cos_sin(fope_, static_cast<double>(first_position + row),
-                           this->cos_.row(row).data(), this->sin_.row(row).data(), scratch.data());
+                           this->cos_storage(row), this->sin_storage(row), scratch.data());
     }
   }
 

@@ -30,6 +30,8 @@
 #include <unsupported/Eigen/CXX11/Tensor>
 #include <cmath>
 #include <cstdint>
+#include <memory>
+#include <new>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -147,6 +149,10 @@ std::pair<Eigen::Matrix<C, Eigen::Dynamic, 1>, Eigen::Matrix<C, Eigen::Dynamic, 
 
 // cos/sin rows for the positions [first_position, first_position + count): the storage and the
 // position lookup shared by RopeTable and FopeTable. Row r holds position first_position + r.
+// The cos and sin blocks start on 64-byte boundaries in every build (the AVX-512 kernels load
+// 64 bytes at a time; Eigen's own allocation aligns to the build's vector width, 16 bytes in a
+// default x86-64 build, where every such load of a row would straddle two cache lines).
+// Immutable after construction: copies share the storage.
 template <class C>
 class CosSinRows {
   static_assert(std::is_same_v<C, float> || std::is_same_v<C, double>,
@@ -154,35 +160,49 @@ class CosSinRows {
 
  public:
   using Matrix = Eigen::Matrix<C, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  // A read-only view of the cos or the sin rows.
+  using View = Eigen::Map<const Matrix>;
 
   std::int64_t first_position() const { return first_position_; }
-  std::int64_t count() const { return cos_.rows(); }
+  std::int64_t count() const { return count_; }
   bool contains(std::int64_t position) const {
     return position >= first_position_ && position - first_position_ < count();
   }
   // cos, sin: [count, width]
-  const Matrix& cos() const { return cos_; }
-  const Matrix& sin() const { return sin_; }
+  View cos() const { return View(storage_.get(), count_, width_); }
+  View sin() const { return View(storage_.get() + sin_offset_, count_, width_); }
 
   // Row pointers for one position; throws if the table does not cover it.
-  const C* cos_row(std::int64_t position) const { return cos_.row(row_of(position)).data(); }
-  const C* sin_row(std::int64_t position) const { return sin_.row(row_of(position)).data(); }
+  const C* cos_row(std::int64_t position) const { return storage_.get() + row_of(position) * width_; }
+  const C* sin_row(std::int64_t position) const {
+    return storage_.get() + sin_offset_ + row_of(position) * width_;
+  }
+
+  CosSinRows(const CosSinRows&) = default;  // moves copy too: a moved-from table stays usable
+  CosSinRows& operator=(const CosSinRows&) = default;
 
  protected:
   // table: the table's name in error messages ("RoPE", "FoPE").
   CosSinRows(const char* table, std::int64_t first_position, std::int64_t count,
              Eigen::Index width)
-      : table_(table), first_position_(first_position) {
+      : table_(table), first_position_(first_position), count_(count), width_(width) {
     detail::require_positive("count", count);
     detail::allocate_sized("count", count, 2.0L * count * width, sizeof(C), [&] {
-      cos_.resize(count, width);
-      sin_.resize(count, width);
+      // sin starts at the first 64-byte boundary after the count * width cos values.
+      constexpr Eigen::Index per_line = static_cast<Eigen::Index>(alignment / sizeof(C));
+      sin_offset_ = (count * width + per_line - 1) / per_line * per_line;
+      const std::size_t bytes = static_cast<std::size_t>(2 * sin_offset_) * sizeof(C);
+      storage_.reset(static_cast<C*>(::operator new(bytes, std::align_val_t(alignment))),
+                     [](C* p) { ::operator delete(p, std::align_val_t(alignment)); });
     });
   }
 
-  Matrix cos_, sin_;
+  // Row `row` (0 .. count - 1) of cos and of sin, for the constructors that fill them.
+  C* cos_storage(std::int64_t row) { return storage_.get() + row * width_; }
+  C* sin_storage(std::int64_t row) { return storage_.get() + sin_offset_ + row * width_; }
 
  private:
+  static constexpr std::size_t alignment = 64;
   Eigen::Index row_of(std::int64_t position) const {
     if (!contains(position)) {
       detail::fail("position", position,
@@ -195,6 +215,9 @@ class CosSinRows {
 
   const char* table_;
   std::int64_t first_position_;
+  Eigen::Index count_, width_;
+  Eigen::Index sin_offset_ = 0;   // elements from the start of storage_ to the first sin value
+  std::shared_ptr<C> storage_;    // cos [count, width], then sin [count, width]
 };
 
 namespace detail {
@@ -222,7 +245,7 @@ class RopeTable : public CosSinRows<compute_t<T>> {
       : CosSinRows<compute_type>("RoPE", first_position, count, detail::validated(spec).pairs()),
         spec_(std::move(spec)) {
     detail::fill_cos_sin_table(spec_.inv_freq.data(), spec_.pairs(), spec_.attention_scale,
-                               first_position, count, this->cos_.data(), this->sin_.data());
+                               first_position, count, this->cos_storage(0), this->sin_storage(0));
   }
 
   const RopeSpec& spec() const { return spec_; }
