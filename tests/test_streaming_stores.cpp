@@ -122,7 +122,8 @@ std::vector<unsigned char> rotate_once(const Case& c, SourceKind kind, Pairing p
   auto om = map(out.data, layouts.out, out_seq);
   const std::int64_t offset = 3;
   if (kind == SourceKind::Spec || kind == SourceKind::Table) {
-    posemb::RopeSpec spec = posemb::default_rope_spec(c.rotary_dim, 10000.0, pairing);
+    const posemb::RotaryDims dims{static_cast<int>(c.head_dim), c.rotary_dim};
+    posemb::RopeSpec spec = posemb::default_rope_spec(dims, 10000.0, pairing);
     spec.rotary_offset = c.rotary_offset;
     spec.attention_scale = 1.25;
     if (kind == SourceKind::Spec) {
