@@ -34,9 +34,11 @@
 //               posemb::to_string(posemb::best_isa_level()));
 #pragma once
 
+#include <Eigen/Core>
 #include <atomic>
 #include <cstdlib>
 #include <string>
+#include <type_traits>
 
 #include "posemb/error.hpp"
 
@@ -145,6 +147,15 @@ inline constexpr bool has_fma_v = true;
 template <IsaLevel L>
 inline constexpr bool has_fma_v = L != IsaLevel::Portable;
 #endif
+
+// The per-level kernels (detail/rotate.hpp, detail/cos_sin.hpp) are plain loops left to the
+// compiler's vectorizer. GCC at -O2 (RelWithDebInfo, distribution packages) vectorizes only
+// loops whose trip count it knows, so they run blocks of lane_block lanes, each a loop of
+// constant count (lane_count), then the rest. Measured on Zen 4, g++ 12 -O2, level avx512:
+// cos/sin 1.1 ns per entry against 5.6 for one loop of unknown count; RoPE on a cached
+// [1, 256, 32, 128] float tensor 0.58 of memcpy against 0.16-0.23.
+inline constexpr Eigen::Index lane_block = 16;
+using lane_count = std::integral_constant<Eigen::Index, lane_block>;
 
 inline std::atomic<IsaLevel>& active_isa_level() {
   static std::atomic<IsaLevel> level{initial_isa_level()};

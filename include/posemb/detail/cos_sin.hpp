@@ -134,11 +134,23 @@ POSEMB_INLINE void cos_sin_at_level(const double* __restrict inv_freq, double po
                                     double scale, Eigen::Index n, C* __restrict cos_out,
                                     C* __restrict sin_out) {
   static_assert(std::is_same_v<C, float> || std::is_same_v<C, double>, "C is float or double");
-  for (Eigen::Index i = 0; i < n; ++i) {
+  Eigen::Index i = 0;
+  for (; i + lane_block <= n; i += lane_block) {
+    const double* __restrict f = inv_freq + i;
+    C* __restrict co = cos_out + i;
+    C* __restrict so = sin_out + i;
+    for (Eigen::Index j = 0; j < lane_count{}; ++j) {
+      double c, s;
+      cos_sin_lane<full_precision_v<C>, has_fma_v<L>>(position * f[j], c, s);
+      co[j] = static_cast<C>(scale * c);
+      so[j] = static_cast<C>(scale * s);
+    }
+  }
+  for (Eigen::Index j = 0; j < n - i; ++j) {
     double c, s;
-    cos_sin_lane<full_precision_v<C>, has_fma_v<L>>(position * inv_freq[i], c, s);
-    cos_out[i] = static_cast<C>(scale * c);
-    sin_out[i] = static_cast<C>(scale * s);
+    cos_sin_lane<full_precision_v<C>, has_fma_v<L>>(position * inv_freq[i + j], c, s);
+    cos_out[i + j] = static_cast<C>(scale * c);
+    sin_out[i + j] = static_cast<C>(scale * s);
   }
 }
 
@@ -149,11 +161,24 @@ POSEMB_INLINE void cos_sin_of_level(const double* __restrict angle,
                                     const double* __restrict magnitude, Eigen::Index n,
                                     C* __restrict cos_out, C* __restrict sin_out) {
   static_assert(std::is_same_v<C, float> || std::is_same_v<C, double>, "C is float or double");
-  for (Eigen::Index i = 0; i < n; ++i) {
+  Eigen::Index i = 0;
+  for (; i + lane_block <= n; i += lane_block) {
+    const double* __restrict a = angle + i;
+    const double* __restrict m = magnitude + i;
+    C* __restrict co = cos_out + i;
+    C* __restrict so = sin_out + i;
+    for (Eigen::Index j = 0; j < lane_count{}; ++j) {
+      double c, s;
+      cos_sin_lane<full_precision_v<C>, has_fma_v<L>>(a[j], c, s);
+      co[j] = static_cast<C>(m[j] * c);
+      so[j] = static_cast<C>(m[j] * s);
+    }
+  }
+  for (Eigen::Index j = 0; j < n - i; ++j) {
     double c, s;
-    cos_sin_lane<full_precision_v<C>, has_fma_v<L>>(angle[i], c, s);
-    cos_out[i] = static_cast<C>(magnitude[i] * c);
-    sin_out[i] = static_cast<C>(magnitude[i] * s);
+    cos_sin_lane<full_precision_v<C>, has_fma_v<L>>(angle[i + j], c, s);
+    cos_out[i + j] = static_cast<C>(magnitude[i + j] * c);
+    sin_out[i + j] = static_cast<C>(magnitude[i + j] * s);
   }
 }
 

@@ -198,6 +198,24 @@ class StagedHeads {
     length_ += head_dim_;
   }
 
+  // `count` head vectors sharing cos, sin: head k from in + k * in_stride to
+  // to + k * out_stride. Rotated and streamed at once by the direct kernel when it runs and every
+  // destination is 64-byte aligned; otherwise added one by one.
+  void add_strided(const T* in, Eigen::Index in_stride, T* to, Eigen::Index out_stride,
+                   Eigen::Index count, const C* cos, const C* sin) {
+#if POSEMB_ISA_DISPATCH
+    if constexpr (std::is_same_v<T, float>) {
+      if (direct_ && reinterpret_cast<std::uintptr_t>(to) % cache_line_bytes == 0 &&
+          (count == 1 || (out_stride * Eigen::Index{sizeof(T)}) % Eigen::Index{cache_line_bytes} == 0)) {
+        rotate_strided_heads_float_streaming_avx512(in, in_stride, to, out_stride, count, cos, sin,
+                                                    rotary_dim_ / 2, interleaved_);
+        return;
+      }
+    }
+#endif
+    for (Eigen::Index k = 0; k < count; ++k) add(in + k * in_stride, to + k * out_stride, cos, sin);
+  }
+
   // Rotates the queued heads and streams the run to its destination.
   void flush() {
     flush_direct();
@@ -326,29 +344,81 @@ void rotate_tensor(const Source& source, const ActivationShape& in_shape, const 
   const auto stream_blocks = [&](Eigen::Index block_begin, Eigen::Index block_end) {
     CosSinScratch<C> storage;
     StagedHeads<T, C> staged(head_dim, first, rotary_dim, interleaved);
+    // Tokens s0 .. s0 + count - 1 of batch row b: their cos/sin once, then every head.
+    const auto stream_tokens = [&](Eigen::Index b, Eigen::Index s0, int count) {
+      for_block_cos_sin<C>(
+          source, b, s0, count, rotation, storage,
+          [&](const C* const* cos_rows, const C* const* sin_rows, int, int) {
+            if (out_shape.bshd()) {
+              // Token by token, each run of heads that shares a cos/sin segment at once.
+              for (int t = 0; t < count; ++t) {
+                for (Eigen::Index h0 = 0; h0 < heads; h0 += group) {
+                  const Eigen::Index segment = (h0 / group) * pairs;
+                  staged.add_strided(in + in_shape.offset(b, s0 + t, h0), in_shape.head_stride(),
+                                     out + out_shape.offset(b, out_seq_offset + s0 + t, h0),
+                                     out_shape.head_stride(), std::min(group, heads - h0),
+                                     cos_rows[t] + segment, sin_rows[t] + segment);
+                }
+              }
+            } else {
+              for (Eigen::Index h = 0; h < heads; ++h) {
+                const Eigen::Index segment = (h / group) * pairs;
+                for (int t = 0; t < count; ++t) {
+                  staged.add(in + in_shape.offset(b, s0 + t, h),
+                             out + out_shape.offset(b, out_seq_offset + s0 + t, h),
+                             cos_rows[t] + segment, sin_rows[t] + segment);
+                }
+              }
+            }
+            staged.flush();  // before the next call reuses the cos/sin rows
+          },
+          /*whole_rows=*/true);
+    };
+    // BSHD out from a Pairs source (cos/sin formed in the call) whose heads share one segment:
+    // token t + 1's cos/sin are formed a piece of lane_block pairs at a time between runs of
+    // token t's heads, so that the arithmetic overlaps the memory traffic instead of stalling
+    // it. The values are those of a whole-row fill: each pair is formed alone.
+    const auto stream_tokens_overlapped = [&](Eigen::Index b, Eigen::Index s0, int count) {
+      storage.rows.resize(static_cast<std::size_t>(4 * pairs));
+      C* current = storage.rows.data();
+      C* next = current + 2 * pairs;
+      const auto fill = [&](C* row, Eigen::Index s, int begin, int end) {
+        if constexpr (Source::kind == SourceKind::Pairs) {
+          source.fill(b, s, begin, end, row + begin, row + pairs + begin, rotation);
+        }
+      };
+      for (int begin = 0; begin < pairs; begin += cos_sin_chunk) {
+        fill(current, s0, begin, std::min(begin + cos_sin_chunk, pairs));
+      }
+      const int pieces = (pairs + static_cast<int>(lane_block) - 1) / static_cast<int>(lane_block);
+      for (int t = 0; t < count; ++t) {
+        for (int piece = 0; piece < pieces; ++piece) {
+          const Eigen::Index h0 = heads * piece / pieces, h1 = heads * (piece + 1) / pieces;
+          if (h1 > h0) {
+            staged.add_strided(in + in_shape.offset(b, s0 + t, h0), in_shape.head_stride(),
+                               out + out_shape.offset(b, out_seq_offset + s0 + t, h0),
+                               out_shape.head_stride(), h1 - h0, current, current + pairs);
+          }
+          if (t + 1 < count) {
+            const int begin = piece * static_cast<int>(lane_block);
+            fill(next, s0 + t + 1, begin, std::min(begin + static_cast<int>(lane_block), pairs));
+          }
+        }
+        staged.flush();  // before `current` is formed again
+        std::swap(current, next);
+      }
+    };
     for (Eigen::Index block = block_begin; block < block_end; ++block) {
       const Eigen::Index b = block / blocks_per_row;
       const Eigen::Index s0 = (block % blocks_per_row) * block_tokens;
       const int count = static_cast<int>(std::min<Eigen::Index>(block_tokens, seq - s0));
-      for_block_cos_sin<C>(
-          source, b, s0, count, rotation, storage,
-          [&](const C* const* cos_rows, const C* const* sin_rows, int, int) {
-            const auto add = [&](int t, Eigen::Index h) {
-              const Eigen::Index segment = (h / group) * pairs;
-              staged.add(in + in_shape.offset(b, s0 + t, h),
-                         out + out_shape.offset(b, out_seq_offset + s0 + t, h),
-                         cos_rows[t] + segment, sin_rows[t] + segment);
-            };
-            if (out_shape.bshd()) {
-              for (int t = 0; t < count; ++t)
-                for (Eigen::Index h = 0; h < heads; ++h) add(t, h);
-            } else {
-              for (Eigen::Index h = 0; h < heads; ++h)
-                for (int t = 0; t < count; ++t) add(t, h);
-            }
-            staged.flush();  // before the next block reuses the cos/sin rows
-          },
-          /*whole_rows=*/true);
+      if constexpr (Source::kind == SourceKind::Pairs) {
+        if (out_shape.bshd() && group >= heads) {
+          stream_tokens_overlapped(b, s0, count);
+          continue;
+        }
+      }
+      stream_tokens(b, s0, count);
     }
     stream_fence();
   };

@@ -57,52 +57,92 @@ POSEMB_INLINE C rotated_second(C a, C b, C cos, C sin) {
   }
 }
 
+// Each kernel below is a loop over n lanes, N an Eigen::Index or lane_count (a constant), run
+// as blocks of lane_block lanes and then the rest (see lane_block in posemb/isa.hpp).
+
 // RotateHalf, out of place: pair i is (lo[i], hi[i]) with lo = head + pair_begin and
 // hi = head + rotary_dim / 2 + pair_begin. in_*, out_*, cos, sin: [n], no overlap.
-template <bool Fma, class T, class C>
-POSEMB_INLINE void rotate_half_out_of_place(const T* __restrict in_lo, const T* __restrict in_hi,
-                                     T* __restrict out_lo, T* __restrict out_hi,
-                                     const C* __restrict cos, const C* __restrict sin,
-                                     Eigen::Index n) {
+template <bool Fma, class T, class C, class N>
+POSEMB_INLINE void rotate_half_out_of_place_n(const T* __restrict in_lo, const T* __restrict in_hi,
+                                              T* __restrict out_lo, T* __restrict out_hi,
+                                              const C* __restrict cos, const C* __restrict sin,
+                                              N n) {
   for (Eigen::Index i = 0; i < n; ++i) {
     const C a = load_lane(in_lo[i]), b = load_lane(in_hi[i]);
     out_lo[i] = store_lane<T>(rotated_first<Fma>(a, b, cos[i], sin[i]));
     out_hi[i] = store_lane<T>(rotated_second<Fma>(a, b, cos[i], sin[i]));
   }
 }
+template <bool Fma, class T, class C>
+POSEMB_INLINE void rotate_half_out_of_place(const T* in_lo, const T* in_hi, T* out_lo, T* out_hi,
+                                            const C* cos, const C* sin, Eigen::Index n) {
+  Eigen::Index i = 0;
+  for (; i + lane_block <= n; i += lane_block) {
+    rotate_half_out_of_place_n<Fma>(in_lo + i, in_hi + i, out_lo + i, out_hi + i, cos + i,
+                                    sin + i, lane_count{});
+  }
+  rotate_half_out_of_place_n<Fma>(in_lo + i, in_hi + i, out_lo + i, out_hi + i, cos + i, sin + i,
+                                  n - i);
+}
 
 // RotateHalf, in place: lo, hi, cos, sin: [n]; lo and hi do not overlap.
-template <bool Fma, class T, class C>
-POSEMB_INLINE void rotate_half_in_place(T* __restrict lo, T* __restrict hi, const C* __restrict cos,
-                                 const C* __restrict sin, Eigen::Index n) {
+template <bool Fma, class T, class C, class N>
+POSEMB_INLINE void rotate_half_in_place_n(T* __restrict lo, T* __restrict hi,
+                                          const C* __restrict cos, const C* __restrict sin, N n) {
   for (Eigen::Index i = 0; i < n; ++i) {
     const C a = load_lane(lo[i]), b = load_lane(hi[i]);
     lo[i] = store_lane<T>(rotated_first<Fma>(a, b, cos[i], sin[i]));
     hi[i] = store_lane<T>(rotated_second<Fma>(a, b, cos[i], sin[i]));
   }
 }
+template <bool Fma, class T, class C>
+POSEMB_INLINE void rotate_half_in_place(T* lo, T* hi, const C* cos, const C* sin, Eigen::Index n) {
+  Eigen::Index i = 0;
+  for (; i + lane_block <= n; i += lane_block) {
+    rotate_half_in_place_n<Fma>(lo + i, hi + i, cos + i, sin + i, lane_count{});
+  }
+  rotate_half_in_place_n<Fma>(lo + i, hi + i, cos + i, sin + i, n - i);
+}
 
 // Interleaved, out of place: pair i is (x[2i], x[2i + 1]). in, out: [2n]; cos, sin: [n].
-template <bool Fma, class T, class C>
-POSEMB_INLINE void rotate_interleaved_out_of_place(const T* __restrict in, T* __restrict out,
-                                            const C* __restrict cos, const C* __restrict sin,
-                                            Eigen::Index n) {
+template <bool Fma, class T, class C, class N>
+POSEMB_INLINE void rotate_interleaved_out_of_place_n(const T* __restrict in, T* __restrict out,
+                                                     const C* __restrict cos,
+                                                     const C* __restrict sin, N n) {
   for (Eigen::Index i = 0; i < n; ++i) {
     const C a = load_lane(in[2 * i]), b = load_lane(in[2 * i + 1]);
     out[2 * i] = store_lane<T>(rotated_first<Fma>(a, b, cos[i], sin[i]));
     out[2 * i + 1] = store_lane<T>(rotated_second<Fma>(a, b, cos[i], sin[i]));
   }
 }
+template <bool Fma, class T, class C>
+POSEMB_INLINE void rotate_interleaved_out_of_place(const T* in, T* out, const C* cos,
+                                                   const C* sin, Eigen::Index n) {
+  Eigen::Index i = 0;
+  for (; i + lane_block <= n; i += lane_block) {
+    rotate_interleaved_out_of_place_n<Fma>(in + 2 * i, out + 2 * i, cos + i, sin + i,
+                                           lane_count{});
+  }
+  rotate_interleaved_out_of_place_n<Fma>(in + 2 * i, out + 2 * i, cos + i, sin + i, n - i);
+}
 
 // Interleaved, in place: x: [2n]; cos, sin: [n].
-template <bool Fma, class T, class C>
-POSEMB_INLINE void rotate_interleaved_in_place(T* __restrict x, const C* __restrict cos,
-                                        const C* __restrict sin, Eigen::Index n) {
+template <bool Fma, class T, class C, class N>
+POSEMB_INLINE void rotate_interleaved_in_place_n(T* __restrict x, const C* __restrict cos,
+                                                 const C* __restrict sin, N n) {
   for (Eigen::Index i = 0; i < n; ++i) {
     const C a = load_lane(x[2 * i]), b = load_lane(x[2 * i + 1]);
     x[2 * i] = store_lane<T>(rotated_first<Fma>(a, b, cos[i], sin[i]));
     x[2 * i + 1] = store_lane<T>(rotated_second<Fma>(a, b, cos[i], sin[i]));
   }
+}
+template <bool Fma, class T, class C>
+POSEMB_INLINE void rotate_interleaved_in_place(T* x, const C* cos, const C* sin, Eigen::Index n) {
+  Eigen::Index i = 0;
+  for (; i + lane_block <= n; i += lane_block) {
+    rotate_interleaved_in_place_n<Fma>(x + 2 * i, cos + i, sin + i, lane_count{});
+  }
+  rotate_interleaved_in_place_n<Fma>(x + 2 * i, cos + i, sin + i, n - i);
 }
 
 // ---------------------------------------------------------------------------------------------

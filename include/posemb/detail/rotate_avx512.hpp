@@ -137,62 +137,82 @@ POSEMB_TARGET_AVX512 inline void rotate_heads_half_precision_avx512(const Heads*
 // Float head vectors rotated whole and written with streaming (non-temporal) stores straight
 // from the registers (posemb/streaming_stores.hpp), 16 pairs per step, with the arithmetic of
 // the float kernels at levels with FMA (a cos - b sin = fmsub(a, cos, b sin), a sin + b cos =
-// fmadd(a, sin, b cos)), so the bits are theirs. Each heads[k]: in [2 * pairs], out
-// [2 * pairs] 64-byte aligned, cos, sin [pairs]; pairs a multiple of 16. The caller fences.
+// fmadd(a, sin, b cos)), so the bits are theirs. The caller fences.
 POSEMB_TARGET_AVX512 POSEMB_INLINE void rotate_16_pairs(__m512 a, __m512 b, __m512 c, __m512 s,
                                                          __m512& x, __m512& y) {
   x = _mm512_fmsub_ps(a, c, _mm512_mul_ps(b, s));
   y = _mm512_fmadd_ps(a, s, _mm512_mul_ps(b, c));
 }
 
+// One head: in [2 * pairs], out [2 * pairs] 64-byte aligned, cos, sin [pairs]; pairs a multiple
+// of 16. Every load of a step is issued before its streaming stores, two steps of 16 pairs at
+// once for rotate-half (one step measured 0.77 of a streaming copy, two 0.84-0.86, four no
+// better); interleaved writes its lines in order.
+POSEMB_TARGET_AVX512 POSEMB_INLINE void rotate_head_float_streaming(const float* in, float* out,
+                                                                     const float* cos,
+                                                                     const float* sin,
+                                                                     Eigen::Index pairs,
+                                                                     bool interleaved) {
+  Eigen::Index i = 0;
+  if (interleaved) {
+    const __m512i even =
+        _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    const __m512i odd =
+        _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+    const __m512i first = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+    const __m512i second =
+        _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
+    for (; i < pairs; i += 16) {
+      const __m512 v0 = _mm512_loadu_ps(in + 2 * i), v1 = _mm512_loadu_ps(in + 2 * i + 16);
+      const __m512 c = _mm512_loadu_ps(cos + i), s = _mm512_loadu_ps(sin + i);
+      __m512 x, y;
+      rotate_16_pairs(_mm512_permutex2var_ps(v0, even, v1), _mm512_permutex2var_ps(v0, odd, v1),
+                      c, s, x, y);
+      _mm512_stream_ps(out + 2 * i, _mm512_permutex2var_ps(x, first, y));
+      _mm512_stream_ps(out + 2 * i + 16, _mm512_permutex2var_ps(x, second, y));
+    }
+    return;
+  }
+  for (; i + 32 <= pairs; i += 32) {
+    const __m512 a0 = _mm512_loadu_ps(in + i), b0 = _mm512_loadu_ps(in + pairs + i);
+    const __m512 a1 = _mm512_loadu_ps(in + i + 16), b1 = _mm512_loadu_ps(in + pairs + i + 16);
+    __m512 x0, y0, x1, y1;
+    rotate_16_pairs(a0, b0, _mm512_loadu_ps(cos + i), _mm512_loadu_ps(sin + i), x0, y0);
+    rotate_16_pairs(a1, b1, _mm512_loadu_ps(cos + i + 16), _mm512_loadu_ps(sin + i + 16), x1, y1);
+    _mm512_stream_ps(out + i, x0);
+    _mm512_stream_ps(out + i + 16, x1);
+    _mm512_stream_ps(out + pairs + i, y0);
+    _mm512_stream_ps(out + pairs + i + 16, y1);
+  }
+  for (; i < pairs; i += 16) {
+    __m512 x, y;
+    rotate_16_pairs(_mm512_loadu_ps(in + i), _mm512_loadu_ps(in + pairs + i),
+                    _mm512_loadu_ps(cos + i), _mm512_loadu_ps(sin + i), x, y);
+    _mm512_stream_ps(out + i, x);
+    _mm512_stream_ps(out + pairs + i, y);
+  }
+}
+
+// heads[0 .. count) (detail/rotate.hpp: HeadRotation), each as rotate_head_float_streaming.
 template <class Heads>
 POSEMB_TARGET_AVX512 inline void rotate_heads_float_streaming_avx512(const Heads* heads, int count,
                                                                      Eigen::Index pairs,
                                                                      bool interleaved) {
-  const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
-  const __m512i odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
-  const __m512i first = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
-  const __m512i second =
-      _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
-  // Every load of a step is issued before its streaming stores, two steps of 16 pairs at once
-  // where they can (one step measured 0.77 of a streaming copy, two 0.84-0.86, four no better).
   for (int k = 0; k < count; ++k) {
-    const float* in = heads[k].in;
-    float* out = heads[k].out;
-    const float* cos = heads[k].cos;
-    const float* sin = heads[k].sin;
-    Eigen::Index i = 0;
-    if (interleaved) {
-      for (; i < pairs; i += 16) {
-        const __m512 v0 = _mm512_loadu_ps(in + 2 * i), v1 = _mm512_loadu_ps(in + 2 * i + 16);
-        const __m512 c = _mm512_loadu_ps(cos + i), s = _mm512_loadu_ps(sin + i);
-        __m512 x, y;
-        rotate_16_pairs(_mm512_permutex2var_ps(v0, even, v1), _mm512_permutex2var_ps(v0, odd, v1),
-                        c, s, x, y);
-        _mm512_stream_ps(out + 2 * i, _mm512_permutex2var_ps(x, first, y));
-        _mm512_stream_ps(out + 2 * i + 16, _mm512_permutex2var_ps(x, second, y));
-      }
-      continue;
-    }
-    for (; i + 32 <= pairs; i += 32) {
-      const __m512 a0 = _mm512_loadu_ps(in + i), b0 = _mm512_loadu_ps(in + pairs + i);
-      const __m512 a1 = _mm512_loadu_ps(in + i + 16), b1 = _mm512_loadu_ps(in + pairs + i + 16);
-      __m512 x0, y0, x1, y1;
-      rotate_16_pairs(a0, b0, _mm512_loadu_ps(cos + i), _mm512_loadu_ps(sin + i), x0, y0);
-      rotate_16_pairs(a1, b1, _mm512_loadu_ps(cos + i + 16), _mm512_loadu_ps(sin + i + 16), x1,
-                      y1);
-      _mm512_stream_ps(out + i, x0);
-      _mm512_stream_ps(out + i + 16, x1);
-      _mm512_stream_ps(out + pairs + i, y0);
-      _mm512_stream_ps(out + pairs + i + 16, y1);
-    }
-    for (; i < pairs; i += 16) {
-      __m512 x, y;
-      rotate_16_pairs(_mm512_loadu_ps(in + i), _mm512_loadu_ps(in + pairs + i),
-                      _mm512_loadu_ps(cos + i), _mm512_loadu_ps(sin + i), x, y);
-      _mm512_stream_ps(out + i, x);
-      _mm512_stream_ps(out + pairs + i, y);
-    }
+    rotate_head_float_streaming(heads[k].in, heads[k].out, heads[k].cos, heads[k].sin, pairs,
+                                interleaved);
+  }
+}
+
+// `count` heads that share one cos/sin row, as rotate_head_float_streaming: head k at
+// in + k * in_stride and out + k * out_stride (out_stride a multiple of 16 floats, so every head's
+// out is 64-byte aligned when the first is). One call per token of a BSHD block: no per-head
+// bookkeeping between the memory operations.
+POSEMB_TARGET_AVX512 inline void rotate_strided_heads_float_streaming_avx512(
+    const float* in, Eigen::Index in_stride, float* out, Eigen::Index out_stride,
+    Eigen::Index count, const float* cos, const float* sin, Eigen::Index pairs, bool interleaved) {
+  for (Eigen::Index k = 0; k < count; ++k, in += in_stride, out += out_stride) {
+    rotate_head_float_streaming(in, out, cos, sin, pairs, interleaved);
   }
 }
 #endif  // POSEMB_ISA_DISPATCH
