@@ -136,7 +136,7 @@ std::vector<unsigned char> rotate_once(const Case& c, SourceKind kind, Pairing p
     posemb::FopeConfig config;
     config.head_dim = static_cast<int>(c.head_dim);
     config.n_heads = static_cast<int>(c.heads);
-    config.n_kv_heads = 1;
+    config.n_kv_heads = c.heads % 2 == 0 ? 2 : 1;  // two segments where the heads allow
     config.train_length = 64;
     config.seed = 3;
     const posemb::Fope fope = posemb::make_fope(config);
@@ -334,7 +334,7 @@ TEST_CASE("thread pool: one part runs on the calling thread without the pool, as
                     Catch::Contains("threads.count = 0"));
 }
 
-TEST_CASE("streaming stores: the table build gives the same table streamed or not") {
+TEST_CASE("streaming stores: the table builds give the same tables streamed or not") {
   SettingsGuard guard;
   for (IsaLevel level : supported_levels()) {
     posemb::set_isa_level(level);
@@ -356,6 +356,23 @@ TEST_CASE("streaming stores: the table build gives the same table streamed or no
       CHECK(bytes_of(streamed_d.sin().data(), streamed_d.sin().size()) ==
             bytes_of(ordinary_d.sin().data(), ordinary_d.sin().size()));
     }
+    // FoPE: one segment per coefficient head, rows of 2 * 40 values.
+    posemb::FopeConfig config;
+    config.head_dim = 80;
+    config.n_heads = 4;
+    config.n_kv_heads = 2;
+    config.train_length = 64;
+    config.seed = 5;
+    const posemb::Fope fope = posemb::make_fope(config);
+    posemb::set_streaming_stores(StreamingStores::Never);
+    const posemb::FopeTable<float> ordinary(fope, 7, 203);
+    posemb::set_streaming_stores(StreamingStores::Always);
+    const posemb::FopeTable<float> streamed(fope, 7, 203);
+    INFO("level " << posemb::to_string(level) << " FoPE");
+    CHECK(bytes_of(streamed.cos().data(), streamed.cos().size()) ==
+          bytes_of(ordinary.cos().data(), ordinary.cos().size()));
+    CHECK(bytes_of(streamed.sin().data(), streamed.sin().size()) ==
+          bytes_of(ordinary.sin().data(), ordinary.sin().size()));
   }
 }
 

@@ -411,10 +411,12 @@ class FopeTable : public CosSinRows<compute_t<T>> {
                                  static_cast<Eigen::Index>(fope.n_kv_heads()) * fope.slots()),
         fope_(std::move(fope)) {
     std::vector<double> scratch(detail::fope_scratch_size(fope_));
-    for (std::int64_t row = 0; row < count; ++row) {
-      detail::fope_cos_sin(fope_, static_cast<double>(first_position + row),
-                           this->cos_storage(row), this->sin_storage(row), scratch.data());
-    }
+    detail::fill_table_rows(static_cast<Eigen::Index>(count), this->cos().cols(),
+                            this->cos_storage(0), this->sin_storage(0),
+                            [&](Eigen::Index row, compute_type* cos, compute_type* sin) {
+                              detail::fope_cos_sin(fope_, static_cast<double>(first_position + row),
+                                                   cos, sin, scratch.data());
+                            });
   }
 
   const Fope& fope() const { return fope_; }

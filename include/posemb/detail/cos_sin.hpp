@@ -243,39 +243,48 @@ inline void cos_sin_of(const double* angle, const double* magnitude, Eigen::Inde
   cos_sin_of_level<IsaLevel::Portable>(angle, magnitude, n, cos_out, sin_out);
 }
 
-// Fills a cos/sin table for positions first_position .. first_position + count - 1.
-// inv_freq: [pairs]; cos, sin: [count, pairs] row-major, row r is position first_position + r.
-// A table of streaming_store_threshold() bytes or more (cos and sin together) is formed a few
-// kilobytes of rows at a time in a buffer and streamed to cos and sin
-// (posemb/streaming_stores.hpp); the values are the same.
-template <class C>
-inline void fill_cos_sin_table(const double* inv_freq, Eigen::Index pairs, double scale,
-                               std::int64_t first_position, Eigen::Index count, C* cos, C* sin) {
-  const std::size_t bytes = 2 * static_cast<std::size_t>(count * pairs) * sizeof(C);
-  if (pairs == 0 || !use_streaming_stores(bytes)) {
+// Fills the rows of a cos/sin table: fill_row(row, cos_row, sin_row) forms row `row` into the
+// `width` values at each pointer. cos, sin: [count, width] row-major. A table of
+// streaming_store_threshold() bytes or more (cos and sin together) is formed a few kilobytes of
+// rows at a time in a buffer and streamed to cos and sin (posemb/streaming_stores.hpp); the
+// values are the same.
+template <class C, class FillRow>
+inline void fill_table_rows(Eigen::Index count, Eigen::Index width, C* cos, C* sin,
+                            FillRow&& fill_row) {
+  const std::size_t bytes = 2 * static_cast<std::size_t>(count * width) * sizeof(C);
+  if (width == 0 || !use_streaming_stores(bytes)) {
     for (Eigen::Index row = 0; row < count; ++row) {
-      cos_sin_at(inv_freq, static_cast<double>(first_position + row), scale, pairs,
-                 cos + row * pairs, sin + row * pairs);
+      fill_row(row, cos + row * width, sin + row * width);
     }
     return;
   }
   constexpr std::size_t chunk_bytes = 4096;  // per array
   const Eigen::Index rows_per_chunk = std::max<Eigen::Index>(
-      1, static_cast<Eigen::Index>(chunk_bytes / (static_cast<std::size_t>(pairs) * sizeof(C))));
-  std::vector<C> staged(static_cast<std::size_t>(2 * rows_per_chunk * pairs));
+      1, static_cast<Eigen::Index>(chunk_bytes / (static_cast<std::size_t>(width) * sizeof(C))));
+  std::vector<C> staged(static_cast<std::size_t>(2 * rows_per_chunk * width));
   C* staged_cos = staged.data();
-  C* staged_sin = staged.data() + rows_per_chunk * pairs;
+  C* staged_sin = staged.data() + rows_per_chunk * width;
   for (Eigen::Index row0 = 0; row0 < count; row0 += rows_per_chunk) {
     const Eigen::Index rows = std::min(rows_per_chunk, count - row0);
     for (Eigen::Index r = 0; r < rows; ++r) {
-      cos_sin_at(inv_freq, static_cast<double>(first_position + row0 + r), scale, pairs,
-                 staged_cos + r * pairs, staged_sin + r * pairs);
+      fill_row(row0 + r, staged_cos + r * width, staged_sin + r * width);
     }
-    const std::size_t n = static_cast<std::size_t>(rows * pairs) * sizeof(C);
-    stream_copy(cos + row0 * pairs, staged_cos, n);
-    stream_copy(sin + row0 * pairs, staged_sin, n);
+    const std::size_t n = static_cast<std::size_t>(rows * width) * sizeof(C);
+    stream_copy(cos + row0 * width, staged_cos, n);
+    stream_copy(sin + row0 * width, staged_sin, n);
   }
   stream_fence();
+}
+
+// Fills a cos/sin table for positions first_position .. first_position + count - 1.
+// inv_freq: [pairs]; cos, sin: [count, pairs] row-major, row r is position first_position + r.
+template <class C>
+inline void fill_cos_sin_table(const double* inv_freq, Eigen::Index pairs, double scale,
+                               std::int64_t first_position, Eigen::Index count, C* cos, C* sin) {
+  fill_table_rows(count, pairs, cos, sin, [&](Eigen::Index row, C* cos_row, C* sin_row) {
+    cos_sin_at(inv_freq, static_cast<double>(first_position + row), scale, pairs, cos_row,
+               sin_row);
+  });
 }
 
 }  // namespace detail
