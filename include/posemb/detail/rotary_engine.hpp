@@ -30,7 +30,6 @@
 // the inverse at p is the forward rotation at -p bit for bit; FoPE: per slot).
 #pragma once
 
-
 #include <Eigen/Core>
 #include <algorithm>
 #include <cstddef>
@@ -227,10 +226,6 @@ class StagedHeads {
   }
 
  private:
-  // Float heads rotated whole, of whole lines (pairs a multiple of 16), at level avx512: they
-  // go straight from the registers to their destination with streaming stores when it is
-  // 64-byte aligned (detail/rotate_avx512.hpp), which measured 0.76-0.86 of a streaming copy
-  // against 0.72-0.75 through the staging buffer ([1, 16384 or 2048, 32, 128] float32, Zen 4).
   // Whether the direct kernel writes `count` vectors from `to`, out_stride apart.
   bool direct_lines(const T* to, Eigen::Index count, Eigen::Index out_stride) const {
     return direct_ && reinterpret_cast<std::uintptr_t>(to) % cache_line_bytes == 0 &&
@@ -238,6 +233,10 @@ class StagedHeads {
             (out_stride * Eigen::Index{sizeof(T)}) % Eigen::Index{cache_line_bytes} == 0);
   }
 
+  // Float heads rotated whole, of whole lines (pairs a multiple of 16), at level avx512: they
+  // go straight from the registers to their destination with streaming stores when it is
+  // 64-byte aligned (detail/rotate_avx512.hpp), which measured 0.76-0.86 of a streaming copy
+  // against 0.72-0.75 through the staging buffer ([1, 16384 or 2048, 32, 128] float32, Zen 4).
   static bool direct_kernel_runs(Eigen::Index head_dim, int first, int rotary_dim) {
 #if POSEMB_ISA_DISPATCH
     return std::is_same_v<T, float> && isa_level() == IsaLevel::Avx512 && first == 0 &&

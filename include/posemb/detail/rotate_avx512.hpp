@@ -219,8 +219,9 @@ POSEMB_TARGET_AVX512 inline void rotate_heads_float_streaming_avx512(const Heads
 
 // `count` heads that share one cos/sin row, as rotate_head_float_streaming: head k at
 // in + k * in_stride and out + k * out_stride (out_stride a multiple of 16 floats, so every head's
-// out is 64-byte aligned when the first is). One call per token of a BSHD block: no per-head
-// bookkeeping between the memory operations.
+// out is 64-byte aligned when the first is). One call per token for the heads that share its
+// cos/sin row (all of a BSHD token, a group of BHSD heads): no per-head bookkeeping between the
+// memory operations.
 POSEMB_TARGET_AVX512 inline void rotate_strided_heads_float_streaming_avx512(
     const float* in, Eigen::Index in_stride, float* out, Eigen::Index out_stride,
     Eigen::Index count, const float* cos, const float* sin, Eigen::Index pairs, bool interleaved) {
