@@ -72,8 +72,9 @@ inline constexpr int bhsd_tokens_per_block = 64;
 inline constexpr int bhsd_heads_per_group = 4;
 
 // With streaming stores, a token's heads go to the kernel at most this many per call. Out of
-// place [1, 2048, 32, 128] float from a table (Zen 4, alternating runs): 0.99-1.03 of a
-// streaming copy with 8, against 0.89-0.93 with all 32 heads of a token in one call.
+// place [1, 2048, 32, 128] float from a table, interleaved (Zen 4, 7 alternating runs): 0.90-1.03
+// of a streaming copy with 8 (median 1.01), against 0.89-0.93 (median 0.91) with all 32 heads of
+// a token in one call.
 inline constexpr Eigen::Index stream_heads_per_call = 8;
 
 // Head vectors handed to the rotation kernels per call.
