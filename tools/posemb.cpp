@@ -1083,6 +1083,18 @@ constexpr std::int64_t int64_min = std::numeric_limits<std::int64_t>::min();
 constexpr std::int64_t int64_max = std::numeric_limits<std::int64_t>::max();
 constexpr int int_max = std::numeric_limits<int>::max();
 
+// --q-len and --k-len (required) and --q-offset of a subcommand that writes [q_len, k_len]:
+// queries at positions q_offset + i, keys at 0 .. k_len - 1; q_offset >= min_offset.
+void add_query_key_options(CLI::App* app, std::int64_t& q_len, std::int64_t& k_len,
+                           std::optional<std::int64_t>& q_offset, std::int64_t min_offset) {
+  add_integer(app, "--q-len", q_len, std::int64_t{1}, int64_max, "Number of queries")->required();
+  add_integer(app, "--k-len", k_len, std::int64_t{1}, int64_max,
+              "Number of keys (positions 0..k_len-1)")
+      ->required();
+  add_integer(app, "--q-offset", q_offset, min_offset, int64_max,
+              "Position of the first query (default k_len - q_len: the last q_len keys)");
+}
+
 // One line: CLI11 messages may span several.
 std::string one_line(std::string text) {
   std::replace(text.begin(), text.end(), '\n', ' ');
@@ -1211,18 +1223,13 @@ int main(int argc, char** argv) {
   CLI::App* alibi = app.add_subcommand(
       "alibi", "Write the ALiBi bias B: float32 [heads, q_len, k_len]; masked entries are -inf.");
   add_integer(alibi, "--heads", alibi_options.heads, 1, 1 << 20, "Number of heads")->required();
-  add_integer(alibi, "--q-len", alibi_options.q_len, std::int64_t{1}, int64_max, "Number of queries")
-      ->required();
-  add_integer(alibi, "--k-len", alibi_options.k_len, std::int64_t{1}, int64_max,
-              "Number of keys (positions 0..k_len-1)")
-      ->required();
+  add_query_key_options(alibi, alibi_options.q_len, alibi_options.k_len, alibi_options.q_offset,
+                        std::int64_t{0});
   CLI::Option* causal_flag = alibi->add_flag(
       "--causal", alibi_options.causal, "-slope * (q - k), -inf where k > q (the default)");
   CLI::Option* symmetric_flag =
       alibi->add_flag("--symmetric", alibi_options.symmetric, "-slope * |q - k|, nothing masked (encoders)");
   causal_flag->excludes(symmetric_flag);
-  add_integer(alibi, "--q-offset", alibi_options.q_offset, std::int64_t{0}, int64_max,
-              "Position of the first query (default k_len - q_len: the last q_len keys)");
   add_positive_number(alibi, "--max-bias", alibi_options.max_bias,
                       "B in the slopes 2^(-B h / n) (MPT's alibi_bias_max)");
   CLI::Option* head_begin = add_integer(alibi, "--head-begin", alibi_options.head_begin, 0, 1 << 20,
@@ -1251,13 +1258,8 @@ int main(int argc, char** argv) {
   CLI::Option* buckets_causal_flag =
       buckets->add_flag("--causal", buckets_options.causal, "Decoder buckets: keys before the query only");
   bidirectional_flag->excludes(buckets_causal_flag);
-  add_integer(buckets, "--q-len", buckets_options.q_len, std::int64_t{1}, int64_max, "Number of queries")
-      ->required();
-  add_integer(buckets, "--k-len", buckets_options.k_len, std::int64_t{1}, int64_max,
-              "Number of keys (positions 0..k_len-1)")
-      ->required();
-  add_integer(buckets, "--q-offset", buckets_options.q_offset, int64_min, int64_max,
-              "Position of the first query (default k_len - q_len: the last q_len keys)");
+  add_query_key_options(buckets, buckets_options.q_len, buckets_options.k_len,
+                        buckets_options.q_offset, int64_min);
   buckets->add_option("--output", buckets_options.output, "IDS.npy: int64 [q_len, k_len]")->required();
 
   // bias
@@ -1270,13 +1272,8 @@ int main(int argc, char** argv) {
   bias->add_option("--table", bias_options.table,
                    "T.npy: float32 [num_buckets, heads], block 0's relative_attention_bias.weight")
       ->required();
-  add_integer(bias, "--q-len", bias_options.q_len, std::int64_t{1}, int64_max, "Number of queries")
-      ->required();
-  add_integer(bias, "--k-len", bias_options.k_len, std::int64_t{1}, int64_max,
-              "Number of keys (positions 0..k_len-1)")
-      ->required();
-  add_integer(bias, "--q-offset", bias_options.q_offset, int64_min, int64_max,
-              "Position of the first query (default k_len - q_len: the last q_len keys)");
+  add_query_key_options(bias, bias_options.q_len, bias_options.k_len, bias_options.q_offset,
+                        int64_min);
   bias->add_flag("--decoder", bias_options.decoder,
                  "The decoder's causal buckets (default: the encoder's bidirectional ones)");
   bias->add_option("--output", bias_options.output, "BIAS.npy")->required();
