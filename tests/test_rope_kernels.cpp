@@ -322,16 +322,28 @@ TEST_CASE("cos/sin tables start on 64-byte boundaries in every build; copies sha
   CHECK(copy.cos()(2999, 63) == table.cos()(2999, 63));  // NOLINT: a moved-from table stays usable
 }
 
+TEST_CASE("BHSD blocks are as long as the threads allow") {
+  using posemb::detail::bhsd_block_tokens;
+  CHECK(bhsd_block_tokens(1, 8192, 1) == 512);
+  CHECK(bhsd_block_tokens(1, 300, 1) == 512);   // one part: never shorter
+  CHECK(bhsd_block_tokens(1, 8192, 2) == 512);  // 16 blocks, 8 per part
+  CHECK(bhsd_block_tokens(1, 2048, 2) == 256);  // 512 would give 4 blocks to 2 parts
+  CHECK(bhsd_block_tokens(4, 2048, 2) == 512);  // 16 blocks over the batch
+  CHECK(bhsd_block_tokens(1, 1100, 2) == 128);  // 9 blocks
+  CHECK(bhsd_block_tokens(1, 100, 8) == 64);    // never below 64
+}
+
 TEST_CASE("BHSD visits every head and token once: partial head groups, several token blocks, every level") {
-  // 6 heads: one full group of bhsd_heads_per_group and a partial one; 150 tokens: two full
-  // blocks of bhsd_tokens_per_block and a partial one.
+  // 6 heads: one full group of bhsd_heads_per_group and a partial one; 1100 tokens: two full
+  // blocks of 512 (one thread) or eight of 128 (two threads, head_dim 96) and a partial one.
+  using posemb::detail::bhsd_block_tokens;
   using posemb::detail::bhsd_heads_per_group;
-  using posemb::detail::bhsd_tokens_per_block;
-  const Eigen::Index heads = 6, seq = 150;
+  const Eigen::Index heads = 6, seq = 1100;
   REQUIRE(heads % bhsd_heads_per_group != 0);
   REQUIRE(heads > bhsd_heads_per_group);
-  REQUIRE(seq > 2 * bhsd_tokens_per_block);
-  REQUIRE(seq % bhsd_tokens_per_block != 0);
+  REQUIRE(bhsd_block_tokens(1, seq, 1) == 512);
+  REQUIRE(posemb::detail::parts_for(seq * heads * 96, posemb::Threads{2}) == 2);  // head_dim 96
+  REQUIRE(bhsd_block_tokens(1, seq, 2) == 128);
   const posemb::IsaLevel saved = posemb::isa_level();
   for (int level = 0; level <= static_cast<int>(posemb::best_isa_level()); ++level) {
     posemb::set_isa_level(static_cast<posemb::IsaLevel>(level));
@@ -341,7 +353,7 @@ TEST_CASE("BHSD visits every head and token once: partial head groups, several t
                       << (in_place ? " in place" : " out of place"));
         check_tensor<float>({128, 128}, pairing, TensorLayout::BHSD, in_place, true, 1, 2, seq,
                             heads, table_positions(seq));
-        check_tensor<float>({96, 64}, pairing, TensorLayout::BHSD, in_place, false, 1, 1, seq,
+        check_tensor<float>({96, 64}, pairing, TensorLayout::BHSD, in_place, false, 2, 1, seq,
                             heads, awkward_positions(seq));
         check_tensor<Eigen::bfloat16>({128, 128}, pairing, TensorLayout::BHSD, in_place, true, 1,
                                       1, seq, heads, table_positions(seq));

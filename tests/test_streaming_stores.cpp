@@ -176,7 +176,10 @@ void check_streaming_matches_ordinary(const char* type) {
   // Tails: 18 of 40 features' pairs (16 + 2), 3 pairs, 80 pairs (more than one cos/sin chunk).
   // Whole heads of 160 float features (80 pairs: two steps of 32 and one of 16) are written
   // straight from the registers at level avx512 when their destination is 64-byte aligned.
-  const Case cases[] = {{2, 37, 3, 40, 36, 2}, {1, 19, 2, 6, 6, 0}, {1, 9, 2, 160, 160, 0}};
+  // 1100 tokens of 5 heads: BHSD in two blocks of 512 tokens and a partial one, in a group of
+  // 4 heads and a partial one.
+  const Case cases[] = {{2, 37, 3, 40, 36, 2}, {1, 19, 2, 6, 6, 0}, {1, 9, 2, 160, 160, 0},
+                        {1, 1100, 5, 32, 32, 0}};
   for (IsaLevel level : supported_levels()) {
     posemb::set_isa_level(level);
     for (const Case& c : cases) {

@@ -55,20 +55,37 @@ inline constexpr int cos_sin_chunk = 64;
 // Tokens per unit of work: their cos/sin are formed once and serve every head. BSHD visits the
 // block token by token (all heads of a token are adjacent), so a small block suffices. BHSD
 // visits it head-major (bhsd_heads_per_group below): each head's block is a contiguous run of
-// block * head_dim values, and
-// a longer run (64 tokens: 32 KiB of float at head_dim 128) keeps the heads' streams long
-// enough for the prefetchers while the block's cos/sin (32 KiB of float) stays in L1/L2 across
-// all heads, instead of each head streaming the cos/sin again.
-inline constexpr int tokens_per_block = 64;  // the most any layout uses
+// block * head_dim values, and the longer the run the longer the heads' streams run before the
+// next group's begin, while the block's cos/sin stay in L2 across all heads instead of each
+// head streaming the cos/sin again. 512 tokens of float cos/sin at head_dim 128 are 256 KiB,
+// half of the 512 KiB L2 of a Zen 2 or Zen 3 core. Out of place [1, 32, 8192, 128] float
+// (128 MiB; 2-core Zen 4, 1 MiB L2, 32 MiB L3), BSHD's time over BHSD's, median (range) of
+// 12-32 runs: 0.94 (0.77-1.06) with blocks of 64 tokens, 1.03 (0.88-1.08) with 256, 1.06
+// (0.95-1.15) with 512, 1.13 (1.06-1.19) with 1024. Blocks are the units threads share, so
+// bhsd_block_tokens shortens them when a sequence gives too few.
 inline constexpr int bshd_tokens_per_block = 16;
-inline constexpr int bhsd_tokens_per_block = 64;
+inline constexpr int bhsd_max_tokens_per_block = 512;
+inline constexpr int bhsd_min_tokens_per_block = 64;
+inline constexpr int tokens_per_block = bhsd_max_tokens_per_block;  // the most any layout uses
+
+// Tokens per BHSD block for `batch` rows of `seq` tokens shared among `parts` parts: the longest
+// of 512, 256, 128, 64 that gives each part at least 4 blocks (one part takes the longest).
+inline Eigen::Index bhsd_block_tokens(Eigen::Index batch, Eigen::Index seq, int parts) {
+  Eigen::Index tokens = bhsd_max_tokens_per_block;
+  while (parts > 1 && tokens > bhsd_min_tokens_per_block &&
+         batch * ((seq + tokens - 1) / tokens) < 4 * Eigen::Index{parts}) {
+    tokens /= 2;
+  }
+  return tokens;
+}
 
 // BHSD visits a block's heads in groups of this many, token by token within a group: a group
 // reads and writes 2 * 4 runs at once, enough streams in flight to keep memory busy (one head
 // at a time leaves it idle while each new run's prefetch ramps up) and few enough for the
-// prefetchers to follow, and each token's cos/sin row serves the group from L1. On a tensor
-// larger than the last-level cache (x [1, 32, 8192, 128] float, 2-core Zen 4, 32 MiB L3) this
-// took BHSD from about 0.7 of BSHD's speed to about BSHD's.
+// prefetchers to follow, and each token's cos/sin row serves the group from L1. With blocks of
+// 512 tokens, BSHD's time over BHSD's out of place [1, 32, 8192, 128] float (2-core Zen 4, 32
+// MiB L3): 0.46-0.56 one head at a time, 0.72-0.82 in groups of 2, 0.94-1.07 of 4, 0.98-1.11
+// of 8; in place at 2048 tokens, 1.61-1.67 of memcpy's speed in groups of 4, 1.37-1.48 of 8.
 inline constexpr int bhsd_heads_per_group = 4;
 
 // With streaming stores, a token's heads go to the kernel at most this many per call. Out of
@@ -80,11 +97,21 @@ inline constexpr Eigen::Index stream_heads_per_call = 8;
 // Head vectors handed to the rotation kernels per call.
 inline constexpr int heads_per_batch = 64;
 
-// Per-thread storage of for_block_cos_sin: RowFill rows, a Rows source's inverse rows, scratch.
+// Per-thread storage of for_block_cos_sin: RowFill rows, a Rows source's inverse rows, a Pairs
+// source's rows of blocks too long for the stack, scratch.
 template <class C>
 struct CosSinScratch {
-  std::vector<C> rows;
+  std::vector<C> rows_storage;
   std::vector<double> scratch;
+
+  // Room for `count` values starting on a 64-byte boundary.
+  C* rows(std::size_t count) {
+    constexpr std::size_t line = 64 / sizeof(C);
+    rows_storage.resize(count + line);
+    const std::size_t skip =
+        (line - reinterpret_cast<std::uintptr_t>(rows_storage.data()) / sizeof(C) % line) % line;
+    return rows_storage.data() + skip;
+  }
 };
 
 // The cos/sin rows of tokens s0 .. s0 + count - 1 of batch row b, count <= tokens_per_block:
@@ -102,9 +129,9 @@ void for_block_cos_sin(const Source& source, Eigen::Index b, Eigen::Index s0, in
   const C* sin_rows[tokens_per_block];
   if constexpr (Source::kind == SourceKind::Pairs) {
     if (whole_rows) {
-      storage.rows.resize(static_cast<std::size_t>(2 * tokens_per_block * pairs));
+      C* rows = storage.rows(static_cast<std::size_t>(2 * count * pairs));
       for (int t = 0; t < count; ++t) {
-        C* cos = storage.rows.data() + 2 * t * pairs;
+        C* cos = rows + 2 * t * pairs;
         for (int begin = 0; begin < pairs; begin += cos_sin_chunk) {
           const int end = std::min(begin + cos_sin_chunk, pairs);
           source.fill(b, s0 + t, begin, end, cos + begin, cos + pairs + begin, rotation);
@@ -115,26 +142,33 @@ void for_block_cos_sin(const Source& source, Eigen::Index b, Eigen::Index s0, in
       visit(cos_rows, sin_rows, 0, pairs);
       return;
     }
-    // On cache lines in every build (the kernels load 64 bytes at a time at level avx512; a
-    // default build would align them to 16 bytes only).
-    alignas(64) C cos[tokens_per_block][cos_sin_chunk];
-    alignas(64) C sin[tokens_per_block][cos_sin_chunk];
+    // A chunk of up to 64 tokens on the stack, a longer one in storage; on cache lines in every
+    // build (the kernels load 64 bytes at a time at level avx512; a default build would align
+    // the stack array to 16 bytes only).
+    constexpr int stack_tokens = 64;
+    alignas(64) C stack_rows[2 * stack_tokens * cos_sin_chunk];
+    C* rows = count <= stack_tokens
+                  ? stack_rows
+                  : storage.rows(static_cast<std::size_t>(2 * count * cos_sin_chunk));
     for (int t = 0; t < count; ++t) {
-      cos_rows[t] = cos[t];
-      sin_rows[t] = sin[t];
+      cos_rows[t] = rows + 2 * t * cos_sin_chunk;
+      sin_rows[t] = cos_rows[t] + cos_sin_chunk;
     }
     for (int begin = 0; begin < pairs; begin += cos_sin_chunk) {
       const int end = std::min(begin + cos_sin_chunk, pairs);
-      for (int t = 0; t < count; ++t) source.fill(b, s0 + t, begin, end, cos[t], sin[t], rotation);
+      for (int t = 0; t < count; ++t) {
+        C* cos = rows + 2 * t * cos_sin_chunk;
+        source.fill(b, s0 + t, begin, end, cos, cos + cos_sin_chunk, rotation);
+      }
       visit(cos_rows, sin_rows, begin, end);
     }
   } else {
     const Eigen::Index width = source.row_width();
     const bool own_rows = Source::kind == SourceKind::RowFill || rotation == Rotation::Inverse;
-    if (own_rows) storage.rows.resize(static_cast<std::size_t>(2 * tokens_per_block * width));
+    C* rows = own_rows ? storage.rows(static_cast<std::size_t>(2 * count * width)) : nullptr;
     if constexpr (Source::kind == SourceKind::RowFill) storage.scratch.resize(source.scratch_size());
     for (int t = 0; t < count; ++t) {
-      C* cos = own_rows ? storage.rows.data() + 2 * t * width : nullptr;
+      C* cos = own_rows ? rows + 2 * t * width : nullptr;
       if constexpr (Source::kind == SourceKind::Rows) {
         if (rotation == Rotation::Inverse) {
           source.template inverse_row<C>(b, s0 + t, cos, cos + width);
@@ -346,8 +380,10 @@ void rotate_tensor(const Source& source, const ActivationShape& in_shape, const 
   const bool interleaved = source.pairing() == Pairing::Interleaved;
   const Eigen::Index head_dim = in_shape.head_dim, heads = in_shape.heads, seq = in_shape.seq;
   const Eigen::Index group = std::max<Eigen::Index>(source.head_group(heads), 1);
-  const Eigen::Index block_tokens =
-      in_shape.bshd() ? bshd_tokens_per_block : bhsd_tokens_per_block;
+  const int parts = parts_for(in_shape.size(), threads);
+  const Eigen::Index block_tokens = in_shape.bshd()
+                                        ? Eigen::Index{bshd_tokens_per_block}
+                                        : bhsd_block_tokens(in_shape.batch, seq, parts);
   const Eigen::Index blocks_per_row = (seq + block_tokens - 1) / block_tokens;
   const bool pass_through = out != in && rotary_dim < head_dim;
   const bool stream =
@@ -363,9 +399,8 @@ void rotate_tensor(const Source& source, const ActivationShape& in_shape, const 
           [&](const C* const* cos_rows, const C* const* sin_rows, int, int) {
             // BSHD out: token by token, every head. BHSD out: a group of bhsd_heads_per_group
             // heads at a time, token by token within the group, so that several streams are in
-            // flight as with ordinary stores (head by head measured 0.63-0.73 of BSHD's speed,
-            // groups 0.90-0.99, [1, 32, 8192, 128] float, Zen 4). Each run of a token's heads
-            // that shares a cos/sin segment goes at once, up to stream_heads_per_call heads.
+            // flight as with ordinary stores. Each run of a token's heads that shares a cos/sin
+            // segment goes at once, up to stream_heads_per_call heads.
             const Eigen::Index heads_at_once = out_shape.bshd() ? heads : bhsd_heads_per_group;
             for (Eigen::Index g0 = 0; g0 < heads; g0 += heads_at_once) {
               const Eigen::Index g1 = std::min(g0 + heads_at_once, heads);
@@ -389,8 +424,7 @@ void rotate_tensor(const Source& source, const ActivationShape& in_shape, const 
     // token t's heads, so that the arithmetic overlaps the memory traffic instead of stalling
     // it. The values are those of a whole-row fill: each pair is formed alone.
     const auto stream_tokens_overlapped = [&](Eigen::Index b, Eigen::Index s0, int count) {
-      storage.rows.resize(static_cast<std::size_t>(4 * pairs));
-      C* current = storage.rows.data();
+      C* current = storage.rows(static_cast<std::size_t>(4 * pairs));
       C* next = current + 2 * pairs;
       const auto fill = [&](C* row, Eigen::Index s, int begin, int end) {
         if constexpr (Source::kind == SourceKind::Pairs) {
@@ -487,7 +521,7 @@ void rotate_tensor(const Source& source, const ActivationShape& in_shape, const 
     }
   };
   const Eigen::Index blocks = in_shape.batch * blocks_per_row;
-  parallel_for(blocks, parts_for(in_shape.size(), threads), threads, rotate_blocks);
+  parallel_for(blocks, parts, threads, rotate_blocks);
 }
 
 // In place: in == out.
