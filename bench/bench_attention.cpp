@@ -26,8 +26,8 @@
 #include <string>
 #include <vector>
 
-#include <posemb/attention.hpp>
-#include <posemb/fused_attention.hpp>
+#include <posemb/attention/scores.hpp>
+#include <posemb/attention/fused.hpp>
 #include <posemb/isa.hpp>
 
 namespace {

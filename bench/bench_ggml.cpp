@@ -32,8 +32,8 @@
 #include "ggml-cpu.h"
 #include "ggml.h"
 #include "posemb/isa.hpp"
-#include "posemb/rope.hpp"
-#include "posemb/scaled.hpp"
+#include "posemb/rotary/rope.hpp"
+#include "posemb/rotary/scaled.hpp"
 
 namespace {
 

@@ -36,12 +36,12 @@
 #include <vector>
 
 #include "posemb/eigen_threads.hpp"
-#include "posemb/fope.hpp"
-#include "posemb/fused_attention.hpp"
+#include "posemb/rotary/fope.hpp"
+#include "posemb/attention/fused.hpp"
 #include "posemb/isa.hpp"
-#include "posemb/mrope.hpp"
-#include "posemb/mrope_positions.hpp"
-#include "posemb/rope.hpp"
+#include "posemb/rotary/mrope.hpp"
+#include "posemb/rotary/mrope_positions.hpp"
+#include "posemb/rotary/rope.hpp"
 #include "posemb/streaming_stores.hpp"
 
 // Which of the two bench builds this is (bench/CMakeLists.txt): "default" or "native".

@@ -19,7 +19,7 @@
 #include <string>
 
 #include <posemb/posemb.hpp>
-#include <posemb/sinusoidal.hpp>
+#include <posemb/absolute/sinusoidal.hpp>
 
 namespace drift {
 

@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "posemb/fope.hpp"
-#include "posemb/rope.hpp"
+#include "posemb/rotary/fope.hpp"
+#include "posemb/rotary/rope.hpp"
 
 namespace {
 

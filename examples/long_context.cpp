@@ -11,7 +11,7 @@
 // rotate) or clipped (FoPE). Then the attention factor, pairing and rotary_dim. A model whose
 // layers differ (Gemma 3's sliding and global layers) gets its layer pattern and one table per
 // RoPE scheme.
-#include <posemb/config.hpp>
+#include <posemb/model/config.hpp>
 
 #include "model_report.hpp"
 

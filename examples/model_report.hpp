@@ -4,7 +4,7 @@
 // library; the library gives the numbers (RopeScheme::spec) and the bands (rope_bands).
 #pragma once
 
-#include <posemb/config.hpp>
+#include <posemb/model/config.hpp>
 
 #include <cmath>
 #include <cstdint>

@@ -10,9 +10,9 @@
 // seq_len, the rope delta and where decoding continues. Then it rotates random queries of a
 // text-only prompt with M-RoPE (Qwen2-VL-7B's sections [16, 24, 24]) and with 1-D RoPE and
 // shows the two are equal bit for bit (exit status 1 otherwise).
-#include <posemb/mrope.hpp>
-#include <posemb/mrope_positions.hpp>
-#include <posemb/rope.hpp>
+#include <posemb/rotary/mrope.hpp>
+#include <posemb/rotary/mrope_positions.hpp>
+#include <posemb/rotary/rope.hpp>
 
 #include <cstdio>
 #include <cstring>

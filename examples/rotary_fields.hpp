@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "posemb/error.hpp"
-#include "posemb/rope.hpp"
+#include "posemb/rotary/rope.hpp"
 
 namespace rotary_fields {
 

@@ -23,8 +23,8 @@
 #include <vector>
 
 #include "posemb/error.hpp"
-#include "posemb/rope.hpp"
-#include "posemb/sinusoidal.hpp"
+#include "posemb/rotary/rope.hpp"
+#include "posemb/absolute/sinusoidal.hpp"
 #include "rotary_fields.hpp"
 
 namespace rotary_fields {

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "file_cases.hpp"
-#include "posemb/config.hpp"
+#include "posemb/model/config.hpp"
 #include "posemb/error.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

@@ -10,7 +10,7 @@
 
 #include "file_cases.hpp"
 #include "posemb/error.hpp"
-#include "posemb/npy.hpp"
+#include "posemb/io/npy.hpp"
 
 namespace {
 

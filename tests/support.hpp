@@ -8,7 +8,7 @@
 #include <vector>
 
 #include <posemb/error.hpp>
-#include <posemb/rope.hpp>
+#include <posemb/rotary/rope.hpp>
 
 namespace test_support {
 

@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "posemb/isa.hpp"
-#include "posemb/rope.hpp"
+#include "posemb/rotary/rope.hpp"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <cpuid.h>

@@ -21,9 +21,9 @@
 #include <vector>
 
 #include "posemb/eigen_threads.hpp"
-#include "posemb/fope.hpp"
+#include "posemb/rotary/fope.hpp"
 #include "posemb/isa.hpp"
-#include "posemb/rope.hpp"
+#include "posemb/rotary/rope.hpp"
 #include "posemb/streaming_stores.hpp"
 
 namespace {

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "posemb/error.hpp"
-#include "posemb/npy.hpp"
+#include "posemb/io/npy.hpp"
 
 namespace posemb::tool {
 

@@ -44,10 +44,10 @@
 #include <string>
 #include <vector>
 
-#include "posemb/config.hpp"
-#include "posemb/npy.hpp"
-#include "posemb/rope.hpp"
-#include "posemb/xpos.hpp"
+#include "posemb/model/config.hpp"
+#include "posemb/io/npy.hpp"
+#include "posemb/rotary/rope.hpp"
+#include "posemb/rotary/xpos.hpp"
 #include "../layer_check.hpp"
 
 namespace {

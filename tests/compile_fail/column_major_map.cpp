@@ -1,5 +1,5 @@
 // Must not compile: Eigen's default TensorMap is column-major.
-#include <posemb/rope.hpp>
+#include <posemb/rotary/rope.hpp>
 
 void rotate(float* data) {
   Eigen::TensorMap<Eigen::Tensor<float, 4>> q(data, 1, 8, 4, 64);

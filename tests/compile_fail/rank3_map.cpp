@@ -1,5 +1,5 @@
 // Must not compile: RoPE takes rank-4 activations (or matrices), not a rank-3 map.
-#include <posemb/rope.hpp>
+#include <posemb/rotary/rope.hpp>
 
 void rotate(float* data) {
   Eigen::TensorMap<Eigen::Tensor<float, 3, Eigen::RowMajor>> q(data, 8, 4, 64);

@@ -1,6 +1,6 @@
 // Must not compile: a std::vector has no shape.
 #include <vector>
 
-#include <posemb/rope.hpp>
+#include <posemb/rotary/rope.hpp>
 
 void rotate(std::vector<float>& q) { posemb::apply_rope_inplace(q, 0, posemb::default_rope_spec(64)); }

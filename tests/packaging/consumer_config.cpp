@@ -1,7 +1,7 @@
 // The program a user of the config.json loader writes, linked to posemb::config alone (which
 // must bring nlohmann-json): read a model's config and check its RoPE frequencies against
 // values worked out by hand. Exit status 0 when they agree.
-#include <posemb/config.hpp>
+#include <posemb/model/config.hpp>
 
 #include <cmath>
 #include <cstdio>

@@ -1,0 +1,400 @@
+// Per-layer positions from config.json (config.hpp, model_families.hpp, rope_registry.hpp):
+// every case of data/models (golden values from an independent float64 reference written from
+// HuggingFace transformers' semantics, data/models/README.md) through the C++ API, the
+// properties the families rely on, and one test per bad-input error.
+#include "posemb/model/config.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <Eigen/Core>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <string>
+
+#include "layer_check.hpp"
+#include "model_report.hpp"
+#include "posemb/rotary/permute.hpp"
+#include "posemb/rotary/rope.hpp"
+#include "posemb/rotary/scaled.hpp"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+const fs::path models_dir = fs::path(POSEMB_TEST_DATA_DIR) / "models";
+const fs::path example_configs = fs::path(POSEMB_TEST_DATA_DIR) / ".." / ".." / "examples" / "configs";
+
+json read_json(const fs::path& path) {
+  std::ifstream file(path);
+  REQUIRE(file);
+  return json::parse(file);
+}
+
+// A layer as the README's object, from the API's values (not from the tool).
+json api_object(const posemb::LayerPositions& layer, std::optional<std::int64_t> seq_len) {
+  json object;
+  object["layer"] = layer.index;
+  object["positions"] = posemb::to_string(layer.kind);
+  object["head_dim"] = layer.head_dim;
+  object["rope_type"] = nullptr;
+  object["rotary_dim"] = 0;
+  object["inv_freq"] = json::array();
+  object["attention_scale"] = 1.0;
+  object["pairing"] = nullptr;
+  if (layer.rope) {
+    const posemb::RopeSpec spec = layer.rope_spec(seq_len);
+    object["rope_type"] = layer.rope->rope_type;
+    object["rotary_dim"] = spec.rotary_dim;
+    for (Eigen::Index i = 0; i < spec.inv_freq.size(); ++i) object["inv_freq"].push_back(spec.inv_freq[i]);
+    object["attention_scale"] = spec.attention_scale;
+    object["pairing"] = posemb::to_string(spec.pairing);
+  }
+  const posemb::LayerAttention& attention = layer.attention;
+  object["softmax_scale"] = layer.softmax_attention() && attention.softmax_scale
+                                ? json(*attention.softmax_scale)
+                                : json(nullptr);
+  object["sliding_window"] = attention.sliding_window ? json(*attention.sliding_window) : json(nullptr);
+  object["attention_chunk_size"] =
+      attention.attention_chunk_size ? json(*attention.attention_chunk_size) : json(nullptr);
+  object["query_temperature"] = nullptr;
+  if (attention.query_temperature) {
+    object["query_temperature"] = {{"floor_scale", attention.query_temperature->floor_scale},
+                                   {"attn_scale", attention.query_temperature->attn_scale}};
+  }
+  object["mrope_section"] = nullptr;
+  object["mrope_layout"] = nullptr;
+  return object;
+}
+
+posemb::ModelPositions parse(const std::string& text) {
+  return posemb::model_positions_from_json(json::parse(text));
+}
+
+std::string error_of(const std::string& text) {
+  try {
+    parse(text);
+  } catch (const posemb::Error& error) {
+    return error.what();
+  }
+  FAIL("no posemb::Error thrown for " << text);
+  return "";
+}
+
+// Scores q_h . k_{h / group} of every query head at positions m (query) and n (key) after RoPE:
+// Wq: [n_heads * head_dim, in], Wk: [n_kv_heads * head_dim, in], x: [in].
+Eigen::VectorXd rope_scores(const Eigen::MatrixXd& wq, const Eigen::MatrixXd& wk,
+                            const Eigen::VectorXd& xq, const Eigen::VectorXd& xk, int n_heads,
+                            int n_kv_heads, std::int64_t m, std::int64_t n,
+                            const posemb::RopeSpec& spec) {
+  using RowMajorXd = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  Eigen::VectorXd q = wq * xq, k = wk * xk;
+  const Eigen::Index head_dim = q.size() / n_heads;
+  Eigen::Map<RowMajorXd> q_heads(q.data(), n_heads, head_dim);     // [n_heads, head_dim]
+  Eigen::Map<RowMajorXd> k_heads(k.data(), n_kv_heads, head_dim);  // [n_kv_heads, head_dim]
+  posemb::apply_rope_inplace(q_heads, m, spec);
+  posemb::apply_rope_inplace(k_heads, n, spec);
+  Eigen::VectorXd scores(n_heads);
+  for (int h = 0; h < n_heads; ++h) {
+    scores[h] = q_heads.row(h).dot(k_heads.row(h / (n_heads / n_kv_heads)));
+  }
+  return scores;
+}
+
+const char* small_llama =
+    R"({"hidden_size": 256, "num_attention_heads": 4, "num_hidden_layers": 4, "max_position_embeddings": 4096)";
+
+}  // namespace
+
+TEST_CASE("every model conformance case matches through the C++ API", "[config][models]") {
+  const std::string suffix = ".expected.json";
+  int cases = 0, layers = 0;
+  for (const auto& entry : fs::directory_iterator(models_dir)) {
+    const std::string file = entry.path().filename().string();
+    if (file.size() <= suffix.size() ||
+        file.compare(file.size() - suffix.size(), suffix.size(), suffix) != 0) {
+      continue;
+    }
+    std::string name = file.substr(0, file.size() - suffix.size());
+    const std::size_t dot = name.rfind(".seq");
+    if (dot != std::string::npos) name.resize(dot);
+    const json expected = read_json(entry.path());
+    std::optional<std::int64_t> seq_len;
+    if (!expected.at("seq_len").is_null()) seq_len = expected.at("seq_len").get<std::int64_t>();
+    INFO(file);
+    const posemb::ModelPositions model =
+        posemb::load_model_positions((models_dir / (name + ".json")).string());
+    const json& want = expected.at("layers");
+    REQUIRE(model.layers.size() == want.size());
+    bool alike = true;
+    for (std::size_t i = 0; i < want.size(); ++i) {
+      const std::string mismatch = posemb_test::layer_mismatch(api_object(model.layers[i], seq_len), want[i]);
+      INFO("layer " << i << ": " << mismatch);
+      CHECK(mismatch.empty());
+      json a = want[i], b = want[0];
+      a.erase("layer");
+      b.erase("layer");
+      alike = alike && a == b;
+      ++layers;
+    }
+    // layers_alike() is what decides whether `posemb freqs` needs --layer.
+    CHECK(model.layers_alike() == alike);
+    ++cases;
+  }
+  CHECK(cases >= 25);
+  WARN("model conformance: " << cases << " cases, " << layers << " layers");
+}
+
+TEST_CASE("a config without num_hidden_layers is one layer", "[config][models]") {
+  const auto m = posemb::load_model_positions(
+      (fs::path(POSEMB_TEST_DATA_DIR) / "hf" / "yarn_hd64.json").string());
+  REQUIRE(m.layers.size() == 1);
+  CHECK(m.layers_alike());
+  CHECK(m.layers[0].layer_type == "full_attention");
+  CHECK(m.layer(0).rope_spec().inv_freq == m.rope_spec().inv_freq);
+}
+
+TEST_CASE("layers that differ: Gemma 3's sliding and global RoPE", "[config][models]") {
+  const auto m = posemb::load_model_positions((models_dir / "gemma-3-1b-it.json").string());
+  CHECK_FALSE(m.layers_alike());
+  CHECK(m.kind() == posemb::PositionKind::Rope);
+  CHECK(m.layers[4].rope->theta == 1e4);
+  CHECK(m.layers[5].rope->theta == 1e6);
+  CHECK_THROWS_WITH(m.rope_scheme(), Catch::Contains("layer = 5"));
+  CHECK(posemb::report::layer_pattern(m) ==
+        "layers 0-4 sliding (1e4, window 512), 5 global (1e6), repeating every 6 of 26");
+  // Llama 4: the RoPE layers share one scheme, so the model has one RoPE spec.
+  const auto llama4 =
+      posemb::load_model_positions((models_dir / "llama-4-scout-17b-16e.json").string());
+  CHECK_FALSE(llama4.layers_alike());
+  CHECK(llama4.rope_scheme().rope_type == "llama3");
+  CHECK(llama4.layers[3].kind == posemb::PositionKind::None);
+}
+
+TEST_CASE("proportional RoPE: zero pairs pass through, and it is not partial rotary",
+          "[config][models][scaled]") {
+  // syn-proportional's full layers: H 96, p 0.3 -> 14 rotating pairs, 34 zero pairs, factor 2.
+  const posemb::ProportionalParams params{0.3, 2.0};
+  const posemb::RopeSpec spec = posemb::proportional_rope_spec(96, 1e6, params);
+  REQUIRE(spec.rotary_dim == 96);
+  REQUIRE(spec.head_dim == 96);
+  REQUIRE(posemb::proportional_rotating_pairs(96, params) == 14);
+  // The partial rotary of the same fraction: int(96 * 0.3) = 28 features, exponents over 28.
+  const posemb::RopeSpec partial = posemb::linear_rope_spec(posemb::RotaryDims{96, 28}, 1e6, 2.0);
+  CHECK(spec.inv_freq[1] == Approx(std::pow(1e6, -2.0 / 96) / 2).epsilon(1e-15));
+  CHECK(partial.inv_freq[1] == Approx(std::pow(1e6, -2.0 / 28) / 2).epsilon(1e-15));
+
+  std::mt19937 rng(11);
+  std::normal_distribution<double> normal(0.0, 1.0);
+  Eigen::MatrixXd x(8, 96);  // [positions, head_dim]
+  for (Eigen::Index i = 0; i < x.size(); ++i) x.data()[i] = normal(rng);
+  for (std::int64_t p : {1, 77, 4096, 100003}) {
+    Eigen::Matrix<double, 1, 96> proportional_row = x.row(p % 8);
+    Eigen::Matrix<double, 1, 96> partial_row = x.row(p % 8);
+    posemb::apply_rope_inplace(proportional_row, p, spec);
+    posemb::apply_rope_inplace(partial_row, p, partial);
+    // Rotate-half pairs (i, i + 48): pairs 14 .. 47 have frequency 0 and stay bit-identical.
+    for (int i = 14; i < 48; ++i) {
+      CHECK(proportional_row[i] == x(p % 8, i));
+      CHECK(proportional_row[i + 48] == x(p % 8, i + 48));
+    }
+    CHECK(proportional_row[0] != x(p % 8, 0));
+    CHECK((proportional_row - partial_row).norm() > 1e-3);
+  }
+}
+
+TEST_CASE("DeepSeek-V3's softmax scale carries the YaRN m squared", "[config][models]") {
+  const auto m =
+      posemb::load_model_positions((example_configs / "deepseek_v3_mla_yarn.json").string());
+  // (qk_nope 128 + qk_rope 64)^-0.5 * (0.1 * mscale_all_dim 1 * ln 40 + 1)^2.
+  const double expected = std::pow(192.0, -0.5) * std::pow(0.1 * std::log(40.0) + 1.0, 2);
+  for (const auto& layer : m.layers) {
+    REQUIRE(layer.attention.softmax_scale);
+    CHECK(*layer.attention.softmax_scale == Approx(0.1352337788608801).epsilon(1e-15));
+    CHECK(*layer.attention.softmax_scale == Approx(expected).epsilon(1e-15));
+    CHECK(layer.head_dim == 192);
+  }
+  CHECK(m.rope_scheme().rotary_dim == 64);
+  CHECK(m.rope_scheme().pairing == posemb::Pairing::Interleaved);
+  CHECK(m.rope_spec().attention_scale == 1.0);  // mscale == mscale_all_dim
+}
+
+TEST_CASE("Llama 4's NoPE layers carry the query temperature", "[config][models]") {
+  const auto m = posemb::load_model_positions((models_dir / "llama-4-scout-17b-16e.json").string());
+  REQUIRE(m.layers[3].attention.query_temperature);
+  const posemb::QueryTemperature t = *m.layers[3].attention.query_temperature;
+  CHECK(t.factor(8190) == 1.0);
+  CHECK(t.factor(8191) == Approx(1.0693147180559945).epsilon(1e-15));
+  CHECK(t.factor(131071) == Approx(1.2833213344056216).epsilon(1e-15));
+  CHECK_FALSE(m.layers[0].attention.query_temperature);
+  CHECK(m.layers[0].attention.attention_chunk_size == 8192);
+}
+
+TEST_CASE("interleaved families score as rotate-half after permuting Wq and Wk",
+          "[config][models][permute]") {
+  std::mt19937 rng(5);
+  std::normal_distribution<double> normal(0.0, 1.0);
+  for (const char* name : {"llama-4-scout-17b-16e", "ernie-4.5-0.3b-pt", "c4ai-command-r-v01",
+                           "syn-cohere2-pattern", "syn-glm-partial-default", "gpt-j-6b"}) {
+    INFO(name);
+    const auto m = posemb::load_model_positions((models_dir / (std::string(name) + ".json")).string());
+    const posemb::RopeSpec interleaved = m.rope_spec();
+    REQUIRE(interleaved.pairing == posemb::Pairing::Interleaved);
+    posemb::RopeSpec rotate_half = interleaved;
+    rotate_half.pairing = posemb::Pairing::RotateHalf;
+    const int head_dim = m.layers[0].head_dim, n_heads = 4, n_kv_heads = 2, in = 6;
+    Eigen::MatrixXd wq(n_heads * head_dim, in), wk(n_kv_heads * head_dim, in);
+    Eigen::VectorXd xq(in), xk(in);
+    for (auto* matrix : {&wq, &wk}) {
+      for (Eigen::Index i = 0; i < matrix->size(); ++i) matrix->data()[i] = normal(rng);
+    }
+    for (Eigen::Index i = 0; i < in; ++i) {
+      xq[i] = normal(rng);
+      xk[i] = normal(rng);
+    }
+    using posemb::Pairing;
+    const Eigen::MatrixXd wq_half = posemb::permute_pairing(
+        wq, n_heads, Pairing::Interleaved, Pairing::RotateHalf, interleaved.rotary_dim);
+    const Eigen::MatrixXd wk_half = posemb::permute_pairing(
+        wk, n_kv_heads, Pairing::Interleaved, Pairing::RotateHalf, interleaved.rotary_dim);
+    for (auto [p, q] : {std::pair<std::int64_t, std::int64_t>{0, 0}, {17, 3}, {5000, 4093}}) {
+      const Eigen::VectorXd want =
+          rope_scores(wq, wk, xq, xk, n_heads, n_kv_heads, p, q, interleaved);
+      const Eigen::VectorXd got =
+          rope_scores(wq_half, wk_half, xq, xk, n_heads, n_kv_heads, p, q, rotate_half);
+      CHECK((got - want).norm() <= 1e-10 * want.norm());
+      // The other pairing without the permutation scores differently (the test can fail).
+      if (p != q) {
+        CHECK((rope_scores(wq, wk, xq, xk, n_heads, n_kv_heads, p, q, rotate_half) - want).norm() >
+              1e-6 * want.norm());
+      }
+    }
+  }
+}
+
+TEST_CASE("the shipped per-layer example configs", "[config][examples][models]") {
+  const auto gemma = posemb::load_model_positions((example_configs / "gemma3_27b_sliding_global.json").string());
+  REQUIRE(gemma.layers.size() == 62);
+  CHECK(gemma.model_type == "gemma3_text");
+  CHECK(gemma.layers[5].rope->rope_type == "linear");
+  CHECK(gemma.layers[5].rope_spec().inv_freq[1] == Approx(std::pow(1e6, -2.0 / 128) / 8).epsilon(1e-15));
+  CHECK(gemma.layers[0].rope->rope_type == "default");
+  CHECK(gemma.layers[0].attention.sliding_window == 1024);
+  CHECK(*gemma.layers[0].attention.softmax_scale == Approx(1.0 / std::sqrt(168.0)).epsilon(1e-15));
+  const auto oss = posemb::load_model_positions((example_configs / "gpt_oss_20b_sliding_yarn.json").string());
+  CHECK(oss.layers[0].attention.sliding_window == 128);
+  CHECK_FALSE(oss.layers[1].attention.sliding_window);
+  CHECK(oss.rope_scheme().rope_type == "yarn");
+  CHECK_FALSE(std::get<posemb::YarnParams>(oss.rope_scheme().params).truncate);
+  const auto llama4 = posemb::load_model_positions((example_configs / "llama4_scout_nope_chunked.json").string());
+  CHECK(llama4.layers.size() == 48);
+}
+
+TEST_CASE("per-layer config errors name the key", "[config][models][errors]") {
+  const std::string head = small_llama;
+  SECTION("layer_types of the wrong length") {
+    CHECK_THAT(error_of(head + R"(, "layer_types": ["full_attention"]})"),
+               Catch::Contains("layer_types.size() = 1") && Catch::Contains("num_hidden_layers = 4"));
+  }
+  SECTION("an unknown layer type") {
+    CHECK_THAT(error_of(head + R"(, "layer_types": ["full_attention", "banded_attention",
+                                   "full_attention", "full_attention"]})"),
+               Catch::Contains("layer_types[1] = \"banded_attention\""));
+  }
+  SECTION("a sliding window <= 0") {
+    CHECK_THAT(error_of(head + R"(, "model_type": "mistral", "sliding_window": 0})"),
+               Catch::Contains("sliding_window = 0"));
+    CHECK_THAT(error_of(head + R"(, "model_type": "gemma2", "sliding_window": -4})"),
+               Catch::Contains("sliding_window = -4"));
+  }
+  SECTION("an attention chunk <= 0") {
+    CHECK_THAT(error_of(head + R"(, "model_type": "llama4_text", "attention_chunk_size": 0})"),
+               Catch::Contains("attention_chunk_size = 0"));
+  }
+  SECTION("no_rope_layers of the wrong length or with values other than 0 and 1") {
+    CHECK_THAT(error_of(head + R"(, "model_type": "smollm3", "no_rope_layers": [1, 0, 1]})"),
+               Catch::Contains("no_rope_layers.size() = 3"));
+    CHECK_THAT(error_of(head + R"(, "model_type": "llama4_text", "no_rope_layers": [1, 2, 1, 0]})"),
+               Catch::Contains("no_rope_layers[1] = 2"));
+  }
+  SECTION("a layer index out of range") {
+    const auto m = parse(head + "}");
+    CHECK_THROWS_WITH(m.layer(4), Catch::Contains("layer = 4") && Catch::Contains("[0, 4)"));
+    CHECK_THROWS_WITH(m.layer(-1), Catch::Contains("layer = -1"));
+  }
+  SECTION("partial_rotary_factor outside (0, 1]") {
+    CHECK_THAT(error_of(head + R"(, "partial_rotary_factor": 0})"),
+               Catch::Contains("partial_rotary_factor = 0"));
+    CHECK_THAT(error_of(head + R"(, "rope_parameters": {"rope_type": "default", "partial_rotary_factor": 1.25}})"),
+               Catch::Contains("rope_parameters.partial_rotary_factor = 1.25"));
+  }
+  SECTION("a proportional factor that leaves no rotating pair") {
+    CHECK_THAT(error_of(head + R"(, "head_dim": 32, "rope_parameters": {"rope_type": "proportional",
+                                   "partial_rotary_factor": 0.05}})"),
+               Catch::Contains("partial_rotary_factor = 0.05") && Catch::Contains("rotating pair"));
+  }
+  SECTION("rope parameters per layer type must cover every layer type in use") {
+    CHECK_THAT(error_of(head + R"(, "model_type": "gemma3_text", "sliding_window": 8,
+                                   "rope_parameters": {"full_attention": {"rope_type": "default"}}})"),
+               Catch::Contains("rope_parameters.sliding_attention: missing"));
+  }
+}
+
+TEST_CASE("T5 configs: relative bias layers, encoder bidirectional, decoder causal",
+          "[config][models][t5]") {
+  const fs::path t5_dir = fs::path(POSEMB_TEST_DATA_DIR) / "t5";
+  const auto flan = posemb::load_model_positions((t5_dir / "flan_t5_base.json").string());
+  REQUIRE(flan.layers.size() == 24);
+  CHECK(flan.n_heads == 12);
+  CHECK(flan.kind() == posemb::PositionKind::RelativeBias);
+  CHECK_FALSE(flan.layers_alike());
+  for (const posemb::LayerPositions& layer : flan.layers) {
+    const bool encoder = layer.index < 12;
+    INFO("layer " << layer.index);
+    CHECK(std::string(posemb::to_string(layer.kind)) == "relative_bias");
+    CHECK(layer.stack == (encoder ? "encoder" : "decoder"));
+    REQUIRE(layer.relative_bias);
+    CHECK(layer.relative_bias->num_buckets == 32);
+    CHECK(layer.relative_bias->max_distance == 128);
+    CHECK(layer.relative_bias->bidirectional == encoder);
+    CHECK(layer.relative_bias_table_layer == (encoder ? 0 : 12));
+    CHECK(layer.head_dim == 64);
+    CHECK(layer.attention.softmax_scale == 1.0);  // T5 does not scale q·kᵀ
+    CHECK_FALSE(layer.rope);
+  }
+  // The buckets the layers carry give the edge values of modeling_t5.py.
+  const posemb::T5Buckets encoder = *flan.layers[0].relative_bias, decoder = *flan.layers[12].relative_bias;
+  CHECK(posemb::t5_relative_position_bucket(-64, encoder.num_buckets, encoder.max_distance,
+                                            encoder.bidirectional) == 14);
+  CHECK(posemb::t5_relative_position_bucket(-64, decoder.num_buckets, decoder.max_distance,
+                                            decoder.bidirectional) == 26);
+
+  const auto encoder_only = posemb::load_model_positions((t5_dir / "t5_encoder_only.json").string());
+  REQUIRE(encoder_only.layers.size() == 6);
+  CHECK(encoder_only.layers_alike());
+  CHECK(encoder_only.layers[5].relative_bias->bidirectional);
+  CHECK(encoder_only.layers[5].stack.empty());
+
+  const auto decoder_only = parse(R"({"model_type": "t5", "d_model": 64, "d_kv": 16, "num_heads": 4,
+                                      "num_layers": 3, "is_encoder_decoder": false, "is_decoder": true})");
+  REQUIRE(decoder_only.layers.size() == 3);
+  CHECK_FALSE(decoder_only.layers[2].relative_bias->bidirectional);
+  CHECK(decoder_only.layers[2].relative_bias->num_buckets == 32);  // T5Config's defaults
+  CHECK(decoder_only.layers[2].relative_bias->max_distance == 128);
+
+  // UMT5: every layer its own table.
+  const auto umt5 = posemb::load_model_positions((t5_dir / "umt5_small.json").string());
+  REQUIRE(umt5.layers.size() == 6);
+  for (const auto& layer : umt5.layers) CHECK(layer.relative_bias_table_layer == layer.index);
+}
+
+TEST_CASE("T5 config errors name the key", "[config][models][t5][errors]") {
+  const std::string head = R"({"model_type": "t5", "d_model": 64, "d_kv": 16, "num_heads": 4, "num_layers": 2)";
+  CHECK_THAT(error_of(head + R"(, "relative_attention_num_buckets": 3})"),
+             Catch::Contains("relative_attention_num_buckets = 3"));
+  CHECK_THAT(error_of(head + R"(, "relative_attention_max_distance": 8})"),
+             Catch::Contains("relative_attention_max_distance = 8"));
+  CHECK_THAT(error_of(head + R"(, "num_decoder_layers": 0})"), Catch::Contains("num_decoder_layers = 0"));
+}
