@@ -488,7 +488,9 @@ inline GgufPositions read_gguf_positions(const std::string& path,
       plan.model.layers.push_back(detail::gguf_layer(h, il, factors, plan.ropes[il]));
     }
   } catch (Error& error) {
-    throw error.add_context(path);
+    // The file's own accessors name it already.
+    if (error.context().empty() || error.context().front() != path) error.add_context(path);
+    throw;
   }
   return plan;
 }
