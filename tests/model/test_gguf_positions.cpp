@@ -196,3 +196,60 @@ TEST_CASE("the vocabulary's RoPE specs reproduce llama.cpp's frequencies on ever
     }
   }
 }
+
+TEST_CASE("llama4: NoPE every 4th layer with query temperature, chunked layers, interleaved pairs") {
+  // load_hparams for LLM_ARCH_LLAMA4: n_no_rope_layer_step 4, chunked SWA 8192 with pattern 4
+  // (il % 4 < 3); chunked layers use rope.freq_base_swa. llama_model_rope_type: NORM, and
+  // Llama4Model does not permute, so the pairs are interleaved in the HF checkpoint too.
+  const std::string path = (std::filesystem::temp_directory_path() / "posemb_llama4.gguf").string();
+  test_gguf::model_writer("llama4", 8, 8192, 512, 4)
+      .f32("llama4.rope.freq_base", 500000.0f)
+      .f32("llama4.rope.freq_base_swa", 10000.0f)
+      .write(path);
+  const posemb::GgufPositions plan = posemb::read_gguf_positions(path);
+  for (std::size_t il = 0; il < 8; ++il) {
+    CAPTURE(il);
+    const posemb::LayerPositions& layer = plan.model.layers[il];
+    const bool nope = (il + 1) % 4 == 0;
+    CHECK((layer.kind == posemb::PositionKind::None) == nope);
+    CHECK(layer.attention.query_temperature.has_value() == nope);
+    CHECK(layer.attention.attention_chunk_size == (nope ? std::nullopt : std::optional<std::int64_t>(8192)));
+    CHECK(*layer.attention.softmax_scale == Approx(1.0 / std::sqrt(128.0)));
+    if (nope) continue;
+    CHECK(layer.rope->pairing == posemb::Pairing::Interleaved);
+    CHECK(plan.ropes[il]->inv_freq[1] == Approx(std::pow(10000.0, -2.0 / 128.0)).epsilon(1e-15));
+  }
+  // With attention.sliding_window 0: no chunks, only the last layer without RoPE.
+  test_gguf::model_writer("llama4", 8, 8192, 512, 4).u32("llama4.attention.sliding_window", 0).write(path);
+  const posemb::GgufPositions full = posemb::read_gguf_positions(path);
+  for (std::size_t il = 0; il < 8; ++il) {
+    CHECK((full.model.layers[il].kind == posemb::PositionKind::None) == (il == 7));
+    CHECK_FALSE(full.model.layers[il].attention.attention_chunk_size);
+  }
+  std::filesystem::remove(path);
+}
+
+TEST_CASE("gemma3 YaRN: SWA layers keep base 10000 and scale 1, the magnitude follows the layer") {
+  // rope_yarn: magnitude get_mscale(F) / (1 + 0.1 ln F) * (1 + 0.1 ln(1 / scale)); with F = 8 a
+  // global layer gets 1 + 0.1 ln 8, an SWA layer (scale 1) get_mscale(8) / (1 + 0.1 ln 8) = 1.
+  const std::string path = (std::filesystem::temp_directory_path() / "posemb_gemma3.gguf").string();
+  test_gguf::model_writer("gemma3", 6, 131072, 2560, 8)
+      .u32("gemma3.attention.key_length", 256)
+      .u32("gemma3.attention.sliding_window", 1024)
+      .f32("gemma3.rope.freq_base", 1000000.0f)
+      .str("gemma3.rope.scaling.type", "yarn")
+      .f32("gemma3.rope.scaling.factor", 8.0f)
+      .u32("gemma3.rope.scaling.original_context_length", 16384)
+      .write(path);
+  const posemb::GgufPositions plan = posemb::read_gguf_positions(path);
+  CHECK(plan.ropes[0]->attention_scale == Approx(1.0).epsilon(1e-15));
+  CHECK(plan.ropes[5]->attention_scale == Approx(1.0 + 0.1 * std::log(8.0)).epsilon(1e-15));
+  CHECK(plan.ropes[0]->inv_freq[1] == Approx(std::pow(10000.0, -2.0 / 256.0)).epsilon(1e-15));
+  // The global layer's slowest pair is fully interpolated (ramp 1): base^(-254/256) / 8.
+  CHECK(plan.ropes[5]->inv_freq[127] == Approx(std::pow(1e6, -254.0 / 256.0) / 8.0).epsilon(1e-14));
+  CHECK(plan.ropes[5]->inv_freq[0] == 1.0);  // the fastest pair is kept
+  CHECK(plan.model.layers[0].attention.sliding_window == 1024);
+  CHECK_FALSE(plan.model.layers[5].attention.sliding_window);
+  CHECK(*plan.model.layers[5].attention.softmax_scale == Approx(1.0 / 16.0));
+  std::filesystem::remove(path);
+}
