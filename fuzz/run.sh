@@ -15,11 +15,11 @@ cxx="${POSEMB_FUZZ_CXX:-clang++-14}"
 cmake -S . -B "$build" -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DPOSEMB_BUILD_FUZZ=ON -DPOSEMB_BUILD_TESTS=OFF -DPOSEMB_BUILD_EXAMPLES=OFF \
   -DPOSEMB_BUILD_TOOLS=OFF >/dev/null
-cmake --build "$build" --target fuzz_npy fuzz_config -j2
+cmake --build "$build" --target fuzz_npy fuzz_config fuzz_gguf fuzz_safetensors -j2
 
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-for target in npy config; do
+for target in npy config gguf safetensors; do
   # New inputs go to a scratch corpus under build/; the seeds in fuzz/corpus are only read.
   work="$build/fuzz/corpus-$target"
   mkdir -p "$work"

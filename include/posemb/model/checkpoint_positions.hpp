@@ -1,0 +1,85 @@
+// The positional tensors of a safetensors checkpoint, found by the names HuggingFace's models
+// give them, with or without the model prefix:
+//   learned tables [positions, d]:  GPT-2 `wpe.weight`; OPT `decoder.embed_positions.weight`
+//                  (row p + 2 holds position p: OPTLearnedPositionalEmbedding's offset);
+//                  BERT `embeddings.position_embeddings.weight`; RoBERTa the same, rows from
+//                  padding_idx + 1 = 2 (create_position_ids_from_input_ids)
+//   T5 relative bias [num_buckets, heads]: `{encoder|decoder}.block.{b}.layer.0.SelfAttention.
+//                  relative_attention_bias.weight` (block 0 in T5 / mT5, every block in UMT5)
+//   rope_freqs:    `rope_freqs.weight` [rotary_dim / 2], Llama-3-style divisors
+// Missing tensors are posemb::Error naming the checkpoint and every name tried.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "posemb/error.hpp"
+#include "posemb/io/safetensors.hpp"
+
+namespace posemb {
+
+// A learned position table and the row of position 0.
+struct CheckpointPositionTable {
+  RowMatrixXf table;  // [rows, d]
+  std::string tensor_name;
+  std::int64_t offset = 0;  // position p is row p + offset
+};
+
+// The first of `names` the checkpoint holds, each tried bare and with each prefix.
+inline std::string find_checkpoint_tensor(const SafetensorsCheckpoint& weights,
+                                          const std::vector<std::string>& prefixes,
+                                          const std::vector<std::string>& names,
+                                          const std::string& what) {
+  std::string tried;
+  for (const std::string& name : names) {
+    for (const std::string& prefix : prefixes) {
+      if (weights.contains(prefix + name)) return prefix + name;
+      tried += (tried.empty() ? "" : ", ") + prefix + name;
+    }
+  }
+  throw Error(what, ": no tensor named " + tried).add_context(weights.path());
+}
+
+// model_type: gpt2, opt, bert or roberta (and xlm-roberta).
+inline CheckpointPositionTable learned_position_table(const SafetensorsCheckpoint& weights,
+                                                      const std::string& model_type) {
+  CheckpointPositionTable out;
+  if (model_type == "gpt2") {
+    out.tensor_name = find_checkpoint_tensor(weights, {"", "transformer."}, {"wpe.weight"},
+                                             "position table");
+  } else if (model_type == "opt") {
+    out.tensor_name = find_checkpoint_tensor(weights, {"model.", ""},
+                                             {"decoder.embed_positions.weight"}, "position table");
+    out.offset = 2;
+  } else if (model_type == "bert" || model_type == "roberta" || model_type == "xlm-roberta") {
+    const std::string family = model_type == "bert" ? "bert." : "roberta.";
+    out.tensor_name = find_checkpoint_tensor(weights, {family, ""},
+                                             {"embeddings.position_embeddings.weight"},
+                                             "position table");
+    out.offset = model_type == "bert" ? 0 : 2;
+  } else {
+    fail("model_type", "\"" + model_type + "\"", "expected gpt2, opt, bert, roberta or xlm-roberta");
+  }
+  out.table = weights.matrix(out.tensor_name);
+  return out;
+}
+
+// T5's relative-bias table of `block` in the encoder or decoder: [num_buckets, heads].
+inline RowMatrixXf t5_relative_bias_table(const SafetensorsCheckpoint& weights, bool decoder,
+                                          int block = 0) {
+  const std::string name = std::string(decoder ? "decoder" : "encoder") + ".block." +
+                           std::to_string(block) +
+                           ".layer.0.SelfAttention.relative_attention_bias.weight";
+  return weights.matrix(find_checkpoint_tensor(weights, {"", "transformer."}, {name},
+                                               "relative_attention_bias"));
+}
+
+// A checkpoint's rope_freqs divisors, [rotary_dim / 2].
+inline std::vector<double> checkpoint_rope_freqs(const SafetensorsCheckpoint& weights) {
+  const RowMatrixXf freqs =
+      weights.matrix(find_checkpoint_tensor(weights, {"", "model."}, {"rope_freqs.weight"}, "rope_freqs"));
+  return std::vector<double>(freqs.data(), freqs.data() + freqs.size());
+}
+
+}  // namespace posemb

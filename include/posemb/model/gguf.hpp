@@ -1,0 +1,506 @@
+// A GGUF model file -> what every layer does with positions when llama.cpp runs it: the same
+// ModelPositions vocabulary as a config.json (config.hpp), with llama.cpp's run-time semantics
+// (tests/data/gguf/README.md states the rules in full; `src/` below is llama.cpp, `ggml/src/`
+// its ggml, as of December 2025):
+//   hparams:     llama_model::load_hparams (src/llama-model.cpp) with the keys of
+//                src/llama-arch.cpp (LLM_KV_*), through llama_model_loader::get_key
+//   base, scale: llama_model::get_rope_freq_base / get_rope_freq_scale (SWA layers have their
+//                own), scaling type `none` forcing the scale to 1 (llama_context::llama_context,
+//                src/llama-context.cpp)
+//   factors:     llama_model::get_rope_factors: `rope_freqs`, or LongRoPE's long/short tensor
+//                chosen once by the context size per sequence
+//   YaRN:        ext_factor 1 for scaling type yarn; the ramp of ggml_rope_yarn_corr_dims
+//                (ggml/src/ggml.c) and the magnitude of rope_yarn (ggml/src/ggml-cpu/ops.cpp)
+//                with yarn_attn_factor as llama_context::llama_context sets it
+//   pairing:     llama_model_rope_type (src/llama-model.cpp), reported in the order of the HF
+//                checkpoint the converter read (convert_hf_to_gguf.py permutes arch `llama`'s
+//                q/k rows, so its NORM rotation is HF's rotate_half)
+//   attention:   each arch's graph builder (src/models/*.cpp) kq_scale; SWA / chunked layers of
+//                llama_hparams::set_swa_pattern; Llama 4's NoPE layers and query temperature
+//
+// Only the metadata and the three rope tensors are read (io/gguf_file.hpp maps the file), so a
+// 100 GB model costs a few kilobytes of I/O. A file llama.cpp's loader would refuse (unknown
+// architecture, missing or wrongly typed key, bad rope tensor) is a posemb::Error naming the file
+// and the key.
+#pragma once
+
+#include <Eigen/Core>
+#include <cmath>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "posemb/error.hpp"
+#include "posemb/io/gguf_file.hpp"
+#include "posemb/model/config.hpp"
+
+namespace posemb {
+
+// ggml's rotation modes (ggml.h GGML_ROPE_TYPE_*): NORM rotates features (2i, 2i+1) of the GGUF
+// tensor, NEOX and MROPE (i, i + n_rot/2).
+enum class GgufRopeMode { Norm, Neox, Mrope };
+
+inline const char* to_string(GgufRopeMode mode) {
+  return mode == GgufRopeMode::Norm ? "norm" : mode == GgufRopeMode::Neox ? "neox" : "mrope";
+}
+
+// The hyperparameters llama.cpp reads for positions (llama_hparams, src/llama-hparams.h).
+struct GgufHparams {
+  std::string arch;
+  std::int64_t n_layer = 0, n_ctx_train = 0, n_embd = 0;
+  std::vector<std::int64_t> n_head;  // [n_layer]
+  std::int64_t head_dim = 0;         // n_embd_head_k
+  std::int64_t n_rot = 0;
+  double freq_base = 10000.0, freq_scale = 1.0;          // every non-SWA layer
+  double freq_base_swa = 10000.0, freq_scale_swa = 1.0;  // SWA / chunked layers
+  std::string scaling_type = "linear";                   // none, linear, yarn, longrope
+  std::int64_t n_ctx_orig = 0;                           // n_ctx_orig_yarn
+  double attn_factor = 1.0;                              // rope.scaling.attn_factor
+  std::int64_t n_swa = 0;                                // 0: no SWA layers
+  std::vector<bool> swa_layers;                          // [n_layer]
+  std::vector<bool> rope_layers;                         // [n_layer]; false: NoPE
+  std::optional<std::vector<std::int64_t>> sections;     // rope.dimension_sections
+  GgufRopeMode rope_mode = GgufRopeMode::Norm;
+  bool permuted = false;  // the converter reordered q/k rows into NORM order (arch llama)
+};
+
+// One layer's rotation as llama.cpp computes it (README §3), and the name posemb gives its kind.
+struct GgufLayerRope {
+  std::string rope_type;   // "yarn", "longrope", "llama3", "linear" or "default"
+  Eigen::VectorXd inv_freq;  // [n_rot / 2]
+  double attention_scale = 1.0;
+};
+
+// A GGUF's positional plan: the vocabulary (model) plus what only a GGUF has.
+struct GgufPositions {
+  GgufHparams hparams;
+  std::int64_t n_ctx_seq = 0;  // the context size per sequence the plan is for
+  std::vector<std::optional<GgufLayerRope>> ropes;  // [n_layer]; nullopt on NoPE layers
+  ModelPositions model;
+};
+
+namespace detail {
+
+// The architectures posemb knows, with llama_model_rope_type's mode and the converter's order.
+inline bool gguf_arch_mode(const std::string& arch, GgufRopeMode& mode, bool& permuted) {
+  permuted = arch == "llama";
+  if (arch == "llama" || arch == "llama4" || arch == "glm4") {
+    mode = GgufRopeMode::Norm;
+  } else if (arch == "qwen2vl") {
+    mode = GgufRopeMode::Mrope;
+  } else if (arch == "qwen2" || arch == "qwen3" || arch == "qwen3moe" || arch == "phi3" ||
+             arch == "gemma3" || arch == "gptneox") {
+    mode = GgufRopeMode::Neox;
+  } else {
+    return false;
+  }
+  return true;
+}
+
+inline std::int64_t gguf_required(const GgufFile& file, const std::string& key) {
+  const std::optional<std::uint32_t> value = file.uint32(key);
+  if (!value) throw Error(key, ": missing; required by llama.cpp's loader");
+  return *value;
+}
+
+// {arch}.attention.head_count: a UINT32, or an array of one integer per layer.
+inline std::vector<std::int64_t> gguf_head_counts(const GgufFile& file, const std::string& key,
+                                                  std::int64_t n_layer) {
+  const GgufValue* value = file.find(key);
+  if (value == nullptr) throw Error(key, ": missing; required by llama.cpp's loader");
+  std::vector<std::int64_t> heads;
+  if (value->type == GgufType::Array) {
+    heads = *file.integers(key);
+    if (static_cast<std::int64_t>(heads.size()) != n_layer) {
+      fail(key + ".size()", heads.size(), "expected block_count = " + std::to_string(n_layer));
+    }
+  } else {
+    heads.assign(static_cast<std::size_t>(n_layer), *file.uint32(key));
+  }
+  if (heads.empty() || heads[0] <= 0) fail(key, heads.empty() ? 0 : heads[0], "expected > 0");
+  return heads;
+}
+
+// ggml's scale 1 / factor, factor from rope.scaling.factor else rope.scale_linear; 0 or absent: 1.
+inline double gguf_freq_scale(const GgufFile& file, const std::string& prefix) {
+  std::optional<double> factor = file.float32(prefix + "rope.scaling.factor");
+  std::string key = prefix + "rope.scaling.factor";
+  if (!factor) {
+    key = prefix + "rope.scale_linear";
+    factor = file.float32(key);
+  }
+  if (!factor || *factor == 0.0) return 1.0;
+  require_positive_finite(key, *factor);
+  return 1.0 / *factor;
+}
+
+// n_rot: even, in (0, head_dim], = head_dim where llama.cpp's loader demands it.
+inline void check_gguf_rot(const GgufHparams& h, const std::string& key) {
+  if (h.n_rot <= 0 || h.n_rot % 2 != 0 || h.n_rot > h.head_dim) {
+    fail(key, h.n_rot, "expected an even number in [2, head_dim = " + std::to_string(h.head_dim) + "]");
+  }
+  if ((h.arch == "llama" || h.arch == "llama4" || h.arch == "qwen2vl") && h.n_rot != h.head_dim) {
+    fail(key, h.n_rot, "expected head_dim = " + std::to_string(h.head_dim) + " for " + h.arch);
+  }
+}
+
+// rope.dimension_sections: 1..4 integers >= 0 summing to 1 .. n_rot/2.
+inline std::optional<std::vector<std::int64_t>> gguf_sections(const GgufFile& file,
+                                                              const GgufHparams& h,
+                                                              const std::string& key) {
+  std::optional<std::vector<std::int64_t>> sections = file.integers(key);
+  if (!sections) {
+    if (h.arch == "qwen2vl") throw Error(key, ": missing; required by llama.cpp's loader");
+    return sections;
+  }
+  std::int64_t sum = 0;
+  for (const std::int64_t s : *sections) {
+    if (s < 0 || s > h.n_rot) fail(key, s, "expected sections in [0, n_rot / 2]");
+    sum += s;
+  }
+  if (sections->empty() || sections->size() > 4 || sum < 1 || sum > h.n_rot / 2) {
+    fail(key, std::to_string(sections->size()) + " sections summing to " + std::to_string(sum),
+         "expected 1 to 4 sections summing to 1 .. n_rot / 2 = " + std::to_string(h.n_rot / 2));
+  }
+  if (sections->size() == 4 && (*sections)[3] != 0) {
+    fail(key + "[3]", (*sections)[3], "expected 0 (a fourth, vision section is not supported)");
+  }
+  return sections;
+}
+
+// The plan's size is bounded (a hostile block_count or key_length must not allocate gigabytes):
+// Llama 3.1 405B has 126 layers of 64 pairs.
+constexpr std::int64_t max_gguf_layers = 65536;
+constexpr std::int64_t max_gguf_plan_pairs = std::int64_t(1) << 22;
+
+// Model-wide sizes: block_count, context_length, embedding_length, head counts, head_dim, n_rot.
+inline void read_gguf_sizes(const GgufFile& file, GgufHparams& h) {
+  const std::string p = h.arch + ".";
+  h.n_layer = gguf_required(file, p + "block_count");
+  if (h.n_layer < 1 || h.n_layer > max_gguf_layers) {
+    fail(p + "block_count", h.n_layer, "expected 1 .. " + std::to_string(max_gguf_layers));
+  }
+  h.n_ctx_train = gguf_required(file, p + "context_length");
+  require_positive(p + "context_length", h.n_ctx_train);
+  h.n_embd = gguf_required(file, p + "embedding_length");
+  require_positive(p + "embedding_length", h.n_embd);
+  h.n_head = gguf_head_counts(file, p + "attention.head_count", h.n_layer);
+  const std::optional<std::uint32_t> key_length = file.uint32(p + "attention.key_length");
+  h.head_dim = key_length ? *key_length : h.n_embd / h.n_head[0];
+  require_positive(key_length ? p + "attention.key_length" : p + "embedding_length / head_count",
+                   h.head_dim);
+  const std::optional<std::uint32_t> n_rot = file.uint32(p + "rope.dimension_count");
+  h.n_rot = n_rot ? *n_rot : h.head_dim;
+  check_gguf_rot(h, p + "rope.dimension_count");
+  if (h.n_layer * (h.n_rot / 2) > max_gguf_plan_pairs) {
+    fail(p + "block_count", h.n_layer,
+         "expected block_count * n_rot / 2 <= " + std::to_string(max_gguf_plan_pairs) +
+             " (n_rot = " + std::to_string(h.n_rot) + ")");
+  }
+}
+
+// Base, scale, scaling type, original context and attention factor (load_hparams).
+inline void read_gguf_rope_scaling(const GgufFile& file, GgufHparams& h) {
+  const std::string p = h.arch + ".";
+  if (auto base = file.float32(p + "rope.freq_base")) h.freq_base = *base;
+  require_positive_finite(p + "rope.freq_base", h.freq_base);
+  h.freq_scale = gguf_freq_scale(file, p);
+  if (auto type = file.string(p + "rope.scaling.type")) {
+    if (*type != "none" && *type != "linear" && *type != "yarn" && *type != "longrope") {
+      fail(p + "rope.scaling.type", "\"" + *type + "\"", "expected none, linear, yarn or longrope");
+    }
+    h.scaling_type = *type;
+  }
+  if (h.scaling_type == "none") h.freq_scale = 1.0;  // llama_context::llama_context
+  const std::optional<std::uint32_t> orig = file.uint32(p + "rope.scaling.original_context_length");
+  h.n_ctx_orig = orig && *orig != 0 ? *orig : h.n_ctx_train;
+  if (auto attn = file.float32(p + "rope.scaling.attn_factor")) h.attn_factor = *attn;
+  require_positive_finite(p + "rope.scaling.attn_factor", h.attn_factor);
+  // SWA layers default to the global values (gemma3: base 10000 and scale 1, below).
+  h.freq_base_swa = h.freq_base;
+  h.freq_scale_swa = h.freq_scale;
+  if (auto base = file.float32(p + "rope.freq_base_swa")) h.freq_base_swa = *base;
+  require_positive_finite(p + "rope.freq_base_swa", h.freq_base_swa);
+}
+
+// SWA / chunked / NoPE layers (load_hparams, llama_hparams::set_swa_pattern: layer il is SWA iff
+// il % P < P - 1).
+inline void read_gguf_layer_pattern(const GgufFile& file, GgufHparams& h) {
+  const std::string p = h.arch + ".";
+  const auto n = static_cast<std::size_t>(h.n_layer);
+  h.swa_layers.assign(n, false);
+  h.rope_layers.assign(n, true);
+  const std::optional<std::uint32_t> window = file.uint32(p + "attention.sliding_window");
+  const std::optional<std::uint32_t> pattern = file.uint32(p + "attention.sliding_window_pattern");
+  if (pattern && *pattern == 0) fail(p + "attention.sliding_window_pattern", 0, "expected > 0");
+  std::int64_t period = 0, nope_step = 0;
+  if (h.arch == "gemma3" && window && *window > 0) {
+    h.n_swa = *window;
+    period = pattern ? *pattern : 6;
+    h.freq_base_swa = file.float32(p + "rope.freq_base_swa").value_or(10000.0);
+    h.freq_scale_swa = 1.0;
+  } else if (h.arch == "llama4") {
+    const bool no_chunks = window && *window == 0;
+    nope_step = no_chunks ? h.n_layer : 4;
+    if (!no_chunks) {
+      h.n_swa = 8192;  // hard-coded chunk
+      period = pattern ? *pattern : 4;
+    }
+  }
+  for (std::size_t il = 0; il < n; ++il) {
+    const auto layer = static_cast<std::int64_t>(il);
+    h.swa_layers[il] = period > 0 && layer % period < period - 1;
+    h.rope_layers[il] = nope_step == 0 || (layer + 1) % nope_step != 0;
+  }
+}
+
+inline GgufHparams read_gguf_hparams(const GgufFile& file) {
+  GgufHparams h;
+  const std::optional<std::string> arch = file.string("general.architecture");
+  if (!arch) throw Error("general.architecture", ": missing; required by llama.cpp's loader");
+  h.arch = *arch;
+  if (!gguf_arch_mode(h.arch, h.rope_mode, h.permuted)) {
+    fail("general.architecture", "\"" + h.arch + "\"",
+         "expected one of llama, llama4, qwen2, qwen3, qwen3moe, qwen2vl, glm4, phi3, gemma3, "
+         "gptneox");
+  }
+  read_gguf_sizes(file, h);
+  read_gguf_rope_scaling(file, h);
+  read_gguf_layer_pattern(file, h);
+  h.sections = gguf_sections(file, h, h.arch + ".rope.dimension_sections");
+  if (h.arch == "glm4" && h.sections) h.rope_mode = GgufRopeMode::Mrope;
+  return h;
+}
+
+// A rope tensor: F32 of shape [n_rot / 2], every factor finite and > 0.
+inline std::optional<std::vector<double>> gguf_rope_tensor(const GgufFile& file,
+                                                           const GgufHparams& h,
+                                                           const std::string& name) {
+  const GgufTensorInfo* info = file.find_tensor(name);
+  if (info == nullptr) return std::nullopt;
+  if (info->ggml_type != 0 || info->n_dims != 1 || info->ne[0] != std::uint64_t(h.n_rot / 2)) {
+    fail(name, "type " + std::to_string(info->ggml_type) + " with " +
+                   std::to_string(info->n_dims) + " dims, ne[0] = " + std::to_string(info->ne[0]),
+         "expected F32 (0) of shape [n_rot / 2 = " + std::to_string(h.n_rot / 2) + "]");
+  }
+  const std::vector<float> data = *file.f32_tensor(name);
+  std::vector<double> factors(data.begin(), data.end());
+  for (std::size_t i = 0; i < factors.size(); ++i) {
+    require_positive_finite(name + "[" + std::to_string(i) + "]", factors[i]);
+  }
+  return factors;
+}
+
+// The factors ff_i every RoPE layer divides its frequencies by (llama_model::get_rope_factors),
+// and the rope_type they give: `rope_freqs` ("llama3") for llama (unless the scaling type is
+// longrope) and llama4; LongRoPE's long tensor when n_ctx_seq > n_ctx_orig, else the short one
+// ("longrope"), for phi3 and llama with type longrope.
+inline std::optional<std::pair<std::string, std::vector<double>>> gguf_rope_factors(
+    const GgufFile& file, const GgufHparams& h, std::int64_t n_ctx_seq) {
+  const bool longrope = h.arch == "phi3" || (h.arch == "llama" && h.scaling_type == "longrope");
+  std::string name;
+  if (longrope) {
+    name = n_ctx_seq > h.n_ctx_orig ? "rope_factors_long.weight" : "rope_factors_short.weight";
+  } else if (h.arch == "llama" || h.arch == "llama4") {
+    name = "rope_freqs.weight";
+  } else {
+    return std::nullopt;
+  }
+  std::optional<std::vector<double>> factors = gguf_rope_tensor(file, h, name);
+  if (!factors) return std::nullopt;
+  return std::make_pair(std::string(longrope ? "longrope" : "llama3"), std::move(*factors));
+}
+
+// YaRN's correction range [lo, hi] in pairs (ggml_rope_yarn_corr_dims, ggml/src/ggml.c) with
+// llama.cpp's beta_fast 32 and beta_slow 1: c(beta) = n_rot ln(n_ctx_orig / (2 pi beta)) /
+// (2 ln base), lo = max(0, floor(c(32))), hi = min(n_rot - 1, ceil(c(1))).
+inline std::pair<double, double> gguf_yarn_corr_dims(std::int64_t n_rot, std::int64_t n_ctx_orig,
+                                                     double base) {
+  const auto corr_dim = [&](double beta) {
+    return static_cast<double>(n_rot) *
+           std::log(static_cast<double>(n_ctx_orig) / (two_pi * beta)) / (2.0 * std::log(base));
+  };
+  return {std::max(0.0, std::floor(corr_dim(32.0))),
+          std::min(static_cast<double>(n_rot - 1), std::ceil(corr_dim(1.0)))};
+}
+
+// One RoPE layer's frequencies and magnitude, in float64 (ggml_rope_cache_init + rope_yarn,
+// ggml/src/ggml-cpu/ops.cpp):
+//   extrap_i = base^(-2i/n_rot) / ff_i,  interp_i = scale * extrap_i
+//   ext_factor 0: inv_i = interp_i
+//   ext_factor 1 (yarn): ramp_i = 1 - clamp((i - lo) / max(0.001, hi - lo), 0, 1),
+//                        inv_i = interp_i (1 - ramp_i) + extrap_i ramp_i
+// Magnitude: rope.scaling.attn_factor, and for yarn get_mscale(F) / (1 + 0.1 ln F) times
+// (1 + 0.1 ln(1 / scale)), F = 1 / the global scale (yarn_attn_factor, llama_context).
+inline GgufLayerRope gguf_layer_rope(const GgufHparams& h, double base, double scale,
+                                     const std::vector<double>* factors, std::string rope_type) {
+  const bool yarn = h.scaling_type == "yarn";
+  const auto [lo, hi] = gguf_yarn_corr_dims(h.n_rot, h.n_ctx_orig, base);
+  GgufLayerRope rope{std::move(rope_type), Eigen::VectorXd(h.n_rot / 2), h.attn_factor};
+  for (Eigen::Index i = 0; i < rope.inv_freq.size(); ++i) {
+    const double ff = factors != nullptr ? (*factors)[static_cast<std::size_t>(i)] : 1.0;
+    const double extrap = std::pow(base, -2.0 * static_cast<double>(i) / static_cast<double>(h.n_rot)) / ff;
+    const double interp = scale * extrap;
+    const double ramp =
+        yarn ? 1.0 - std::clamp((static_cast<double>(i) - lo) / std::max(0.001, hi - lo), 0.0, 1.0)
+             : 0.0;
+    rope.inv_freq[i] = interp * (1.0 - ramp) + extrap * ramp;
+    require_positive_finite("inv_freq[" + std::to_string(i) + "]", rope.inv_freq[i]);
+  }
+  if (yarn) {
+    const double F = 1.0 / h.freq_scale;
+    const double mscale = F <= 1.0 ? 1.0 : 0.1 * std::log(F) + 1.0;
+    rope.attention_scale *= mscale / (1.0 + 0.1 * std::log(F)) * (1.0 + 0.1 * std::log(1.0 / scale));
+    require_positive_finite(h.arch + ".rope.scaling.factor (YaRN magnitude)", rope.attention_scale);
+  }
+  return rope;
+}
+
+// The layer's rotation as a RopeScheme of the vocabulary, reproducing rope.inv_freq and
+// rope.attention_scale: "default" or "linear" when that is all it is; "yarn" (beta 32/1, floored
+// range, the magnitude given) when no factors apply and the range is ordered; otherwise per-pair
+// divisors default_i / inv_i in a "longrope" scheme whose short and long lists are equal.
+inline RopeScheme gguf_rope_scheme(const GgufHparams& h, double base, double scale,
+                                   bool has_factors, const GgufLayerRope& rope) {
+  RopeScheme scheme;
+  scheme.theta = base;
+  scheme.head_dim = static_cast<int>(h.head_dim);
+  scheme.rotary_dim = static_cast<int>(h.n_rot);
+  scheme.pairing = h.rope_mode == GgufRopeMode::Norm && !h.permuted ? Pairing::Interleaved
+                                                                     : Pairing::RotateHalf;
+  if (h.sections) {
+    const std::vector<std::int64_t>& s = *h.sections;
+    const auto at = [&](std::size_t k) { return k < s.size() ? static_cast<int>(s[k]) : 0; };
+    scheme.mrope_section = MropeSections{at(0), at(1), at(2)};
+  }
+  const bool yarn = h.scaling_type == "yarn";
+  const auto [lo, hi] = gguf_yarn_corr_dims(h.n_rot, h.n_ctx_orig, base);
+  if (!has_factors && !yarn && rope.attention_scale == 1.0) {
+    scheme.rope_type = scale == 1.0 ? "default" : "linear";
+    if (scale != 1.0) scheme.params = LinearRopeParams{1.0 / scale};
+  } else if (!has_factors && yarn && lo <= hi && base != 1.0) {
+    YarnParams yarn_params;
+    yarn_params.factor = 1.0 / scale;
+    yarn_params.original_max_position_embeddings = h.n_ctx_orig;
+    yarn_params.attention_factor = rope.attention_scale;
+    scheme.rope_type = "yarn";
+    scheme.params = yarn_params;
+  } else {
+    const Eigen::VectorXd plain = default_inv_freq(scheme.rotary_dim, base);
+    LongRopeParams divisors;
+    for (Eigen::Index i = 0; i < plain.size(); ++i) {
+      divisors.short_factor.push_back(plain[i] / rope.inv_freq[i]);
+    }
+    divisors.long_factor = divisors.short_factor;
+    divisors.original_max_position_embeddings = h.n_ctx_orig;
+    divisors.attention_factor = rope.attention_scale;
+    scheme.rope_type = "longrope";
+    scheme.params = divisors;
+  }
+  return scheme;
+}
+
+// kq_scale of the arch's graph builder: head_dim^-0.5; gemma3 (src/models/gemma3.cpp): the 27B
+// (62 layers) uses (n_embd / n_head)^-0.5, the others f_attention_scale = key_length^-0.5.
+inline double gguf_softmax_scale(const GgufHparams& h) {
+  if (h.arch == "gemma3" && h.n_layer == 62) {
+    return 1.0 / std::sqrt(static_cast<double>(h.n_embd / h.n_head[0]));
+  }
+  return 1.0 / std::sqrt(static_cast<double>(h.head_dim));
+}
+
+// Layer il: kind, window or chunk, query temperature, and its RoPE (base and scale per
+// llama_model::get_rope_freq_base / get_rope_freq_scale).
+inline LayerPositions gguf_layer(const GgufHparams& h, std::size_t il,
+                                 const std::optional<std::pair<std::string, std::vector<double>>>& factors,
+                                 std::optional<GgufLayerRope>& rope) {
+  LayerPositions layer;
+  layer.index = static_cast<int>(il);
+  layer.head_dim = static_cast<int>(h.head_dim);
+  layer.attention.softmax_scale = gguf_softmax_scale(h);
+  const bool swa = h.swa_layers[il];
+  if (swa && h.arch == "llama4") {
+    layer.layer_type = "chunked_attention";
+    layer.attention.attention_chunk_size = h.n_swa;
+  } else if (swa) {
+    layer.layer_type = "sliding_attention";
+    layer.attention.sliding_window = h.n_swa;
+  }
+  if (!h.rope_layers[il]) {
+    layer.kind = PositionKind::None;
+    layer.attention.query_temperature = QueryTemperature{8192.0, 0.1};  // build_inp_attn_scale
+    return layer;
+  }
+  const double base = swa ? h.freq_base_swa : h.freq_base;
+  const double scale = swa ? h.freq_scale_swa : h.freq_scale;
+  const std::string rope_type = h.scaling_type == "yarn" ? "yarn"
+                                : factors             ? factors->first
+                                : scale != 1.0        ? "linear"
+                                                      : "default";
+  rope = gguf_layer_rope(h, base, scale, factors ? &factors->second : nullptr, rope_type);
+  layer.rope = gguf_rope_scheme(h, base, scale, factors.has_value(), *rope);
+  return layer;
+}
+
+// {arch}.attention.head_count_kv when it is a UINT32 or an integer array (layer 0's), else
+// the head count.
+inline int gguf_kv_heads(const GgufFile& file, const GgufHparams& h) {
+  const std::string key = h.arch + ".attention.head_count_kv";
+  const GgufValue* value = file.find(key);
+  if (value != nullptr && value->type == GgufType::Uint32) {
+    return static_cast<int>(value->unsigned_value);
+  }
+  if (value != nullptr && value->type == GgufType::Array && gguf_integer_type(value->element_type) &&
+      value->count > 0) {
+    return static_cast<int>(file.integers(key)->front());
+  }
+  return static_cast<int>(h.n_head[0]);
+}
+
+}  // namespace detail
+
+// The positional plan of a GGUF model as llama.cpp runs it with a context of n_ctx_seq tokens per
+// sequence (nullopt: {arch}.context_length, llama.cpp's n_ctx = 0); n_ctx_seq only changes
+// LongRoPE's choice of factors. Throws posemb::Error naming the file and the key.
+//
+// Example:
+//   const posemb::GgufPositions plan = posemb::read_gguf_positions("model.gguf");
+//   plan.ropes[0]->inv_freq;              // what ggml rotates layer 0 with
+//   plan.model.layers[0].rope_spec();     // the same as a RopeSpec
+inline GgufPositions read_gguf_positions(const std::string& path,
+                                         std::optional<std::int64_t> n_ctx_seq = std::nullopt) {
+  const GgufFile file(path);
+  GgufPositions plan;
+  try {
+    if (n_ctx_seq) require_positive("seq_len", *n_ctx_seq);
+    plan.hparams = detail::read_gguf_hparams(file);
+    const GgufHparams& h = plan.hparams;
+    plan.n_ctx_seq = n_ctx_seq.value_or(h.n_ctx_train);
+    const auto factors = detail::gguf_rope_factors(file, h, plan.n_ctx_seq);
+    plan.model.model_type = h.arch;
+    plan.model.n_heads = static_cast<int>(h.n_head[0]);
+    plan.model.n_kv_heads = detail::gguf_kv_heads(file, h);
+    plan.model.max_position_embeddings = h.n_ctx_train;
+    plan.ropes.resize(static_cast<std::size_t>(h.n_layer));
+    for (std::size_t il = 0; il < plan.ropes.size(); ++il) {
+      plan.model.layers.push_back(detail::gguf_layer(h, il, factors, plan.ropes[il]));
+    }
+  } catch (Error& error) {
+    // The file's own accessors name it already.
+    if (error.context().empty() || error.context().front() != path) error.add_context(path);
+    throw;
+  }
+  return plan;
+}
+
+// The plan's ModelPositions alone: the same vocabulary load_model_positions gives for a
+// config.json, with pairing in the HF checkpoint's order (GgufPositions::hparams.rope_mode is
+// the order of the GGUF's own tensors).
+inline ModelPositions load_gguf_positions(const std::string& path,
+                                          std::optional<std::int64_t> n_ctx_seq = std::nullopt) {
+  return read_gguf_positions(path, n_ctx_seq).model;
+}
+
+}  // namespace posemb

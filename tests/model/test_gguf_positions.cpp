@@ -1,0 +1,255 @@
+// Tests for gguf.hpp, layer_plan.hpp and diff.hpp: every public case of tests/data/gguf exactly
+// as its README's pass criterion states (per-layer objects against expected.json, computed by
+// an independent float64 reference from llama.cpp's code; the (layer, field) set of each diff;
+// the errors of malformed files), and properties of llama.cpp's semantics on GGUF files the
+// tests write (gguf_writer.hpp) for the architectures no public case covers.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "io/gguf_writer.hpp"
+#include "posemb/model/diff.hpp"
+#include "posemb/model/gguf.hpp"
+#include "posemb/model/layer_plan.hpp"
+
+using nlohmann::json;
+using test_gguf::GgufWriter;
+
+namespace {
+
+const std::string data_dir = std::string(POSEMB_TEST_DATA_DIR) + "/gguf/";
+
+json read_json(const std::string& path) {
+  std::ifstream in(path);
+  REQUIRE(in);
+  return json::parse(in);
+}
+
+std::vector<std::string> case_names() {
+  std::vector<std::string> names;
+  for (const auto& entry : std::filesystem::directory_iterator(data_dir)) {
+    if (entry.is_directory()) names.push_back(entry.path().filename().string());
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+// "--layer I", "--seq-len N" of a case's args.
+std::pair<int, std::optional<std::int64_t>> parse_args(const json& args) {
+  int layer = 0;
+  std::optional<std::int64_t> seq_len;
+  for (std::size_t k = 0; k + 1 < args.size(); k += 2) {
+    const std::string flag = args[k].get<std::string>();
+    const std::string value = args[k + 1].get<std::string>();
+    if (flag == "--layer") layer = std::stoi(value);
+    if (flag == "--seq-len") seq_len = std::stoll(value);
+  }
+  return {layer, seq_len};
+}
+
+bool relative_close(double got, double expected) {
+  return std::abs(got - expected) <= 1e-6 * std::abs(expected);
+}
+
+// The README's pass criterion for one object: ints, strings, lists, nulls exact; the scales and
+// the temperature within 1e-6 relative; inv_freq within 1e-6 * max(|exp|, 1e-12) per element.
+void check_object(const json& got, const json& expected) {
+  for (const auto& [key, value] : expected.items()) {
+    CAPTURE(key);
+    REQUIRE(got.contains(key));
+    const json& actual = got.at(key);
+    if (key == "inv_freq") {
+      REQUIRE(actual.size() == value.size());
+      for (std::size_t i = 0; i < value.size(); ++i) {
+        CAPTURE(i);
+        const double e = value[i].get<double>();
+        CHECK(std::abs(actual[i].get<double>() - e) <= 1e-6 * std::max(std::abs(e), 1e-12));
+      }
+    } else if (key == "attention_scale" || key == "softmax_scale") {
+      REQUIRE(actual.is_number() == value.is_number());
+      if (value.is_number()) CHECK(relative_close(actual.get<double>(), value.get<double>()));
+    } else if (key == "query_temperature" && !value.is_null()) {
+      REQUIRE(actual.is_object());
+      CHECK(relative_close(actual["floor_scale"].get<double>(), value["floor_scale"].get<double>()));
+      CHECK(relative_close(actual["attn_scale"].get<double>(), value["attn_scale"].get<double>()));
+    } else {
+      CHECK(actual == value);
+    }
+  }
+}
+
+std::set<std::pair<json, std::string>> difference_set(const json& entries) {
+  std::set<std::pair<json, std::string>> out;
+  for (const json& entry : entries) out.emplace(entry["layer"], entry["field"].get<std::string>());
+  return out;
+}
+
+std::string lower(std::string text) {
+  for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return text;
+}
+
+}  // namespace
+
+TEST_CASE("every public GGUF case holds as its README states") {
+  const std::vector<std::string> names = case_names();
+  REQUIRE(names.size() == 8);
+  for (const std::string& name : names) {
+    CAPTURE(name);
+    const std::string dir = data_dir + name + "/";
+    const json expected = read_json(dir + "expected.json");
+    const std::string gguf = dir + "model.gguf", config = dir + "config.json";
+    for (const json& run : expected.value("freqs", json::array())) {
+      CAPTURE(run["args"].dump());
+      const auto [layer, seq_len] = parse_args(run["args"]);
+      const posemb::GgufPositions plan = posemb::read_gguf_positions(gguf, seq_len);
+      const std::vector<posemb::LayerPlan> layers = posemb::gguf_layer_plans(plan);
+      REQUIRE(layer < static_cast<int>(layers.size()));
+      check_object(json::parse(posemb::layer_plan_json(layers[static_cast<std::size_t>(layer)])),
+                   run["expect"]);
+    }
+    for (const json& run : expected.value("diff", json::array())) {
+      CAPTURE(run["args"].dump());
+      const auto seq_len = parse_args(run["args"]).second;
+      const auto differences = posemb::diff_gguf_config(gguf, config, seq_len);
+      CHECK((differences.empty() ? 0 : 3) == run["exit"].get<int>());
+      const json printed = json::parse(posemb::differences_json(differences));
+      CHECK(difference_set(printed) == difference_set(run["expect"]));
+      // The text form has one line per difference.
+      const std::string text = posemb::differences_text(differences);
+      CHECK(static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n')) ==
+            differences.size());
+    }
+    if (expected.contains("error")) {
+      for (const json& command : expected["error"]["commands"]) {
+        CAPTURE(command.dump());
+        std::string message;
+        try {
+          if (command[0] == "diff") {
+            posemb::diff_gguf_config(gguf, config, std::nullopt);
+          } else {
+            posemb::read_gguf_positions(gguf);
+          }
+        } catch (const posemb::Error& error) {
+          message = error.what();
+        }
+        REQUIRE(!message.empty());
+        CHECK(message.find('\n') == std::string::npos);
+        for (const json& part : expected["error"]["message_contains"]) {
+          CHECK(lower(message).find(lower(part.get<std::string>())) != std::string::npos);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("the faithful conversions' differences carry llama.cpp's reasons") {
+  const auto mistral = posemb::diff_gguf_config(data_dir + "mistral-7b-v0.1/model.gguf",
+                                                data_dir + "mistral-7b-v0.1/config.json",
+                                                std::nullopt);
+  REQUIRE(mistral.size() == 32);
+  for (const posemb::PlanDifference& d : mistral) {
+    CHECK(d.field == "sliding_window");
+    CHECK(d.gguf == "null");
+    CHECK(d.config == "4096");
+    CHECK(d.note.find("no sliding window") != std::string::npos);
+  }
+  const std::string phi = data_dir + "phi-3.5-mini-instruct/";
+  for (const auto& d : posemb::diff_gguf_config(phi + "model.gguf", phi + "config.json", std::nullopt)) {
+    CHECK_FALSE(d.note.empty());
+  }
+  // The broken conversion's differences have no excuse.
+  const std::string codellama = data_dir + "codellama-7b-instruct-freq-base-missing/";
+  const auto broken = posemb::diff_gguf_config(codellama + "model.gguf",
+                                               codellama + "config.json", std::nullopt);
+  REQUIRE(broken.size() == 32);
+  for (const auto& d : broken) CHECK(d.note.empty());
+  CHECK(posemb::differences_text(broken).find("layer 0 inv_freq: gguf ") == 0);
+}
+
+TEST_CASE("the vocabulary's RoPE specs reproduce llama.cpp's frequencies on every case") {
+  for (const std::string& name : case_names()) {
+    if (name.rfind("malformed", 0) == 0) continue;
+    CAPTURE(name);
+    for (const std::optional<std::int64_t> n_ctx : {std::optional<std::int64_t>(), std::optional<std::int64_t>(4096)}) {
+      const posemb::GgufPositions plan = posemb::read_gguf_positions(data_dir + name + "/model.gguf", n_ctx);
+      for (std::size_t il = 0; il < plan.ropes.size(); ++il) {
+        if (!plan.ropes[il]) continue;
+        // The spec does not depend on the sequence length: llama.cpp chose at load time.
+        for (const auto seq_len : {std::optional<std::int64_t>(), std::optional<std::int64_t>(1 << 20)}) {
+          const posemb::RopeSpec spec = plan.model.layers[il].rope_spec(seq_len);
+          REQUIRE(spec.inv_freq.size() == plan.ropes[il]->inv_freq.size());
+          for (Eigen::Index i = 0; i < spec.inv_freq.size(); ++i) {
+            CHECK(spec.inv_freq[i] == Approx(plan.ropes[il]->inv_freq[i]).epsilon(1e-14));
+          }
+          CHECK(spec.attention_scale == Approx(plan.ropes[il]->attention_scale).epsilon(1e-15));
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("llama4: NoPE every 4th layer with query temperature, chunked layers, interleaved pairs") {
+  // load_hparams for LLM_ARCH_LLAMA4: n_no_rope_layer_step 4, chunked SWA 8192 with pattern 4
+  // (il % 4 < 3); chunked layers use rope.freq_base_swa. llama_model_rope_type: NORM, and
+  // Llama4Model does not permute, so the pairs are interleaved in the HF checkpoint too.
+  const std::string path = (std::filesystem::temp_directory_path() / "posemb_llama4.gguf").string();
+  test_gguf::model_writer("llama4", 8, 8192, 512, 4)
+      .f32("llama4.rope.freq_base", 500000.0f)
+      .f32("llama4.rope.freq_base_swa", 10000.0f)
+      .write(path);
+  const posemb::GgufPositions plan = posemb::read_gguf_positions(path);
+  for (std::size_t il = 0; il < 8; ++il) {
+    CAPTURE(il);
+    const posemb::LayerPositions& layer = plan.model.layers[il];
+    const bool nope = (il + 1) % 4 == 0;
+    CHECK((layer.kind == posemb::PositionKind::None) == nope);
+    CHECK(layer.attention.query_temperature.has_value() == nope);
+    CHECK(layer.attention.attention_chunk_size == (nope ? std::nullopt : std::optional<std::int64_t>(8192)));
+    CHECK(*layer.attention.softmax_scale == Approx(1.0 / std::sqrt(128.0)));
+    if (nope) continue;
+    CHECK(layer.rope->pairing == posemb::Pairing::Interleaved);
+    CHECK(plan.ropes[il]->inv_freq[1] == Approx(std::pow(10000.0, -2.0 / 128.0)).epsilon(1e-15));
+  }
+  // With attention.sliding_window 0: no chunks, only the last layer without RoPE.
+  test_gguf::model_writer("llama4", 8, 8192, 512, 4).u32("llama4.attention.sliding_window", 0).write(path);
+  const posemb::GgufPositions full = posemb::read_gguf_positions(path);
+  for (std::size_t il = 0; il < 8; ++il) {
+    CHECK((full.model.layers[il].kind == posemb::PositionKind::None) == (il == 7));
+    CHECK_FALSE(full.model.layers[il].attention.attention_chunk_size);
+  }
+  std::filesystem::remove(path);
+}
+
+TEST_CASE("gemma3 YaRN: SWA layers keep base 10000 and scale 1, the magnitude follows the layer") {
+  // rope_yarn: magnitude get_mscale(F) / (1 + 0.1 ln F) * (1 + 0.1 ln(1 / scale)); with F = 8 a
+  // global layer gets 1 + 0.1 ln 8, an SWA layer (scale 1) get_mscale(8) / (1 + 0.1 ln 8) = 1.
+  const std::string path = (std::filesystem::temp_directory_path() / "posemb_gemma3.gguf").string();
+  test_gguf::model_writer("gemma3", 6, 131072, 2560, 8)
+      .u32("gemma3.attention.key_length", 256)
+      .u32("gemma3.attention.sliding_window", 1024)
+      .f32("gemma3.rope.freq_base", 1000000.0f)
+      .str("gemma3.rope.scaling.type", "yarn")
+      .f32("gemma3.rope.scaling.factor", 8.0f)
+      .u32("gemma3.rope.scaling.original_context_length", 16384)
+      .write(path);
+  const posemb::GgufPositions plan = posemb::read_gguf_positions(path);
+  CHECK(plan.ropes[0]->attention_scale == Approx(1.0).epsilon(1e-15));
+  CHECK(plan.ropes[5]->attention_scale == Approx(1.0 + 0.1 * std::log(8.0)).epsilon(1e-15));
+  CHECK(plan.ropes[0]->inv_freq[1] == Approx(std::pow(10000.0, -2.0 / 256.0)).epsilon(1e-15));
+  // The global layer's slowest pair is fully interpolated (ramp 1): base^(-254/256) / 8.
+  CHECK(plan.ropes[5]->inv_freq[127] == Approx(std::pow(1e6, -254.0 / 256.0) / 8.0).epsilon(1e-14));
+  CHECK(plan.ropes[5]->inv_freq[0] == 1.0);  // the fastest pair is kept
+  CHECK(plan.model.layers[0].attention.sliding_window == 1024);
+  CHECK_FALSE(plan.model.layers[5].attention.sliding_window);
+  CHECK(*plan.model.layers[5].attention.softmax_scale == Approx(1.0 / 16.0));
+  std::filesystem::remove(path);
+}
