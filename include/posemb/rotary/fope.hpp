@@ -558,8 +558,8 @@ template <class X, class Y, class Source>
 void apply_fope(const X& x, Y&& out, const positions_for_t<X, Source>& positions,
                 const Source& source, Layouts layouts = TensorLayout::BSHD, Threads threads = {},
                 Rotation rotation = Rotation::Forward) {
-  posemb::rotate(x, out, positions, detail::scheme_source<Fope>(source), {layouts, threads,
-                 rotation});
+  posemb::rotate(x, out, positions, detail::scheme_source<Fope>(source),
+                 {layouts, threads, rotation});
 }
 
 // Out of place, returning a new tensor: rotated.

@@ -440,8 +440,8 @@ template <class X, class Source>
 void apply_mrope_inplace(X&& x, const positions_for_t<X, Source>& positions, const Source& source,
                          TensorLayout layout = TensorLayout::BSHD, Threads threads = {},
                          Rotation rotation = Rotation::Forward) {
-  rotate_inplace(x, positions, detail::scheme_source<MropeSpec>(source), {layout, threads,
-                 rotation});
+  rotate_inplace(x, positions, detail::scheme_source<MropeSpec>(source),
+                 {layout, threads, rotation});
 }
 
 // Out of place into a caller's tensor `out` (layout change and KV-cache slot as apply_rope).
@@ -449,8 +449,8 @@ template <class X, class Y, class Source>
 void apply_mrope(const X& x, Y&& out, const positions_for_t<X, Source>& positions,
                  const Source& source, Layouts layouts = TensorLayout::BSHD, Threads threads = {},
                  Rotation rotation = Rotation::Forward) {
-  posemb::rotate(x, out, positions, detail::scheme_source<MropeSpec>(source), {layouts, threads,
-                 rotation});
+  posemb::rotate(x, out, positions, detail::scheme_source<MropeSpec>(source),
+                 {layouts, threads, rotation});
 }
 
 // Out of place, returning a new tensor in x's layout: rotated.
@@ -458,8 +458,8 @@ template <class X, class Source>
 auto apply_mrope(const X& x, const positions_for_t<X, Source>& positions, const Source& source,
                  TensorLayout layout = TensorLayout::BSHD, Threads threads = {},
                  Rotation rotation = Rotation::Forward) {
-  return rotated(x, positions, detail::scheme_source<MropeSpec>(source), {layout, threads,
-                 rotation});
+  return rotated(x, positions, detail::scheme_source<MropeSpec>(source),
+                 {layout, threads, rotation});
 }
 
 }  // namespace posemb

@@ -418,8 +418,8 @@ template <class X, class Source>
 void apply_rope_inplace(X&& x, const positions_for_t<X, Source>& positions, const Source& source,
                         TensorLayout layout = TensorLayout::BSHD, Threads threads = {},
                         Rotation rotation = Rotation::Forward) {
-  rotate_inplace(x, positions, detail::scheme_source<RopeSpec>(source), {layout, threads,
-                 rotation});
+  rotate_inplace(x, positions, detail::scheme_source<RopeSpec>(source),
+                 {layout, threads, rotation});
 }
 template <class X, class Source>
 void apply_rope_inplace(X&& x, const positions_for_t<X, Source>& positions, const Source& source,
@@ -433,8 +433,8 @@ template <class X, class Y, class Source>
 void apply_rope(const X& x, Y&& out, const positions_for_t<X, Source>& positions,
                 const Source& source, Layouts layouts = TensorLayout::BSHD, Threads threads = {},
                 Rotation rotation = Rotation::Forward) {
-  posemb::rotate(x, out, positions, detail::scheme_source<RopeSpec>(source), {layouts, threads,
-                 rotation});
+  posemb::rotate(x, out, positions, detail::scheme_source<RopeSpec>(source),
+                 {layouts, threads, rotation});
 }
 
 // Out of place, returning a new tensor in x's layout (or a plain matrix): rotated.
@@ -442,8 +442,8 @@ template <class X, class Source>
 auto apply_rope(const X& x, const positions_for_t<X, Source>& positions, const Source& source,
                 TensorLayout layout = TensorLayout::BSHD, Threads threads = {},
                 Rotation rotation = Rotation::Forward) {
-  return rotated(x, positions, detail::scheme_source<RopeSpec>(source), {layout, threads,
-                 rotation});
+  return rotated(x, positions, detail::scheme_source<RopeSpec>(source),
+                 {layout, threads, rotation});
 }
 template <class X, class Source>
 auto apply_rope(const X& x, const positions_for_t<X, Source>& positions, const Source& source,
