@@ -3,9 +3,9 @@
 // per-token cos/sin for this engine, and gets its token blocking, threads, half-precision
 // storage, vectorized rotation, inverse direction and layout change on write from it.
 //
-// A source is a small adapter the public entry points build around their argument and the
-// tokens' positions; the engine asks it for the cos/sin of token (b, s) and never looks at a
-// position itself:
+// A source is a small adapter the rotate family (rotary/rotate.hpp: rotary_source_traits)
+// builds around its argument and the tokens' positions; the engine asks it for the cos/sin of
+// token (b, s) and never looks at a position itself:
 //
 //   int rotary_dim() const; int rotary_offset() const; Pairing pairing() const;
 //       features [rotary_offset, rotary_offset + rotary_dim) rotate, paired as `pairing`
@@ -630,13 +630,6 @@ void rotate_tensor(const Source& source, const ActivationShape& in_shape, const 
   parallel_for(plan.blocks(), parts, threads, [&](Eigen::Index begin, Eigen::Index end) {
     plan.rotate_blocks(begin, end);
   });
-}
-
-// In place: in == out.
-template <class T, class Source>
-void rotate_tensor_inplace(const Source& source, const ActivationShape& shape, T* x,
-                           const Threads& threads, Rotation rotation = Rotation::Forward) {
-  rotate_tensor(source, shape, x, shape, 0, x, threads, rotation);
 }
 
 // The scalar rotation of pairs [pair_begin, pair_end) of one strided head vector (a column of a
