@@ -404,7 +404,8 @@ TEST_CASE("streaming stores: the streaming copy equals memcpy for every length a
 TEST_CASE("streaming stores: settings, the default from the cache size, and the environment") {
   SettingsGuard guard;
   CHECK(posemb::last_level_cache_bytes() >= (std::size_t(256) << 10));
-  CHECK(posemb::default_streaming_store_threshold() == posemb::last_level_cache_bytes() / 2);
+  CHECK(posemb::default_streaming_store_threshold() == posemb::usable_cache_bytes() / 2);
+  CHECK(posemb::usable_cache_bytes() <= posemb::last_level_cache_bytes());
   posemb::set_streaming_store_threshold(1000);
   CHECK(posemb::streaming_store_threshold() == 1000);
   posemb::set_streaming_stores(StreamingStores::Auto);
@@ -417,10 +418,7 @@ TEST_CASE("streaming stores: settings, the default from the cache size, and the 
   CHECK_THROWS_WITH(posemb::set_streaming_stores(static_cast<StreamingStores>(9)),
                     Catch::Contains("mode = 9"));
 
-  // Linux's sysfs sizes.
-  CHECK(posemb::detail::sysfs_cache_bytes("32768K") == (std::size_t(32) << 20));
-  CHECK(posemb::detail::sysfs_cache_bytes("1M") == (std::size_t(1) << 20));
-  CHECK(posemb::detail::sysfs_cache_bytes("") == 0);
+  // Linux's sysfs sizes: tests/test_cache_topology.cpp.
 
   const char* saved_bytes = std::getenv("POSEMB_STREAMING_STORES_MIN_BYTES");
   const char* saved_mode = std::getenv("POSEMB_STREAMING_STORES");
