@@ -254,10 +254,16 @@ void check_pools_case(const char* type, const Case& c) {
   Eigen::ThreadPool pool1(1), pool2(2), pool3(3);
   Eigen::ThreadPoolDevice device1(&pool1, 1), device2(&pool2, 2), device3(&pool3, 3);
   RecordingPool recording;
+  // Tasks run one after another in order: the first takes every piece of the work, the later
+  // ones find none left (a pool whose threads start late).
+  const posemb::ParallelFor in_order = [](std::size_t tasks, const std::function<void(std::size_t)>& task) {
+    for (std::size_t i = 0; i < tasks; ++i) task(i);
+  };
   const posemb::Threads pools[] = {posemb::eigen_threads(device1), posemb::eigen_threads(device2),
                                    posemb::eigen_threads(device3),
-                                   posemb::Threads{3, recording.callable()}, posemb::Threads{2}};
-  const char* pool_names[] = {"eigen 1", "eigen 2", "eigen 3", "callable 3", "Threads{2}"};
+                                   posemb::Threads{3, recording.callable()}, posemb::Threads{2},
+                                   posemb::Threads{2, in_order}};
+  const char* pool_names[] = {"eigen 1", "eigen 2", "eigen 3", "callable 3", "Threads{2}", "in order 2"};
   for (IsaLevel level : supported_levels()) {
     posemb::set_isa_level(level);
     for (SourceKind kind : {SourceKind::Spec, SourceKind::Table}) {
@@ -269,7 +275,7 @@ void check_pools_case(const char* type, const Case& c) {
             const auto single = rotate_once<T>(c, kind, pairing, l.layouts, out_seq, shift, {});
             for (StreamingStores mode : {StreamingStores::Never, StreamingStores::Always}) {
               posemb::set_streaming_stores(mode);
-              for (int p = 0; p < 5; ++p) {
+              for (int p = 0; p < 6; ++p) {
                 INFO(type << " level " << posemb::to_string(level) << " " << name_of(kind) << " "
                           << posemb::to_string(pairing) << " " << l.name << " shift " << shift
                           << " streaming " << posemb::to_string(mode) << " pool " << pool_names[p]
