@@ -208,12 +208,13 @@ POSEMB_TARGET_AVX512 POSEMB_INLINE void rotate_head_float_streaming(const float*
 }
 
 // Asks for the lines of the `pairs` pairs' head vector `stream_prefetch_bytes` past `in` to be
-// brought into the cache ahead of their loads (rotate-half only). With x read from memory
-// ([1, 16384, 32, 128] float, 256 MiB, out of place, from a table; a 2-CPU Intel KVM guest, its
-// threads alone on the cores, medians of 11), rotate-half on one thread went from 0.78 of a
-// streaming copy to 0.93-0.94 with 2 KiB (0.88-0.94 with 1 KiB, 0.85 with 4 KiB, 0.88 with
-// 8 KiB), on two from 0.81-0.82 to 0.96-0.97; interleaved went from 0.78-0.79 to 0.64-0.74 at
-// every distance (0.52-0.61 with the non-temporal hint), so it goes without.
+// brought into L2 ahead of their loads (_MM_HINT_T1). With x read from memory ([1, 16384, 32,
+// 128] float, 256 MiB, out of place; a 2-CPU Intel KVM guest, its threads alone on the cores,
+// medians of 9-15 back-to-back pairs, one thread, of a streaming copy): without, 0.72-0.93
+// (interleaved from a table 0.78-0.86, in the call 0.67-0.83); into L2 2 KiB ahead, 0.87-1.07
+// (0.87-0.96 and 0.74-1.03); into L1 (_MM_HINT_T0) rotate-half gained as much but interleaved
+// lost (0.64-0.76 at any distance from 1 to 8 KiB), and 1, 4 or 8 KiB ahead gained less. At
+// 2048 tokens (x 32 MiB, partly in L3) the figures stayed within run-to-run noise (0.91-0.98).
 inline constexpr Eigen::Index stream_prefetch_bytes = 2048;
 
 POSEMB_TARGET_AVX512 POSEMB_INLINE void prefetch_head_ahead(const float* in, Eigen::Index pairs) {
@@ -221,7 +222,7 @@ POSEMB_TARGET_AVX512 POSEMB_INLINE void prefetch_head_ahead(const float* in, Eig
   const std::uintptr_t ahead = reinterpret_cast<std::uintptr_t>(in) + stream_prefetch_bytes;
   for (std::uintptr_t line = 0; line < static_cast<std::uintptr_t>(2 * pairs) * sizeof(float);
        line += 64) {
-    _mm_prefetch(reinterpret_cast<const char*>(ahead + line), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(ahead + line), _MM_HINT_T1);
   }
 }
 
@@ -245,7 +246,7 @@ POSEMB_TARGET_AVX512 inline void rotate_strided_heads_float_streaming_avx512(
     const float* in, Eigen::Index in_stride, float* out, Eigen::Index out_stride,
     Eigen::Index count, const float* cos, const float* sin, Eigen::Index pairs, bool interleaved) {
   for (Eigen::Index k = 0; k < count; ++k, in += in_stride, out += out_stride) {
-    if (!interleaved) prefetch_head_ahead(in, pairs);
+    prefetch_head_ahead(in, pairs);
     rotate_head_float_streaming(in, out, cos, sin, pairs, interleaved);
   }
 }
