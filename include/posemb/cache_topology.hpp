@@ -251,7 +251,8 @@ inline CacheTopology detect_cache_topology(const CacheDetectionInputs& in) {
 inline CpuidProvider native_cpuid() {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
   return [](unsigned leaf, unsigned subleaf, CpuidRegisters& r) {
-    if (__get_cpuid_max(leaf & 0x80000000u, nullptr) < leaf) return false;
+    // GCC's __get_cpuid_max returns unsigned, clang's int.
+    if (static_cast<unsigned>(__get_cpuid_max(leaf & 0x80000000u, nullptr)) < leaf) return false;
     __cpuid_count(leaf, subleaf, r[0], r[1], r[2], r[3]);
     return true;
   };
