@@ -20,10 +20,13 @@
 // and at most max_cache_bytes_per_cpu per usable CPU on that cache. A desktop process allowed on
 // all its CPUs keeps its whole L3; a 2-CPU guest counts on 32 MiB whatever the host reports. The
 // 16 MiB per CPU are measured: on a 2-CPU Intel KVM guest reporting a 480 MiB L3, rotating
-// [1, n, 32, 128] float out of place and reading the output back, streaming stores lost below
-// 16 MiB of output (0.49 / 0.23 at 1 MiB, 0.94-0.96 at 4-8 MiB: ordinary time / streaming
-// time) and won from there (1.02-1.15 at 16 MiB, 1.45-1.65 at 32 MiB); on a 2-CPU AMD KVM guest
-// with a 32 MiB L3 (Zen 4 CCX) half of it, 16 MiB, was the threshold that streamed where it won.
+// [1, n, 32, 128] float out of place and reading the output back (ordinary time / streaming
+// time, medians of 21 pairs), streaming stores lost up to 16 MiB of output (0.41-0.44 at 1 MiB,
+// 0.85-0.92 at 2 to 16 MiB) and won from 32 MiB (1.39-1.41; 1.50-1.60 at 64 and 256 MiB): the
+// guest keeps 32 to 64 MiB of x and out, not 480. Counting 32 MiB puts the threshold at 16 MiB,
+// erring toward streaming (which there costs a reader ~10% and gains the rotation alone ~25%).
+// On a 2-CPU AMD KVM guest with a 32 MiB L3 (a Zen 4 CCX) the same 16 MiB threshold gave
+// 0.98-1.08 of memcpy at 32 MiB where the host-sized one gave 0.70-0.75.
 //
 // Example:
 //   std::printf("%s\n", posemb::describe(posemb::cache_topology()).c_str());
