@@ -355,9 +355,10 @@ inline void check_output(const ActivationShape& in, const ActivationShape& out,
 // per head (BHSD out), starting on a 64-byte boundary whenever out does, out_seq_offset is a
 // multiple of 16 and a block of tokens is a multiple of 64 bytes (float and double always; half
 // types when head_dim is even); otherwise two threads may share the line at a boundary, each
-// writing its own bytes with ordinary stores. Out of place, an output of streaming_store_threshold() bytes or more is
-// written with streaming stores (posemb/streaming_stores.hpp), heads visited in the output's
-// memory order (BHSD: a few heads at a time), each thread fencing at the end of each run.
+// writing its own bytes with ordinary stores. Out of place, an output of
+// streaming_store_threshold() bytes or more is written with streaming stores
+// (posemb/streaming_stores.hpp), heads visited in the output's memory order (BHSD: a few heads
+// at a time), each thread fencing at the end of each run.
 // Everything is checked before any work.
 template <class T, class Source>
 void rotate_tensor(const Source& source, const ActivationShape& in_shape, const T* in,
