@@ -195,8 +195,9 @@ inline CacheTopology cpuid_last_level_cache(const CpuidProvider& cpuid) {
   CpuidRegisters r{};
   if (!cpuid || !cpuid(0, 0, r)) return {};
   const unsigned max_leaf = r[0];
-  const bool amd = (r[1] == 0x68747541u && r[3] == 0x69746e65u && r[2] == 0x444d4163u) ||  // AuthenticAMD
-                   (r[1] == 0x6f677948u && r[3] == 0x6e65476eu && r[2] == 0x656e6975u);    // HygonGenuine
+  // The vendor string in ebx, edx, ecx: "AuthenticAMD" or "HygonGenuine".
+  const bool amd = (r[1] == 0x68747541u && r[3] == 0x69746e65u && r[2] == 0x444d4163u) ||
+                   (r[1] == 0x6f677948u && r[3] == 0x6e65476eu && r[2] == 0x656e6975u);
   if (!amd) return max_leaf >= 4 ? cpuid_cache_leaf(cpuid, 4) : CacheTopology{};
   if (!cpuid(0x80000000u, 0, r)) return {};
   const unsigned max_extended = r[0];
@@ -308,18 +309,21 @@ inline std::string format_bytes(std::size_t bytes) {
 // One line on what was detected and from where, e.g. "L3 480 MiB shared by 2 CPUs (sysfs);
 // usable CPUs: 2; counted: 32 MiB (at most 16 MiB per CPU)".
 inline std::string describe(const CacheTopology& cache) {
-  std::string text = cache.level > 0 ? "L" + std::to_string(cache.level) + " " : "last-level cache ";
+  std::string text =
+      cache.level > 0 ? "L" + std::to_string(cache.level) + " " : "last-level cache ";
   text += detail::format_bytes(cache.reported_bytes);
   if (cache.shared_by > 0) text += " shared by " + std::to_string(cache.shared_by) + " CPUs";
   text += std::string(" (") + to_string(cache.source) + "); usable CPUs: " +
-          std::to_string(cache.usable_cpus) + "; counted: " + detail::format_bytes(cache.usable_bytes) + " (at most " +
+          std::to_string(cache.usable_cpus) + "; counted: " +
+          detail::format_bytes(cache.usable_bytes) + " (at most " +
           detail::format_bytes(detail::max_cache_bytes_per_cpu) + " per CPU)";
   return text;
 }
 
 // This machine's last-level cache, detected once.
 inline const CacheTopology& cache_topology() {
-  static const CacheTopology detected = detail::detect_cache_topology(detail::native_cache_inputs());
+  static const CacheTopology detected =
+      detail::detect_cache_topology(detail::native_cache_inputs());
   return detected;
 }
 
