@@ -1030,8 +1030,7 @@ bool register_stream_benchmarks(const std::function<void(const std::string&, dou
 }
 
 void print_stream_summary(const RatioReporter& reporter) {
-  std::printf("\nStreaming stores (threshold %zu bytes, last-level cache %zu bytes) and the caller's pool\n",
-              posemb::streaming_store_threshold(), posemb::last_level_cache_bytes());
+  std::printf("\nStreaming stores and the caller's pool (%s)\n", posemb::describe_streaming_stores().c_str());
   for (Eigen::Index tokens : kStreamTokens) {
     print_info(reporter, "stream/copy/f32/tokens:" + std::to_string(tokens) + "/vs_memcpy",
                "streaming copy / memcpy bandwidth");
@@ -1065,6 +1064,7 @@ int main(int argc, char** argv) {
   };
   std::printf("%s build, kernels at level %s (best on this CPU: %s)\n", POSEMB_BENCH_BUILD,
               posemb::to_string(posemb::isa_level()), posemb::to_string(posemb::best_isa_level()));
+  std::printf("%s\n", posemb::describe_streaming_stores().c_str());
   std::printf("Checks against the scalar reference: the largest |fast - reference| over every value,\n"
               "divided by |a| + |b| of its pair for rotations, absolute where marked.\n");
   std::vector<std::pair<Config, std::string>> registered;

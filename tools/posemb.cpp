@@ -17,7 +17,7 @@
 //   posemb bias CONFIG.json --table T.npy --q-len N --k-len M [--q-offset K] [--decoder]
 //               --output BIAS.npy
 //   posemb sinusoidal --dim D --max-len L [--layout interleaved|concat] [--base B] --output T.npy
-//   posemb --version
+//   posemb --version [--verbose]
 //
 // Exit status: 0 on success, 2 for a usage error, 1 for anything else, with one line
 // "posemb: error: ..." on stderr naming the file, key or argument at fault. The tables the tool
@@ -43,12 +43,14 @@
 #include "posemb/bias/alibi.hpp"
 #include "posemb/model/config.hpp"
 #include "posemb/error.hpp"
+#include "posemb/isa.hpp"
 #include "posemb/rotary/fope.hpp"
 #include "posemb/rotary/mrope.hpp"
 #include "posemb/rotary/mrope_positions.hpp"
 #include "posemb/io/npy.hpp"
 #include "posemb/bias/relative_bias.hpp"
 #include "posemb/rotary/rope.hpp"
+#include "posemb/streaming_stores.hpp"
 #include "posemb/absolute/sinusoidal.hpp"
 #include "posemb/version.hpp"
 #include "posemb/rotary/vision.hpp"
@@ -1115,8 +1117,21 @@ int main(int argc, char** argv) {
                "posemb"};
   app.require_subcommand(1);
   app.fallthrough(false);
-  app.set_version_flag("--version", std::string("posemb ") + posemb::version_string,
-                       "Print the posemb version and exit");
+  // --version --verbose adds the kernels' instruction-set level and the streaming-store setting
+  // with the cache it was derived from (posemb/cache_topology.hpp).
+  const bool verbose_version =
+      std::any_of(argv + 1, argv + argc, [](const char* arg) { return std::string(arg) == "--verbose"; });
+  app.set_version_flag(
+      "--version",
+      std::function<std::string()>([verbose_version] {
+        std::string text = std::string("posemb ") + posemb::version_string;
+        if (!verbose_version) return text;
+        return text + "\nkernels: level " + posemb::to_string(posemb::isa_level()) +
+               " (best on this CPU: " + posemb::to_string(posemb::best_isa_level()) + ")\n" +
+               posemb::describe_streaming_stores();
+      }),
+      "Print the posemb version and exit (with --verbose: the kernels' instruction-set level, "
+      "the streaming-store threshold and the last-level cache it comes from)");
   app.footer("Size cap: the tables the tool builds (alibi, buckets, bias, sinusoidal, and the "
              "table apply adds for a sinusoidal model) hold at most 2^28 values (1 GiB of float32); "
              "a larger request is refused. Exit status: 0 on success, 2 for a usage error, "

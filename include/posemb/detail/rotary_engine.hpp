@@ -602,14 +602,14 @@ class TensorRotation {
 
 // Rotates every head of `in` into `out` (TensorRotation above), after checking everything.
 // Blocks are shared among up to threads.count threads or tasks of threads.pool (parts_for
-// decides how many are worth it), each taking a contiguous run of blocks: its output is one
-// contiguous range (BSHD out) or one per head (BHSD out), starting on a 64-byte boundary
+// decides how many are worth it), which take contiguous runs of blocks in order
+// (detail/parallel.hpp): a run's output is one contiguous range (BSHD out) or one per head (BHSD out), starting on a 64-byte boundary
 // whenever out does, out_seq_offset is a multiple of 16 and a block of tokens is a multiple of
 // 64 bytes (float and double always; half types when head_dim is even); otherwise two threads
 // may share the line at a boundary, each writing its own bytes with ordinary stores. Out of
 // place, an output of streaming_store_threshold() bytes or more is written with streaming
 // stores (posemb/streaming_stores.hpp), heads visited in the output's memory order (BHSD: a
-// few heads at a time), each thread fencing at the end of its part.
+// few heads at a time), each thread fencing at the end of each run.
 template <class T, class Source>
 void rotate_tensor(const Source& source, const ActivationShape& in_shape, const T* in,
                    const ActivationShape& out_shape, Eigen::Index out_seq_offset, T* out,
