@@ -62,7 +62,7 @@ Example:
     array([0.25      , 0.0625    , 0.015625  , 0.00390625])
 )doc");
   m.def("alibi_bias",
-        [](py::handle slopes, py::handle q_positions, py::handle k_positions, const std::string& form,
+        [](const py::object& slopes, const py::object& q_positions, const py::object& k_positions, const std::string& form,
            const std::string& dtype) {
           const Eigen::VectorXd s = vector_of(slopes, "slopes");
           const PositionVector q = position_vector(q_positions, "q_positions");
@@ -88,7 +88,7 @@ Example:
     >>> bias = posemb.alibi_bias(posemb.alibi_slopes(16), np.arange(8), np.arange(8))
 )doc");
   m.def("alibi_bias_row",
-        [](py::handle slopes, std::int64_t q_position, py::handle k_positions, const std::string& form,
+        [](const py::object& slopes, std::int64_t q_position, const py::object& k_positions, const std::string& form,
            const std::string& dtype) {
           const Eigen::VectorXd s = vector_of(slopes, "slopes");
           const PositionVector k = position_vector(k_positions, "k_positions");
@@ -135,7 +135,7 @@ Example:
     14
 )doc");
   m.def("t5_bucket_matrix",
-        [](const T5Buckets& buckets, py::handle q_positions, py::handle k_positions) {
+        [](const T5Buckets& buckets, const py::object& q_positions, const py::object& k_positions) {
           const PositionVector q = position_vector(q_positions, "q_positions");
           const PositionVector k = position_vector(k_positions, "k_positions");
           return matrix_to_numpy(t5_bucket_matrix(buckets, q, k));
@@ -152,7 +152,7 @@ Example:
 Example:
     >>> table = posemb.T5BiasTable(posemb.T5Buckets(32, 128, False), weights)  # weights [32, 8]
 )doc")
-      .def(py::init([](const T5Buckets& buckets, py::handle table) {
+      .def(py::init([](const T5Buckets& buckets, const py::object& table) {
              const auto t = py::array_t<float, py::array::c_style | py::array::forcecast>::ensure(
                  py::module_::import("numpy").attr("asarray")(table));
              if (!t || t.ndim() != 2) {
@@ -167,7 +167,7 @@ Example:
       .def_property_readonly("heads", &T5BiasTable<float>::heads)
       .def_property_readonly("table", [](const T5BiasTable<float>& t) { return matrix_to_numpy(t.table()); });
   m.def("t5_bias",
-        [](const T5BiasTable<float>& table, py::handle q_positions, py::handle k_positions) {
+        [](const T5BiasTable<float>& table, const py::object& q_positions, const py::object& k_positions) {
           const PositionVector q = position_vector(q_positions, "q_positions");
           const PositionVector k = position_vector(k_positions, "k_positions");
           RelativeBias<float> bias;
@@ -184,7 +184,7 @@ Example:
     >>> bias = posemb.t5_bias(table, np.arange(100, 116), np.arange(116))
 )doc");
   m.def("t5_bias_row",
-        [](const T5BiasTable<float>& table, std::int64_t q_position, py::handle k_positions) {
+        [](const T5BiasTable<float>& table, std::int64_t q_position, const py::object& k_positions) {
           const PositionVector k = position_vector(k_positions, "k_positions");
           return matrix_to_numpy(t5_bias_row(table, q_position, k));
         },
@@ -197,7 +197,7 @@ Example:
 }
 
 // x [batch, seq, d] += table[positions], in place or into a copy of x.
-py::object add_embeddings_impl(py::handle x, py::handle positions, py::handle table, bool in_place) {
+py::object add_embeddings_impl(py::handle x, const py::object& positions, py::handle table, bool in_place) {
   const ArrayView xv = activation(x, "x", 3, in_place);
   const ArrayView tv = activation(table, "table", 2, false);
   if (tv.dtype != xv.dtype) {
@@ -273,12 +273,12 @@ Example:
     >>> posemb.add_position_embeddings_(h, 0, posemb.sinusoidal_table(2048, 512))
 )doc";
   m.def("add_position_embeddings_",
-        [](py::handle x, py::handle positions, py::handle table) {
+        [](const py::object& x, const py::object& positions, const py::object& table) {
           return add_embeddings_impl(x, positions, table, true);
         },
         py::arg("x"), py::arg("positions"), py::arg("table"), add_doc);
   m.def("add_position_embeddings",
-        [](py::handle x, py::handle positions, py::handle table) {
+        [](const py::object& x, const py::object& positions, const py::object& table) {
           return add_embeddings_impl(x, positions, table, false);
         },
         py::arg("x"), py::arg("positions"), py::arg("table"), add_doc);
@@ -310,7 +310,7 @@ ScoreOptions score_options(const std::optional<RopeSpec>& rope, const py::object
 
 void bind_scores(py::module_& m) {
   m.def("attention_scores",
-        [](py::handle q, py::handle q_positions, py::handle k, py::handle k_positions,
+        [](const py::object& q, const py::object& q_positions, const py::object& k, const py::object& k_positions,
            const std::optional<RopeSpec>& rope, const py::object& alibi_slopes,
            const std::optional<T5BiasTable<float>>& relative_bias,
            const std::optional<LayerAttention>& attention, bool causal, bool softmax,

@@ -254,12 +254,12 @@ Example:
     >>> wk_hf = posemb.permute_pairing(wk_meta, 8, "interleaved", "rotate_half")
 )doc";
   m.def("permute_pairing_",
-        [](py::handle w, int n_heads, const std::string& from, const std::string& to,
+        [](const py::object& w, int n_heads, const std::string& from, const std::string& to,
            std::optional<int> rotary_dim) { return permute_impl(w, n_heads, from, to, rotary_dim, true); },
         py::arg("w"), py::arg("n_heads"), py::arg("from_pairing"), py::arg("to_pairing"),
         py::arg("rotary_dim") = py::none(), doc);
   m.def("permute_pairing",
-        [](py::handle w, int n_heads, const std::string& from, const std::string& to,
+        [](const py::object& w, int n_heads, const std::string& from, const std::string& to,
            std::optional<int> rotary_dim) { return permute_impl(w, n_heads, from, to, rotary_dim, false); },
         py::arg("w"), py::arg("n_heads"), py::arg("from_pairing"), py::arg("to_pairing"),
         py::arg("rotary_dim") = py::none(), doc);

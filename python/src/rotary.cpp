@@ -38,21 +38,29 @@ std::string repr(const RopeSpec& spec) {
   return text + ", pairing='" + to_string(spec.pairing) + "', attention_scale=" + scale.str() + ")";
 }
 
-// Calls body(spec) or body(table) for a RopeSpec or RopeTable `source`, with the table's type
-// checked against the tensor's storage type T.
+// A rotation's source, resolved while the GIL is held: a RopeSpec or a RopeTable.
+struct RopeSource {
+  const RopeSpec* spec = nullptr;
+  const RopeTableHolder* table = nullptr;
+};
+
+RopeSource rope_source_of(const py::object& source) {
+  if (py::isinstance<RopeSpec>(source)) return {&source.cast<const RopeSpec&>(), nullptr};
+  if (py::isinstance<RopeTableHolder>(source)) return {nullptr, &source.cast<const RopeTableHolder&>()};
+  fail("source", std::string(py::str(py::type::handle_of(source).attr("__qualname__"))),
+       "expected a RopeSpec or a RopeTable");
+}
+
+// Calls body(spec) or body(table), the table's type checked against the tensor's storage type T
+// (no Python call: runs without the GIL).
 template <class T, class Body>
-void with_rope_source(const py::object& source, Body&& body) {
-  if (py::isinstance<RopeSpec>(source)) {
-    body(source.cast<const RopeSpec&>());
+void with_rope_source(const RopeSource& source, Body&& body) {
+  if (source.spec != nullptr) {
+    body(*source.spec);
     return;
   }
-  if (!py::isinstance<RopeTableHolder>(source)) {
-    fail("source", std::string(py::str(py::type::handle_of(source).attr("__qualname__"))),
-         "expected a RopeSpec or a RopeTable");
-  }
-  const auto& holder = source.cast<const RopeTableHolder&>();
   using TableT = compute_t<T>;
-  const auto* table = std::get_if<RopeTable<TableT>>(&holder.table);
+  const auto* table = std::get_if<RopeTable<TableT>>(&source.table->table);
   if (table == nullptr) {
     fail("source", std::string("a RopeTable of dtype ") + (std::is_same_v<TableT, float> ? "float64" : "float32"),
          std::string("expected dtype='") + (std::is_same_v<TableT, float> ? "float32" : "float64") +
@@ -86,15 +94,16 @@ Example:
     >>> k_rot = posemb.apply_rope(k, torch.arange(100, 116), spec)
 )doc";
 
-py::object apply_rope_impl(py::handle x, py::handle positions, const py::object& source,
+py::object apply_rope_impl(py::handle x, const py::object& positions, const py::object& source,
                            const std::string& layout, bool inverse, int threads, bool in_place) {
   const TokenPositions p = token_positions(positions);
   const TensorLayout l = layout_of(layout);
   const Rotation r = rotation_of(inverse);
   const Threads t = threads_of(threads);
+  const RopeSource resolved = rope_source_of(source);
   return rotate(x, in_place, [&](auto& in, auto& out) {
     using T = scalar_of_t<decltype(in)>;
-    with_rope_source<T>(source, [&](const auto& src) {
+    with_rope_source<T>(resolved, [&](const auto& src) {
       in_or_out(in, out, [&](auto& y) { apply_rope_inplace(y, p.view(), src, l, t, r); },
                 [&](const auto& a, auto& b) { apply_rope(a, b, p.view(), src, l, t, r); });
     });
@@ -331,14 +340,14 @@ Example:
 
 void bind_rope(py::module_& m) {
   m.def("apply_rope_",
-        [](py::handle x, py::handle positions, const py::object& source, const std::string& layout,
+        [](const py::object& x, const py::object& positions, const py::object& source, const std::string& layout,
            bool inverse, int threads) {
           return apply_rope_impl(x, positions, source, layout, inverse, threads, true);
         },
         py::arg("x"), py::arg("positions"), py::arg("source"), py::arg("layout") = "bshd",
         py::arg("inverse") = false, py::arg("threads") = 1, apply_rope_doc);
   m.def("apply_rope",
-        [](py::handle x, py::handle positions, const py::object& source, const std::string& layout,
+        [](const py::object& x, const py::object& positions, const py::object& source, const std::string& layout,
            bool inverse, int threads) {
           return apply_rope_impl(x, positions, source, layout, inverse, threads, false);
         },
@@ -367,7 +376,7 @@ MropeLayout mrope_layout_of(const std::string& layout) {
 }
 
 template <class Spec>
-py::object apply_axes_impl(py::handle x, py::handle positions, const Spec& spec,
+py::object apply_axes_impl(py::handle x, const py::object& positions, const Spec& spec,
                            const std::string& layout, bool inverse, int threads, bool in_place,
                            bool allow_rank3) {
   const AxisPositions p = axis_positions(positions);
@@ -400,7 +409,7 @@ Example:
 positions: int64 / float64 [3, seq] or [3, batch, seq] (axes t, h, w), or text positions as for
 apply_rope_ (an int offset, [seq], or [batch, seq] whose first dimension is not 3).)doc";
   m.def("apply_mrope_",
-        [](py::handle x, py::handle positions, const MropeSpec& spec, const std::string& layout,
+        [](const py::object& x, const py::object& positions, const MropeSpec& spec, const std::string& layout,
            bool inverse, int threads) {
           return apply_axes_impl(x, positions, spec, layout, inverse, threads, true, false);
         },
@@ -414,7 +423,7 @@ Example:
     >>> posemb.apply_mrope_(q, positions, model.layers[0].mrope_spec())
 )doc").c_str());
   m.def("apply_mrope",
-        [](py::handle x, py::handle positions, const MropeSpec& spec, const std::string& layout,
+        [](const py::object& x, const py::object& positions, const MropeSpec& spec, const std::string& layout,
            bool inverse, int threads) {
           return apply_axes_impl(x, positions, spec, layout, inverse, threads, false, false);
         },
@@ -471,14 +480,14 @@ Example:
     >>> posemb.apply_vision_rope_(q, posemb.vision_patch_positions(rope, 1, 4, 6), rope)
 )doc";
   m.def("apply_vision_rope_",
-        [](py::handle x, py::handle positions, const VisionRope& rope, const std::string& layout,
+        [](const py::object& x, const py::object& positions, const VisionRope& rope, const std::string& layout,
            bool inverse, int threads) {
           return apply_axes_impl(x, positions, rope.spec, layout, inverse, threads, true, true);
         },
         py::arg("x"), py::arg("positions"), py::arg("rope"), py::arg("layout") = "bshd",
         py::arg("inverse") = false, py::arg("threads") = 1, vision_doc);
   m.def("apply_vision_rope",
-        [](py::handle x, py::handle positions, const VisionRope& rope, const std::string& layout,
+        [](const py::object& x, const py::object& positions, const VisionRope& rope, const std::string& layout,
            bool inverse, int threads) {
           return apply_axes_impl(x, positions, rope.spec, layout, inverse, threads, false, true);
         },
@@ -499,7 +508,7 @@ XposRole role_of(const std::string& role) {
   fail("role", "'" + role + "'", "expected 'query' or 'key'");
 }
 
-py::object apply_xpos_impl(py::handle x, py::handle positions, const XposSpec& spec,
+py::object apply_xpos_impl(py::handle x, const py::object& positions, const XposSpec& spec,
                            const std::string& role, const std::string& layout, bool inverse,
                            int threads, bool in_place) {
   const TokenPositions p = token_positions(positions);
@@ -533,7 +542,7 @@ Example:
       .def_property_readonly("scale_base", [](const XposSpec& s) { return s.params.scale_base; })
       .def_property_readonly("centre", [](const XposSpec& s) { return s.params.centre; });
   m.def("apply_xpos_",
-        [](py::handle x, py::handle positions, const XposSpec& spec, const std::string& role,
+        [](const py::object& x, const py::object& positions, const XposSpec& spec, const std::string& role,
            const std::string& layout, bool inverse, int threads) {
           return apply_xpos_impl(x, positions, spec, role, layout, inverse, threads, true);
         },
@@ -546,7 +555,7 @@ Example:
     >>> posemb.apply_xpos_(q, 0, spec, "query"); posemb.apply_xpos_(k, 0, spec, "key")
 )doc");
   m.def("apply_xpos",
-        [](py::handle x, py::handle positions, const XposSpec& spec, const std::string& role,
+        [](const py::object& x, const py::object& positions, const XposSpec& spec, const std::string& role,
            const std::string& layout, bool inverse, int threads) {
           return apply_xpos_impl(x, positions, spec, role, layout, inverse, threads, false);
         },
@@ -571,7 +580,7 @@ std::vector<float> coefficient_values(py::handle a, const std::string& name,
   return std::vector<float>(values.data(), values.data() + values.size());
 }
 
-py::object apply_fope_impl(py::handle x, py::handle positions, const FopeHolder& holder,
+py::object apply_fope_impl(py::handle x, const py::object& positions, const FopeHolder& holder,
                            const std::string& layout, bool inverse, int threads, bool in_place) {
   const TokenPositions p = token_positions(positions);
   const TensorLayout l = layout_of(layout);
@@ -645,7 +654,7 @@ Example:
     >>> fope = posemb.make_fope(posemb.load_model("config.json").fope)
 )doc");
   m.def("fope_with_coefficients",
-        [](const FopeConfig& config, py::handle sin_coef, py::handle cos_coef) {
+        [](const FopeConfig& config, const py::object& sin_coef, const py::object& cos_coef) {
           std::vector<std::int64_t> sin_shape, cos_shape;
           std::vector<float> sin_values = coefficient_values(sin_coef, "sin_coef", sin_shape);
           std::vector<float> cos_values = coefficient_values(cos_coef, "cos_coef", cos_shape);
@@ -664,7 +673,7 @@ Example:
     >>> fope = posemb.fope_with_coefficients(model.fope, np.load("sin_coef.npy"), np.load("cos_coef.npy"))
 )doc");
   m.def("apply_fope_",
-        [](py::handle x, py::handle positions, const FopeHolder& fope, const std::string& layout,
+        [](const py::object& x, const py::object& positions, const FopeHolder& fope, const std::string& layout,
            bool inverse, int threads) {
           return apply_fope_impl(x, positions, fope, layout, inverse, threads, true);
         },
@@ -677,7 +686,7 @@ Example:
     >>> posemb.apply_fope_(q, positions, fope)
 )doc");
   m.def("apply_fope",
-        [](py::handle x, py::handle positions, const FopeHolder& fope, const std::string& layout,
+        [](const py::object& x, const py::object& positions, const FopeHolder& fope, const std::string& layout,
            bool inverse, int threads) {
           return apply_fope_impl(x, positions, fope, layout, inverse, threads, false);
         },
