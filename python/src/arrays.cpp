@@ -14,6 +14,7 @@ namespace {
 // imports torch itself: a numpy-only user does not pay for it).
 struct Torch {
   py::object tensor_type;
+  py::object strided;                // the dense layout
   std::array<py::object, 5> dtypes;  // float32, float64, float16, bfloat16, int64
 
   static Torch* get() {
@@ -23,7 +24,7 @@ struct Torch {
     if (module == nullptr) return nullptr;
     py::module_ m = py::reinterpret_borrow<py::module_>(module);
     if (!py::hasattr(m, "Tensor") || !py::hasattr(m, "bfloat16")) return nullptr;  // importing
-    torch = new Torch{m.attr("Tensor"),
+    torch = new Torch{m.attr("Tensor"), m.attr("strided"),
                       {m.attr("float32"), m.attr("float64"), m.attr("float16"),
                        m.attr("bfloat16"), m.attr("int64")}};
     return torch;
@@ -55,21 +56,25 @@ bool is_torch_tensor(py::handle x) {
 
 ArrayView torch_view(py::handle x, const std::string& name) {
   const Torch& torch = *Torch::get();
-  const std::string device = py::str(x.attr("device").attr("type"));
-  if (device != "cpu") {
+  if (!x.attr("is_cpu").cast<bool>()) {
+    const std::string device = py::str(x.attr("device").attr("type"));
     fail(name + ".device", device, "expected a CPU tensor (posemb runs on the CPU; use x.cpu())");
   }
-  const std::string layout = py::str(x.attr("layout"));
-  if (layout != "torch.strided") fail(name + ".layout", layout, "expected a dense (strided) tensor");
+  const py::object layout = x.attr("layout");
+  if (!layout.is(torch.strided)) {
+    fail(name + ".layout", std::string(py::str(layout)), "expected a dense (strided) tensor");
+  }
   ArrayView view;
   view.object = py::reinterpret_borrow<py::object>(x);
   view.torch = true;
-  const py::object dtype = x.attr("dtype");
-  view.dtype = torch.dtype_of(dtype);
-  view.dtype_text = py::str(dtype);
+  view.dtype_object = x.attr("dtype");
+  view.dtype = torch.dtype_of(view.dtype_object);
   view.data = reinterpret_cast<void*>(x.attr("data_ptr")().cast<std::uintptr_t>());
-  for (py::handle d : x.attr("shape")) view.shape.push_back(d.cast<Eigen::Index>());
-  for (py::handle s : x.attr("stride")()) view.strides.push_back(s.cast<Eigen::Index>());
+  const py::tuple shape = x.attr("shape"), strides = x.attr("stride")();
+  for (std::size_t d = 0; d < shape.size(); ++d) {
+    view.shape.push_back(shape[d].cast<Eigen::Index>());
+    view.strides.push_back(strides[d].cast<Eigen::Index>());
+  }
   view.requires_grad = x.attr("requires_grad").cast<bool>();
   return view;
 }
@@ -90,7 +95,7 @@ ArrayView numpy_view(const py::array& a) {
   ArrayView view;
   view.object = a;
   view.dtype = numpy_dtype(a.dtype());
-  view.dtype_text = py::str(a.dtype());
+  view.dtype_object = a.dtype();
   view.data = const_cast<void*>(a.data());
   view.writable = a.writeable();
   const py::ssize_t item = a.itemsize();
@@ -152,7 +157,7 @@ std::int64_t offset_of(py::handle p, const std::string& name) {
 ArrayView position_array(py::handle p, const std::string& name) {
   const ArrayView view = view_of(p, name);
   if (view.dtype != Dtype::Int64 && view.dtype != Dtype::Float64) {
-    fail(name + ".dtype", view.dtype_text,
+    fail(name + ".dtype", view.dtype_text(),
          "expected int64 or float64 positions (an int offset, or [seq] / [batch, seq])");
   }
   return view;
@@ -214,7 +219,7 @@ ArrayView activation(py::handle x, const std::string& name, int rank, bool in_pl
   ArrayView view = view_of(x, name);
   if (view.dtype == Dtype::Other || view.dtype == Dtype::Int64 ||
       (view.dtype == Dtype::BFloat16 && !view.torch)) {
-    fail(name + ".dtype", view.dtype_text, dtype_expected(view.torch));
+    fail(name + ".dtype", view.dtype_text(), dtype_expected(view.torch));
   }
   if (view.rank() != rank) {
     fail(name + ".shape", view.shape_text(),
@@ -308,7 +313,7 @@ TokenPositions token_positions(py::handle positions, const std::string& name) {
 PositionVector position_vector(py::handle positions, const std::string& name) {
   if (is_offset(positions)) return PositionVector::Constant(1, offset_of(positions, name));
   const ArrayView p = view_of(positions, name);
-  if (p.dtype != Dtype::Int64) fail(name + ".dtype", p.dtype_text, "expected int64 positions [n]");
+  if (p.dtype != Dtype::Int64) fail(name + ".dtype", p.dtype_text(), "expected int64 positions [n]");
   if (p.rank() != 1) fail(name + ".shape", p.shape_text(), "expected one dimension [n]");
   PositionVector v(p.shape[0]);
   copy_elements(p, v.data());

@@ -34,12 +34,15 @@ struct ArrayView {
   bool torch = false;
   void* data = nullptr;
   Dtype dtype = Dtype::Other;
-  std::string dtype_text;             // the caller's spelling, for messages ("int32")
+  py::object dtype_object;            // the caller's dtype object
   std::vector<Eigen::Index> shape;    // [rank]
   std::vector<Eigen::Index> strides;  // [rank], in elements
   bool writable = true;
   bool requires_grad = false;
 
+  // The caller's spelling of the dtype, for messages ("int32", "torch.int32"); formed on demand
+  // (str(dtype) costs more than a one-token rotation).
+  std::string dtype_text() const { return py::str(dtype_object); }
   Eigen::Index rank() const { return static_cast<Eigen::Index>(shape.size()); }
   Eigen::Index size() const;
   bool contiguous() const;  // row-major (C) contiguous
@@ -75,7 +78,7 @@ decltype(auto) with_storage_type(const ArrayView& x, Body&& body) {
     case Dtype::BFloat16:
       return body(Eigen::bfloat16{});
     default:
-      fail("dtype", x.dtype_text, "expected float32, float64, float16 or bfloat16");
+      fail("dtype", x.dtype_text(), "expected float32, float64, float16 or bfloat16");
   }
 }
 

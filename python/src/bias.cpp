@@ -201,7 +201,7 @@ py::object add_embeddings_impl(py::handle x, const py::object& positions, py::ha
   const ArrayView xv = activation(x, "x", 3, in_place);
   const ArrayView tv = activation(table, "table", 2, false);
   if (tv.dtype != xv.dtype) {
-    fail("table.dtype", tv.dtype_text, "expected x's dtype " + xv.dtype_text);
+    fail("table.dtype", tv.dtype_text(), "expected x's dtype " + xv.dtype_text());
   }
   const TokenPositions p = token_positions(positions);
   const ArrayView out = in_place ? xv : new_array_like(xv, xv.dtype, xv.shape);
@@ -317,7 +317,7 @@ void bind_scores(py::module_& m) {
            const std::string& layout) {
           const ScoreOptions options = score_options(rope, alibi_slopes, relative_bias, attention, causal, softmax);
           const ArrayView qv = activation(q, "q", 4, false), kv = activation(k, "k", 4, false);
-          if (kv.dtype != qv.dtype) fail("k.dtype", kv.dtype_text, "expected q's dtype " + qv.dtype_text);
+          if (kv.dtype != qv.dtype) fail("k.dtype", kv.dtype_text(), "expected q's dtype " + qv.dtype_text());
           const TokenPositions qp = token_positions(q_positions, "q_positions");
           const TokenPositions kp = token_positions(k_positions, "k_positions");
           const TensorLayout l = layout_of(layout);

@@ -12,7 +12,7 @@ namespace {
 // baseline bench/python_bench.py compares the Python call with.
 double time_apply_rope(py::handle x, std::int64_t offset, const RopeSpec& spec, int repeats) {
   const ArrayView view = activation(x, "x", 4, true);
-  if (view.dtype != Dtype::Float32) fail("x.dtype", view.dtype_text, "expected float32");
+  if (view.dtype != Dtype::Float32) fail("x.dtype", view.dtype_text(), "expected float32");
   if (repeats < 1) fail("repeats", repeats, "expected >= 1");
   auto map = tensor_map<float, 4>(view);
   py::gil_scoped_release release;
