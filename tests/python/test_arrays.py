@@ -3,10 +3,9 @@ storage type, positions in every form, and the rotations' mathematical propertie
 """
 import numpy as np
 import pytest
+import torch
 
 import posemb
-
-torch = pytest.importorskip("torch")
 
 SPEC = posemb.default_rope_spec(64, 10000.0)
 RNG = np.random.default_rng(3)

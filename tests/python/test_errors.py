@@ -3,10 +3,9 @@ a silent copy, never a crash, and the caller's array is left as it was.
 """
 import numpy as np
 import pytest
+import torch
 
 import posemb
-
-torch = pytest.importorskip("torch")
 
 SPEC = posemb.default_rope_spec(64, 10000.0)
 

@@ -14,6 +14,7 @@ import re
 
 import numpy as np
 import pytest
+import torch
 
 import posemb
 from conftest import bits_equal, data_path, tool_json
@@ -143,7 +144,6 @@ def test_fope_apply(tool, tmp_path, config):
     reference = np.load(files["y"])
     assert np.max(np.abs(y - reference)) <= 1e-5 * max(1.0, float(np.max(np.abs(reference))))
     # In place on torch gives the same bits.
-    torch = pytest.importorskip("torch")
     t = torch.from_numpy(x.copy())
     posemb.apply_fope_(t, torch.from_numpy(positions), fope)
     assert bits_equal(t.numpy(), y)

@@ -13,13 +13,10 @@ one rounding of each product (posemb fuses a * cos - b * sin into one FMA where 
 detail/rotate.hpp; PyTorch rounds both products). With float32 angles HuggingFace's angles
 drift by far more as positions grow.
 """
-import numpy as np
 import pytest
+import torch
 
 import posemb
-
-torch = pytest.importorskip("torch")
-
 
 def rotate_half(x):
     x1, x2 = x[..., : x.shape[-1] // 2], x[..., x.shape[-1] // 2:]
