@@ -3,6 +3,8 @@
 // attention_scores.
 #include <pybind11/stl.h>
 
+#include <algorithm>
+
 #include "bindings.hpp"
 
 namespace posemb::python {
@@ -146,6 +148,9 @@ Example:
 Example:
     >>> ids = posemb.t5_bucket_matrix(posemb.T5Buckets(), np.arange(4), np.arange(4))
 )doc");
+}
+
+void bind_t5_bias(py::module_& m) {
   py::class_<T5BiasTable<float>>(m, "T5BiasTable", R"doc(T5's learned bias table float32
 [num_buckets, heads] (the checkpoint's relative_attention_bias.weight, copied) with its buckets.
 
@@ -360,6 +365,7 @@ Example:
 void bind_bias(py::module_& m) {
   bind_alibi(m);
   bind_t5(m);
+  bind_t5_bias(m);
   bind_absolute(m);
   bind_scores(m);
 }

@@ -207,6 +207,10 @@ max_position_embeddings; the default frequencies up to it. No hidden state: pass
 Example:
     >>> spec = posemb.dynamic_ntk_rope_spec(128, 10000.0, 2.0, 4096, seq_len=8192)
 )doc");
+}
+
+// The long-context variants with a ramp between frequency bands.
+void bind_band_specs(py::module_& m) {
   m.def("yarn_rope_spec",
         [](int head_dim, double base, double factor, std::int64_t original_max_position_embeddings,
            double beta_fast, double beta_slow, bool truncate, std::optional<double> attention_factor,
@@ -256,6 +260,10 @@ a smooth ramp between (defaults: Llama 3.1's values).
 Example:
     >>> spec = posemb.llama3_rope_spec(128, 500000.0)
 )doc");
+}
+
+// The variants with per-pair factors or a rotating fraction of the pairs.
+void bind_factor_specs(py::module_& m) {
   m.def("longrope_rope_spec",
         [](int head_dim, double base, std::vector<double> short_factor,
            std::vector<double> long_factor, std::int64_t original_max_position_embeddings,
@@ -435,6 +443,9 @@ Example:
     >>> q_rot = posemb.apply_mrope(q, positions, spec)
 )doc");
 
+}
+
+void bind_vision(py::module_& m) {
   py::class_<VisionRope>(m, "VisionRope", R"doc(The 2-D RoPE of a vision tower (Qwen2-VL family or
 Pixtral): an M-RoPE over the patch's (row, column), and the order of the patches.
 
@@ -672,6 +683,9 @@ Example:
 Example:
     >>> fope = posemb.fope_with_coefficients(model.fope, np.load("sin_coef.npy"), np.load("cos_coef.npy"))
 )doc");
+}
+
+void bind_apply_fope(py::module_& m) {
   m.def("apply_fope_",
         [](const py::object& x, const py::object& positions, const FopeHolder& fope, const std::string& layout,
            bool inverse, int threads) {
@@ -704,11 +718,15 @@ Example:
 void bind_rotary(py::module_& m) {
   bind_rope_spec(m);
   bind_spec_builders(m);
+  bind_band_specs(m);
+  bind_factor_specs(m);
   bind_rope_table(m);
   bind_rope(m);
   bind_mrope(m);
+  bind_vision(m);
   bind_xpos(m);
   bind_fope(m);
+  bind_apply_fope(m);
 }
 
 }  // namespace posemb::python

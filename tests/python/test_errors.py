@@ -1,11 +1,14 @@
 """Bad input raises posemb.Error (a ValueError) naming the parameter and what was expected: never
 a silent copy, never a crash, and the caller's array is left as it was.
 """
+import os
+
 import numpy as np
 import pytest
 import torch
 
 import posemb
+from conftest import SOURCE_DIR
 
 SPEC = posemb.default_rope_spec(64, 10000.0)
 
@@ -114,15 +117,9 @@ def test_model_errors(tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text('{"rope_scaling": {"rope_type": "banana"}, "hidden_size": 64, "num_attention_heads": 1}')
     raises(r"bad\.json: rope_scaling\.rope_type = \"banana\"", posemb.load_model, bad)
-    model = posemb.load_model(_bloom())
+    model = posemb.load_model(os.path.join(SOURCE_DIR, "tests", "cli", "data", "bloom_alibi.json"))
     raises(r"kind = alibi: expected rope for a RoPE spec", model.layers[0].rope_spec)
     raises(r"model\.model_type = 'bloom': expected a model with M-RoPE position rules", posemb.mrope_index, model, "text:3")
-
-
-def _bloom():
-    import os
-    from conftest import SOURCE_DIR
-    return os.path.join(SOURCE_DIR, "tests", "cli", "data", "bloom_alibi.json")
 
 
 def test_mrope_positions_errors():
