@@ -71,6 +71,8 @@ ArrayView torch_view(py::handle x, const std::string& name) {
   view.dtype = torch.dtype_of(view.dtype_object);
   view.data = reinterpret_cast<void*>(x.attr("data_ptr")().cast<std::uintptr_t>());
   const py::tuple shape = x.attr("shape"), strides = x.attr("stride")();
+  view.shape.reserve(shape.size());
+  view.strides.reserve(shape.size());
   for (std::size_t d = 0; d < shape.size(); ++d) {
     view.shape.push_back(shape[d].cast<Eigen::Index>());
     view.strides.push_back(strides[d].cast<Eigen::Index>());
@@ -82,7 +84,7 @@ ArrayView torch_view(py::handle x, const std::string& name) {
 Dtype numpy_dtype(const py::dtype& dtype) {
   const char kind = dtype.kind();
   const py::ssize_t size = dtype.itemsize();
-  const char order = dtype.attr("byteorder").cast<std::string>()[0];
+  const char order = py::detail::array_descriptor_proxy(dtype.ptr())->byteorder;
   if (order == '>') return Dtype::Other;  // non-native (big-endian) order
   if (kind == 'f' && size == 4) return Dtype::Float32;
   if (kind == 'f' && size == 8) return Dtype::Float64;
@@ -99,6 +101,8 @@ ArrayView numpy_view(const py::array& a) {
   view.data = const_cast<void*>(a.data());
   view.writable = a.writeable();
   const py::ssize_t item = a.itemsize();
+  view.shape.reserve(static_cast<std::size_t>(a.ndim()));
+  view.strides.reserve(static_cast<std::size_t>(a.ndim()));
   for (py::ssize_t i = 0; i < a.ndim(); ++i) {
     view.shape.push_back(a.shape(i));
     if (a.strides(i) % item != 0) fail("strides", a.strides(i), "expected whole elements");

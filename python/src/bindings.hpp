@@ -2,6 +2,8 @@
 // rotary entry point (RoPE, M-RoPE, vision, xPos, FoPE) runs through.
 #pragma once
 
+#include <algorithm>
+#include <array>
 #include <memory>
 #include <string>
 #include <utility>
@@ -27,26 +29,23 @@ struct FopeHolder {
 // in place, in and out are the same map; out of place, `in` maps x (read only) and `out` the new
 // array. Returns x (in place) or the new array.
 template <class Kernel>
-py::object rotate(py::handle x, bool in_place, Kernel&& kernel, bool allow_rank3 = false) {
+py::object rotate(const py::object& x, bool in_place, Kernel&& kernel, bool allow_rank3 = false) {
   const int rank = allow_rank3 && view_of(x, "x").rank() == 3 ? 3 : 4;
   const ArrayView in = activation(x, "x", rank, in_place);
-  const ArrayView out = in_place ? in : new_array_like(in, in.dtype, in.shape);
-  const auto dims4 = [&](const ArrayView& a) {
-    std::vector<Eigen::Index> d = a.shape;
-    if (rank == 3) d.insert(d.begin(), 1);
-    return d;
-  };
-  const std::vector<Eigen::Index> in_dims = dims4(in), out_dims = dims4(out);
+  const ArrayView fresh = in_place ? ArrayView{} : new_array_like(in, in.dtype, in.shape);
+  const ArrayView& out = in_place ? in : fresh;
+  // [batch, seq, heads, head_dim] (or the layout's order); rank 3 is one batch row.
+  std::array<Eigen::Index, 4> dims{1, 1, 1, 1};
+  std::copy(in.shape.begin(), in.shape.end(), dims.begin() + (4 - rank));
   with_storage_type(in, [&](auto tag) {
     using T = decltype(tag);
-    TensorMap4<T> in_map(static_cast<T*>(in.data), in_dims[0], in_dims[1], in_dims[2], in_dims[3]);
-    TensorMap4<T> out_map(static_cast<T*>(out.data), out_dims[0], out_dims[1], out_dims[2],
-                          out_dims[3]);
+    TensorMap4<T> in_map(static_cast<T*>(in.data), dims[0], dims[1], dims[2], dims[3]);
+    TensorMap4<T> out_map(static_cast<T*>(out.data), dims[0], dims[1], dims[2], dims[3]);
     py::gil_scoped_release release;
     kernel(in_map, out_map);
     return 0;
   });
-  return in_place ? py::reinterpret_borrow<py::object>(x) : out.object;
+  return in_place ? x : out.object;
 }
 
 // The in-place call when in and out are one map, else the out-of-place one:

@@ -94,7 +94,7 @@ Example:
     >>> k_rot = posemb.apply_rope(k, torch.arange(100, 116), spec)
 )doc";
 
-py::object apply_rope_impl(py::handle x, const py::object& positions, const py::object& source,
+py::object apply_rope_impl(const py::object& x, const py::object& positions, const py::object& source,
                            const std::string& layout, bool inverse, int threads, bool in_place) {
   const TokenPositions p = token_positions(positions);
   const TensorLayout l = layout_of(layout);
@@ -384,7 +384,7 @@ MropeLayout mrope_layout_of(const std::string& layout) {
 }
 
 template <class Spec>
-py::object apply_axes_impl(py::handle x, const py::object& positions, const Spec& spec,
+py::object apply_axes_impl(const py::object& x, const py::object& positions, const Spec& spec,
                            const std::string& layout, bool inverse, int threads, bool in_place,
                            bool allow_rank3) {
   const AxisPositions p = axis_positions(positions);
@@ -519,7 +519,7 @@ XposRole role_of(const std::string& role) {
   fail("role", "'" + role + "'", "expected 'query' or 'key'");
 }
 
-py::object apply_xpos_impl(py::handle x, const py::object& positions, const XposSpec& spec,
+py::object apply_xpos_impl(const py::object& x, const py::object& positions, const XposSpec& spec,
                            const std::string& role, const std::string& layout, bool inverse,
                            int threads, bool in_place) {
   const TokenPositions p = token_positions(positions);
@@ -591,7 +591,7 @@ std::vector<float> coefficient_values(py::handle a, const std::string& name,
   return std::vector<float>(values.data(), values.data() + values.size());
 }
 
-py::object apply_fope_impl(py::handle x, const py::object& positions, const FopeHolder& holder,
+py::object apply_fope_impl(const py::object& x, const py::object& positions, const FopeHolder& holder,
                            const std::string& layout, bool inverse, int threads, bool in_place) {
   const TokenPositions p = token_positions(positions);
   const TensorLayout l = layout_of(layout);
