@@ -48,7 +48,7 @@
 #include "posemb/io/npy.hpp"
 #include "posemb/rotary/rope.hpp"
 #include "posemb/rotary/xpos.hpp"
-#include "../layer_check.hpp"
+#include "../model/layer_check.hpp"
 
 namespace {
 
