@@ -29,5 +29,6 @@ std::unique_ptr<Command> alibi_command();        // cmd_bias.cpp
 std::unique_ptr<Command> buckets_command();      // cmd_bias.cpp
 std::unique_ptr<Command> bias_command();         // cmd_bias.cpp
 std::unique_ptr<Command> sinusoidal_command();   // cmd_sinusoidal.cpp
+std::unique_ptr<Command> vectors_command();      // cmd_vectors.cpp
 
 }  // namespace posemb::tool
