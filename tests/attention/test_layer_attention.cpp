@@ -458,3 +458,23 @@ TEST_CASE("layer attention: every rule at once equals the loop in the blocked ke
   }
   CHECK(worst < 2e-6);
 }
+
+TEST_CASE("layer attention: same_attention compares every field") {
+  const posemb::LayerAttention base;
+  CHECK(posemb::same_attention(base, base));
+  std::vector<posemb::LayerAttention> changed(8, base);
+  changed[0].softmax_scale = 0.5;
+  changed[1].sliding_window = 4096;
+  changed[2].attention_chunk_size = 8192;
+  changed[3].query_temperature = posemb::QueryTemperature{};
+  changed[4].logit_softcap = 50.0;
+  changed[5].attention_sinks = true;
+  changed[6].bias_placement = posemb::BiasPlacement::BeforeScale;
+  changed[7].query_temperature = posemb::QueryTemperature{8192.0, 0.1, 0};
+  for (std::size_t n = 0; n < changed.size(); ++n) {
+    CAPTURE(n);
+    CHECK_FALSE(posemb::same_attention(base, changed[n]));
+    CHECK(posemb::same_attention(changed[n], changed[n]));
+  }
+  CHECK_FALSE(posemb::same_attention(changed[3], changed[7]));  // position_offset 1 vs 0
+}
