@@ -92,9 +92,10 @@ int run(Command& command) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"Inspect and apply a model's positional scheme (HuggingFace config.json), with .npy "
-               "files in and out.",
-               "posemb"};
+  CLI::App app{
+      "Inspect and apply a model's positional scheme (HuggingFace config.json), with .npy "
+      "files in and out.",
+      "posemb"};
   app.require_subcommand(1);
   app.fallthrough(false);
   // --version --verbose adds the kernels' instruction-set level and the streaming-store setting
@@ -102,8 +103,7 @@ int main(int argc, char** argv) {
   const bool verbose_version = std::any_of(
       argv + 1, argv + argc, [](const char* arg) { return std::string(arg) == "--verbose"; });
   app.set_version_flag(
-      "--version",
-      std::function<std::string()>([verbose_version] {
+      "--version", std::function<std::string()>([verbose_version] {
         std::string text = std::string("posemb ") + posemb::version_string;
         if (!verbose_version) return text;
         return text + "\nkernels: level " + posemb::to_string(posemb::isa_level()) +
@@ -112,10 +112,11 @@ int main(int argc, char** argv) {
       }),
       "Print the posemb version and exit (with --verbose: the kernels' instruction-set level, "
       "the streaming-store threshold and the last-level cache it comes from)");
-  app.footer("Size cap: the tables the tool builds (alibi, buckets, bias, sinusoidal, and the "
-             "table apply adds for a sinusoidal model) hold at most 2^28 values (1 GiB of float32); "
-             "a larger request is refused. Exit status: 0 on success, 2 for a usage error, "
-             "1 for anything else, with one line \"posemb: error: ...\" on stderr.");
+  app.footer(
+      "Size cap: the tables the tool builds (alibi, buckets, bias, sinusoidal, and the "
+      "table apply adds for a sinusoidal model) hold at most 2^28 values (1 GiB of float32); "
+      "a larger request is refused. Exit status: 0 on success, 2 for a usage error, "
+      "1 for anything else, with one line \"posemb: error: ...\" on stderr.");
   const std::vector<std::unique_ptr<Command>> all = commands();
   std::vector<CLI::App*> subcommands;
   for (const std::unique_ptr<Command>& command : all) subcommands.push_back(command->add_to(app));

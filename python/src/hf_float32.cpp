@@ -104,9 +104,9 @@ Example:
 )doc")
       .def(py::init(&rope_from_buffer), py::arg("inv_freq"), py::arg("head_dim"),
            py::arg("attention_scale") = 1.0, py::arg("pairing") = "rotate_half")
-      .def_property_readonly("inv_freq", [](const HfFloat32Rope& r) {
-        return to_numpy(r.inv_freq.data(), {r.inv_freq.size()});
-      })
+      .def_property_readonly(
+          "inv_freq",
+          [](const HfFloat32Rope& r) { return to_numpy(r.inv_freq.data(), {r.inv_freq.size()}); })
       .def_readonly("attention_scale", &HfFloat32Rope::attention_scale)
       .def_property_readonly("pairing", [](const HfFloat32Rope& r) { return to_string(r.pairing); })
       .def_readonly("rotary_dim", &HfFloat32Rope::rotary_dim)
@@ -116,11 +116,12 @@ Example:
         return a.inv_freq == b.inv_freq && a.attention_scale == b.attention_scale &&
                a.pairing == b.pairing && a.rotary_dim == b.rotary_dim && a.head_dim == b.head_dim;
       });
-  m.def("hf_float32_rope",
-        [](const py::object& scheme, std::optional<std::int64_t> seq_len) {
-          return hf_float32_rope(scheme_of(scheme), seq_len);
-        },
-        py::arg("scheme"), py::arg("seq_len") = py::none(), hf_float32_rope_doc);
+  m.def(
+      "hf_float32_rope",
+      [](const py::object& scheme, std::optional<std::int64_t> seq_len) {
+        return hf_float32_rope(scheme_of(scheme), seq_len);
+      },
+      py::arg("scheme"), py::arg("seq_len") = py::none(), hf_float32_rope_doc);
 }
 
 }  // namespace posemb::python

@@ -37,21 +37,21 @@ enum class WindowRule {
 };
 
 enum class SoftmaxRule {
-  HeadDim,             // head_dim^-0.5
-  QueryPreAttnScalar,  // query_pre_attn_scalar^-0.5 (default 256)
-  One,                 // 1 (q and k are RMS-normalised)
-  AttentionMultiplier, // attention_multiplier (default 1)
-  DeepseekMscale,      // (qk_nope + qk_rope)^-0.5 * m^2, m = 0.1 mscale_all_dim ln(factor) + 1
-  Gpt2,                // head_dim^-0.5 if scale_attn_weights, / (i+1) if scale_attn_by_inverse_layer_idx
-  Unscaled,            // 1: T5 folds the scale into its initialisation
+  HeadDim,              // head_dim^-0.5
+  QueryPreAttnScalar,   // query_pre_attn_scalar^-0.5 (default 256)
+  One,                  // 1 (q and k are RMS-normalised)
+  AttentionMultiplier,  // attention_multiplier (default 1)
+  DeepseekMscale,       // (qk_nope + qk_rope)^-0.5 * m^2, m = 0.1 mscale_all_dim ln(factor) + 1
+  Gpt2,      // head_dim^-0.5 if scale_attn_weights, / (i+1) if scale_attn_by_inverse_layer_idx
+  Unscaled,  // 1: T5 folds the scale into its initialisation
 };
 
 // Which rope parameters each layer type gets when the config has one block (not nested by type).
 enum class RopeSplit {
-  OneBlock,      // every layer the same block
-  LocalBase,     // full: the block; sliding: plain RoPE at rope_local_base_freq (default 1e4)
-  FullOnly,      // full: the block; sliding: plain RoPE at the same rope_theta
-  Gemma4,        // nested by type; default {sliding: default 1e4, full: proportional 0.25, 1e6}
+  OneBlock,   // every layer the same block
+  LocalBase,  // full: the block; sliding: plain RoPE at rope_local_base_freq (default 1e4)
+  FullOnly,   // full: the block; sliding: plain RoPE at the same rope_theta
+  Gemma4,     // nested by type; default {sliding: default 1e4, full: proportional 0.25, 1e6}
 };
 
 // How the config chooses the positional kind beyond the row's `positions` (every family also
@@ -103,6 +103,8 @@ inline const std::array<ModelFamily, 40>& model_families() {
   using N = NopeRule;
   using PR = PositionsRule;
   constexpr P half = P::RotateHalf, inter = P::Interleaved;
+  // One row per family, one line per row.
+  // clang-format off
   static const std::array<ModelFamily, 40> table{{
       // model_type     source                                          kind  pairing partial theta    layer types      pattern window          softmax                 split          nope                 temperature positions rule  rotary_dim key  interleave key  table per layer
       {"llama", "llama/configuration_llama.py, modeling_llama.py", K::Rope, half, 1.0, 1e4, L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, false, PR::Fixed, nullptr, nullptr, false},
@@ -146,6 +148,7 @@ inline const std::array<ModelFamily, 40>& model_families() {
       {"mt5", "mt5/configuration_mt5.py, modeling_mt5.py (as t5)", K::RelativeBias, half, 1.0, 1e4, L::AllFull, 0, W::Never, S::Unscaled, R::OneBlock, N::None, false, PR::Fixed, nullptr, nullptr, false},
       {"umt5", "umt5/modeling_umt5.py (UMT5Attention: a relative_attention_bias in every layer)", K::RelativeBias, half, 1.0, 1e4, L::AllFull, 0, W::Never, S::Unscaled, R::OneBlock, N::None, false, PR::Fixed, nullptr, nullptr, true},
   }};
+  // clang-format on
   return table;
 }
 
@@ -179,6 +182,8 @@ struct MultimodalFamily {
 inline const std::array<MultimodalFamily, 11>& multimodal_families() {
   using V = VisionTower;
   using M = MropeFamily;
+  // One row per family, one line per row.
+  // clang-format off
   static const std::array<MultimodalFamily, 11> table{{
       // model_type   source                                                        text model_type  M-RoPE index  vision tower
       {"mistral3", "mistral3/configuration_mistral3.py (text_config: mistral)", "mistral", std::nullopt, V::None},
@@ -193,6 +198,7 @@ inline const std::array<MultimodalFamily, 11>& multimodal_families() {
       {"qwen3_5_moe", "qwen3_5_moe/modeling_qwen3_5_moe.py (as qwen3_vl)", "", M::Qwen3VL, V::QwenMerge},
       {"pixtral", "pixtral/modeling_pixtral.py (PixtralRotaryEmbedding)", "", std::nullopt, V::Pixtral},
   }};
+  // clang-format on
   return table;
 }
 
