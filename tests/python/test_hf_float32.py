@@ -170,3 +170,21 @@ def test_repr_and_fields():
     rope = posemb.yarn_rope_spec(64, 10000.0, 4.0, 4096, angles="hf-float32")
     assert repr(rope).startswith("HfFloat32Rope(head_dim=64, rotary_dim=64, pairing='rotate_half'")
     assert rope.inv_freq.shape == (32,) and rope.attention_scale > 1.0
+
+
+def test_layouts_and_positions_forms(tmp_path):
+    model = posemb.load_model(write_config(tmp_path, "yarn"))
+    rope = posemb.hf_float32_rope(model, seq_len())
+    x = seeded_input((2, POSITIONS.size, 3, 128), "bfloat16")
+    bshd = posemb.apply_rope(x, POSITIONS, rope)
+    bhsd = posemb.apply_rope(x.transpose(1, 2).contiguous(), POSITIONS, rope, layout="bhsd")
+    assert bits_equal(bhsd.transpose(1, 2).float(), bshd.float())
+    # Per-row positions [batch, seq] and an int offset.
+    rows = np.stack([POSITIONS, POSITIONS])
+    assert bits_equal(posemb.apply_rope(x, rows, rope).float(), bshd.float())
+    first = posemb.apply_rope(x[:, :4], 0, rope)
+    assert bits_equal(first.float(), bshd[:, :4].float())
+    # A non-contiguous x out of place reads through a copy; the result is the same.
+    wide = torch.zeros(2, POSITIONS.size, 3, 256, dtype=torch.bfloat16)
+    wide[..., :128] = x
+    assert bits_equal(posemb.apply_rope(wide[..., :128], POSITIONS, rope).float(), bshd.float())
