@@ -14,6 +14,7 @@
 
 #include "arguments.hpp"
 #include "command.hpp"
+#include "gguf_commands.hpp"
 #include "model_report.hpp"
 #include "posemb/model/config.hpp"
 
@@ -147,6 +148,7 @@ class FreqsCommand : public Command {
   }
 
   int run() override {
+    if (is_gguf_path(config_path_)) return gguf_freqs(config_path_, layer_index_, seq_len_);
     const ModelPositions model = load_model_positions(config_path_);
     check_layer(layer_index_, model.layers.size(), config_path_);
     if (!layer_index_ && !model.layers_alike()) {
@@ -177,6 +179,7 @@ class LayersCommand : public Command {
   }
 
   int run() override {
+    if (is_gguf_path(config_path_)) return gguf_layers(config_path_, seq_len_, as_json_);
     const ModelPositions model = load_model_positions(config_path_);
     std::cout << with_context(config_path_, [&] {
       return as_json_ ? layers_json(model, seq_len_) : layers_table(model, seq_len_);

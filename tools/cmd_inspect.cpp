@@ -10,6 +10,7 @@
 
 #include "arguments.hpp"
 #include "command.hpp"
+#include "gguf_commands.hpp"
 #include "model_report.hpp"
 #include "posemb/bias/alibi.hpp"
 #include "posemb/model/config.hpp"
@@ -143,6 +144,7 @@ class InspectCommand : public Command {
   }
 
   int run() override {
+    if (is_gguf_path(config_path_)) return gguf_inspect(config_path_, seq_len_);
     const ModelPositions model = load_model_positions(config_path_);
     std::printf("config: %s\n", config_path_.c_str());
     with_context(config_path_, [&] { print_model(model, seq_len_); });
