@@ -13,7 +13,6 @@
 
 #include "arguments.hpp"
 #include "gguf_commands.hpp"
-#include "model_report.hpp"
 #include "posemb/model/gguf.hpp"
 #include "posemb/model/layer_plan.hpp"
 
@@ -42,6 +41,28 @@ struct GgufLayers {
 
 std::string optional_count(const std::optional<std::int64_t>& value) {
   return value ? std::to_string(*value) : "-";
+}
+
+// What a layer does in a few words: "rope llama3", "rope default, window 512", "none, chunk 8192".
+std::string layer_summary(const LayerPlan& p) {
+  std::string text = p.positions + (p.rope_type ? " " + *p.rope_type : "");
+  if (p.sliding_window) text += ", window " + std::to_string(*p.sliding_window);
+  if (p.attention_chunk_size) text += ", chunk " + std::to_string(*p.attention_chunk_size);
+  if (p.query_temperature) text += ", query temperature";
+  return text;
+}
+
+// Runs of consecutive alike layers: "layers 0-4: rope default, window 512; layer 5: rope default".
+std::string layer_pattern(const std::vector<LayerPlan>& layers) {
+  std::string out;
+  for (std::size_t begin = 0, end = 0; begin < layers.size(); begin = end) {
+    const std::string summary = layer_summary(layers[begin]);
+    while (end < layers.size() && layer_summary(layers[end]) == summary) ++end;
+    out += std::string(out.empty() ? "" : "; ") + (end - begin > 1 ? "layers " : "layer ") +
+           std::to_string(begin) + (end - begin > 1 ? "-" + std::to_string(end - 1) : "") + ": " +
+           summary;
+  }
+  return out;
 }
 
 // One row of the `layers` table.
@@ -79,11 +100,12 @@ std::string layers_table(const std::vector<LayerPlan>& layers) {
 }
 
 // The hyperparameters llama.cpp reads for positions.
-void print_hparams(const std::string& path, const GgufPositions& plan) {
+void print_hparams(const std::string& path, const GgufPositions& plan,
+                   const std::vector<LayerPlan>& layers) {
   const GgufHparams& h = plan.hparams;
-  std::printf("gguf: %s\narch: %s\nrope mode: %s (pairing in the HF checkpoint's order: %s)\n",
-              path.c_str(), h.arch.c_str(), to_string(h.rope_mode),
-              h.permuted ? "rows permuted by the converter" : "not permuted");
+  std::printf("gguf: %s\narch: %s\nrope mode: %s, on the GGUF's feature order%s\n", path.c_str(),
+              h.arch.c_str(), to_string(h.rope_mode),
+              h.permuted ? " (the converter permuted the q/k rows: HF's rotate_half)" : "");
   std::printf("layers: %lld\ncontext_length: %lld\ncontext per sequence (n_ctx_seq): %lld\n"
               "original context (n_ctx_orig): %lld\n",
               static_cast<long long>(h.n_layer), static_cast<long long>(h.n_ctx_train),
@@ -98,7 +120,7 @@ void print_hparams(const std::string& path, const GgufPositions& plan) {
                 full_precision(h.freq_scale_swa).c_str());
   }
   std::printf("rope.scaling.attn_factor: %s\n%s\n", full_precision(h.attn_factor).c_str(),
-              report::layer_pattern(plan.model).c_str());
+              layer_pattern(layers).c_str());
 }
 
 // One rotation: its label, magnitude and pair table (inverse frequency, wavelength in tokens).
@@ -123,7 +145,7 @@ int gguf_freqs(const std::string& path, std::optional<std::int64_t> layer,
   if (!layer) {
     for (const LayerPlan& other : gguf.layers) {
       if (same_plan(gguf.layers[0], other)) continue;
-      throw UsageError(path + ": the layers differ (" + report::layer_pattern(gguf.plan.model) +
+      throw UsageError(path + ": the layers differ (" + layer_pattern(gguf.layers) +
                        "); choose one with --layer");
     }
   }
@@ -147,7 +169,7 @@ int gguf_layers(const std::string& path, std::optional<std::int64_t> seq_len, bo
 
 int gguf_inspect(const std::string& path, std::optional<std::int64_t> seq_len) {
   const GgufLayers gguf(path, seq_len);
-  print_hparams(path, gguf.plan);
+  print_hparams(path, gguf.plan, gguf.layers);
   // Each distinct rotation once, under the first layer that uses it.
   std::vector<const LayerPlan*> shown;
   for (const LayerPlan& layer : gguf.layers) {
