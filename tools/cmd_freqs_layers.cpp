@@ -139,7 +139,8 @@ class FreqsCommand : public Command {
         "\"head_dim\", \"rotary_dim\", \"inv_freq\", \"attention_scale\", \"pairing\", "
         "\"softmax_scale\", \"sliding_window\", \"attention_chunk_size\", "
         "\"query_temperature\", ...) with 17 significant digits (FoPE: clipped frequencies are "
-        "0). Without --layer the layers must all be alike.");
+        "0). Without --layer the layers must all be alike. CONFIG may be a GGUF file: the "
+        "values llama.cpp runs it with, --seq-len its context size per sequence.");
     add_config_argument(freqs, config_path_);
     add_seq_len_option(freqs, seq_len_, "default: none known");
     add_integer(freqs, "--layer", layer_index_, std::int64_t{0}, int64_max,
@@ -171,7 +172,8 @@ class LayersCommand : public Command {
  public:
   CLI::App* add_to(CLI::App& app) override {
     CLI::App* layers = app.add_subcommand(
-        "layers", "Print every layer: a table, or with --json an array of freqs' objects.");
+        "layers", "Print every layer: a table, or with --json an array of freqs' objects. CONFIG "
+                  "may be a GGUF file (llama.cpp's run-time semantics).");
     add_config_argument(layers, config_path_);
     add_seq_len_option(layers, seq_len_, "default: none known");
     layers->add_flag("--json", as_json_, "A JSON array, one object per layer");

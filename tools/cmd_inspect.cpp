@@ -137,7 +137,8 @@ class InspectCommand : public Command {
         "Print the layer pattern and a table of the config's rotary pairs: default and scaled "
         "inverse frequency, wavelength in tokens, full turns within the original context, band "
         "(kept / ramp / interpolated, or clipped for FoPE), and the attention factor, pairing and "
-        "rotary_dim.");
+        "rotary_dim. CONFIG may be a GGUF file: the hyperparameters llama.cpp reads and the "
+        "frequencies it runs.");
     add_config_argument(inspect, config_path_);
     add_seq_len_option(inspect, seq_len_, "default: none known");
     return inspect;
