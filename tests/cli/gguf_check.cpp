@@ -7,7 +7,8 @@
 //   write-weights DIR                 safetensors checkpoints (tables by the formulas below),
 //                                     malformed ones, token embeddings x.npy and positions.npy
 //   learned Y.npy X.npy ROWS OFFSET (--offset K | P.npy)
-//                                     Y = float32(X + table[p + OFFSET]), table by formula
+//                                     Y = float32(X + table[p + OFFSET]) in float64, table by
+//                                     formula
 //   t5 BIAS.npy EXPECTED.json HEADS SHIFT
 //                                     BIAS[h, i, j] = b(i, j) + 100 h + SHIFT, b the bucket ids
 //                                     worked out by hand in EXPECTED.json (its head 0)
@@ -236,6 +237,9 @@ void write_weights(const std::string& dir) {
     }
   }
   posemb::write_npy(dir + "/x.npy", x.data(), {2, 5, width});
+  std::vector<double> x64;  // x + 1/3: values float32 cannot hold
+  for (const float value : x) x64.push_back(double(value) + 1.0 / 3.0);
+  posemb::write_npy(dir + "/x64.npy", x64.data(), {2, 5, width});
   const std::vector<std::int64_t> positions = {0, 1, 2, 3, 4, 15, 9, 0, 7, 3};
   posemb::write_npy(dir + "/positions.npy", positions.data(), {2, 5});
 }
@@ -255,13 +259,19 @@ bool check_learned(const std::vector<std::string>& a) {
   } else {
     p = posemb::read_npy(a[5]).values<std::int64_t>();
   }
-  const std::vector<float> xs = x.values<float>(), ys = y.values<float>();
+  std::vector<double> xs;
+  if (x.dtype == "<f8") {
+    xs = x.values<double>();
+  } else {
+    for (const float value : x.values<float>()) xs.push_back(value);
+  }
+  const std::vector<float> ys = y.values<float>();
   for (std::int64_t token = 0; token < batch * seq; ++token) {
     const std::int64_t row = p[static_cast<std::size_t>(token)] + offset;
     if (row < 0 || row >= rows) return fail("row " + std::to_string(row) + " outside the table");
     for (std::int64_t c = 0; c < d; ++c) {
       const auto k = static_cast<std::size_t>(token * d + c);
-      const float expected = static_cast<float>(double(xs[k]) + double(table_value(row, c)));
+      const float expected = static_cast<float>(xs[k] + double(table_value(row, c)));
       if (ys[k] != expected) {
         return fail("y[" + std::to_string(k) + "] = " + std::to_string(ys[k]) + ", expected " +
                     std::to_string(expected));

@@ -184,6 +184,10 @@ weights_test("apply gpt2 weights offset"
   ARGS apply ${gpt2} --weights ${weights}/gpt2.safetensors --input ${x} --offset 11
        --output ${gguf_out}/gpt2.npy
   CHECK learned ${gguf_out}/gpt2.npy ${x} 16 0 --offset 11)
+weights_test("apply gpt2 weights float64 X float32 Y"
+  ARGS apply ${gpt2} --weights ${weights}/gpt2.safetensors --input ${weights}/x64.npy --offset 3
+       --output ${gguf_out}/gpt2_f64.npy
+  CHECK learned ${gguf_out}/gpt2_f64.npy ${weights}/x64.npy 16 0 --offset 3)
 weights_test("apply gpt2 prefixed weights positions"
   ARGS apply ${gpt2} --weights ${weights}/gpt2_prefixed.safetensors --input ${x} --positions ${p}
        --output ${gguf_out}/gpt2_prefixed.npy
