@@ -9,11 +9,12 @@
 //   attention/<f32|bf16>/causal_gqa/vs_gemm_triangle  the same against GEMMs of the blocks on
 //       and below the diagonal only (128-row panels x the keys up to the panel's last query),
 //       the work a causal kernel cannot avoid
-//   fused/table/<f32|bf16>/causal_gqa/vs_gemm_...     fused_rope_scores with a RopeTable
+//   fused/table/<f32|bf16>/causal_gqa/vs_gemm_...     attention_scores with RoPE from a RopeTable
 // The baselines' inputs are float (bf16 rows: the bf16 values rotated in bf16, as posemb
 // rotates them, then widened) in per-head contiguous rows; the baseline writes no -inf.
-// Before timing, each result is checked against detail::attention_scores_reference (the plain
-// loop) on 192 query rows of every head, and against the square baseline everywhere.
+// Before timing, each result is checked against attention_oracle::scores (the plain loop of
+// tests/attention/attention_oracle.hpp) on 192 query rows of every head, and against the square
+// baseline everywhere.
 #include <Eigen/Core>
 #include <algorithm>
 #include <cmath>
@@ -26,9 +27,9 @@
 #include <vector>
 
 #include <posemb/attention/scores.hpp>
-#include <posemb/attention/fused.hpp>
 #include <posemb/isa.hpp>
 
+#include "../tests/attention/attention_oracle.hpp"
 #include "harness.hpp"
 
 namespace {
@@ -139,18 +140,17 @@ bool run(const char* type, double limit) {
   const posemb::Tensor4<T> q = random_tensor<T>(kHeads, 1u), k = random_tensor<T>(kKvHeads, 2u);
   Baseline baseline{rotated_heads(q), rotated_heads(k)};
   posemb::ScoreOptions options;
-  options.scheme = posemb::ScoreScheme::Rope;
-  options.rope = spec();
+  options.rotation = spec();
   options.causal = true;
-  posemb::ScoreOptions fused_options;
-  fused_options.causal = true;
   const posemb::RopeTable<T> table(spec(), 0, kSeq);
+  posemb::ScoreOptions fused_options = options;
+  fused_options.rotation = &table;
 
   posemb::Tensor4<float> scores(1, kHeads, kSeq, kSeq);
   std::vector<float> square(std::size_t(kHeads * kSeq * kSeq));
   const std::int64_t zero = 0;
   const auto helper = [&] { posemb::attention_scores(q, zero, k, zero, scores, options); };
-  const auto fused = [&] { posemb::fused_rope_scores(q, zero, k, zero, scores, table, fused_options); };
+  const auto fused = [&] { posemb::attention_scores(q, zero, k, zero, scores, fused_options); };
 
   // ---- checks, before any timing ----
   baseline.square(square.data());
@@ -163,7 +163,7 @@ bool run(const char* type, double limit) {
     for (const auto& [first, count] : {std::pair<Eigen::Index, Eigen::Index>{0, 64}, {kSeq - 128, 128}}) {
       const Eigen::array<Eigen::Index, 4> offsets{0, first, 0, 0}, extents{1, count, kHeads, kDim};
       const posemb::Tensor4<T> q_rows = q.slice(offsets, extents);
-      const auto expected = posemb::detail::attention_scores_reference(q_rows, std::int64_t(first), k, zero, options);
+      const auto expected = attention_oracle::scores(q_rows, std::int64_t(first), k, zero, options);
       worst = std::max(worst, compare_rows(scores, expected, first));
     }
     const bool pass = worst <= limit;

@@ -1,7 +1,8 @@
 // posemb apply CONFIG.json --input X.npy --output Y.npy [--positions P.npy | --offset K]
 //              [--role query|key] [--layout bshd|bhsd] [--output-layout bshd|bhsd] [--inverse]
 //              [--pairing interleaved|rotate_half] [--layer I] [--seq-len N]
-//              [--fope-sin-coef S.npy --fope-cos-coef C.npy] [--verbose]
+//              [--fope-sin-coef S.npy --fope-cos-coef C.npy] [--angles exact|hf-float32]
+//              [--dtype float32|bfloat16|float16] [--verbose]
 // posemb apply CONFIG.json --weights W --input X.npy --output Y.npy [--positions P | --offset K]
 //              (checkpoint_weights.cpp)
 // posemb apply CONFIG.json --vision --grid TxHxW --input X.npy --output Y.npy [--inverse]
@@ -12,6 +13,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "apply_inputs.hpp"
@@ -19,6 +21,7 @@
 #include "checkpoint_weights.hpp"
 #include "command.hpp"
 #include "npy_files.hpp"
+#include "rope_rotation.hpp"
 #include "posemb/absolute/sinusoidal.hpp"
 #include "posemb/model/config.hpp"
 #include "posemb/rotary/fope.hpp"
@@ -169,6 +172,26 @@ void apply_mrope_scheme(const Activation<T>& a, const RopeScheme& scheme) {
   apply_mrope(a.in(), out, positions.view(), spec, a.layouts(), {}, options.rotation());
 }
 
+// --angles hf-float32 or --dtype bfloat16/float16: plain RoPE of float32 X in that mode and
+// storage type (rope_rotation.hpp), forward only.
+template <class T>
+void rotate_in_mode(const Activation<T>& a, const RopeScheme& scheme, std::int64_t seq_len,
+                    const TokenPositions& positions) {
+  const ApplyOptions& options = a.options;
+  if (a.model.xpos || options.inverse) {
+    throw UsageError(std::string(a.model.xpos ? "the config's xPos" : "--inverse") +
+                     ": --angles hf-float32 and --dtype other than float32 rotate plain RoPE "
+                     "forward only");
+  }
+  if constexpr (!std::is_same_v<T, float>) {
+    throw UsageError(options.input + ": float64 X: --angles hf-float32 and --dtype take float32 X");
+  } else {
+    const RopeRotation rotation{scheme, seq_len, options.pairing(),
+                                parse_angle_mode(options.angles, "--angles"), options.dtype};
+    a.y = rotation.rotate(a.x, a.shape, positions.view(), a.layouts(), options.input);
+  }
+}
+
 // RoPE, its scaled variants and xPos (--role picks the query's or the key's scale).
 template <class T>
 void apply_rope_scheme(const Activation<T>& a) {
@@ -186,6 +209,10 @@ void apply_rope_scheme(const Activation<T>& a) {
   if (options.pairing()) spec.pairing = *options.pairing();
   if (options.verbose) print_rope_scheme(model.xpos ? "xpos" : "rope", scheme, spec, seq_len);
   check_x_head_dim(options, a.shape, spec);
+  if (options.angles != "exact" || options.dtype != "float32") {
+    rotate_in_mode(a, scheme, seq_len, positions);
+    return;
+  }
   auto out = a.out();
   if (model.xpos) {
     const XposSpec xpos{spec, *model.xpos};
@@ -333,6 +360,16 @@ class ApplyCommand : public Command {
     add_seq_len_option(apply, o_.seq_len, "default: max position + 1");
     add_fope_and_vision_options(apply);
     add_weights_option(apply, o_);
+    apply->add_option("--angles", o_.angles,
+                      "exact (angles in double, the default) or hf-float32 (HuggingFace "
+                      "transformers' float32 arithmetic, op by op; plain RoPE only)")
+        ->check(CLI::IsMember({"exact", "hf-float32"}))
+        ->capture_default_str();
+    apply->add_option("--dtype", o_.dtype,
+                      "The storage type X is rotated in: float32, bfloat16 or float16 (X and Y "
+                      "stay float32 .npy holding values exact in it)")
+        ->check(CLI::IsMember(storage_dtypes()))
+        ->capture_default_str();
     apply->add_flag("--verbose", o_.verbose,
                     "Print how X is read (--layout and the shape's axes), where the positions come "
                     "from and the scheme applied");

@@ -10,6 +10,7 @@
 //   posemb mrope-index CONFIG.json --segments SPEC --output P.npy      cmd_mrope_index.cpp
 //   posemb alibi | buckets | bias ... --output B.npy                   cmd_bias.cpp
 //   posemb sinusoidal --dim D --max-len L ... --output T.npy           cmd_sinusoidal.cpp
+//   posemb vectors CONFIG.json --positions LIST --output DIR ...      cmd_vectors.cpp
 //   posemb --version [--verbose]
 //
 // Exit status: 0 on success (diff: 0 when the GGUF and the config agree, 3 when they differ),
@@ -63,6 +64,7 @@ std::vector<std::unique_ptr<Command>> commands() {
   all.push_back(tool::buckets_command());
   all.push_back(tool::bias_command());
   all.push_back(tool::sinusoidal_command());
+  all.push_back(tool::vectors_command());
   return all;
 }
 

@@ -232,8 +232,7 @@ constexpr double kScoreSlope = 0.0625;
 posemb::ScoreOptions score_options(bool alibi_causal) {
   posemb::ScoreOptions options;
   if (alibi_causal) {
-    options.scheme = posemb::ScoreScheme::Alibi;
-    options.alibi_slopes = Eigen::VectorXd::Constant(1, kScoreSlope);
+    options.bias = posemb::AlibiSlopes{Eigen::VectorXd::Constant(1, kScoreSlope)};
     options.causal = true;
   }
   return options;

@@ -84,6 +84,7 @@ class Fope:
 class QueryTemperature:
     floor_scale: float
     attn_scale: float
+    position_offset: int
     def factor(self, position: float) -> float: ...
 
 class LayerAttention:
@@ -91,8 +92,12 @@ class LayerAttention:
     sliding_window: Optional[int]
     attention_chunk_size: Optional[int]
     query_temperature: Optional[QueryTemperature]
+    logit_softcap: Optional[float]
+    attention_sinks: bool
+    bias_placement: str
     def __init__(self, *, softmax_scale: Optional[float] = ..., sliding_window: Optional[int] = ...,
-                 attention_chunk_size: Optional[int] = ...) -> None: ...
+                 attention_chunk_size: Optional[int] = ..., logit_softcap: Optional[float] = ...,
+                 attention_sinks: bool = ..., bias_placement: str = ...) -> None: ...
 
 class RopeScheme:
     rope_type: str
@@ -235,5 +240,6 @@ def add_position_embeddings_(x: ArrayT, positions: PositionsLike, table: Array) 
 def add_position_embeddings(x: ArrayT, positions: PositionsLike, table: Array) -> ArrayT: ...
 def attention_scores(q: ArrayT, q_positions: PositionsLike, k: ArrayT, k_positions: PositionsLike, *,
                      rope: Optional[RopeSpec] = ..., alibi_slopes: Optional[npt.ArrayLike] = ...,
-                     relative_bias: Optional[T5BiasTable] = ..., attention: Optional[LayerAttention] = ...,
+                     relative_bias: Optional[T5BiasTable] = ..., sink_logits: Optional[npt.ArrayLike] = ...,
+                     attention: Optional[LayerAttention] = ...,
                      causal: bool = ..., softmax: bool = ..., layout: str = ...) -> ArrayT: ...

@@ -289,24 +289,23 @@ Example:
         py::arg("x"), py::arg("positions"), py::arg("table"), add_doc);
 }
 
+// Rotation and bias are independent (attention/options.hpp): rope with one of alibi_slopes or
+// relative_bias, or either alone.
 ScoreOptions score_options(const std::optional<RopeSpec>& rope, const py::object& alibi_slopes,
                            const std::optional<T5BiasTable<float>>& relative_bias,
+                           const py::object& sink_logits,
                            const std::optional<LayerAttention>& attention, bool causal, bool softmax) {
   ScoreOptions options;
-  const int schemes = int(rope.has_value()) + int(!alibi_slopes.is_none()) + int(relative_bias.has_value());
-  if (schemes > 1) {
-    fail("rope, alibi_slopes, relative_bias", std::to_string(schemes) + " given", "expected at most one scheme");
+  if (!alibi_slopes.is_none() && relative_bias) {
+    fail("alibi_slopes, relative_bias", "both given", "expected at most one bias");
   }
-  if (rope) {
-    options.scheme = ScoreScheme::Rope;
-    options.rope = *rope;
-  } else if (!alibi_slopes.is_none()) {
-    options.scheme = ScoreScheme::Alibi;
-    options.alibi_slopes = vector_of(alibi_slopes, "alibi_slopes");
+  if (rope) options.rotation = *rope;
+  if (!alibi_slopes.is_none()) {
+    options.bias = AlibiSlopes{vector_of(alibi_slopes, "alibi_slopes")};
   } else if (relative_bias) {
-    options.scheme = ScoreScheme::RelativeBias;
-    options.relative_bias = relative_bias;
+    options.bias = *relative_bias;
   }
+  if (!sink_logits.is_none()) options.sink_logits = vector_of(sink_logits, "sink_logits");
   if (attention) options.layer = *attention;
   options.causal = causal;
   options.softmax = softmax;
@@ -317,10 +316,11 @@ void bind_scores(py::module_& m) {
   m.def("attention_scores",
         [](const py::object& q, const py::object& q_positions, const py::object& k, const py::object& k_positions,
            const std::optional<RopeSpec>& rope, const py::object& alibi_slopes,
-           const std::optional<T5BiasTable<float>>& relative_bias,
+           const std::optional<T5BiasTable<float>>& relative_bias, const py::object& sink_logits,
            const std::optional<LayerAttention>& attention, bool causal, bool softmax,
            const std::string& layout) {
-          const ScoreOptions options = score_options(rope, alibi_slopes, relative_bias, attention, causal, softmax);
+          const ScoreOptions options =
+              score_options(rope, alibi_slopes, relative_bias, sink_logits, attention, causal, softmax);
           const ArrayView qv = activation(q, "q", 4, false), kv = activation(k, "k", 4, false);
           if (kv.dtype != qv.dtype) fail("k.dtype", kv.dtype_text(), "expected q's dtype " + qv.dtype_text());
           const TokenPositions qp = token_positions(q_positions, "q_positions");
@@ -344,16 +344,18 @@ void bind_scores(py::module_& m) {
         },
         py::arg("q"), py::arg("q_positions"), py::arg("k"), py::arg("k_positions"), py::kw_only(),
         py::arg("rope") = py::none(), py::arg("alibi_slopes") = py::none(),
-        py::arg("relative_bias") = py::none(), py::arg("attention") = py::none(),
+        py::arg("relative_bias") = py::none(), py::arg("sink_logits") = py::none(),
+        py::arg("attention") = py::none(),
         py::arg("causal") = false, py::arg("softmax") = false, py::arg("layout") = "bshd",
         R"doc(Attention logits (or softmax probabilities) [batch, heads, seq_q, seq_k]: float32 for
 float32 / float16 / bfloat16 q and k, float64 for float64; numpy or torch as q.
 
 q: [batch, seq_q, heads, head_dim] ('bshd') or [batch, heads, seq_q, head_dim] ('bhsd'); k the
-same with kv_heads dividing heads (grouped-query attention). Positions as for apply_rope_. At
-most one scheme: rope (a RopeSpec rotating q and k), alibi_slopes [heads], relative_bias (a
-T5BiasTable). attention: a LayerAttention (softmax scale, sliding window, chunk, query
-temperature); causal masks k > q.
+same with kv_heads dividing heads (grouped-query attention). Positions as for apply_rope_.
+rope (a RopeSpec rotating q and k) and at most one bias, alibi_slopes [heads] or relative_bias (a
+T5BiasTable), are independent. sink_logits [heads]: one extra logit per head in the softmax
+denominator when attention.attention_sinks. attention: a LayerAttention (softmax scale, sliding
+window, chunk, query temperature, logit softcap, sinks, ALiBi placement); causal masks k > q.
 
 Example:
     >>> p = posemb.attention_scores(q, 12, k, 0, rope=spec, causal=True, softmax=True)

@@ -13,8 +13,9 @@ namespace {
 using OptLength = std::optional<std::int64_t>;
 
 void bind_attention(py::module_& m) {
-  py::class_<QueryTemperature>(m, "QueryTemperature", R"doc(Llama 4's query temperature on its
-layers without RoPE: q *= log1p(floor((p + 1) / floor_scale)) * attn_scale + 1.
+  py::class_<QueryTemperature>(m, "QueryTemperature", R"doc(A query temperature:
+q *= log1p(floor((p + position_offset) / floor_scale)) * attn_scale + 1 (Llama 4's layers without
+RoPE: position_offset 1; Ministral 3: 0).
 
 Example:
     >>> model.layers[3].attention.query_temperature.factor(8191)
@@ -22,28 +23,46 @@ Example:
 )doc")
       .def_readonly("floor_scale", &QueryTemperature::floor_scale)
       .def_readonly("attn_scale", &QueryTemperature::attn_scale)
+      .def_readonly("position_offset", &QueryTemperature::position_offset)
       .def("factor", &QueryTemperature::factor, py::arg("position"));
   py::class_<LayerAttention>(m, "LayerAttention", R"doc(One layer's attention-side parameters
 (None: not used): softmax_scale (logits = softmax_scale * q k^T; None means 1 / sqrt(head_dim)),
-sliding_window, attention_chunk_size, query_temperature.
+sliding_window, attention_chunk_size, query_temperature, logit_softcap (logits = cap *
+tanh(logits / cap) after scaling), attention_sinks (one extra logit per head in the softmax
+denominator), bias_placement ('after_scale' or 'before_scale': where ALiBi enters).
 
 Example:
     >>> attention = posemb.LayerAttention(softmax_scale=0.0625, sliding_window=4096)
 )doc")
       .def(py::init([](std::optional<double> softmax_scale, OptLength sliding_window,
-                       OptLength attention_chunk_size) {
+                       OptLength attention_chunk_size, std::optional<double> logit_softcap,
+                       bool attention_sinks, const std::string& bias_placement) {
              LayerAttention a;
              a.softmax_scale = softmax_scale;
              a.sliding_window = sliding_window;
              a.attention_chunk_size = attention_chunk_size;
+             a.logit_softcap = logit_softcap;
+             a.attention_sinks = attention_sinks;
+             if (bias_placement != "after_scale" && bias_placement != "before_scale") {
+               fail("bias_placement", "'" + bias_placement + "'",
+                    "expected 'after_scale' or 'before_scale'");
+             }
+             a.bias_placement = bias_placement == "before_scale" ? BiasPlacement::BeforeScale
+                                                                 : BiasPlacement::AfterScale;
              return a;
            }),
            py::kw_only(), py::arg("softmax_scale") = py::none(), py::arg("sliding_window") = py::none(),
-           py::arg("attention_chunk_size") = py::none())
+           py::arg("attention_chunk_size") = py::none(), py::arg("logit_softcap") = py::none(),
+           py::arg("attention_sinks") = false, py::arg("bias_placement") = "after_scale")
       .def_readonly("softmax_scale", &LayerAttention::softmax_scale)
       .def_readonly("sliding_window", &LayerAttention::sliding_window)
       .def_readonly("attention_chunk_size", &LayerAttention::attention_chunk_size)
-      .def_readonly("query_temperature", &LayerAttention::query_temperature);
+      .def_readonly("query_temperature", &LayerAttention::query_temperature)
+      .def_readonly("logit_softcap", &LayerAttention::logit_softcap)
+      .def_readonly("attention_sinks", &LayerAttention::attention_sinks)
+      .def_property_readonly("bias_placement", [](const LayerAttention& a) {
+        return std::string(to_string(a.bias_placement));
+      });
 }
 
 void bind_scheme(py::module_& m) {

@@ -1,4 +1,4 @@
-// Tests for attention.hpp: RoPE scores against the published drift table, the relative
+// Tests for attention/scores.hpp: RoPE scores against the published drift table, the relative
 // property through the attention API, softmax and the causal mask, ALiBi against alibi.hpp,
 // grouped-query head mapping, batched == per-head, KV-cache offsets, and every error path.
 #include <catch2/catch.hpp>
@@ -16,6 +16,7 @@
 #include <posemb/attention/scores.hpp>
 #include <posemb/io/npy.hpp>
 
+#include "attention/attention_oracle.hpp"
 #include "support.hpp"
 
 using test_support::position_range;
@@ -25,11 +26,13 @@ using test_support::throws_with;
 using posemb::PositionMatrix;
 using posemb::PositionVector;
 using posemb::ScoreOptions;
-using posemb::ScoreScheme;
 using posemb::TensorLayout;
 using Rows = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
 namespace {
+
+// The positional scheme of a test case: a rotation, a bias, or neither.
+enum class Scheme { None, Rope, Alibi, RelativeBias };
 
 Rows random_rows(Eigen::Index rows, Eigen::Index cols, std::uint64_t seed) {
   std::mt19937_64 engine(seed);
@@ -51,8 +54,7 @@ posemb::Tensor4<T> random_tensor(Eigen::Index d0, Eigen::Index d1, Eigen::Index 
 
 ScoreOptions rope_options(posemb::RotaryDims dims, posemb::Pairing pairing) {
   ScoreOptions options;
-  options.scheme = ScoreScheme::Rope;
-  options.rope = posemb::default_rope_spec(dims, 10000.0, pairing);
+  options.rotation = posemb::default_rope_spec(dims, 10000.0, pairing);
   return options;
 }
 
@@ -199,12 +201,11 @@ TEST_CASE("attention: softmax is stable for large logits") {
 TEST_CASE("attention: causal softmax rows sum to 1 and masked entries are exactly 0") {
   const auto q = random_tensor<float>(2, 7, 3, 8, 5);
   const auto k = random_tensor<float>(2, 7, 3, 8, 6);
-  for (ScoreScheme scheme : {ScoreScheme::None, ScoreScheme::Rope, ScoreScheme::Alibi}) {
+  for (Scheme scheme : {Scheme::None, Scheme::Rope, Scheme::Alibi}) {
     CAPTURE(static_cast<int>(scheme));
     ScoreOptions options;
-    options.scheme = scheme;
-    if (scheme == ScoreScheme::Rope) options.rope = posemb::default_rope_spec(8);
-    if (scheme == ScoreScheme::Alibi) options.alibi_slopes = posemb::alibi_slopes(3);
+    if (scheme == Scheme::Rope) options.rotation = posemb::default_rope_spec(8);
+    if (scheme == Scheme::Alibi) options.bias = posemb::AlibiSlopes{posemb::alibi_slopes(3)};
     options.causal = true;
     options.softmax = true;
     const auto p = posemb::attention_scores(q, std::int64_t{0}, k, std::int64_t{0}, options);
@@ -246,8 +247,7 @@ TEST_CASE("attention: ALiBi logits are scale * q.k plus alibi_bias") {
   const auto q = random_tensor<double>(1, 3, 5, 4, 9);  // BHSD: [1, heads 3, seq 5, 4]
   const auto k = random_tensor<double>(1, 3, 5, 4, 10);
   ScoreOptions alibi;
-  alibi.scheme = ScoreScheme::Alibi;
-  alibi.alibi_slopes = posemb::alibi_slopes(3);
+  alibi.bias = posemb::AlibiSlopes{posemb::alibi_slopes(3)};
   ScoreOptions none;
   for (bool causal : {true, false}) {
     CAPTURE(causal);
@@ -304,13 +304,12 @@ TEST_CASE("attention: batched scores equal the per-head loop, in both layouts") 
   kpos << 0, 1, 2, 3, 4, 5, 5, 6, 7, 8, 9, 10;
   const Eigen::array<Eigen::Index, 4> to_bhsd{0, 2, 1, 3};
   const posemb::Tensor4<double> q_bhsd = q.shuffle(to_bhsd), k_bhsd = k.shuffle(to_bhsd);
-  for (ScoreScheme scheme : {ScoreScheme::None, ScoreScheme::Rope, ScoreScheme::Alibi}) {
+  for (Scheme scheme : {Scheme::None, Scheme::Rope, Scheme::Alibi}) {
     for (bool causal : {false, true}) {
       CAPTURE(static_cast<int>(scheme), causal);
       ScoreOptions options;
-      options.scheme = scheme;
-      if (scheme == ScoreScheme::Rope) options.rope = posemb::default_rope_spec({8, 6}, 500.0);  // partial
-      if (scheme == ScoreScheme::Alibi) options.alibi_slopes = posemb::alibi_slopes(heads);
+      if (scheme == Scheme::Rope) options.rotation = posemb::default_rope_spec({8, 6}, 500.0);  // partial
+      if (scheme == Scheme::Alibi) options.bias = posemb::AlibiSlopes{posemb::alibi_slopes(heads)};
       options.causal = causal;
       options.softmax = causal;
       const auto batched = posemb::attention_scores(q, qpos, k, kpos, options);
@@ -323,7 +322,7 @@ TEST_CASE("attention: batched scores equal the per-head loop, in both layouts") 
           for (Eigen::Index s = 0; s < seq_k; ++s)
             for (Eigen::Index c = 0; c < dim; ++c) kh(s, c) = k(b, s, h / 2, c);
           ScoreOptions one = options;
-          if (scheme == ScoreScheme::Alibi) one.alibi_slopes = options.alibi_slopes.segment(h, 1);
+          if (scheme == Scheme::Alibi) one.bias = posemb::AlibiSlopes{std::get<posemb::AlibiSlopes>(options.bias).slopes.segment(h, 1)};
           const Rows expected = posemb::attention_scores(qh, qpos.row(b).transpose(), kh,
                                                          kpos.row(b).transpose(), one);
           for (Eigen::Index i = 0; i < seq_q; ++i) {
@@ -349,12 +348,11 @@ TEST_CASE("attention: a decode query at a KV-cache offset gets the last row of t
   const auto q_all = random_tensor<float>(1, seq, heads, dim, 22);
   const Eigen::array<Eigen::Index, 4> last{0, seq - 1, 0, 0}, one{1, 1, heads, dim};
   const posemb::Tensor4<float> q_last = q_all.slice(last, one);
-  for (ScoreScheme scheme : {ScoreScheme::Rope, ScoreScheme::Alibi}) {
+  for (Scheme scheme : {Scheme::Rope, Scheme::Alibi}) {
     CAPTURE(static_cast<int>(scheme));
     ScoreOptions options;
-    options.scheme = scheme;
-    if (scheme == ScoreScheme::Rope) options.rope = posemb::default_rope_spec(dim);
-    if (scheme == ScoreScheme::Alibi) options.alibi_slopes = posemb::alibi_slopes(heads);
+    if (scheme == Scheme::Rope) options.rotation = posemb::default_rope_spec(dim);
+    if (scheme == Scheme::Alibi) options.bias = posemb::AlibiSlopes{posemb::alibi_slopes(heads)};
     options.causal = true;
     options.softmax = true;
     const auto prefill = posemb::attention_scores(q_all, std::int64_t{0}, k, std::int64_t{0}, options);
@@ -401,33 +399,31 @@ TEST_CASE("attention: errors") {
                 "k_positions.size() = 2: expected one position per row of k = 3");
   }
   SECTION("options") {
+    // Rotation and bias are variants: a spec without a scheme, or slopes without ALiBi, cannot
+    // be written; an unknown bias placement is the enum left to check.
     ScoreOptions bad;
-    bad.scheme = static_cast<ScoreScheme>(9);
+    bad.layer.bias_placement = static_cast<posemb::BiasPlacement>(9);
     throws_with([&] { posemb::attention_scores(q, qp, k, kp, bad); },
-                "scheme = 9: expected ScoreScheme::None, ScoreScheme::Rope, ScoreScheme::Alibi or ScoreScheme::RelativeBias");
-    bad = ScoreOptions{};
-    bad.rope = posemb::default_rope_spec(4);  // a spec without scheme == Rope
-    throws_with([&] { posemb::attention_scores(q, qp, k, kp, bad); },
-                "rope.rotary_dim = 4: expected an empty RopeSpec unless scheme == ScoreScheme::Rope");
+                "layer.bias_placement = 9: expected BiasPlacement::AfterScale or BiasPlacement::BeforeScale");
     bad = rope_options(8, posemb::Pairing::RotateHalf);  // a spec for heads of 8
     throws_with([&] { posemb::attention_scores(q, qp, k, kp, bad); },
                 "head_dim = 4: expected 8, the head_dim this RopeSpec was made for (rotary_dim 8)");
     bad = ScoreOptions{};
-    bad.scheme = ScoreScheme::Rope;  // scheme Rope with an empty spec
+    bad.rotation = posemb::RopeSpec{};  // an empty spec
     throws_with([&] { posemb::attention_scores(q, qp, k, kp, bad); }, "rotary_dim = 0");
+    const posemb::RopeTable<double> table(posemb::default_rope_spec(4), 0, 3);
+    const Eigen::MatrixXf qf = q.cast<float>(), kf = k.cast<float>();
+    bad.rotation = &table;  // double cos/sin for float q and k
+    throws_with([&] { posemb::attention_scores(qf, qp, kf, kp, bad); },
+                "rotation = a RopeTable of another arithmetic type: expected RopeTable<T>");
     bad = ScoreOptions{};
-    bad.scheme = ScoreScheme::Alibi;
-    bad.alibi_slopes = posemb::alibi_slopes(4);
+    bad.bias = posemb::AlibiSlopes{posemb::alibi_slopes(4)};
     throws_with([&] { posemb::attention_scores(q, qp, k, kp, bad); },
-                "alibi_slopes.size() = 4: expected one slope per query head = 1");
-    bad.alibi_slopes = Eigen::VectorXd::Constant(1, -0.5);
-    throws_with([&] { posemb::attention_scores(q, qp, k, kp, bad); }, "alibi_slopes[0] = -0.5");
-    bad.alibi_slopes = Eigen::VectorXd::Constant(1, std::nan(""));
-    throws_with([&] { posemb::attention_scores(q, qp, k, kp, bad); }, "alibi_slopes[0] = nan");
-    bad = ScoreOptions{};
-    bad.alibi_slopes = posemb::alibi_slopes(1);  // slopes without scheme == Alibi
-    throws_with([&] { posemb::attention_scores(q, qp, k, kp, bad); },
-                "alibi_slopes.size() = 1: expected no slopes unless scheme == ScoreScheme::Alibi");
+                "AlibiSlopes.slopes.size() = 4: expected one slope per query head = 1");
+    bad.bias = posemb::AlibiSlopes{Eigen::VectorXd::Constant(1, -0.5)};
+    throws_with([&] { posemb::attention_scores(q, qp, k, kp, bad); }, "AlibiSlopes.slopes[0] = -0.5");
+    bad.bias = posemb::AlibiSlopes{Eigen::VectorXd::Constant(1, std::nan(""))};
+    throws_with([&] { posemb::attention_scores(q, qp, k, kp, bad); }, "AlibiSlopes.slopes[0] = nan");
     for (double scale : {0.0, -1.0, std::nan(""), std::numeric_limits<double>::infinity()}) {
       bad = ScoreOptions{};
       bad.layer.softmax_scale = scale;
@@ -470,10 +466,9 @@ TEST_CASE("attention: errors") {
     throws_with([&] { posemb::attention_scores(q4, three, q4, zero, ok, TensorLayout::BHSD); },
                 "pass TensorLayout::BSHD");
     ScoreOptions alibi;
-    alibi.scheme = ScoreScheme::Alibi;
-    alibi.alibi_slopes = posemb::alibi_slopes(2);  // kv head count, not the query head count
+    alibi.bias = posemb::AlibiSlopes{posemb::alibi_slopes(2)};  // kv head count, not the query head count
     throws_with([&] { posemb::attention_scores(q4, zero, k4, zero, alibi); },
-                "alibi_slopes.size() = 2: expected one slope per query head = 4");
+                "AlibiSlopes.slopes.size() = 2: expected one slope per query head = 4");
     ScoreOptions masked;
     masked.causal = true;
     masked.softmax = true;
@@ -494,8 +489,7 @@ TEST_CASE("attention: relative-bias logits are scale * q.k plus t5_bias, per hea
     CAPTURE(bidirectional);
     const posemb::T5BiasTable<float> table({32, 20, bidirectional}, weights);
     ScoreOptions relative;
-    relative.scheme = ScoreScheme::RelativeBias;
-    relative.relative_bias = table;
+    relative.bias = table;
     relative.layer.softmax_scale = 1.0;  // T5 does not scale q.k
     relative.causal = !bidirectional;
     ScoreOptions none;
@@ -513,7 +507,7 @@ TEST_CASE("attention: relative-bias logits are scale * q.k plus t5_bias, per hea
           kh(s, c) = k(0, s, h, c);
         }
       ScoreOptions one = relative;
-      one.relative_bias = table.head(h);
+      one.bias = table.head(h);
       const Rows single = posemb::attention_scores(qh, position_range(offset, seq), kh, position_range(offset, seq), one);
       for (Eigen::Index i = 0; i < seq; ++i) {
         for (Eigen::Index j = 0; j < seq; ++j) {
@@ -549,8 +543,7 @@ TEST_CASE("attention: a sliding-window row i sees exactly min(i + 1, W) keys, al
   for (std::int64_t window : {1, 3, 7, 20, 50}) {
     CAPTURE(window);
     ScoreOptions options;
-    options.scheme = ScoreScheme::Rope;
-    options.rope = posemb::default_rope_spec(8);
+    options.rotation = posemb::default_rope_spec(8);
     options.layer.sliding_window = window;
     options.softmax = true;
     const Rows p = posemb::attention_scores(q, position_range(0, 20), k, position_range(0, 20), options);
@@ -659,18 +652,12 @@ TEST_CASE("attention: layer options, errors") {
   options.softmax = true;
   throws_with([&] { posemb::attention_scores(q, qp, k, kp, options); },
               "query position = 5: the sliding window or the attention chunk leaves this row no key");
-  // Relative bias: the table must be there, one column per query head, and only with its scheme.
+  // Relative bias: one table column per query head.
   options = ScoreOptions{};
-  options.scheme = ScoreScheme::RelativeBias;
-  throws_with([&] { posemb::attention_scores(q, qp, k, kp, options); },
-              "relative_bias = absent: expected a T5BiasTable when scheme == ScoreScheme::RelativeBias");
   posemb::T5BiasTable<float>::Table weights = posemb::T5BiasTable<float>::Table::Zero(32, 4);
-  options.relative_bias = posemb::T5BiasTable<float>({32, 128, true}, weights);
+  options.bias = posemb::T5BiasTable<float>({32, 128, true}, weights);
   throws_with([&] { posemb::attention_scores(q, qp, k, kp, options); },
-              "relative_bias heads = 4: expected one table column per query head = 1");
-  options.scheme = ScoreScheme::None;
-  throws_with([&] { posemb::attention_scores(q, qp, k, kp, options); },
-              "relative_bias heads = 4: expected no table unless scheme == ScoreScheme::RelativeBias");
+              "T5BiasTable heads = 4: expected one table column per query head = 1");
 }
 
 TEST_CASE("attention: batched sliding window and chunk, prefill and decode at a KV-cache offset") {
@@ -679,8 +666,7 @@ TEST_CASE("attention: batched sliding window and chunk, prefill and decode at a 
   for (std::int64_t window : {1, 7, 64}) {
     CAPTURE(window);
     ScoreOptions options;
-    options.scheme = ScoreScheme::Rope;
-    options.rope = posemb::default_rope_spec(8);
+    options.rotation = posemb::default_rope_spec(8);
     options.layer.sliding_window = window;
     options.softmax = true;
     // Prefill of the last 20 tokens against the whole cache: query i at position 1000 + i.
@@ -711,7 +697,7 @@ TEST_CASE("attention: batched sliding window and chunk, prefill and decode at a 
 }
 
 // ---------------------------------------------------------------------------------------------
-// The blocked kernel against the plain loop (detail::attention_scores_reference), over shapes
+// The blocked kernel against the plain loop (attention_oracle::scores), over shapes
 // that cross the 128-row panels, grouped-query ratios, every scheme, mask and storage type.
 
 namespace {
@@ -719,7 +705,7 @@ namespace {
 struct KernelCase {
   Eigen::Index batch, seq_q, seq_k, heads, kv_heads, head_dim;
   TensorLayout layout;
-  ScoreScheme scheme;
+  Scheme scheme;
   posemb::Pairing pairing;
   int rotary_dim;          // Rope: the spec's rotary_dim (< head_dim: partial)
   bool causal;
@@ -758,19 +744,18 @@ posemb::Tensor4<T> case_tensor(const KernelCase& c, Eigen::Index seq, Eigen::Ind
 
 ScoreOptions case_options(const KernelCase& c) {
   ScoreOptions options;
-  options.scheme = c.scheme;
   options.causal = c.causal;
-  if (c.scheme == ScoreScheme::Rope) {
+  if (c.scheme == Scheme::Rope) {
     const posemb::RotaryDims dims{static_cast<int>(c.head_dim), c.rotary_dim};
-    options.rope = posemb::default_rope_spec(dims, 10000.0, c.pairing);
+    options.rotation = posemb::default_rope_spec(dims, 10000.0, c.pairing);
   }
-  if (c.scheme == ScoreScheme::Alibi) options.alibi_slopes = posemb::alibi_slopes(c.heads);
-  if (c.scheme == ScoreScheme::RelativeBias) {
+  if (c.scheme == Scheme::Alibi) options.bias = posemb::AlibiSlopes{posemb::alibi_slopes(c.heads)};
+  if (c.scheme == Scheme::RelativeBias) {
     posemb::T5BiasTable<float>::Table weights(32, c.heads);
     std::mt19937_64 engine(77);
     std::uniform_real_distribution<float> uniform(-2.0f, 2.0f);
     for (Eigen::Index n = 0; n < weights.size(); ++n) weights.data()[n] = uniform(engine);
-    options.relative_bias = posemb::T5BiasTable<float>({32, 128, !c.causal}, weights);
+    options.bias = posemb::T5BiasTable<float>({32, 128, !c.causal}, weights);
     options.layer.softmax_scale = 1.0;
   }
   return options;
@@ -816,7 +801,7 @@ void check_kernel_case(const KernelCase& c) {
   const PositionMatrix kpos = case_positions(c.batch, c.seq_k, c.k_offset, c.shuffled, 104);
   const ScoreOptions options = case_options(c);
   const auto fast = posemb::attention_scores(q, qpos, k, kpos, options, c.layout);
-  const auto reference = posemb::detail::attention_scores_reference(q, qpos, k, kpos, options, c.layout);
+  const auto reference = attention_oracle::scores(q, qpos, k, kpos, options, c.layout);
   const Eigen::Index masked = compare_scores(fast, reference, kernel_tolerance<T>());
   if (!c.causal) CHECK(masked == 0);
   // Offsets: the same scores with a scalar offset when the positions are a plain range.
@@ -829,8 +814,8 @@ void check_kernel_case(const KernelCase& c) {
 std::vector<KernelCase> kernel_cases() {
   using posemb::Pairing;
   const TensorLayout bshd = TensorLayout::BSHD, bhsd = TensorLayout::BHSD;
-  const ScoreScheme none = ScoreScheme::None, rope = ScoreScheme::Rope, alibi = ScoreScheme::Alibi,
-                    t5 = ScoreScheme::RelativeBias;
+  const Scheme none = Scheme::None, rope = Scheme::Rope, alibi = Scheme::Alibi,
+                    t5 = Scheme::RelativeBias;
   const Pairing il = Pairing::Interleaved, rh = Pairing::RotateHalf;
   return {
       // batch, seq_q, seq_k, heads, kv_heads, dim, layout, scheme, pairing, rotary, causal, qoff, koff, shuffled
@@ -878,8 +863,7 @@ TEST_CASE("attention: the blocked kernel equals the reference loop with the laye
   for (int variant = 0; variant < 6; ++variant) {
     CAPTURE(variant);
     ScoreOptions options;
-    options.scheme = ScoreScheme::Rope;
-    options.rope = posemb::default_rope_spec(16);
+    options.rotation = posemb::default_rope_spec(16);
     switch (variant) {
       case 0: options.layer.sliding_window = 100; break;
       case 1: options.layer.sliding_window = 129; options.softmax = true; break;
@@ -893,7 +877,7 @@ TEST_CASE("attention: the blocked kernel equals the reference loop with the laye
         break;
     }
     const auto fast = posemb::attention_scores(q, q_offset, k, k_offset, options);
-    const auto reference = posemb::detail::attention_scores_reference(q, q_offset, k, k_offset, options);
+    const auto reference = attention_oracle::scores(q, q_offset, k, k_offset, options);
     Eigen::Index masked = 0;
     for (Eigen::Index n = 0; n < fast.size(); ++n) {
       const float got = fast.data()[n], want = reference.data()[n];

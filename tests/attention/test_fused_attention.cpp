@@ -1,7 +1,8 @@
-// fused_rope_scores against the unfused recipe written out here (rotate q and k with
-// apply_rope, multiply in double, add -slope |qpos - kpos|, mask), against attention.hpp's
-// reference loop for the layer options, the relative bias, 4-D q and k with grouped-query heads
-// and half storage, and its properties.
+// RoPE inside the product (attention_scores with a rotation, through the fused_rope_scores
+// forms that take it as a source argument) against the unfused recipe written out here (rotate
+// q and k with apply_rope, multiply in double, add -slope |qpos - kpos|, mask), against the
+// reference loop (attention_oracle.hpp) for the layer options, the relative bias, 4-D q and k
+// with grouped-query heads and half storage, and its properties.
 #include <catch2/catch.hpp>
 
 #include <Eigen/Core>
@@ -12,8 +13,10 @@
 #include <random>
 #include <type_traits>
 
-#include "posemb/attention/scores.hpp"
 #include "posemb/attention/fused.hpp"
+#include "posemb/attention/scores.hpp"
+
+#include "attention/attention_oracle.hpp"
 
 namespace {
 
@@ -58,10 +61,7 @@ void check_against_unfused(Eigen::Index seq_q, Eigen::Index seq_k, int head_dim,
   for (Eigen::Index j = 0; j < seq_k; ++j) kpos[j] = 5000 + j;
   for (Eigen::Index i = 0; i < seq_q; ++i) qpos[i] = 5000 + seq_k - seq_q + i;
   posemb::ScoreOptions options;
-  if (slope != 0.0) {
-    options.scheme = posemb::ScoreScheme::Alibi;
-    options.alibi_slopes = Eigen::VectorXd::Constant(1, slope);
-  }
+  if (slope != 0.0) options.bias = posemb::AlibiSlopes{Eigen::VectorXd::Constant(1, slope)};
   options.causal = causal;
   Rows<T> fused;
   if (use_table) {
@@ -109,8 +109,7 @@ TEST_CASE("fused scores depend on position differences only (RoPE and ALiBi are 
   for (int i = 0; i < 20; ++i) qpos[i] = 20 + i;
   for (int j = 0; j < 40; ++j) kpos[j] = j;
   posemb::ScoreOptions options;
-  options.scheme = posemb::ScoreScheme::Alibi;
-  options.alibi_slopes = Eigen::VectorXd::Constant(1, 0.25);
+  options.bias = posemb::AlibiSlopes{Eigen::VectorXd::Constant(1, 0.25)};
   options.causal = true;
   Rows<double> near, far;
   posemb::fused_rope_scores(q, qpos, k, kpos, near, spec, options);
@@ -153,27 +152,25 @@ TEST_CASE("fused scores reject bad input with the parameter named") {
                     Catch::Contains("k_positions.size() = 2"));
   CHECK_THROWS_WITH(posemb::fused_rope_scores(q, qpos, k, kpos, out, posemb::default_rope_spec(10), options),
                     Catch::Contains("head_dim = 8"));
-  options.scheme = posemb::ScoreScheme::Alibi;
-  options.alibi_slopes = Eigen::VectorXd::Constant(1, -1.0);
+  options.bias = posemb::AlibiSlopes{Eigen::VectorXd::Constant(1, -1.0)};
   CHECK_THROWS_WITH(posemb::fused_rope_scores(q, qpos, k, kpos, out, spec, options),
-                    Catch::Contains("alibi_slopes[0] = -1"));
+                    Catch::Contains("AlibiSlopes.slopes[0] = -1"));
   options = posemb::ScoreOptions{};
   options.layer.softmax_scale = std::nan("");
   CHECK_THROWS_WITH(posemb::fused_rope_scores(q, qpos, k, kpos, out, spec, options),
                     Catch::Contains("layer.softmax_scale = nan"));
   options = posemb::ScoreOptions{};
-  options.rope = spec;  // the rotation is the source argument
+  options.rotation = spec;  // the rotation is the source argument
   CHECK_THROWS_WITH(posemb::fused_rope_scores(q, qpos, k, kpos, out, spec, options),
-                    Catch::Contains("rope.rotary_dim = 8: expected an empty RopeSpec: fused_rope_scores rotates with its source"));
+                    Catch::Contains("options.rotation = set: expected NoRotation: fused_rope_scores rotates with its source"));
   options = posemb::ScoreOptions{};
   options.layer.sliding_window = 0;
   CHECK_THROWS_WITH(posemb::fused_rope_scores(q, qpos, k, kpos, out, spec, options),
                     Catch::Contains("layer.sliding_window = 0"));
   options = posemb::ScoreOptions{};
-  options.scheme = posemb::ScoreScheme::RelativeBias;
-  options.relative_bias = posemb::T5BiasTable<float>({32, 128, true}, posemb::T5BiasTable<float>::Table::Zero(32, 2));
+  options.bias = posemb::T5BiasTable<float>({32, 128, true}, posemb::T5BiasTable<float>::Table::Zero(32, 2));
   CHECK_THROWS_WITH(posemb::fused_rope_scores(q, qpos, k, kpos, out, spec, options),
-                    Catch::Contains("relative_bias heads = 2: expected one table column per query head = 1"));
+                    Catch::Contains("T5BiasTable heads = 2: expected one table column per query head = 1"));
   options = posemb::ScoreOptions{};
   const posemb::RopeTable<float> table(spec, 0, 2);  // does not cover key position 2
   CHECK_THROWS_WITH(posemb::fused_rope_scores(q, qpos, k, kpos, out, table, options),
@@ -200,30 +197,21 @@ TEST_CASE("fused scores equal the reference loop with the layer's options and a 
       case 2: options.layer.query_temperature = posemb::QueryTemperature{}; options.causal = true; break;
       case 3: options.layer.softmax_scale = 0.5; options.softmax = true; options.causal = true; break;
       case 4:
-        options.scheme = posemb::ScoreScheme::RelativeBias;
-        options.relative_bias = posemb::T5BiasTable<float>({32, 128, false}, weights);
+        options.bias = posemb::T5BiasTable<float>({32, 128, false}, weights);
         options.causal = true;
         break;
       case 5:
-        options.scheme = posemb::ScoreScheme::RelativeBias;
-        options.relative_bias = posemb::T5BiasTable<float>({32, 128, true}, weights);
+        options.bias = posemb::T5BiasTable<float>({32, 128, true}, weights);
         options.layer.sliding_window = 257;
         options.softmax = true;
         break;
     }
     Rows<double> fused;
     posemb::fused_rope_scores(q, qpos, k, kpos, fused, spec, options);
+    // Rotation and bias are independent options: the oracle rotates q and k with the same spec.
     posemb::ScoreOptions reference = options;
-    reference.rope = spec;
-    if (reference.scheme == posemb::ScoreScheme::None) reference.scheme = posemb::ScoreScheme::Rope;
-    // The reference adds no bias with scheme Rope; for the relative bias rotate q and k first.
-    Rows<double> q_in = q, k_in = k;
-    if (reference.scheme == posemb::ScoreScheme::RelativeBias) {
-      reference.rope = posemb::RopeSpec{};
-      posemb::apply_rope_inplace(q_in, qpos, spec);
-      posemb::apply_rope_inplace(k_in, kpos, spec);
-    }
-    const Rows<double> expected = posemb::detail::attention_scores_reference(q_in, qpos, k_in, kpos, reference);
+    reference.rotation = spec;
+    const Rows<double> expected = attention_oracle::scores(q, qpos, k, kpos, reference);
     REQUIRE(fused.rows() == seq_q);
     REQUIRE(fused.cols() == seq_k);
     Eigen::Index masked = 0;
@@ -285,11 +273,14 @@ double worst_error(const posemb::Tensor4<C>& fused, const posemb::Tensor4<C>& re
   return worst;
 }
 
+// The bias of a check_fused_tensor case.
+enum class Bias { None, Alibi, RelativeBias };
+
 // fused_rope_scores on 4-D q, k (spec and table) against the reference loop with RoPE from the
-// same spec; with a bias, against the loop on q and k rotated beforehand (in storage type).
+// same spec, and with a bias against the loop on q and k rotated beforehand (in storage type).
 template <class T>
 void check_fused_tensor(Eigen::Index seq_q, Eigen::Index seq_k, Eigen::Index heads, Eigen::Index kv_heads,
-                        posemb::TensorLayout layout, posemb::Pairing pairing, posemb::ScoreScheme bias,
+                        posemb::TensorLayout layout, posemb::Pairing pairing, Bias bias,
                         bool causal, std::int64_t k_offset) {
   using C = posemb::compute_t<T>;
   CAPTURE(seq_q, seq_k, heads, kv_heads, posemb::to_string(layout), posemb::to_string(pairing),
@@ -302,27 +293,24 @@ void check_fused_tensor(Eigen::Index seq_q, Eigen::Index seq_k, Eigen::Index hea
   const posemb::RopeSpec spec = posemb::default_rope_spec(posemb::RotaryDims{32, 24}, 10000.0, pairing);  // partial
   posemb::ScoreOptions options;
   options.causal = causal;
-  options.scheme = bias;
-  if (bias == posemb::ScoreScheme::Alibi) options.alibi_slopes = posemb::alibi_slopes(heads);
-  if (bias == posemb::ScoreScheme::RelativeBias) {
+  if (bias == Bias::Alibi) options.bias = posemb::AlibiSlopes{posemb::alibi_slopes(heads)};
+  if (bias == Bias::RelativeBias) {
     posemb::T5BiasTable<float>::Table weights(32, heads);
     for (Eigen::Index n = 0; n < weights.size(); ++n) weights.data()[n] = 0.01f * static_cast<float>(n % 37) - 0.2f;
-    options.relative_bias = posemb::T5BiasTable<float>({32, 128, !causal}, weights);
+    options.bias = posemb::T5BiasTable<float>({32, 128, !causal}, weights);
   }
   posemb::Tensor4<C> from_spec(1, heads, seq_q, seq_k), from_table(1, heads, seq_q, seq_k);
   posemb::fused_rope_scores(q, q_offset, k, k_offset, from_spec, spec, options, layout);
   const posemb::RopeTable<T> table(spec, k_offset, seq_k);
   posemb::fused_rope_scores(q, q_offset, k, k_offset, from_table, table, options, layout);
-  posemb::Tensor4<C> reference;
-  if (bias == posemb::ScoreScheme::None) {
-    posemb::ScoreOptions rope = options;
-    rope.scheme = posemb::ScoreScheme::Rope;
-    rope.rope = spec;
-    reference = posemb::detail::attention_scores_reference(q, q_offset, k, k_offset, rope, layout);
-  } else {
+  posemb::ScoreOptions rope = options;
+  rope.rotation = spec;
+  const posemb::Tensor4<C> reference = attention_oracle::scores(q, q_offset, k, k_offset, rope, layout);
+  if (bias != Bias::None) {  // the same as the loop on q and k rotated beforehand
     const posemb::Tensor4<T> q_rot = posemb::apply_rope(q, q_offset, spec, layout);
     const posemb::Tensor4<T> k_rot = posemb::apply_rope(k, k_offset, spec, layout);
-    reference = posemb::detail::attention_scores_reference(q_rot, q_offset, k_rot, k_offset, options, layout);
+    const auto prerotated = attention_oracle::scores(q_rot, q_offset, k_rot, k_offset, options, layout);
+    for (Eigen::Index n = 0; n < reference.size(); ++n) REQUIRE(prerotated.data()[n] == reference.data()[n]);
   }
   const double tolerance = std::is_same_v<T, double> ? 1e-13 : 4e-6;
   CHECK(worst_error(from_spec, reference) <= tolerance);
@@ -334,18 +322,17 @@ void check_fused_tensor(Eigen::Index seq_q, Eigen::Index seq_k, Eigen::Index hea
 
 TEST_CASE("fused 4-D scores equal the reference loop: GQA ratios, layouts, pairings, bias, storage types") {
   using posemb::Pairing;
-  using posemb::ScoreScheme;
   using posemb::TensorLayout;
   for (Pairing pairing : {Pairing::Interleaved, Pairing::RotateHalf}) {
     for (TensorLayout layout : {TensorLayout::BSHD, TensorLayout::BHSD}) {
-      check_fused_tensor<float>(130, 140, 4, 4, layout, pairing, ScoreScheme::None, true, 0);      // ratio 1
-      check_fused_tensor<float>(129, 257, 8, 2, layout, pairing, ScoreScheme::None, false, 0);     // ratio 4
-      check_fused_tensor<double>(131, 131, 8, 1, layout, pairing, ScoreScheme::None, true, 1000000);  // ratio 8
-      check_fused_tensor<float>(1, 300, 8, 1, layout, pairing, ScoreScheme::Alibi, true, 1000000);  // decode
-      check_fused_tensor<float>(140, 140, 4, 2, layout, pairing, ScoreScheme::RelativeBias, true, 0);
-      check_fused_tensor<Eigen::bfloat16>(135, 150, 8, 2, layout, pairing, ScoreScheme::None, true, 999000);
-      check_fused_tensor<Eigen::half>(135, 150, 8, 2, layout, pairing, ScoreScheme::Alibi, false, 0);
-      check_fused_tensor<Eigen::bfloat16>(70, 70, 4, 1, layout, pairing, ScoreScheme::RelativeBias, false, 5);
+      check_fused_tensor<float>(130, 140, 4, 4, layout, pairing, Bias::None, true, 0);      // ratio 1
+      check_fused_tensor<float>(129, 257, 8, 2, layout, pairing, Bias::None, false, 0);     // ratio 4
+      check_fused_tensor<double>(131, 131, 8, 1, layout, pairing, Bias::None, true, 1000000);  // ratio 8
+      check_fused_tensor<float>(1, 300, 8, 1, layout, pairing, Bias::Alibi, true, 1000000);  // decode
+      check_fused_tensor<float>(140, 140, 4, 2, layout, pairing, Bias::RelativeBias, true, 0);
+      check_fused_tensor<Eigen::bfloat16>(135, 150, 8, 2, layout, pairing, Bias::None, true, 999000);
+      check_fused_tensor<Eigen::half>(135, 150, 8, 2, layout, pairing, Bias::Alibi, false, 0);
+      check_fused_tensor<Eigen::bfloat16>(70, 70, 4, 1, layout, pairing, Bias::RelativeBias, false, 5);
     }
   }
 }
@@ -389,9 +376,8 @@ TEST_CASE("fused one-head scores of bfloat16 q and k are float") {
   Rows<float> fused;
   posemb::fused_rope_scores(q, qpos, k, kpos, fused, spec, options);
   posemb::ScoreOptions rope = options;
-  rope.scheme = posemb::ScoreScheme::Rope;
-  rope.rope = spec;
-  const Rows<float> expected = posemb::detail::attention_scores_reference(q, qpos, k, kpos, rope);
+  rope.rotation = spec;
+  const Rows<float> expected = attention_oracle::scores(q, qpos, k, kpos, rope);
   for (Eigen::Index i = 0; i < 40; ++i) {
     for (Eigen::Index j = 0; j < 50; ++j) {
       if (std::isinf(expected(i, j))) {
@@ -419,12 +405,11 @@ TEST_CASE("fused 4-D scores reject bad input with the parameter named") {
   const posemb::RopeTable<float> short_table(spec, 0, 5);  // does not cover position 5
   CHECK_THROWS_WITH(posemb::fused_rope_scores(q, zero, k, zero, out, short_table, options),
                     Catch::Contains("position = 5"));
-  options.rope = spec;
+  options.rotation = spec;
   CHECK_THROWS_WITH(posemb::fused_rope_scores(q, zero, k, zero, out, spec, options),
-                    Catch::Contains("rope.rotary_dim = 8: expected an empty RopeSpec: fused_rope_scores rotates"));
+                    Catch::Contains("options.rotation = set: expected NoRotation: fused_rope_scores rotates"));
   options = posemb::ScoreOptions{};
-  options.scheme = posemb::ScoreScheme::Alibi;
-  options.alibi_slopes = posemb::alibi_slopes(2);
+  options.bias = posemb::AlibiSlopes{posemb::alibi_slopes(2)};
   CHECK_THROWS_WITH(posemb::fused_rope_scores(q, zero, k, zero, out, spec, options),
-                    Catch::Contains("alibi_slopes.size() = 2: expected one slope per query head = 4"));
+                    Catch::Contains("AlibiSlopes.slopes.size() = 2: expected one slope per query head = 4"));
 }

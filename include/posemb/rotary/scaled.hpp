@@ -143,12 +143,15 @@ inline double yarn_correction_dim(double rotations, int rotary_dim, double base,
          (2.0 * std::log(base));
 }
 
-// ramp_i in [0, 1] per pair: 0 = kept (extrapolated), 1 = fully interpolated (divided by s).
+// The ramp's bounds, low and high (pair-index values):
 //   low = floor(dim(beta_fast)), high = ceil(dim(beta_slow)) (no rounding if !truncate);
 //   low = max(low, 0), high = min(high, d - 1) (HF clamps to d - 1, not d/2 - 1);
-//   if low == high: high += 0.001;  ramp_i = clamp((i - low) / (high - low), 0, 1).
-// Returns ramp: [rotary_dim / 2].
-inline Eigen::VectorXd yarn_ramp(int rotary_dim, double base, const YarnParams& params) {
+//   if low == high: high += 0.001.
+struct YarnRampBounds {
+  double low = 0.0, high = 0.0;
+};
+
+inline YarnRampBounds yarn_ramp_bounds(int rotary_dim, double base, const YarnParams& params) {
   detail::require_even_positive("rotary_dim", rotary_dim);
   detail::require_positive_finite("base", base);
   detail::require_context_length("original_max_position_embeddings",
@@ -171,9 +174,17 @@ inline Eigen::VectorXd yarn_ramp(int rotary_dim, double base, const YarnParams& 
   low = std::max(low, 0.0);
   high = std::min(high, static_cast<double>(rotary_dim - 1));
   if (low == high) high += 0.001;
+  return {low, high};
+}
+
+// ramp_i in [0, 1] per pair: 0 = kept (extrapolated), 1 = fully interpolated (divided by s):
+//   ramp_i = clamp((i - low) / (high - low), 0, 1), low and high from yarn_ramp_bounds.
+// Returns ramp: [rotary_dim / 2].
+inline Eigen::VectorXd yarn_ramp(int rotary_dim, double base, const YarnParams& params) {
+  const YarnRampBounds bounds = yarn_ramp_bounds(rotary_dim, base, params);
   Eigen::VectorXd ramp(rotary_dim / 2);
   for (int i = 0; i < ramp.size(); ++i) {
-    ramp[i] = std::clamp((i - low) / (high - low), 0.0, 1.0);
+    ramp[i] = std::clamp((i - bounds.low) / (bounds.high - bounds.low), 0.0, 1.0);
   }
   return ramp;
 }
@@ -241,18 +252,24 @@ inline Llama3Band llama3_band(double inv_i, const Llama3Params& params) {
   return Llama3Band::Ramp;
 }
 
+namespace detail {
+inline void validate_llama3_params(const Llama3Params& params) {
+  require_positive_finite("factor", params.factor);
+  require_positive_finite("low_freq_factor", params.low_freq_factor);
+  require_positive_finite("high_freq_factor", params.high_freq_factor);
+  if (!(params.low_freq_factor < params.high_freq_factor)) {
+    fail("low_freq_factor", params.low_freq_factor,
+         "expected < high_freq_factor = " + std::to_string(params.high_freq_factor));
+  }
+  require_context_length("original_max_position_embeddings",
+                         params.original_max_position_embeddings);
+}
+}  // namespace detail
+
 inline RopeSpec llama3_rope_spec(RotaryDims dims, double base, const Llama3Params& params,
                                  Pairing pairing = Pairing::RotateHalf) {
   dims.validate();
-  detail::require_positive_finite("factor", params.factor);
-  detail::require_positive_finite("low_freq_factor", params.low_freq_factor);
-  detail::require_positive_finite("high_freq_factor", params.high_freq_factor);
-  if (!(params.low_freq_factor < params.high_freq_factor)) {
-    detail::fail("low_freq_factor", params.low_freq_factor,
-                 "expected < high_freq_factor = " + std::to_string(params.high_freq_factor));
-  }
-  detail::require_context_length("original_max_position_embeddings",
-                                 params.original_max_position_embeddings);
+  detail::validate_llama3_params(params);
   const Eigen::VectorXd inv = default_inv_freq(dims.rotary_dim, base);
   const double L0 = static_cast<double>(params.original_max_position_embeddings);
   Eigen::VectorXd inv_freq(inv.size());
