@@ -36,9 +36,10 @@ std::vector<Eigen::Index> table_rows(const PositionMatrix& positions, std::int64
     for (std::int64_t s = 0; s < seq; ++s) {
       const std::int64_t p = positions(positions.rows() == 1 ? 0 : b, s);
       if (p < -offset || p >= rows - offset) {
-        throw Error(table_name + ": position = " + std::to_string(p) + ": expected a position in [" +
-                    std::to_string(-offset) + ", " + std::to_string(rows - offset) +
-                    ") (row = position + " + std::to_string(offset) + ")");
+        throw Error(table_name + ": position = " + std::to_string(p) +
+                    ": expected a position in [" + std::to_string(-offset) + ", " +
+                    std::to_string(rows - offset) + ") (row = position + " +
+                    std::to_string(offset) + ")");
       }
       out.push_back(static_cast<Eigen::Index>(p + offset));
     }
@@ -54,8 +55,8 @@ void add_weights_option(CLI::App* apply, ApplyOptions& options) {
       "W: model.safetensors or model.safetensors.index.json: add the checkpoint's learned position "
       "table (gpt2 wpe, opt embed_positions with its offset 2, bert/roberta position_embeddings) "
       "to token embeddings X [batch, seq, d]; Y is float32");
-  for (const char* rotary : {"--inverse", "--output-layout", "--pairing", "--fope-sin-coef",
-                             "--vision", "--role"}) {
+  for (const char* rotary :
+       {"--inverse", "--output-layout", "--pairing", "--fope-sin-coef", "--vision", "--role"}) {
     weights->excludes(apply->get_option(rotary));
   }
 }
@@ -77,10 +78,10 @@ int apply_checkpoint_table(const ApplyOptions& options, const ModelPositions& mo
     throw Error(table_name + ": expected " + std::to_string(d) + " columns, the width d of " +
                 options.input + " " + shape_string(x.shape) + " [batch, seq, d]");
   }
-  const TokenPositions positions = token_positions(options, TokenGrid::of(x.shape, options.layout()));
-  const std::vector<Eigen::Index> rows =
-      table_rows(positions.whole(options.positions), table.offset, table_name, table.table.rows(),
-                 batch, seq);
+  const TokenPositions positions =
+      token_positions(options, TokenGrid::of(x.shape, options.layout()));
+  const std::vector<Eigen::Index> rows = table_rows(
+      positions.whole(options.positions), table.offset, table_name, table.table.rows(), batch, seq);
   // y[b, s, c] = x[b, s, c] + table[row(b, s), c]
   const std::vector<double> xs = values_as_double(x);
   std::vector<float> y(xs.size());

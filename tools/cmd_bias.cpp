@@ -30,15 +30,16 @@ class AlibiCommand : public Command {
         "alibi", "Write the ALiBi bias B: float32 [heads, q_len, k_len]; masked entries are -inf.");
     add_integer(alibi, "--heads", heads_, 1, 1 << 20, "Number of heads")->required();
     query_key_.add_to(alibi, std::int64_t{0});
-    CLI::Option* causal = alibi->add_flag(
-        "--causal", causal_, "-slope * (q - k), -inf where k > q (the default)");
+    CLI::Option* causal =
+        alibi->add_flag("--causal", causal_, "-slope * (q - k), -inf where k > q (the default)");
     CLI::Option* symmetric =
         alibi->add_flag("--symmetric", symmetric_, "-slope * |q - k|, nothing masked (encoders)");
     causal->excludes(symmetric);
     add_positive_number(alibi, "--max-bias", max_bias_,
                         "B in the slopes 2^(-B h / n) (MPT's alibi_bias_max)");
-    CLI::Option* head_begin = add_integer(alibi, "--head-begin", head_begin_, 0, 1 << 20,
-                                          "First head of a contiguous slice (a tensor-parallel rank)");
+    CLI::Option* head_begin =
+        add_integer(alibi, "--head-begin", head_begin_, 0, 1 << 20,
+                    "First head of a contiguous slice (a tensor-parallel rank)");
     CLI::Option* head_end = add_integer(alibi, "--head-end", head_end_, 1, 1 << 20,
                                         "One past the last head of the slice");
     head_begin->needs(head_end);
@@ -54,15 +55,16 @@ class AlibiCommand : public Command {
     // row of -inf only (softmax NaN). --q-offset is >= 0 (add_integer); the default
     // k_len - q_len is too when the queries are no more than the keys.
     if (!query_key_.q_offset && q_len > k_len) {
-      throw UsageError("--q-len = " + std::to_string(q_len) + ": expected at most --k-len = " +
-                       std::to_string(k_len) + " (the queries are the last q_len keys), or a --q-offset");
+      throw UsageError("--q-len = " + std::to_string(q_len) +
+                       ": expected at most --k-len = " + std::to_string(k_len) +
+                       " (the queries are the last q_len keys), or a --q-offset");
     }
     query_key_.query_offset();
     const int begin = head_begin_.value_or(0), end = head_end_.value_or(heads_);
     if (begin < 0 || begin >= end || end > heads_) {
       throw UsageError("--head-begin, --head-end = " + std::to_string(begin) + ", " +
-                       std::to_string(end) + ": expected 0 <= begin < end <= --heads = " +
-                       std::to_string(heads_));
+                       std::to_string(end) +
+                       ": expected 0 <= begin < end <= --heads = " + std::to_string(heads_));
     }
     const std::int64_t heads = end - begin;
     query_key_.check_size(heads);
@@ -95,8 +97,10 @@ class BucketsCommand : public Command {
     CLI::App* buckets = app.add_subcommand(
         "buckets",
         "Write T5's relative position bucket ids: int64 [q_len, k_len], the bucket of key position "
-        "j - query position (q_offset + i), as HuggingFace's _relative_position_bucket in float32.");
-    add_integer(buckets, "--num-buckets", num_buckets_, 2, int_max, "relative_attention_num_buckets")
+        "j - query position (q_offset + i), as HuggingFace's _relative_position_bucket in "
+        "float32.");
+    add_integer(buckets, "--num-buckets", num_buckets_, 2, int_max,
+                "relative_attention_num_buckets")
         ->required();
     add_integer(buckets, "--max-distance", max_distance_, 1, int_max,
                 "relative_attention_max_distance")
@@ -123,7 +127,8 @@ class BucketsCommand : public Command {
       ids = t5_bucket_matrix(buckets, query_key_.q_len, query_key_.k_len, offset);
     } catch (const Error& error) {
       const std::string message = error.what();
-      if (message.find("posemb: num_buckets") == 0) rethrow_as_flag(error, "num_buckets", "--num-buckets");
+      if (message.find("posemb: num_buckets") == 0)
+        rethrow_as_flag(error, "num_buckets", "--num-buckets");
       rethrow_as_flag(error, "max_distance", "--max-distance");
     }
     write_npy_atomic(output_, ids.data(), {query_key_.q_len, query_key_.k_len});
@@ -150,7 +155,8 @@ class BiasCommand : public Command {
         "q_len, k_len], no mask.");
     add_config_argument(bias, config_path_);
     CLI::Option* table = bias->add_option(
-        "--table", table_, "T.npy: float32 [num_buckets, heads], block 0's relative_attention_bias.weight");
+        "--table", table_,
+        "T.npy: float32 [num_buckets, heads], block 0's relative_attention_bias.weight");
     CLI::Option* weights = bias->add_option(
         "--weights", weights_,
         "W: model.safetensors or model.safetensors.index.json holding the table "
@@ -190,7 +196,8 @@ class BiasCommand : public Command {
   // --table T.npy: float32 [num_buckets, heads].
   RowMatrixXf npy_table(const T5Buckets& buckets, std::int64_t heads) const {
     const std::string expected = "float32 [num_buckets, heads] = [" +
-                                 std::to_string(buckets.num_buckets) + ", " + std::to_string(heads) + "]";
+                                 std::to_string(buckets.num_buckets) + ", " +
+                                 std::to_string(heads) + "]";
     const NpyArray table = read_npy_checked(table_, {"<f4"}, {2}, expected);
     if (table.shape[0] != buckets.num_buckets || table.shape[1] != heads) {
       throw Error(table_ + ": shape = " + shape_string(table.shape) + ": expected " + expected);
@@ -221,8 +228,10 @@ class BiasCommand : public Command {
     }
     const std::string stack = decoder_ ? "decoder" : "encoder";
     const bool t5 = !model.layers.empty() && model.layers[0].relative_bias;
-    throw Error(config_path_ + (t5 ? ": the model has no " + stack + " (is_encoder_decoder is "
-                                         "false); " + (decoder_ ? "drop" : "pass") + " --decoder"
+    throw Error(config_path_ + (t5 ? ": the model has no " + stack +
+                                         " (is_encoder_decoder is "
+                                         "false); " +
+                                         (decoder_ ? "drop" : "pass") + " --decoder"
                                    : std::string(": the model's positions are ") +
                                          to_string(model.layers.at(0).kind) +
                                          ", not a T5 relative position bias"));

@@ -35,7 +35,8 @@ class DiffCommand : public Command {
         "from transformers. Exit status: 0 they agree, 3 they differ, 2 usage error, 1 an "
         "unreadable, malformed or refused file.");
     diff->add_option("MODEL.gguf", gguf_path_, "The GGUF file (first)")->required();
-    diff->add_option("CONFIG.json", config_path_, "The HuggingFace config.json (second)")->required();
+    diff->add_option("CONFIG.json", config_path_, "The HuggingFace config.json (second)")
+        ->required();
     add_seq_len_option(diff, seq_len_,
                        "llama.cpp's context size per sequence and HF's sequence length; default: "
                        "the GGUF's context_length, HF none");
@@ -57,8 +58,10 @@ class DiffCommand : public Command {
   void check_order() const {
     const std::string usage = ": expected posemb diff MODEL.gguf CONFIG.json";
     if (readable(gguf_path_) && !is_gguf_path(gguf_path_)) {
-      throw UsageError(gguf_path_ + ": not a GGUF file (the name does not end in .gguf and it "
-                       "does not start with \"GGUF\")" + usage);
+      throw UsageError(gguf_path_ +
+                       ": not a GGUF file (the name does not end in .gguf and it "
+                       "does not start with \"GGUF\")" +
+                       usage);
     }
     if (is_gguf_path(config_path_)) {
       throw UsageError(config_path_ + ": a GGUF file where the config.json belongs" + usage);

@@ -71,11 +71,11 @@ std::string layer_row(const LayerPlan& p) {
       p.query_temperature ? "floor " + full_precision(p.query_temperature->floor_scale) +
                                 ", scale " + full_precision(p.query_temperature->attn_scale)
                           : "-";
-  const std::string mrope =
-      p.mrope_section ? std::to_string((*p.mrope_section)[0]) + "/" +
-                            std::to_string((*p.mrope_section)[1]) + "/" +
-                            std::to_string((*p.mrope_section)[2]) + " " + *p.mrope_layout
-                      : "-";
+  const std::string mrope = p.mrope_section
+                                ? std::to_string((*p.mrope_section)[0]) + "/" +
+                                      std::to_string((*p.mrope_section)[1]) + "/" +
+                                      std::to_string((*p.mrope_section)[2]) + " " + *p.mrope_layout
+                                : "-";
   char line[320];
   std::snprintf(line, sizeof line,
                 "%5d  %-9s  %-8s  %8d  %10d  %-11s  %-22s  %-24s  %8s  %8s  %-18s  %s\n", p.layer,
@@ -83,8 +83,7 @@ std::string layer_row(const LayerPlan& p) {
                 p.pairing.value_or("-").c_str(), full_precision(p.attention_scale).c_str(),
                 p.softmax_scale ? full_precision(*p.softmax_scale).c_str() : "-",
                 optional_count(p.sliding_window).c_str(),
-                optional_count(p.attention_chunk_size).c_str(), mrope.c_str(),
-                temperature.c_str());
+                optional_count(p.attention_chunk_size).c_str(), mrope.c_str(), temperature.c_str());
   return line;
 }
 
@@ -106,10 +105,11 @@ void print_hparams(const std::string& path, const GgufPositions& plan,
   std::printf("gguf: %s\narch: %s\nrope mode: %s, on the GGUF's feature order%s\n", path.c_str(),
               h.arch.c_str(), to_string(h.rope_mode),
               h.permuted ? " (the converter permuted the q/k rows: HF's rotate_half)" : "");
-  std::printf("layers: %lld\ncontext_length: %lld\ncontext per sequence (n_ctx_seq): %lld\n"
-              "original context (n_ctx_orig): %lld\n",
-              static_cast<long long>(h.n_layer), static_cast<long long>(h.n_ctx_train),
-              static_cast<long long>(plan.n_ctx_seq), static_cast<long long>(h.n_ctx_orig));
+  std::printf(
+      "layers: %lld\ncontext_length: %lld\ncontext per sequence (n_ctx_seq): %lld\n"
+      "original context (n_ctx_orig): %lld\n",
+      static_cast<long long>(h.n_layer), static_cast<long long>(h.n_ctx_train),
+      static_cast<long long>(plan.n_ctx_seq), static_cast<long long>(h.n_ctx_orig));
   std::printf("head_dim: %lld\nn_rot: %lld\nscaling type: %s\nfreq_base: %s, freq_scale: %s\n",
               static_cast<long long>(h.head_dim), static_cast<long long>(h.n_rot),
               h.scaling_type.c_str(), full_precision(h.freq_base).c_str(),

@@ -31,15 +31,14 @@ void print_pair_table(const report::PairFrequencies& f) {
     const report::PairFrequency& pair = f.pairs[i];
     const std::string wavelength =
         pair.inv_freq > 0.0 ? fixed(posemb::two_pi / pair.inv_freq, 2) : "inf";
-    const std::string turns =
-        f.original_context
-            ? std::to_string(static_cast<long long>(
-                  std::floor(static_cast<double>(*f.original_context) * pair.default_inv_freq /
-                             posemb::two_pi)))
-            : "-";
+    const std::string turns = f.original_context ? std::to_string(static_cast<long long>(std::floor(
+                                                       static_cast<double>(*f.original_context) *
+                                                       pair.default_inv_freq / posemb::two_pi)))
+                                                 : "-";
     std::printf("%5zu  %-24s  %-24s  %14s  %11s  %s\n", i,
-                full_precision(pair.default_inv_freq).c_str(), full_precision(pair.inv_freq).c_str(),
-                wavelength.c_str(), turns.c_str(), pair.band.c_str());
+                full_precision(pair.default_inv_freq).c_str(),
+                full_precision(pair.inv_freq).c_str(), wavelength.c_str(), turns.c_str(),
+                pair.band.c_str());
   }
 }
 
@@ -52,10 +51,11 @@ void print_fope(const FopeConfig& config) {
   std::printf("train_length: %lld\nclip floor: %s rad/token (2 pi / N * %s)\n",
               static_cast<long long>(fope.train_length), full_precision(clip.floor).c_str(),
               full_precision(fope.floor_ratio).c_str());
-  std::printf("D_in: %d retained frequencies (%d clipped, %s)\nD_out: %d mixed slots, %d "
-              "padding slots (C = 1, S = %s)\n",
-              clip.d_in(), clip.clipped_count(), fope.drop_clipped ? "dropped" : "kept as 0",
-              fope.d_out, fope.head_dim / 2 - fope.d_out, full_precision(fope.padding_sin).c_str());
+  std::printf(
+      "D_in: %d retained frequencies (%d clipped, %s)\nD_out: %d mixed slots, %d "
+      "padding slots (C = 1, S = %s)\n",
+      clip.d_in(), clip.clipped_count(), fope.drop_clipped ? "dropped" : "kept as 0", fope.d_out,
+      fope.head_dim / 2 - fope.d_out, full_precision(fope.padding_sin).c_str());
   std::printf("attention factor: 1\n");
   print_pair_table(report::fope_pair_frequencies(config));
 }

@@ -54,14 +54,16 @@ std::vector<std::int64_t> parse_positions(const std::string& text) {
     try {
       std::size_t used = 0;
       const std::int64_t first = std::stoll(item.substr(0, dash), &used);
-      const std::int64_t last = dash == std::string::npos ? first : std::stoll(item.substr(dash + 1));
+      const std::int64_t last =
+          dash == std::string::npos ? first : std::stoll(item.substr(dash + 1));
       if (used != item.substr(0, dash).size() || first < 0 || last < first ||
           last - first >= (1 << 20) - static_cast<std::int64_t>(out.size())) {
         throw std::invalid_argument(item);
       }
       for (std::int64_t p = first; p <= last; ++p) out.push_back(p);
     } catch (const std::exception&) {
-      throw UsageError("--positions = " + text + ": expected a comma-separated list of positions "
+      throw UsageError("--positions = " + text +
+                       ": expected a comma-separated list of positions "
                        ">= 0 and ranges A-B (A <= B), at most 2^20 in all");
     }
     begin = end + 1;
@@ -116,16 +118,18 @@ std::vector<float> token_bounds(const RotationTolerance& tolerance, const std::v
       }
     }
     // Rounded up so that the float32 bound is never below the double one.
-    const double bound = tolerance.bound(static_cast<double>(positions[static_cast<std::size_t>(s)]), norm);
+    const double bound =
+        tolerance.bound(static_cast<double>(positions[static_cast<std::size_t>(s)]), norm);
     bounds[static_cast<std::size_t>(s)] = std::nextafter(static_cast<float>(bound), INFINITY);
   }
   return bounds;
 }
 
 nlohmann::json tolerance_json(const RotationTolerance& t) {
-  return {{"formula", "abs(out - q_out) <= pair_norm * attention_scale * (storage_coefficient * "
-                      "storage_unit + float32_coefficient * float32_unit + float32_unit * "
-                      "position * max_inv_freq * angle_coefficient)"},
+  return {{"formula",
+           "abs(out - q_out) <= pair_norm * attention_scale * (storage_coefficient * "
+           "storage_unit + float32_coefficient * float32_unit + float32_unit * "
+           "position * max_inv_freq * angle_coefficient)"},
           {"storage_unit", t.storage_unit},
           {"float32_unit", float32_unit_roundoff},
           {"storage_coefficient", RotationTolerance::storage_coefficient},
@@ -140,7 +144,8 @@ nlohmann::json write_scheme(const VectorsOptions& o, const RopeScheme& scheme, s
                             const std::vector<std::int64_t>& positions) {
   const std::int64_t seq = static_cast<std::int64_t>(positions.size());
   if (o.batch * seq * std::max(o.heads, o.kv_heads) * scheme.head_dim > max_output_elements) {
-    throw UsageError("--positions: " + std::to_string(seq) + " positions: expected batch * seq * "
+    throw UsageError("--positions: " + std::to_string(seq) +
+                     " positions: expected batch * seq * "
                      "heads * head_dim <= 2^28");
   }
   const PositionVector position_vector =
@@ -150,17 +155,22 @@ nlohmann::json write_scheme(const VectorsOptions& o, const RopeScheme& scheme, s
                               o.dtype};
   const RotationTolerance tolerance = rotation_tolerance(scheme, seq_len, o.dtype);
   const std::string prefix = "scheme" + std::to_string(index) + "_";
-  nlohmann::json entry = {{"rope_type", scheme.rope_type}, {"seq_len", seq_len},
-                          {"layout", "bshd"}, {"pairing", to_string(scheme.pairing)},
-                          {"head_dim", scheme.head_dim}, {"rotary_dim", scheme.rotary_dim},
+  nlohmann::json entry = {{"rope_type", scheme.rope_type},
+                          {"seq_len", seq_len},
+                          {"layout", "bshd"},
+                          {"pairing", to_string(scheme.pairing)},
+                          {"head_dim", scheme.head_dim},
+                          {"rotary_dim", scheme.rotary_dim},
                           {"inv_freq", rotation.inv_freq()},
                           {"attention_scale", rotation.attention_scale()}};
   nlohmann::json bounds = tolerance_json(tolerance);
   for (const char* role : {"q", "k"}) {
     const std::int64_t heads = role[0] == 'q' ? o.heads : o.kv_heads;
     const std::vector<std::int64_t> dims{o.batch, seq, heads, scheme.head_dim};
-    const std::uint64_t seed = static_cast<std::uint64_t>(o.seed) * 1000003u + 2 * index + (role[0] == 'k');
-    const std::vector<float> x = seeded_values(o.batch * seq * heads * scheme.head_dim, seed, o.dtype);
+    const std::uint64_t seed =
+        static_cast<std::uint64_t>(o.seed) * 1000003u + 2 * index + (role[0] == 'k');
+    const std::vector<float> x =
+        seeded_values(o.batch * seq * heads * scheme.head_dim, seed, o.dtype);
     const std::vector<float> y = rotation.rotate(x, dims, Positions(position_vector),
                                                  Layouts(TensorLayout::BSHD), prefix + role);
     const std::string name = prefix + role;
@@ -188,7 +198,8 @@ int run_vectors(const VectorsOptions& o) {
   nlohmann::json entries = nlohmann::json::array(), skipped = nlohmann::json::array();
   for (const std::size_t il : layers) {
     const LayerPositions& layer = model.layers[il];
-    if (layer.kind != PositionKind::Rope || !layer.rope || layer.rope->mrope_section || model.xpos) {
+    if (layer.kind != PositionKind::Rope || !layer.rope || layer.rope->mrope_section ||
+        model.xpos) {
       skipped.push_back({{"layer", il}, {"positions", to_string(layer.kind)}});
       continue;
     }
@@ -203,10 +214,10 @@ int run_vectors(const VectorsOptions& o) {
   }
   write_npy_atomic(o.output + "/positions.npy", positions.data(),
                    {static_cast<std::int64_t>(positions.size())});
-  const nlohmann::json manifest = {{"config", o.config}, {"posemb_version", version_string},
-                                   {"angles", o.angles}, {"dtype", o.dtype},
-                                   {"positions", "positions.npy"}, {"schemes", entries},
-                                   {"skipped_layers", skipped}};
+  const nlohmann::json manifest = {
+      {"config", o.config},       {"posemb_version", version_string}, {"angles", o.angles},
+      {"dtype", o.dtype},         {"positions", "positions.npy"},     {"schemes", entries},
+      {"skipped_layers", skipped}};
   std::ofstream(o.output + "/manifest.json") << manifest.dump(1) << "\n";
   return 0;
 }
@@ -219,7 +230,8 @@ class VectorsCommand : public Command {
         "Write test vectors for an engine's RoPE kernel: seeded q/k of every distinct RoPE scheme "
         "among the layers, their rotations, the positions and DIR/manifest.json with tolerances");
     add_config_argument(cmd, o_.config);
-    cmd->add_option("--positions", o_.positions, "LIST: positions and ranges, e.g. 0-63,4095,131071")
+    cmd->add_option("--positions", o_.positions,
+                    "LIST: positions and ranges, e.g. 0-63,4095,131071")
         ->required();
     cmd->add_option("--output", o_.output, "DIR: created if absent")->required();
     cmd->add_option("--angles", o_.angles, "exact or hf-float32")

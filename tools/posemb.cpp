@@ -98,9 +98,10 @@ int run(Command& command) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"Inspect and apply a model's positional scheme (HuggingFace config.json, or a GGUF "
-               "file with llama.cpp's semantics), with .npy files in and out.",
-               "posemb"};
+  CLI::App app{
+      "Inspect and apply a model's positional scheme (HuggingFace config.json, or a GGUF "
+      "file with llama.cpp's semantics), with .npy files in and out.",
+      "posemb"};
   app.require_subcommand(1);
   app.fallthrough(false);
   // --version --verbose adds the kernels' instruction-set level and the streaming-store setting
@@ -108,8 +109,7 @@ int main(int argc, char** argv) {
   const bool verbose_version = std::any_of(
       argv + 1, argv + argc, [](const char* arg) { return std::string(arg) == "--verbose"; });
   app.set_version_flag(
-      "--version",
-      std::function<std::string()>([verbose_version] {
+      "--version", std::function<std::string()>([verbose_version] {
         std::string text = std::string("posemb ") + posemb::version_string;
         if (!verbose_version) return text;
         return text + "\nkernels: level " + posemb::to_string(posemb::isa_level()) +
@@ -118,15 +118,16 @@ int main(int argc, char** argv) {
       }),
       "Print the posemb version and exit (with --verbose: the kernels' instruction-set level, "
       "the streaming-store threshold and the last-level cache it comes from)");
-  app.footer("Size cap: the tables the tool builds (alibi, buckets, bias, sinusoidal, and the "
-             "table apply adds for a sinusoidal model) hold at most 2^28 values (1 GiB of float32); "
-             "a larger request is refused. MODEL.gguf (a name ending in .gguf, or a file starting "
-             "with \"GGUF\") is read with llama.cpp's run-time semantics by inspect, freqs, "
-             "layers and diff. Exit status: 0 on success (diff: 0 when the GGUF and the config "
-             "agree, 3 when they differ), 2 for a usage error, 1 for anything else: an "
-             "unreadable, malformed or refused file (a GGUF or safetensors file, the message "
-             "naming the key, tensor or byte offset), a missing tensor; always with one line "
-             "\"posemb: error: ...\" on stderr.");
+  app.footer(
+      "Size cap: the tables the tool builds (alibi, buckets, bias, sinusoidal, and the "
+      "table apply adds for a sinusoidal model) hold at most 2^28 values (1 GiB of float32); "
+      "a larger request is refused. MODEL.gguf (a name ending in .gguf, or a file starting "
+      "with \"GGUF\") is read with llama.cpp's run-time semantics by inspect, freqs, "
+      "layers and diff. Exit status: 0 on success (diff: 0 when the GGUF and the config "
+      "agree, 3 when they differ), 2 for a usage error, 1 for anything else: an "
+      "unreadable, malformed or refused file (a GGUF or safetensors file, the message "
+      "naming the key, tensor or byte offset), a missing tensor; always with one line "
+      "\"posemb: error: ...\" on stderr.");
   const std::vector<std::unique_ptr<Command>> all = commands();
   std::vector<CLI::App*> subcommands;
   for (const std::unique_ptr<Command>& command : all) subcommands.push_back(command->add_to(app));

@@ -66,7 +66,8 @@ std::vector<float> RopeRotation::rotate(const std::vector<float>& x,
                                         const std::vector<std::int64_t>& dims,
                                         const Positions& positions, const Layouts& layouts,
                                         const std::string& input) const {
-  if (dtype == "bfloat16") return rotate_as<Eigen::bfloat16>(*this, x, dims, positions, layouts, input);
+  if (dtype == "bfloat16")
+    return rotate_as<Eigen::bfloat16>(*this, x, dims, positions, layouts, input);
   if (dtype == "float16") return rotate_as<Eigen::half>(*this, x, dims, positions, layouts, input);
   return rotate_as<float>(*this, x, dims, positions, layouts, input);
 }

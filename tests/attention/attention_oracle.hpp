@@ -35,29 +35,34 @@ inline bool visible(const posemb::ScoreOptions& options, std::int64_t q, std::in
   if (layer.sliding_window && q - k >= *layer.sliding_window) return false;
   if (layer.attention_chunk_size) {
     const double c = static_cast<double>(*layer.attention_chunk_size);
-    if (std::floor(static_cast<double>(q) / c) != std::floor(static_cast<double>(k) / c)) return false;
+    if (std::floor(static_cast<double>(q) / c) != std::floor(static_cast<double>(k) / c))
+      return false;
   }
   return true;
 }
 
 // The additive bias of query head h.
-inline double bias(const posemb::ScoreOptions& options, Eigen::Index h, std::int64_t q, std::int64_t k) {
+inline double bias(const posemb::ScoreOptions& options, Eigen::Index h, std::int64_t q,
+                   std::int64_t k) {
   if (const auto* alibi = std::get_if<posemb::AlibiSlopes>(&options.bias)) {
     return -alibi->slopes[h] * std::abs(static_cast<double>(q) - static_cast<double>(k));
   }
   if (const auto* t5 = std::get_if<posemb::T5BiasTable<float>>(&options.bias)) {
     const posemb::T5Buckets& b = t5->buckets();
-    const std::int64_t bucket = posemb::t5_relative_position_bucket(k - q, b.num_buckets, b.max_distance, b.bidirectional);
+    const std::int64_t bucket =
+        posemb::t5_relative_position_bucket(k - q, b.num_buckets, b.max_distance, b.bidirectional);
     return static_cast<double>(t5->table()(bucket, h));
   }
   return 0.0;
 }
 
 // One entry from the temperature-scaled product `dot`, before the mask.
-inline double logit(const posemb::ScoreOptions& options, double scale, double dot, double bias_value) {
+inline double logit(const posemb::ScoreOptions& options, double scale, double dot,
+                    double bias_value) {
   const bool before = options.layer.bias_placement == posemb::BiasPlacement::BeforeScale;
   double s = before ? scale * (dot + bias_value) : scale * dot;
-  if (options.layer.logit_softcap) s = *options.layer.logit_softcap * std::tanh(s / *options.layer.logit_softcap);
+  if (options.layer.logit_softcap)
+    s = *options.layer.logit_softcap * std::tanh(s / *options.layer.logit_softcap);
   return before ? s : s + bias_value;
 }
 
@@ -74,7 +79,8 @@ void softmax(C* row, Eigen::Index k_len, bool has_sink, double sink) {
   if (!any) throw std::logic_error("attention_oracle: a softmax row with no visible key");
   double sum = has_sink ? std::exp(sink - top) : 0.0;
   for (Eigen::Index j = 0; j < k_len; ++j) {
-    if (!std::isinf(static_cast<double>(row[j]))) sum += std::exp(static_cast<double>(row[j]) - top);
+    if (!std::isinf(static_cast<double>(row[j])))
+      sum += std::exp(static_cast<double>(row[j]) - top);
   }
   for (Eigen::Index j = 0; j < k_len; ++j) {
     const double value = static_cast<double>(row[j]);
@@ -85,7 +91,8 @@ void softmax(C* row, Eigen::Index k_len, bool has_sink, double sink) {
 // x rotated by the options' rotation (in its storage type), or x itself.
 template <class X>
 posemb::Tensor4<posemb::scalar_of_t<X>> rotated(const X& x, const posemb::Positions& positions,
-                                                const posemb::ScoreOptions& options, posemb::TensorLayout layout) {
+                                                const posemb::ScoreOptions& options,
+                                                posemb::TensorLayout layout) {
   using T = posemb::scalar_of_t<X>;
   posemb::Tensor4<T> out = x;
   std::visit(
@@ -110,13 +117,15 @@ posemb::Tensor4<posemb::scalar_of_t<X>> rotated(const X& x, const posemb::Positi
 // Returns [batch, heads, seq_q, seq_k] in the arithmetic type.
 template <class XQ, class XK, posemb::IfTensor4<XQ> = 0, posemb::IfTensor4<XK> = 0>
 posemb::Tensor4<posemb::compute_t<posemb::scalar_of_t<XQ>>> scores(
-    const XQ& q_in, const posemb::Positions& q_positions, const XK& k_in, const posemb::Positions& k_positions,
-    const posemb::ScoreOptions& options = {}, posemb::TensorLayout layout = posemb::TensorLayout::BSHD) {
+    const XQ& q_in, const posemb::Positions& q_positions, const XK& k_in,
+    const posemb::Positions& k_positions, const posemb::ScoreOptions& options = {},
+    posemb::TensorLayout layout = posemb::TensorLayout::BSHD) {
   using C = posemb::compute_t<posemb::scalar_of_t<XQ>>;
   const posemb::ActivationShape qs(q_in.dimensions(), layout), ks(k_in.dimensions(), layout);
   const auto q = rotated(q_in, q_positions, options, layout);
   const auto k = rotated(k_in, k_positions, options, layout);
-  const double scale = options.layer.softmax_scale.value_or(1.0 / std::sqrt(static_cast<double>(qs.head_dim)));
+  const double scale =
+      options.layer.softmax_scale.value_or(1.0 / std::sqrt(static_cast<double>(qs.head_dim)));
   posemb::Tensor4<C> out(qs.batch, qs.heads, qs.seq, ks.seq);
   const Eigen::Index group = qs.heads / ks.heads;
   for (Eigen::Index b = 0; b < qs.batch; ++b) {
@@ -134,7 +143,8 @@ posemb::Tensor4<posemb::compute_t<posemb::scalar_of_t<XQ>>> scores(
                    static_cast<C>(k.data()[ks.offset(b, j, h / group) + c]);
           }
           row[j] = visible(options, qpos, kpos)
-                       ? static_cast<C>(logit(options, scale, static_cast<double>(dot), bias(options, h, qpos, kpos)))
+                       ? static_cast<C>(logit(options, scale, static_cast<double>(dot),
+                                              bias(options, h, qpos, kpos)))
                        : -std::numeric_limits<C>::infinity();
         }
         if (options.softmax) {
@@ -150,14 +160,16 @@ posemb::Tensor4<posemb::compute_t<posemb::scalar_of_t<XQ>>> scores(
 // The same for one head: q [seq_q, head_dim], k [seq_k, head_dim]; returns [seq_q, seq_k].
 template <class DQ, class DK>
 posemb::ScoreMatrix<posemb::compute_t<typename DQ::Scalar>> scores(
-    const Eigen::MatrixBase<DQ>& q, const posemb::PositionVector& q_positions, const Eigen::MatrixBase<DK>& k,
-    const posemb::PositionVector& k_positions, const posemb::ScoreOptions& options = {}) {
+    const Eigen::MatrixBase<DQ>& q, const posemb::PositionVector& q_positions,
+    const Eigen::MatrixBase<DK>& k, const posemb::PositionVector& k_positions,
+    const posemb::ScoreOptions& options = {}) {
   using T = typename DQ::Scalar;
   using Rows = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
   const Rows q_rows = q, k_rows = k;
   const Eigen::TensorMap<const posemb::Tensor4<T>> q4(q_rows.data(), 1, q.rows(), 1, q.cols());
   const Eigen::TensorMap<const posemb::Tensor4<T>> k4(k_rows.data(), 1, k.rows(), 1, k.cols());
-  const auto s = scores(q4, posemb::Positions(q_positions), k4, posemb::Positions(k_positions), options);
+  const auto s =
+      scores(q4, posemb::Positions(q_positions), k4, posemb::Positions(k_positions), options);
   return Eigen::Map<const posemb::ScoreMatrix<posemb::compute_t<T>>>(s.data(), q.rows(), k.rows());
 }
 

@@ -132,7 +132,8 @@ TEST_CASE("layer attention: a softcap far above the logits changes nothing; a sm
   CHECK(flat.cwiseAbs().maxCoeff() > 0.9e-3);  // the largest |logits| saturate at the cap
 }
 
-TEST_CASE("layer attention: softcap in the blocked kernel: 4-D, grouped heads, RoPE, window, decode") {
+TEST_CASE(
+    "layer attention: softcap in the blocked kernel: 4-D, grouped heads, RoPE, window, decode") {
   // 300 queries x 420 keys cross the 128-row panels and tiles; float and bfloat16 storage.
   const double cap = 30.0, scale = 1.0 / 16.0;
   const auto q = random_tensor<float>(1, 300, 4, 16, 5, 15.0);  // BSHD
@@ -158,7 +159,8 @@ TEST_CASE("layer attention: softcap in the blocked kernel: 4-D, grouped heads, R
           continue;
         }
         double dot = 0;
-        for (Eigen::Index c = 0; c < 16; ++c) dot += double(q_rot(0, i, h, c)) * double(k_rot(0, j, h / 2, c));
+        for (Eigen::Index c = 0; c < 16; ++c)
+          dot += double(q_rot(0, i, h, c)) * double(k_rot(0, j, h / 2, c));
         largest = std::max(largest, std::abs(dot * scale));
         worst = std::max(worst, std::abs(double(value) - cap * std::tanh(dot * scale / cap)));
       }
@@ -168,18 +170,23 @@ TEST_CASE("layer attention: softcap in the blocked kernel: 4-D, grouped heads, R
   CHECK(worst < 2e-5);
 }
 
-TEST_CASE("layer attention: a softcap <= 0, NaN or infinite is an error naming layer.logit_softcap") {
+TEST_CASE(
+    "layer attention: a softcap <= 0, NaN or infinite is an error naming layer.logit_softcap") {
   const Rows q = random_rows(2, 4, 7), k = random_rows(3, 4, 8);
   for (double bad : {0.0, -50.0, std::nan(""), std::numeric_limits<double>::infinity()}) {
     ScoreOptions options;
     options.layer.logit_softcap = bad;
-    throws_with([&] { posemb::attention_scores(q, position_range(0, 2), k, position_range(0, 3), options); },
-                "layer.logit_softcap = ");
+    throws_with(
+        [&] {
+          posemb::attention_scores(q, position_range(0, 2), k, position_range(0, 3), options);
+        },
+        "layer.logit_softcap = ");
   }
   ScoreOptions options;
   options.layer.logit_softcap = -1.0;
-  throws_with([&] { posemb::attention_scores(q, position_range(0, 2), k, position_range(0, 3), options); },
-              "layer.logit_softcap = -1: expected a finite number > 0");
+  throws_with(
+      [&] { posemb::attention_scores(q, position_range(0, 2), k, position_range(0, 3), options); },
+      "layer.logit_softcap = -1: expected a finite number > 0");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -226,7 +233,8 @@ TEST_CASE("layer attention: sinks join the softmax denominator per head and get 
   CHECK(p(0, 2, 0, 0) == Approx(1.0 / (1.0 + std::exp(3.0 - dot * scale))).epsilon(1e-13));
 }
 
-TEST_CASE("layer attention: sinks: large logits do not overflow; a very low sink is plain softmax") {
+TEST_CASE(
+    "layer attention: sinks: large logits do not overflow; a very low sink is plain softmax") {
   const Rows q = random_rows(4, 8, 13), k = random_rows(5, 8, 14);
   const PositionVector qpos = position_range(0, 4), kpos = position_range(0, 5);
   ScoreOptions plain;
@@ -243,7 +251,8 @@ TEST_CASE("layer attention: sinks: large logits do not overflow; a very low sink
   // Without softmax the logits are returned as they are.
   sunk.softmax = false;
   plain.softmax = false;
-  CHECK(posemb::attention_scores(q, qpos, k, kpos, sunk) == posemb::attention_scores(q, qpos, k, kpos, plain));
+  CHECK(posemb::attention_scores(q, qpos, k, kpos, sunk) ==
+        posemb::attention_scores(q, qpos, k, kpos, plain));
 }
 
 TEST_CASE("layer attention: sink logits must match layer.attention_sinks and the head count") {
@@ -258,7 +267,8 @@ TEST_CASE("layer attention: sink logits must match layer.attention_sinks and the
   throws_with([&] { posemb::attention_scores(q, qp, k, kp, options); },
               "sink_logits.size() = 2: expected one sink logit per query head = 1");
   options.sink_logits = Eigen::VectorXd::Constant(1, std::nan(""));
-  throws_with([&] { posemb::attention_scores(q, qp, k, kp, options); }, "sink_logits[0] = nan: expected a finite number");
+  throws_with([&] { posemb::attention_scores(q, qp, k, kp, options); },
+              "sink_logits[0] = nan: expected a finite number");
   // A row the mask empties stays an error with a sink (it means a position bug).
   options.sink_logits = Eigen::VectorXd::Zero(1);
   options.causal = true;
@@ -270,7 +280,8 @@ TEST_CASE("layer attention: sink logits must match layer.attention_sinks and the
 // ---------------------------------------------------------------------------------------------
 // ALiBi relative to the scale: Falcon before it, MPT and BLOOM after.
 
-TEST_CASE("layer attention: Falcon's ALiBi inside the scale equals HF's (q.k + slope·kpos)·inv_norm") {
+TEST_CASE(
+    "layer attention: Falcon's ALiBi inside the scale equals HF's (q.k + slope·kpos)·inv_norm") {
   const Eigen::Index seq = 12, dim = 64;
   const Rows q = random_rows(seq, dim, 21, 1.5), k = random_rows(seq, dim, 22, 1.5);
   const PositionVector pos = position_range(0, seq);
@@ -285,9 +296,11 @@ TEST_CASE("layer attention: Falcon's ALiBi inside the scale equals HF's (q.k + s
     for (Eigen::Index j = 0; j < seq; ++j) {
       const double dot = q.row(i).dot(k.row(j));
       const bool masked = j > i;
-      logits(i, j) = masked ? -std::numeric_limits<double>::infinity() : inv_norm * (dot - slope * double(i - j));
+      logits(i, j) = masked ? -std::numeric_limits<double>::infinity()
+                            : inv_norm * (dot - slope * double(i - j));
       // modeling_falcon.py: alibi = slope · (cumsum(mask) - 1), the key position.
-      hf(i, j) = masked ? -std::numeric_limits<double>::infinity() : (dot + slope * double(j)) * inv_norm;
+      hf(i, j) =
+          masked ? -std::numeric_limits<double>::infinity() : (dot + slope * double(j)) * inv_norm;
     }
   }
   check_close(posemb::attention_scores(q, pos, k, pos, falcon), logits, 1e-14);
@@ -295,7 +308,8 @@ TEST_CASE("layer attention: Falcon's ALiBi inside the scale equals HF's (q.k + s
   falcon.softmax = true;
   check_close(posemb::attention_scores(q, pos, k, pos, falcon), softmax_rows(hf), 1e-13);
   // The same as the bias after the scale with the effective slope slope / sqrt(d).
-  CHECK(posemb::effective_alibi_slope(slope, inv_norm, posemb::BiasPlacement::BeforeScale) == slope / 8.0);
+  CHECK(posemb::effective_alibi_slope(slope, inv_norm, posemb::BiasPlacement::BeforeScale) ==
+        slope / 8.0);
   CHECK(posemb::effective_alibi_slope(slope, inv_norm, posemb::BiasPlacement::AfterScale) == slope);
   ScoreOptions effective = falcon;
   effective.layer.bias_placement = posemb::BiasPlacement::AfterScale;
@@ -304,12 +318,14 @@ TEST_CASE("layer attention: Falcon's ALiBi inside the scale equals HF's (q.k + s
               posemb::attention_scores(q, pos, k, pos, falcon), 1e-15);
 }
 
-TEST_CASE("layer attention: MPT's ALiBi after its softmax_scale; BLOOM's after 1/sqrt(d), unscaled") {
+TEST_CASE(
+    "layer attention: MPT's ALiBi after its softmax_scale; BLOOM's after 1/sqrt(d), unscaled") {
   const Eigen::Index seq = 10, dim = 32;
   const Rows q = random_rows(seq, dim, 23), k = random_rows(seq, dim, 24);
   const PositionVector pos = position_range(100, seq);
   const double slope = 0.25;
-  for (const double scale : {0.2, 1.0 / std::sqrt(double(dim))}) {  // MPT attn_config.softmax_scale; BLOOM
+  for (const double scale :
+       {0.2, 1.0 / std::sqrt(double(dim))}) {  // MPT attn_config.softmax_scale; BLOOM
     CAPTURE(scale);
     ScoreOptions options;
     options.bias = posemb::AlibiSlopes{Eigen::VectorXd::Constant(1, slope)};
@@ -331,13 +347,15 @@ TEST_CASE("layer attention: MPT's ALiBi after its softmax_scale; BLOOM's after 1
 }
 
 TEST_CASE("layer attention: ALiBi before the scale in the blocked kernel, 4-D with a softcap") {
-  // Both orders matter once a softcap sits between: cap(scale (q.k + bias)) vs cap(scale q.k) + bias.
+  // Both orders matter once a softcap sits between: cap(scale (q.k + bias)) vs cap(scale q.k) +
+  // bias.
   const Eigen::Index heads = 4, seq = 150, dim = 16;
   const auto q = random_tensor<double>(1, seq, heads, dim, 25, 3.0);
   const auto k = random_tensor<double>(1, seq, heads, dim, 26, 3.0);
   const Eigen::VectorXd slopes = posemb::alibi_slopes(heads);
   const double cap = 5.0, scale = 1.0 / 4.0;
-  for (posemb::BiasPlacement placement : {posemb::BiasPlacement::BeforeScale, posemb::BiasPlacement::AfterScale}) {
+  for (posemb::BiasPlacement placement :
+       {posemb::BiasPlacement::BeforeScale, posemb::BiasPlacement::AfterScale}) {
     CAPTURE(posemb::to_string(placement));
     ScoreOptions options;
     options.bias = posemb::AlibiSlopes{slopes};
@@ -378,7 +396,8 @@ TEST_CASE("layer attention: both query temperature forms at their steps") {
   CHECK(ministral3.factor(16384) == Approx(1.0 + 0.1 * ln2).epsilon(1e-15));
   CHECK(ministral3.factor(32767) == Approx(1.0 + 0.1 * ln2).epsilon(1e-15));
   CHECK(ministral3.factor(32768) == Approx(1.0 + 0.1 * ln3).epsilon(1e-15));
-  CHECK(ministral3.factor(1000000) == Approx(1.0 + 0.1 * std::log(1.0 + 61.0)).epsilon(1e-15));  // floor(1e6 / 16384) = 61
+  CHECK(ministral3.factor(1000000) ==
+        Approx(1.0 + 0.1 * std::log(1.0 + 61.0)).epsilon(1e-15));  // floor(1e6 / 16384) = 61
   // The default keeps Llama 4's form.
   CHECK(posemb::QueryTemperature{}.position_offset == 1);
 }
@@ -400,7 +419,8 @@ TEST_CASE("layer attention: query temperature through the kernel equals the loop
     Rows expected(seq_q, seq_k);
     for (Eigen::Index i = 0; i < seq_q; ++i) {
       const double p = double(qpos[i]);
-      const double factor = 1.0 + 0.1 * std::log(1.0 + std::floor((p + double(offset)) / floor_scale));
+      const double factor =
+          1.0 + 0.1 * std::log(1.0 + std::floor((p + double(offset)) / floor_scale));
       for (Eigen::Index j = 0; j < seq_k; ++j) {
         expected(i, j) = factor * q_rot.row(i).dot(k_rot.row(j)) / std::sqrt(double(dim));
       }
@@ -443,9 +463,11 @@ TEST_CASE("layer attention: every rule at once equals the loop in the blocked ke
       for (Eigen::Index j = 0; j < seq_k; ++j) {
         const std::int64_t d = p - (k_offset + j);
         double dot = 0;
-        for (Eigen::Index c = 0; c < dim; ++c) dot += double(q_rot(0, i, h, c)) * double(k_rot(0, j, h / 2, c));
+        for (Eigen::Index c = 0; c < dim; ++c)
+          dot += double(q_rot(0, i, h, c)) * double(k_rot(0, j, h / 2, c));
         const double s = 0.25 * (t * dot - slopes[h] * double(std::abs(d)));
-        logits(i, j) = (d < 0 || d >= 100) ? -std::numeric_limits<double>::infinity() : 10.0 * std::tanh(s / 10.0);
+        logits(i, j) = (d < 0 || d >= 100) ? -std::numeric_limits<double>::infinity()
+                                           : 10.0 * std::tanh(s / 10.0);
       }
     }
     const Rows expected = softmax_rows(logits, std::vector<double>(seq_q, options.sink_logits[h]));

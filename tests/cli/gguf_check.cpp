@@ -86,13 +86,15 @@ using Entry = std::pair<std::string, std::string>;  // (layer, field)
 
 std::set<Entry> entries(const nlohmann::json& list) {
   std::set<Entry> out;
-  for (const nlohmann::json& d : list) out.insert({d.at("layer").dump(), d.at("field").get<std::string>()});
+  for (const nlohmann::json& d : list)
+    out.insert({d.at("layer").dump(), d.at("field").get<std::string>()});
   return out;
 }
 
 bool check_diff(const std::string& out, const std::string& expected_path, std::size_t index) {
   const std::set<Entry> got = entries(read_json(out));
-  const std::set<Entry> expected = entries(read_json(expected_path).at("diff").at(index).at("expect"));
+  const std::set<Entry> expected =
+      entries(read_json(expected_path).at("diff").at(index).at("expect"));
   for (const Entry& e : expected) {
     if (got.count(e) == 0) return fail("missing layer " + e.first + " " + e.second);
   }
@@ -109,8 +111,8 @@ void write_text(const std::string& path, const std::string& text) { std::ofstrea
 
 // A llama config.json of `layers` layers, hidden 4096, 32 heads, context 8192.
 std::string llama_config(int layers, double theta) {
-  return nlohmann::json{{"model_type", "llama"}, {"num_hidden_layers", layers},
-                        {"hidden_size", 4096}, {"num_attention_heads", 32},
+  return nlohmann::json{{"model_type", "llama"},    {"num_hidden_layers", layers},
+                        {"hidden_size", 4096},      {"num_attention_heads", 32},
                         {"num_key_value_heads", 8}, {"max_position_embeddings", 8192},
                         {"rope_theta", theta}}
       .dump();
@@ -120,16 +122,21 @@ void write_gguf(const std::string& dir) {
   using test_gguf::GgufWriter;
   using test_gguf::model_writer;
   // 48 layers: a faithful conversion (base 500000) and a config with another base.
-  model_writer("llama", 48, 8192, 4096, 32).f32("llama.rope.freq_base", 500000.0f)
+  model_writer("llama", 48, 8192, 4096, 32)
+      .f32("llama.rope.freq_base", 500000.0f)
       .write(dir + "/llama48.gguf");
   write_text(dir + "/llama48.json", llama_config(48, 500000.0));
   write_text(dir + "/llama48_theta1e4.json", llama_config(48, 10000.0));
   write_text(dir + "/llama47.json", llama_config(47, 500000.0));
   // Loader refusals: a known key with the wrong type, a missing key, an unknown architecture.
-  model_writer("llama", 2, 4096, 256, 2).str("llama.rope.freq_base", "1e6")
+  model_writer("llama", 2, 4096, 256, 2)
+      .str("llama.rope.freq_base", "1e6")
       .write(dir + "/freq_base_string.gguf");
-  GgufWriter().str("general.architecture", "llama").u32("llama.context_length", 4096)
-      .u32("llama.embedding_length", 256).u32("llama.attention.head_count", 2)
+  GgufWriter()
+      .str("general.architecture", "llama")
+      .u32("llama.context_length", 4096)
+      .u32("llama.embedding_length", 256)
+      .u32("llama.attention.head_count", 2)
       .write(dir + "/no_block_count.gguf");
   model_writer("mamba9", 2, 4096, 256, 2).write(dir + "/unknown_arch.gguf");
   // Format refusals: a file cut short, a count the file cannot hold, a rope tensor past the end.
@@ -138,7 +145,8 @@ void write_gguf(const std::string& dir) {
   std::string huge = whole;
   for (int k = 16; k < 24; ++k) huge[static_cast<std::size_t>(k)] = '\x7f';  // metadata count
   GgufWriter::write_bytes(dir + "/huge_count.gguf", huge);
-  model_writer("llama", 2, 4096, 256, 2).info("rope_freqs.weight", {64}, 0, 1 << 20)
+  model_writer("llama", 2, 4096, 256, 2)
+      .info("rope_freqs.weight", {64}, 0, 1 << 20)
       .write(dir + "/rope_freqs_past_end.gguf");
 }
 
@@ -167,7 +175,8 @@ std::string learned_table(std::int64_t rows) {
 std::string t5_table(std::int64_t buckets, std::int64_t heads, float shift) {
   std::vector<float> values;
   for (std::int64_t b = 0; b < buckets; ++b) {
-    for (std::int64_t h = 0; h < heads; ++h) values.push_back(static_cast<float>(b + 100 * h) + shift);
+    for (std::int64_t h = 0; h < heads; ++h)
+      values.push_back(static_cast<float>(b + 100 * h) + shift);
   }
   return f32_bytes(values);
 }
@@ -178,7 +187,8 @@ struct Tensor {
   std::string bytes;
 };
 
-void write_safetensors_raw(const std::string& path, const std::string& header, const std::string& data) {
+void write_safetensors_raw(const std::string& path, const std::string& header,
+                           const std::string& data) {
   std::string out;
   test_gguf::put(out, header.size(), 8);
   std::ofstream(path, std::ios::binary) << out << header << data;
@@ -189,7 +199,8 @@ void write_safetensors(const std::string& path, const std::vector<Tensor>& tenso
   nlohmann::json header = nlohmann::json::object();
   std::string data;
   for (const Tensor& t : tensors) {
-    header[t.name] = {{"dtype", "F32"}, {"shape", t.shape},
+    header[t.name] = {{"dtype", "F32"},
+                      {"shape", t.shape},
                       {"data_offsets", {data.size(), data.size() + t.bytes.size()}}};
     data += t.bytes;
   }
@@ -198,26 +209,31 @@ void write_safetensors(const std::string& path, const std::vector<Tensor>& tenso
 
 void write_weights(const std::string& dir) {
   const Tensor lm_head{"lm_head.weight", {2, width}, learned_table(2)};
-  write_safetensors(dir + "/gpt2.safetensors", {lm_head, {"wpe.weight", {16, width}, learned_table(16)}});
+  write_safetensors(dir + "/gpt2.safetensors",
+                    {lm_head, {"wpe.weight", {16, width}, learned_table(16)}});
   write_safetensors(dir + "/gpt2_prefixed.safetensors",
                     {{"transformer.wpe.weight", {16, width}, learned_table(16)}, lm_head});
   // OPT, sharded: the table (max_position_embeddings 16 + offset 2 rows) in the second shard.
   write_safetensors(dir + "/opt-00001-of-00002.safetensors", {lm_head});
   write_safetensors(dir + "/opt-00002-of-00002.safetensors",
                     {{"model.decoder.embed_positions.weight", {18, width}, learned_table(18)}});
-  write_text(dir + "/opt.safetensors.index.json",
-             nlohmann::json{{"metadata", {{"total_size", 0}}},
-                            {"weight_map", {{"lm_head.weight", "opt-00001-of-00002.safetensors"},
-                                            {"model.decoder.embed_positions.weight",
-                                             "opt-00002-of-00002.safetensors"}}}}
-                 .dump());
+  write_text(
+      dir + "/opt.safetensors.index.json",
+      nlohmann::json{{"metadata", {{"total_size", 0}}},
+                     {"weight_map",
+                      {{"lm_head.weight", "opt-00001-of-00002.safetensors"},
+                       {"model.decoder.embed_positions.weight", "opt-00002-of-00002.safetensors"}}}}
+          .dump());
   const std::string bias = ".layer.0.SelfAttention.relative_attention_bias.weight";
-  write_safetensors(dir + "/t5.safetensors", {{"encoder.block.0" + bias, {32, 2}, t5_table(32, 2, 0)},
-                                              {"decoder.block.0" + bias, {32, 2}, t5_table(32, 2, 10000)}});
+  write_safetensors(dir + "/t5.safetensors",
+                    {{"encoder.block.0" + bias, {32, 2}, t5_table(32, 2, 0)},
+                     {"decoder.block.0" + bias, {32, 2}, t5_table(32, 2, 10000)}});
   std::vector<Tensor> umt5;
   for (int k = 0; k < 3; ++k) {
-    umt5.push_back({"encoder.block." + std::to_string(k) + bias, {32, 6}, t5_table(32, 6, 1000.0f * k)});
-    umt5.push_back({"decoder.block." + std::to_string(k) + bias, {32, 6},
+    umt5.push_back(
+        {"encoder.block." + std::to_string(k) + bias, {32, 6}, t5_table(32, 6, 1000.0f * k)});
+    umt5.push_back({"decoder.block." + std::to_string(k) + bias,
+                    {32, 6},
                     t5_table(32, 6, 10000.0f + 1000.0f * k)});
   }
   write_safetensors(dir + "/umt5.safetensors", umt5);
@@ -289,14 +305,16 @@ bool check_t5(const std::vector<std::string>& a) {
   const double shift = std::stod(a[4]);
   const std::vector<std::int64_t> shape = expected.at("shape").get<std::vector<std::int64_t>>();
   const std::int64_t cells = shape[1] * shape[2];
-  if (got.shape != std::vector<std::int64_t>{heads, shape[1], shape[2]}) return fail("shape differs");
+  if (got.shape != std::vector<std::int64_t>{heads, shape[1], shape[2]})
+    return fail("shape differs");
   const std::vector<float> values = got.values<float>();
   for (std::int64_t h = 0; h < heads; ++h) {
     for (std::int64_t k = 0; k < cells; ++k) {
       const double bucket = expected.at("values").at(static_cast<std::size_t>(k)).get<double>();
       const double e = bucket + 100.0 * static_cast<double>(h) + shift;
       if (values[static_cast<std::size_t>(h * cells + k)] != e) {
-        return fail("bias[" + std::to_string(h) + "][" + std::to_string(k) + "] != " + std::to_string(e));
+        return fail("bias[" + std::to_string(h) + "][" + std::to_string(k) +
+                    "] != " + std::to_string(e));
       }
     }
   }

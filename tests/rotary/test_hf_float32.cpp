@@ -24,7 +24,8 @@ std::uint32_t bits(float value) {
   return out;
 }
 
-RopeScheme scheme_of(const std::string& type, RopeParams params, double theta, int rotary_dim = 128) {
+RopeScheme scheme_of(const std::string& type, RopeParams params, double theta,
+                     int rotary_dim = 128) {
   RopeScheme scheme;
   scheme.rope_type = type;
   scheme.params = std::move(params);
@@ -97,7 +98,8 @@ double worst_ratio(const Tensor4<T>& x, const Tensor4<T>& got, const Tensor4<T>&
         const double norm = std::hypot(double(x(0, s, h, a)), double(x(0, s, h, b)));
         const double bound = tol.bound(double(positions[std::size_t(s)]), norm);
         for (int f : {a, b}) {
-          worst = std::max(worst, std::abs(double(got(0, s, h, f)) - double(exact(0, s, h, f))) / bound);
+          worst = std::max(worst,
+                           std::abs(double(got(0, s, h, f)) - double(exact(0, s, h, f))) / bound);
         }
       }
     }
@@ -113,11 +115,14 @@ struct Comparison {
   PositionVector positions_vector;
 
   explicit Comparison(std::vector<std::int64_t> p)
-      : positions(std::move(p)), q(seeded_q<T>(Eigen::Index(positions.size()))),
-        positions_vector(Eigen::Map<const PositionVector>(positions.data(), Eigen::Index(positions.size()))) {}
+      : positions(std::move(p)),
+        q(seeded_q<T>(Eigen::Index(positions.size()))),
+        positions_vector(
+            Eigen::Map<const PositionVector>(positions.data(), Eigen::Index(positions.size()))) {}
 
   // The worst |delta| / bound of `rope` (a float32-angle kernel) around the exact output.
-  double ratio(const RopeScheme& scheme, const HfFloat32Rope& rope, const std::string& dtype) const {
+  double ratio(const RopeScheme& scheme, const HfFloat32Rope& rope,
+               const std::string& dtype) const {
     const std::int64_t seq_len = positions.back() + 1;
     const Tensor4<T> exact = rotated(q, view(), scheme.spec(seq_len));
     const Tensor4<T> got = rotated(q, view(), rope);
@@ -192,7 +197,8 @@ TEST_CASE("tolerance: wrong kernels fall outside at every recommended position l
     const Comparison<Eigen::bfloat16> bf16(positions);
     const std::int64_t seq_len = positions.back() + 1;
     for (const RopeScheme& scheme : all_schemes()) {
-      INFO(scheme.rope_type << " rotary_dim " << scheme.rotary_dim << ", up to " << positions.back());
+      INFO(scheme.rope_type << " rotary_dim " << scheme.rotary_dim << ", up to "
+                            << positions.back());
       RopeScheme off = scheme;
       off.theta *= 1.01;  // base off by 1%
       CHECK(f32.ratio(scheme, hf_float32_rope(off, seq_len), "float32") > 1.0);

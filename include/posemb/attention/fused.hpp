@@ -20,7 +20,8 @@ namespace detail {
 template <class Source>
 ScoreOptions with_rotation(const ScoreOptions& options, const Source& source) {
   if (!std::holds_alternative<NoRotation>(options.rotation)) {
-    fail("options.rotation", "set", "expected NoRotation: fused_rope_scores rotates with its source argument");
+    fail("options.rotation", "set",
+         "expected NoRotation: fused_rope_scores rotates with its source argument");
   }
   ScoreOptions rotated = options;
   if constexpr (std::is_same_v<Source, RopeSpec>) {
@@ -39,8 +40,9 @@ void fused_rope_scores(const Eigen::MatrixBase<DQ>& q, const PositionVector& q_p
                        const Eigen::MatrixBase<DK>& k, const PositionVector& k_positions,
                        Eigen::Matrix<C, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>& out,
                        const Source& source, const ScoreOptions& options = {}) {
-  static_assert(std::is_same_v<C, compute_t<typename DQ::Scalar>>,
-                "posemb: out holds float scores for float, half and bfloat16 q and k, double for double");
+  static_assert(
+      std::is_same_v<C, compute_t<typename DQ::Scalar>>,
+      "posemb: out holds float scores for float, half and bfloat16 q and k, double for double");
   static_assert(detail::require_rope_source<Source, typename DQ::Scalar>());
   out = attention_scores(q, q_positions, k, k_positions, detail::with_rotation(options, source));
 }
@@ -48,9 +50,9 @@ void fused_rope_scores(const Eigen::MatrixBase<DQ>& q, const PositionVector& q_p
 // 4-D: attention_scores(q, q_positions, k, k_positions, out, options with source, layout).
 template <class XQ, class XK, class Out, class Source, IfTensor4<XQ> = 0, IfTensor4<XK> = 0,
           IfTensor4<Out> = 0>
-void fused_rope_scores(const XQ& q, const Positions& q_positions, const XK& k, const Positions& k_positions,
-                       Out&& out, const Source& source, const ScoreOptions& options = {},
-                       TensorLayout layout = TensorLayout::BSHD) {
+void fused_rope_scores(const XQ& q, const Positions& q_positions, const XK& k,
+                       const Positions& k_positions, Out&& out, const Source& source,
+                       const ScoreOptions& options = {}, TensorLayout layout = TensorLayout::BSHD) {
   static_assert(detail::require_rope_source<Source, scalar_of_t<XQ>>());
   attention_scores(q, q_positions, k, k_positions, std::forward<Out>(out),
                    detail::with_rotation(options, source), layout);

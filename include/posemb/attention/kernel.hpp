@@ -104,7 +104,8 @@ class EntryBias {
       const auto table = t5->table();
       for (Eigen::Index j = begin; j < end; ++j) {
         const std::int64_t bucket = bucket_of(relative_position(q_position, k_positions[j]));
-        row[j] = static_cast<C>(static_cast<double>(row[j]) + factor * static_cast<double>(table(bucket, h)));
+        row[j] = static_cast<C>(static_cast<double>(row[j]) +
+                                factor * static_cast<double>(table(bucket, h)));
       }
     }
   }
@@ -117,7 +118,8 @@ class EntryBias {
     const T5Buckets& buckets = plan_.t5()->buckets();
     bucket_lookup_.resize(2 * bucket_span + 1);
     for (std::int64_t rel = -bucket_span; rel <= bucket_span; ++rel) {
-      bucket_lookup_[static_cast<std::size_t>(rel + bucket_span)] = t5_bucket_unchecked(rel, buckets);
+      bucket_lookup_[static_cast<std::size_t>(rel + bucket_span)] =
+          t5_bucket_unchecked(rel, buckets);
     }
   }
   std::int64_t bucket_of(std::int64_t rel) const {
@@ -139,12 +141,18 @@ class ScoreKernel {
   using C = compute_t<T>;
 
   ScoreKernel(const ScorePlan& plan, const RowRotation<T>& rotation, const ScoreShapes& shapes)
-      : plan_(plan), rotation_(rotation), bias_(plan), seq_q_(shapes.q.seq), seq_k_(shapes.k.seq),
-        head_dim_(shapes.q.head_dim), k_rows_(seq_k_, head_dim_),
+      : plan_(plan),
+        rotation_(rotation),
+        bias_(plan),
+        seq_q_(shapes.q.seq),
+        seq_k_(shapes.k.seq),
+        head_dim_(shapes.q.head_dim),
+        k_rows_(seq_k_, head_dim_),
         q_panel_(std::min(score_tile_rows, seq_q_), head_dim_),
         staged_(std::is_same_v<T, C> ? 0 : std::min(score_tile_rows, std::max(seq_q_, seq_k_)),
                 std::is_same_v<T, C> ? 0 : head_dim_),
-        q_positions_(seq_q_), k_positions_(seq_k_) {
+        q_positions_(seq_q_),
+        k_positions_(seq_k_) {
     if (plan.softmax()) exp_row_.resize(seq_k_);
   }
 
@@ -166,7 +174,8 @@ class ScoreKernel {
 
   // Query head h of batch row b against the loaded keys. out: [seq_q, seq_k], row-major.
   template <class Rows>
-  void score_head(const Rows& q, Eigen::Index b, Eigen::Index h, const Positions& q_positions, C* out) {
+  void score_head(const Rows& q, Eigen::Index b, Eigen::Index h, const Positions& q_positions,
+                  C* out) {
     for (Eigen::Index i0 = 0; i0 < seq_q_; i0 += score_tile_rows) {
       const Eigen::Index rows = std::min(score_tile_rows, seq_q_ - i0);
       stage(q, b, h, i0, rows, q_positions, q_panel_.data());
@@ -207,9 +216,11 @@ class ScoreKernel {
       }
       // The run of non-hidden tiles from j0: one product, then each tile finished.
       Eigen::Index j1 = std::min(j0 + score_tile_rows, seq_k_);
-      while (j1 < seq_k_ && tile_at(j1) != TileMask::Hidden) j1 = std::min(j1 + score_tile_rows, seq_k_);
+      while (j1 < seq_k_ && tile_at(j1) != TileMask::Hidden)
+        j1 = std::min(j1 + score_tile_rows, seq_k_);
       OutTile tile(out + i0 * seq_k_ + j0, rows, j1 - j0, Eigen::OuterStride<>(seq_k_));
-      tile.noalias() = scale * (q_panel_.topRows(rows) * k_rows_.middleRows(j0, j1 - j0).transpose());
+      tile.noalias() =
+          scale * (q_panel_.topRows(rows) * k_rows_.middleRows(j0, j1 - j0).transpose());
       for (Eigen::Index t0 = j0; t0 < j1; t0 += score_tile_rows) {
         const Eigen::Index t1 = std::min(t0 + score_tile_rows, j1);
         const bool mixed = tile_at(t0) == TileMask::Mixed;
@@ -239,8 +250,10 @@ class ScoreKernel {
     if constexpr (!std::is_same_v<T, C>) widen(rows, dst, count * head_dim_);
   }
 
-  // The mask class of the tile of queries [q_min, q_max] (by position) and keys j0 .. j0 + cols - 1.
-  TileMask classify(std::int64_t q_min, std::int64_t q_max, Eigen::Index j0, Eigen::Index cols) const {
+  // The mask class of the tile of queries [q_min, q_max] (by position) and keys j0 .. j0 + cols
+  // - 1.
+  TileMask classify(std::int64_t q_min, std::int64_t q_max, Eigen::Index j0,
+                    Eigen::Index cols) const {
     if (!plan_.mask().masks()) return TileMask::Visible;
     const auto keys = k_positions_.segment(j0, cols);
     return plan_.mask().classify(q_min, q_max, keys.minCoeff(), keys.maxCoeff());
@@ -260,7 +273,8 @@ class ScoreKernel {
     if (!before) bias_.add(row, begin, end, h, q_position, k_positions_, 1.0);
     if (!mask) return;
     if (plan_.mask().causal_only()) {
-      for (Eigen::Index j = begin; j < end; ++j) row[j] = k_positions_[j] > q_position ? neg_inf : row[j];
+      for (Eigen::Index j = begin; j < end; ++j)
+        row[j] = k_positions_[j] > q_position ? neg_inf : row[j];
       return;
     }
     for (Eigen::Index j = begin; j < end; ++j) {

@@ -56,7 +56,8 @@ class ScoreMask {
     if (!masks()) return TileMask::Visible;
     if (k_min > q_max) return TileMask::Hidden;  // every mask hides keys after the query
     const auto window = [&] { return static_cast<std::uint64_t>(*window_); };
-    if (window_ && k_max <= q_min && key_distance(q_min, k_max) >= window()) return TileMask::Hidden;
+    if (window_ && k_max <= q_min && key_distance(q_min, k_max) >= window())
+      return TileMask::Hidden;
     if (chunk_ && floor_div(k_max, *chunk_) < floor_div(q_min, *chunk_)) return TileMask::Hidden;
     if (k_max > q_min) return TileMask::Mixed;
     if (window_ && key_distance(q_max, k_min) >= window()) return TileMask::Mixed;

@@ -37,23 +37,28 @@ inline void check_score_bias(const ScoreBias& bias, Eigen::Index heads) {
     }
   } else if (const auto* t5 = std::get_if<T5BiasTable<float>>(&bias)) {
     if (t5->heads() != heads) {
-      fail("T5BiasTable heads", t5->heads(), "expected one table column per query head = " + std::to_string(heads));
+      fail("T5BiasTable heads", t5->heads(),
+           "expected one table column per query head = " + std::to_string(heads));
     }
   }
 }
 
 // Throws unless there is one finite sink logit per query head exactly when the layer has sinks.
-inline void check_sink_logits(const Eigen::VectorXd& sinks, bool attention_sinks, Eigen::Index heads) {
+inline void check_sink_logits(const Eigen::VectorXd& sinks, bool attention_sinks,
+                              Eigen::Index heads) {
   if (!attention_sinks) {
-    if (sinks.size() != 0) fail("sink_logits.size()", sinks.size(), "expected none unless layer.attention_sinks");
+    if (sinks.size() != 0)
+      fail("sink_logits.size()", sinks.size(), "expected none unless layer.attention_sinks");
     return;
   }
   if (sinks.size() != heads) {
     fail("sink_logits.size()", sinks.size(),
-         "expected one sink logit per query head = " + std::to_string(heads) + " (layer.attention_sinks)");
+         "expected one sink logit per query head = " + std::to_string(heads) +
+             " (layer.attention_sinks)");
   }
   for (Eigen::Index h = 0; h < heads; ++h) {
-    if (!std::isfinite(sinks[h])) fail("sink_logits[" + std::to_string(h) + "]", sinks[h], "expected a finite number");
+    if (!std::isfinite(sinks[h]))
+      fail("sink_logits[" + std::to_string(h) + "]", sinks[h], "expected a finite number");
   }
 }
 
@@ -62,15 +67,19 @@ inline void check_sink_logits(const Eigen::VectorXd& sinks, bool attention_sinks
 inline void check_layer_attention(const LayerAttention& layer) {
   if (layer.softmax_scale) require_positive_finite("layer.softmax_scale", *layer.softmax_scale);
   if (layer.sliding_window) require_positive("layer.sliding_window", *layer.sliding_window);
-  if (layer.attention_chunk_size) require_positive("layer.attention_chunk_size", *layer.attention_chunk_size);
+  if (layer.attention_chunk_size)
+    require_positive("layer.attention_chunk_size", *layer.attention_chunk_size);
   if (layer.logit_softcap) require_positive_finite("layer.logit_softcap", *layer.logit_softcap);
   if (layer.query_temperature) {
-    require_positive_finite("layer.query_temperature.floor_scale", layer.query_temperature->floor_scale);
+    require_positive_finite("layer.query_temperature.floor_scale",
+                            layer.query_temperature->floor_scale);
     if (!std::isfinite(layer.query_temperature->attn_scale)) {
-      fail("layer.query_temperature.attn_scale", layer.query_temperature->attn_scale, "expected a finite number");
+      fail("layer.query_temperature.attn_scale", layer.query_temperature->attn_scale,
+           "expected a finite number");
     }
   }
-  if (layer.bias_placement != BiasPlacement::AfterScale && layer.bias_placement != BiasPlacement::BeforeScale) {
+  if (layer.bias_placement != BiasPlacement::AfterScale &&
+      layer.bias_placement != BiasPlacement::BeforeScale) {
     fail("layer.bias_placement", static_cast<int>(layer.bias_placement),
          "expected BiasPlacement::AfterScale or BiasPlacement::BeforeScale");
   }
@@ -104,7 +113,9 @@ class ScorePlan {
   bool biased() const { return alibi_ || t5_; }
   // Whether the bias joins the scaled product before the softcap (BeforeScale), and the factor
   // it is multiplied by there: the scale (so the scores see slope · scale), else 1.
-  bool bias_before_cap() const { return options_.layer.bias_placement == BiasPlacement::BeforeScale; }
+  bool bias_before_cap() const {
+    return options_.layer.bias_placement == BiasPlacement::BeforeScale;
+  }
   double bias_factor() const { return bias_before_cap() ? scale_ : 1.0; }
 
   const std::optional<double>& softcap() const { return options_.layer.logit_softcap; }

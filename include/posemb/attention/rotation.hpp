@@ -39,13 +39,15 @@ class RowRotation {
 
   // Throws unless the source fits head_dim and (a table) covers every position of the
   // [batch, seq] grid, before any work starts.
-  void check(const Positions& positions, Eigen::Index batch, Eigen::Index seq, Eigen::Index head_dim) const {
+  void check(const Positions& positions, Eigen::Index batch, Eigen::Index seq,
+             Eigen::Index head_dim) const {
     const ActivationShape shape({batch, seq, 1, head_dim}, TensorLayout::BSHD);
     with_source([&](const auto& source) { rotary_source(source, positions).check(shape); });
   }
 
   // rows: [count, head_dim] in T, row r at panel_positions (0, r), rotated in place.
-  void rotate(T* rows, Eigen::Index count, Eigen::Index head_dim, const Positions& panel_positions) const {
+  void rotate(T* rows, Eigen::Index count, Eigen::Index head_dim,
+              const Positions& panel_positions) const {
     with_source([&](const auto& source) {
       rotate_matrix_rows(Eigen::Map<RowMajorRows<T>>(rows, count, head_dim),
                          rotary_source(source, panel_positions));

@@ -48,12 +48,14 @@ namespace posemb {
 //   for (int j = 0; j < 16; ++j) kpos[j] = j;
 //   const auto p = posemb::attention_scores(q, qpos, k, kpos, options);  // q: [4, 64], k: [16, 64]
 template <class DQ, class DK>
-ScoreMatrix<compute_t<typename DQ::Scalar>> attention_scores(
-    const Eigen::MatrixBase<DQ>& q, const PositionVector& q_positions,
-    const Eigen::MatrixBase<DK>& k, const PositionVector& k_positions,
-    const ScoreOptions& options = {}) {
+ScoreMatrix<compute_t<typename DQ::Scalar>> attention_scores(const Eigen::MatrixBase<DQ>& q,
+                                                             const PositionVector& q_positions,
+                                                             const Eigen::MatrixBase<DK>& k,
+                                                             const PositionVector& k_positions,
+                                                             const ScoreOptions& options = {}) {
   using T = typename DQ::Scalar;
-  static_assert(std::is_same_v<T, typename DK::Scalar>, "posemb: q and k must have the same scalar type");
+  static_assert(std::is_same_v<T, typename DK::Scalar>,
+                "posemb: q and k must have the same scalar type");
   detail::check_head_scores(q, q_positions, k, k_positions);
   const detail::ScorePlan plan(options, 1, q.cols());
   ScoreMatrix<compute_t<T>> scores(q.rows(), k.rows());
@@ -74,25 +76,28 @@ ScoreMatrix<compute_t<typename DQ::Scalar>> attention_scores(
 // Half and bfloat16 q and k are rotated in their storage type and multiplied in float.
 // Example (causal GQA prefill: 32 query heads, 8 key-value heads, bfloat16, RoPE from a table,
 // into a buffer reused across layers):
-//   const posemb::RopeTable<Eigen::bfloat16> table(posemb::default_rope_spec(128, 500000.0), 0, 2048);
-//   posemb::ScoreOptions options;
-//   options.rotation = &table;
-//   options.causal = true;
+//   const posemb::RopeTable<Eigen::bfloat16> table(posemb::default_rope_spec(128, 500000.0), 0,
+//   2048); posemb::ScoreOptions options; options.rotation = &table; options.causal = true;
 //   posemb::Tensor4<float> scores(1, 32, 2048, 2048);
 //   // q: [1, 2048, 32, 128], k: [1, 2048, 8, 128], both Eigen::bfloat16
 //   posemb::attention_scores(q, std::int64_t{0}, k, std::int64_t{0}, scores, options);
 template <class XQ, class XK, class Out, IfTensor4<XQ> = 0, IfTensor4<XK> = 0, IfTensor4<Out> = 0>
-void attention_scores(const XQ& q, const Positions& q_positions, const XK& k, const Positions& k_positions,
-                      Out&& out, const ScoreOptions& options = {}, TensorLayout layout = TensorLayout::BSHD) {
+void attention_scores(const XQ& q, const Positions& q_positions, const XK& k,
+                      const Positions& k_positions, Out&& out, const ScoreOptions& options = {},
+                      TensorLayout layout = TensorLayout::BSHD) {
   using T = scalar_of_t<XQ>;
-  static_assert(std::is_same_v<T, scalar_of_t<XK>>, "posemb: q and k must have the same scalar type");
-  static_assert(std::is_same_v<scalar_of_t<Out>, compute_t<T>>,
-                "posemb: out holds float scores for float, half and bfloat16 q and k, double for double");
-  const detail::ScoreShapes shapes = detail::check_score_shapes(q, q_positions, k, k_positions, layout);
+  static_assert(std::is_same_v<T, scalar_of_t<XK>>,
+                "posemb: q and k must have the same scalar type");
+  static_assert(
+      std::is_same_v<scalar_of_t<Out>, compute_t<T>>,
+      "posemb: out holds float scores for float, half and bfloat16 q and k, double for double");
+  const detail::ScoreShapes shapes =
+      detail::check_score_shapes(q, q_positions, k, k_positions, layout);
   detail::check_score_output(out, shapes);
   const detail::ScorePlan plan(options, shapes.q.heads, shapes.q.head_dim);
   detail::blocked_scores<T>(plan, detail::TensorHeadRows<T>{q.data(), shapes.q}, q_positions,
-                            detail::TensorHeadRows<T>{k.data(), shapes.k}, k_positions, shapes, out.data());
+                            detail::TensorHeadRows<T>{k.data(), shapes.k}, k_positions, shapes,
+                            out.data());
 }
 
 // The same, returning a new [batch, heads, seq_q, seq_k] tensor.
@@ -107,12 +112,14 @@ void attention_scores(const XQ& q, const Positions& q_positions, const XK& k, co
 //   // q: [1, 1, 8, 256] (the new token), k: [1, 5001, 4, 256] (the cache)
 //   const auto p = posemb::attention_scores(q, std::int64_t{5000}, k, std::int64_t{0}, options);
 template <class XQ, class XK, IfTensor4<XQ> = 0, IfTensor4<XK> = 0>
-Tensor4<compute_t<scalar_of_t<XQ>>> attention_scores(
-    const XQ& q, const Positions& q_positions, const XK& k,
-    const Positions& k_positions, const ScoreOptions& options = {},
-    TensorLayout layout = TensorLayout::BSHD) {
-  const detail::ScoreShapes shapes = detail::check_score_shapes(q, q_positions, k, k_positions, layout);
-  Tensor4<compute_t<scalar_of_t<XQ>>> scores(shapes.q.batch, shapes.q.heads, shapes.q.seq, shapes.k.seq);
+Tensor4<compute_t<scalar_of_t<XQ>>> attention_scores(const XQ& q, const Positions& q_positions,
+                                                     const XK& k, const Positions& k_positions,
+                                                     const ScoreOptions& options = {},
+                                                     TensorLayout layout = TensorLayout::BSHD) {
+  const detail::ScoreShapes shapes =
+      detail::check_score_shapes(q, q_positions, k, k_positions, layout);
+  Tensor4<compute_t<scalar_of_t<XQ>>> scores(shapes.q.batch, shapes.q.heads, shapes.q.seq,
+                                             shapes.k.seq);
   attention_scores(q, q_positions, k, k_positions, scores, options, layout);
   return scores;
 }

@@ -68,7 +68,8 @@ ScoreShapes check_score_shapes(const XQ& q, const Positions& q_positions, const 
   require_positive("q.dimension(3)", q_shape.head_dim);
   require_positive(std::string("k.dimension(") + seq_axis + ")", k_shape.seq);
   if (k.dimension(0) != batch) {
-    fail("k.dimension(0)", k.dimension(0), "expected batch = q.dimension(0) = " + std::to_string(batch));
+    fail("k.dimension(0)", k.dimension(0),
+         "expected batch = q.dimension(0) = " + std::to_string(batch));
   }
   if (k.dimension(3) != q_shape.head_dim) {
     fail("k.dimension(3)", k.dimension(3),
@@ -85,7 +86,8 @@ ScoreShapes check_score_shapes(const XQ& q, const Positions& q_positions, const 
 
 // The shapes of one head's q [seq_q, head_dim] and k [seq_k, head_dim] as 4-D BSHD shapes with
 // batch 1 and one head.
-inline ScoreShapes head_score_shapes(Eigen::Index seq_q, Eigen::Index seq_k, Eigen::Index head_dim) {
+inline ScoreShapes head_score_shapes(Eigen::Index seq_q, Eigen::Index seq_k,
+                                     Eigen::Index head_dim) {
   return {ActivationShape({1, seq_q, 1, head_dim}, TensorLayout::BSHD),
           ActivationShape({1, seq_k, 1, head_dim}, TensorLayout::BSHD)};
 }

@@ -24,8 +24,10 @@ namespace detail {
 // query (so the window or the chunk hid it, not the causal mask).
 [[noreturn]] inline void fail_empty_row(std::int64_t q_position, bool any_key_before) {
   fail("query position", q_position,
-       any_key_before ? "the sliding window or the attention chunk leaves this row no key to attend to"
-                      : "every key position is greater, so the causal mask leaves this row no key to attend to");
+       any_key_before
+           ? "the sliding window or the attention chunk leaves this row no key to attend to"
+           : "every key position is greater, so the causal mask leaves this row no key to attend "
+             "to");
 }
 
 // Replaces row [k_len] by its softmax (the formula above); exp_row: scratch of k_len entries.

@@ -37,21 +37,21 @@ enum class WindowRule {
 };
 
 enum class SoftmaxRule {
-  HeadDim,             // head_dim^-0.5
-  QueryPreAttnScalar,  // query_pre_attn_scalar^-0.5 (default 256)
-  One,                 // 1 (q and k are RMS-normalised)
-  AttentionMultiplier, // attention_multiplier (default 1)
-  DeepseekMscale,      // (qk_nope + qk_rope)^-0.5 * m^2, m = 0.1 mscale_all_dim ln(factor) + 1
-  Gpt2,                // head_dim^-0.5 if scale_attn_weights, / (i+1) if scale_attn_by_inverse_layer_idx
-  Unscaled,            // 1: T5 folds the scale into its initialisation
+  HeadDim,              // head_dim^-0.5
+  QueryPreAttnScalar,   // query_pre_attn_scalar^-0.5 (default 256)
+  One,                  // 1 (q and k are RMS-normalised)
+  AttentionMultiplier,  // attention_multiplier (default 1)
+  DeepseekMscale,       // (qk_nope + qk_rope)^-0.5 * m^2, m = 0.1 mscale_all_dim ln(factor) + 1
+  Gpt2,      // head_dim^-0.5 if scale_attn_weights, / (i+1) if scale_attn_by_inverse_layer_idx
+  Unscaled,  // 1: T5 folds the scale into its initialisation
 };
 
 // Which rope parameters each layer type gets when the config has one block (not nested by type).
 enum class RopeSplit {
-  OneBlock,      // every layer the same block
-  LocalBase,     // full: the block; sliding: plain RoPE at rope_local_base_freq (default 1e4)
-  FullOnly,      // full: the block; sliding: plain RoPE at the same rope_theta
-  Gemma4,        // nested by type; default {sliding: default 1e4, full: proportional 0.25, 1e6}
+  OneBlock,   // every layer the same block
+  LocalBase,  // full: the block; sliding: plain RoPE at rope_local_base_freq (default 1e4)
+  FullOnly,   // full: the block; sliding: plain RoPE at the same rope_theta
+  Gemma4,     // nested by type; default {sliding: default 1e4, full: proportional 0.25, 1e6}
 };
 
 // How the config chooses the positional kind beyond the row's `positions` (every family also
@@ -104,47 +104,136 @@ inline const std::array<ModelFamily, 40>& model_families() {
   using PR = PositionsRule;
   constexpr P half = P::RotateHalf, inter = P::Interleaved;
   static const std::array<ModelFamily, 40> table{{
-      // model_type     source                                          kind  pairing partial theta    layer types      pattern window          softmax                 split          nope                 temperature positions rule  rotary_dim key  interleave key  table per layer
-      {"llama", "llama/configuration_llama.py, modeling_llama.py", K::Rope, half, 1.0, 1e4, L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, false, PR::Fixed, nullptr, nullptr, false},
-      {"mistral", "mistral/modeling_mistral.py (sliding_window on every layer)", K::Rope, half, 1.0, 1e4, L::AllFull, 0, W::EveryLayer, S::HeadDim, R::OneBlock, N::None, false, PR::Fixed, nullptr, nullptr, false},
-      {"mixtral", "mixtral/modeling_mixtral.py (sliding_window on every layer)", K::Rope, half, 1.0, 1e4, L::AllFull, 0, W::EveryLayer, S::HeadDim, R::OneBlock, N::None, false, PR::Fixed, nullptr, nullptr, false},
-      {"phi3", "phi3/modeling_phi3.py (sliding_window on every layer)", K::Rope, half, 1.0, 1e4, L::AllFull, 0, W::EveryLayer, S::HeadDim, R::OneBlock, N::None, false, PR::Fixed, nullptr, nullptr, false},
-      {"qwen2", "qwen2/configuration_qwen2.py (use_sliding_window, max_window_layers 28)", K::Rope, half, 1.0, 1e4, L::MaxWindowLayers, 28, W::SlidingLayers, S::HeadDim, R::OneBlock, N::None, false, PR::Fixed, nullptr, nullptr, false},
-      {"qwen3", "qwen3/configuration_qwen3.py (use_sliding_window, max_window_layers 28)", K::Rope, half, 1.0, 1e4, L::MaxWindowLayers, 28, W::SlidingLayers, S::HeadDim, R::OneBlock, N::None, false, PR::Fixed, nullptr, nullptr, false},
-      {"qwen3_next", "qwen3_next/configuration_qwen3_next.py (full_attention_interval 4, partial 0.25)", K::Rope, half, 0.25, 1e4, L::LinearInterval, 4, W::Never, S::HeadDim, R::OneBlock, N::None, false, PR::Fixed, nullptr, nullptr, false},
-      {"gemma2", "gemma2/configuration_gemma2.py, modeling_gemma2.py (query_pre_attn_scalar)", K::Rope, half, 1.0, 1e4, L::FixedPattern, 2, W::SlidingLayers, S::QueryPreAttnScalar, R::OneBlock, N::None, false, PR::Fixed, nullptr, nullptr, false},
-      {"gemma3_text", "gemma3/configuration_gemma3.py (sliding_window_pattern 6, rope_local_base_freq)", K::Rope, half, 1.0, 1e6, L::SlidingPattern, 6, W::SlidingLayers, S::QueryPreAttnScalar, R::LocalBase, N::None, false, PR::Fixed, nullptr, nullptr, false},
-      {"gemma4_text", "gemma4/configuration_gemma4.py, modeling_gemma4.py (global_head_dim, proportional)", K::Rope, half, 1.0, 1e6, L::FixedPattern, 6, W::SlidingLayers, S::One, R::Gemma4, N::None, false, PR::Fixed, nullptr, nullptr, false},
-      {"olmo3", "olmo3/modular_olmo3.py (every 4th layer full, YaRN on full layers)", K::Rope, half, 1.0, 5e5, L::FixedPattern, 4, W::SlidingLayers, S::HeadDim, R::FullOnly, N::None, false, PR::Fixed, nullptr, nullptr, false},
-      {"gpt_oss", "gpt_oss/configuration_gpt_oss.py (sliding and full alternate)", K::Rope, half, 1.0, 1e4, L::FixedPattern, 2, W::SlidingLayers, S::HeadDim, R::OneBlock, N::None, false, PR::Fixed, nullptr, nullptr, false},
-      {"smollm3", "smollm3/configuration_smollm3.py (no_rope_layers, NoPE layers sliding)", K::Rope, half, 1.0, 1e4, L::NopeSliding, 4, W::SlidingLayers, S::HeadDim, R::OneBlock, N::NoRopeLayers, false, PR::Fixed, nullptr, nullptr, false},
-      {"llama4_text", "llama4/configuration_llama4.py, modeling_llama4.py (interleaved, NoPE, chunks)", K::Rope, inter, 1.0, 5e5, L::ChunkedRope, 4, W::Never, S::HeadDim, R::OneBlock, N::NoRopeLayers, true, PR::Fixed, nullptr, nullptr, false},
-      {"cohere", "cohere/modeling_cohere.py (rotate_half on x[..., ::2], x[..., 1::2])", K::Rope, inter, 1.0, 1e4, L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, false, PR::Fixed, nullptr, nullptr, false},
-      {"cohere2", "cohere2/configuration_cohere2.py, modeling_cohere2.py (RoPE on sliding layers only)", K::Rope, inter, 1.0, 1e4, L::SlidingPattern, 4, W::SlidingLayers, S::HeadDim, R::OneBlock, N::NonSlidingLayers, false, PR::Fixed, nullptr, nullptr, false},
-      {"glm", "glm/configuration_glm.py (partial_rotary_factor 0.5), modeling_glm.py", K::Rope, inter, 0.5, 1e4, L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, false, PR::Fixed, nullptr, nullptr, false},
-      {"glm4", "glm4/configuration_glm4.py (partial_rotary_factor 0.5), modeling_glm4.py", K::Rope, inter, 0.5, 1e4, L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, false, PR::Fixed, nullptr, nullptr, false},
-      {"ernie4_5", "ernie4_5/modeling_ernie4_5.py (repeat_interleave'd cos/sin)", K::Rope, inter, 1.0, 1e4, L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, false, PR::Fixed, nullptr, nullptr, false},
-      {"ernie4_5_moe", "ernie4_5_moe/modeling_ernie4_5_moe.py (as ernie4_5)", K::Rope, inter, 1.0, 1e4, L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, false, PR::Fixed, nullptr, nullptr, false},
-      {"deepseek_v2", "deepseek_v2/modeling_deepseek_v2.py (complex multiply on adjacent pairs, MLA)", K::Rope, inter, 1.0, 1e4, L::AllFull, 0, W::Never, S::DeepseekMscale, R::OneBlock, N::None, false, PR::Fixed, nullptr, nullptr, false},
-      {"deepseek_v3", "deepseek_v3/configuration_deepseek_v3.py (rope_interleave true), modeling_deepseek_v3.py", K::Rope, inter, 1.0, 1e4, L::AllFull, 0, W::Never, S::DeepseekMscale, R::OneBlock, N::None, false, PR::Fixed, nullptr, "rope_interleave", false},
-      {"gptj", "gptj/modeling_gptj.py (rotate_every_two, rotary_dim)", K::Rope, inter, 1.0, 1e4, L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, false, PR::Fixed, "rotary_dim", nullptr, false},
-      {"codegen", "codegen/modeling_codegen.py (rotate_every_two, rotary_dim)", K::Rope, inter, 1.0, 1e4, L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, false, PR::Fixed, "rotary_dim", nullptr, false},
-      {"gpt_neox", "gpt_neox/configuration_gpt_neox.py (rotary_pct 0.25, rotary_emb_base)", K::Rope, half, 0.25, 1e4, L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, false, PR::Fixed, nullptr, nullptr, false},
-      {"phi", "phi/configuration_phi.py (partial_rotary_factor 0.5)", K::Rope, half, 0.5, 1e4, L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, false, PR::Fixed, nullptr, nullptr, false},
-      {"persimmon", "persimmon/configuration_persimmon.py (partial_rotary_factor 0.5)", K::Rope, half, 0.5, 25000.0, L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, false, PR::Fixed, nullptr, nullptr, false},
-      {"stablelm", "stablelm/configuration_stablelm.py (partial_rotary_factor 0.25)", K::Rope, half, 0.25, 1e4, L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, false, PR::Fixed, nullptr, nullptr, false},
-      {"granite", "granite/modeling_granite.py (scaling = attention_multiplier)", K::Rope, half, 1.0, 1e4, L::AllFull, 0, W::Never, S::AttentionMultiplier, R::OneBlock, N::None, false, PR::Fixed, nullptr, nullptr, false},
-      {"gpt2", "gpt2/modeling_gpt2.py (wpe, scale_attn_by_inverse_layer_idx)", K::Learned, half, 1.0, 1e4, L::AllFull, 0, W::Never, S::Gpt2, R::OneBlock, N::None, false, PR::Fixed, nullptr, nullptr, false},
-      {"gpt_bigcode", "gpt_bigcode/modeling_gpt_bigcode.py (wpe)", K::Learned, half, 1.0, 1e4, L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, false, PR::Fixed, nullptr, nullptr, false},
-      {"gpt_neo", "gpt_neo/modeling_gpt_neo.py (wpe)", K::Learned, half, 1.0, 1e4, L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, false, PR::Fixed, nullptr, nullptr, false},
-      {"opt", "opt/modeling_opt.py (learned positions)", K::Learned, half, 1.0, 1e4, L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, false, PR::Fixed, nullptr, nullptr, false},
-      {"bloom", "bloom/modeling_bloom.py (build_alibi_tensor)", K::Alibi, half, 1.0, 1e4, L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, false, PR::Fixed, nullptr, nullptr, false},
-      {"xglm", "xglm/modeling_xglm.py (sinusoidal positions)", K::Sinusoidal, half, 1.0, 1e4, L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, false, PR::Fixed, nullptr, nullptr, false},
-      {"m2m_100", "m2m_100/modeling_m2m_100.py (sinusoidal positions)", K::Sinusoidal, half, 1.0, 1e4, L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, false, PR::Fixed, nullptr, nullptr, false},
-      {"mpt", "mpt/configuration_mpt.py (attn_config.alibi default true, learned_pos_emb default true)", K::Alibi, half, 1.0, 1e4, L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, false, PR::MptAttnConfig, nullptr, nullptr, false},
-      {"t5", "t5/configuration_t5.py, modeling_t5.py (relative_attention_bias in block 0, no 1/sqrt(d))", K::RelativeBias, half, 1.0, 1e4, L::AllFull, 0, W::Never, S::Unscaled, R::OneBlock, N::None, false, PR::Fixed, nullptr, nullptr, false},
-      {"mt5", "mt5/configuration_mt5.py, modeling_mt5.py (as t5)", K::RelativeBias, half, 1.0, 1e4, L::AllFull, 0, W::Never, S::Unscaled, R::OneBlock, N::None, false, PR::Fixed, nullptr, nullptr, false},
-      {"umt5", "umt5/modeling_umt5.py (UMT5Attention: a relative_attention_bias in every layer)", K::RelativeBias, half, 1.0, 1e4, L::AllFull, 0, W::Never, S::Unscaled, R::OneBlock, N::None, false, PR::Fixed, nullptr, nullptr, true},
+      // model_type     source                                          kind  pairing partial theta
+      // layer types      pattern window          softmax                 split          nope
+      // temperature positions rule  rotary_dim key  interleave key  table per layer
+      {"llama", "llama/configuration_llama.py, modeling_llama.py", K::Rope, half, 1.0, 1e4,
+       L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, false, PR::Fixed, nullptr,
+       nullptr, false},
+      {"mistral", "mistral/modeling_mistral.py (sliding_window on every layer)", K::Rope, half, 1.0,
+       1e4, L::AllFull, 0, W::EveryLayer, S::HeadDim, R::OneBlock, N::None, false, PR::Fixed,
+       nullptr, nullptr, false},
+      {"mixtral", "mixtral/modeling_mixtral.py (sliding_window on every layer)", K::Rope, half, 1.0,
+       1e4, L::AllFull, 0, W::EveryLayer, S::HeadDim, R::OneBlock, N::None, false, PR::Fixed,
+       nullptr, nullptr, false},
+      {"phi3", "phi3/modeling_phi3.py (sliding_window on every layer)", K::Rope, half, 1.0, 1e4,
+       L::AllFull, 0, W::EveryLayer, S::HeadDim, R::OneBlock, N::None, false, PR::Fixed, nullptr,
+       nullptr, false},
+      {"qwen2", "qwen2/configuration_qwen2.py (use_sliding_window, max_window_layers 28)", K::Rope,
+       half, 1.0, 1e4, L::MaxWindowLayers, 28, W::SlidingLayers, S::HeadDim, R::OneBlock, N::None,
+       false, PR::Fixed, nullptr, nullptr, false},
+      {"qwen3", "qwen3/configuration_qwen3.py (use_sliding_window, max_window_layers 28)", K::Rope,
+       half, 1.0, 1e4, L::MaxWindowLayers, 28, W::SlidingLayers, S::HeadDim, R::OneBlock, N::None,
+       false, PR::Fixed, nullptr, nullptr, false},
+      {"qwen3_next",
+       "qwen3_next/configuration_qwen3_next.py (full_attention_interval 4, partial 0.25)", K::Rope,
+       half, 0.25, 1e4, L::LinearInterval, 4, W::Never, S::HeadDim, R::OneBlock, N::None, false,
+       PR::Fixed, nullptr, nullptr, false},
+      {"gemma2", "gemma2/configuration_gemma2.py, modeling_gemma2.py (query_pre_attn_scalar)",
+       K::Rope, half, 1.0, 1e4, L::FixedPattern, 2, W::SlidingLayers, S::QueryPreAttnScalar,
+       R::OneBlock, N::None, false, PR::Fixed, nullptr, nullptr, false},
+      {"gemma3_text",
+       "gemma3/configuration_gemma3.py (sliding_window_pattern 6, rope_local_base_freq)", K::Rope,
+       half, 1.0, 1e6, L::SlidingPattern, 6, W::SlidingLayers, S::QueryPreAttnScalar, R::LocalBase,
+       N::None, false, PR::Fixed, nullptr, nullptr, false},
+      {"gemma4_text",
+       "gemma4/configuration_gemma4.py, modeling_gemma4.py (global_head_dim, proportional)",
+       K::Rope, half, 1.0, 1e6, L::FixedPattern, 6, W::SlidingLayers, S::One, R::Gemma4, N::None,
+       false, PR::Fixed, nullptr, nullptr, false},
+      {"olmo3", "olmo3/modular_olmo3.py (every 4th layer full, YaRN on full layers)", K::Rope, half,
+       1.0, 5e5, L::FixedPattern, 4, W::SlidingLayers, S::HeadDim, R::FullOnly, N::None, false,
+       PR::Fixed, nullptr, nullptr, false},
+      {"gpt_oss", "gpt_oss/configuration_gpt_oss.py (sliding and full alternate)", K::Rope, half,
+       1.0, 1e4, L::FixedPattern, 2, W::SlidingLayers, S::HeadDim, R::OneBlock, N::None, false,
+       PR::Fixed, nullptr, nullptr, false},
+      {"smollm3", "smollm3/configuration_smollm3.py (no_rope_layers, NoPE layers sliding)", K::Rope,
+       half, 1.0, 1e4, L::NopeSliding, 4, W::SlidingLayers, S::HeadDim, R::OneBlock,
+       N::NoRopeLayers, false, PR::Fixed, nullptr, nullptr, false},
+      {"llama4_text",
+       "llama4/configuration_llama4.py, modeling_llama4.py (interleaved, NoPE, chunks)", K::Rope,
+       inter, 1.0, 5e5, L::ChunkedRope, 4, W::Never, S::HeadDim, R::OneBlock, N::NoRopeLayers, true,
+       PR::Fixed, nullptr, nullptr, false},
+      {"cohere", "cohere/modeling_cohere.py (rotate_half on x[..., ::2], x[..., 1::2])", K::Rope,
+       inter, 1.0, 1e4, L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, false, PR::Fixed,
+       nullptr, nullptr, false},
+      {"cohere2",
+       "cohere2/configuration_cohere2.py, modeling_cohere2.py (RoPE on sliding layers only)",
+       K::Rope, inter, 1.0, 1e4, L::SlidingPattern, 4, W::SlidingLayers, S::HeadDim, R::OneBlock,
+       N::NonSlidingLayers, false, PR::Fixed, nullptr, nullptr, false},
+      {"glm", "glm/configuration_glm.py (partial_rotary_factor 0.5), modeling_glm.py", K::Rope,
+       inter, 0.5, 1e4, L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, false, PR::Fixed,
+       nullptr, nullptr, false},
+      {"glm4", "glm4/configuration_glm4.py (partial_rotary_factor 0.5), modeling_glm4.py", K::Rope,
+       inter, 0.5, 1e4, L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, false, PR::Fixed,
+       nullptr, nullptr, false},
+      {"ernie4_5", "ernie4_5/modeling_ernie4_5.py (repeat_interleave'd cos/sin)", K::Rope, inter,
+       1.0, 1e4, L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, false, PR::Fixed,
+       nullptr, nullptr, false},
+      {"ernie4_5_moe", "ernie4_5_moe/modeling_ernie4_5_moe.py (as ernie4_5)", K::Rope, inter, 1.0,
+       1e4, L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, false, PR::Fixed, nullptr,
+       nullptr, false},
+      {"deepseek_v2",
+       "deepseek_v2/modeling_deepseek_v2.py (complex multiply on adjacent pairs, MLA)", K::Rope,
+       inter, 1.0, 1e4, L::AllFull, 0, W::Never, S::DeepseekMscale, R::OneBlock, N::None, false,
+       PR::Fixed, nullptr, nullptr, false},
+      {"deepseek_v3",
+       "deepseek_v3/configuration_deepseek_v3.py (rope_interleave true), modeling_deepseek_v3.py",
+       K::Rope, inter, 1.0, 1e4, L::AllFull, 0, W::Never, S::DeepseekMscale, R::OneBlock, N::None,
+       false, PR::Fixed, nullptr, "rope_interleave", false},
+      {"gptj", "gptj/modeling_gptj.py (rotate_every_two, rotary_dim)", K::Rope, inter, 1.0, 1e4,
+       L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, false, PR::Fixed, "rotary_dim",
+       nullptr, false},
+      {"codegen", "codegen/modeling_codegen.py (rotate_every_two, rotary_dim)", K::Rope, inter, 1.0,
+       1e4, L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, false, PR::Fixed,
+       "rotary_dim", nullptr, false},
+      {"gpt_neox", "gpt_neox/configuration_gpt_neox.py (rotary_pct 0.25, rotary_emb_base)", K::Rope,
+       half, 0.25, 1e4, L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, false, PR::Fixed,
+       nullptr, nullptr, false},
+      {"phi", "phi/configuration_phi.py (partial_rotary_factor 0.5)", K::Rope, half, 0.5, 1e4,
+       L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, false, PR::Fixed, nullptr,
+       nullptr, false},
+      {"persimmon", "persimmon/configuration_persimmon.py (partial_rotary_factor 0.5)", K::Rope,
+       half, 0.5, 25000.0, L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, false,
+       PR::Fixed, nullptr, nullptr, false},
+      {"stablelm", "stablelm/configuration_stablelm.py (partial_rotary_factor 0.25)", K::Rope, half,
+       0.25, 1e4, L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, false, PR::Fixed,
+       nullptr, nullptr, false},
+      {"granite", "granite/modeling_granite.py (scaling = attention_multiplier)", K::Rope, half,
+       1.0, 1e4, L::AllFull, 0, W::Never, S::AttentionMultiplier, R::OneBlock, N::None, false,
+       PR::Fixed, nullptr, nullptr, false},
+      {"gpt2", "gpt2/modeling_gpt2.py (wpe, scale_attn_by_inverse_layer_idx)", K::Learned, half,
+       1.0, 1e4, L::AllFull, 0, W::Never, S::Gpt2, R::OneBlock, N::None, false, PR::Fixed, nullptr,
+       nullptr, false},
+      {"gpt_bigcode", "gpt_bigcode/modeling_gpt_bigcode.py (wpe)", K::Learned, half, 1.0, 1e4,
+       L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, false, PR::Fixed, nullptr,
+       nullptr, false},
+      {"gpt_neo", "gpt_neo/modeling_gpt_neo.py (wpe)", K::Learned, half, 1.0, 1e4, L::AllFull, 0,
+       W::Never, S::HeadDim, R::OneBlock, N::None, false, PR::Fixed, nullptr, nullptr, false},
+      {"opt", "opt/modeling_opt.py (learned positions)", K::Learned, half, 1.0, 1e4, L::AllFull, 0,
+       W::Never, S::HeadDim, R::OneBlock, N::None, false, PR::Fixed, nullptr, nullptr, false},
+      {"bloom", "bloom/modeling_bloom.py (build_alibi_tensor)", K::Alibi, half, 1.0, 1e4,
+       L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, false, PR::Fixed, nullptr,
+       nullptr, false},
+      {"xglm", "xglm/modeling_xglm.py (sinusoidal positions)", K::Sinusoidal, half, 1.0, 1e4,
+       L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, false, PR::Fixed, nullptr,
+       nullptr, false},
+      {"m2m_100", "m2m_100/modeling_m2m_100.py (sinusoidal positions)", K::Sinusoidal, half, 1.0,
+       1e4, L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, false, PR::Fixed, nullptr,
+       nullptr, false},
+      {"mpt",
+       "mpt/configuration_mpt.py (attn_config.alibi default true, learned_pos_emb default true)",
+       K::Alibi, half, 1.0, 1e4, L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, false,
+       PR::MptAttnConfig, nullptr, nullptr, false},
+      {"t5",
+       "t5/configuration_t5.py, modeling_t5.py (relative_attention_bias in block 0, no 1/sqrt(d))",
+       K::RelativeBias, half, 1.0, 1e4, L::AllFull, 0, W::Never, S::Unscaled, R::OneBlock, N::None,
+       false, PR::Fixed, nullptr, nullptr, false},
+      {"mt5", "mt5/configuration_mt5.py, modeling_mt5.py (as t5)", K::RelativeBias, half, 1.0, 1e4,
+       L::AllFull, 0, W::Never, S::Unscaled, R::OneBlock, N::None, false, PR::Fixed, nullptr,
+       nullptr, false},
+      {"umt5", "umt5/modeling_umt5.py (UMT5Attention: a relative_attention_bias in every layer)",
+       K::RelativeBias, half, 1.0, 1e4, L::AllFull, 0, W::Never, S::Unscaled, R::OneBlock, N::None,
+       false, PR::Fixed, nullptr, nullptr, true},
   }};
   return table;
 }
@@ -180,18 +269,29 @@ inline const std::array<MultimodalFamily, 11>& multimodal_families() {
   using V = VisionTower;
   using M = MropeFamily;
   static const std::array<MultimodalFamily, 11> table{{
-      // model_type   source                                                        text model_type  M-RoPE index  vision tower
-      {"mistral3", "mistral3/configuration_mistral3.py (text_config: mistral)", "mistral", std::nullopt, V::None},
-      {"gemma3", "gemma3/configuration_gemma3.py (text_config: gemma3_text)", "gemma3_text", std::nullopt, V::None},
-      {"gemma4", "gemma4/configuration_gemma4.py (text_config: gemma4_text)", "gemma4_text", std::nullopt, V::None},
-      {"llama4", "llama4/configuration_llama4.py (text_config: llama4_text)", "llama4_text", std::nullopt, V::None},
-      {"qwen2_vl", "qwen2_vl/modeling_qwen2_vl.py (get_rope_index, VisionRotaryEmbedding)", "", M::Qwen2VL, V::QwenMerge},
-      {"qwen2_5_vl", "qwen2_5_vl/modeling_qwen2_5_vl.py (get_rope_index with tokens_per_second)", "", M::Qwen25VL, V::QwenMerge},
-      {"qwen3_vl", "qwen3_vl/modeling_qwen3_vl.py (get_rope_index, interleaved M-RoPE)", "", M::Qwen3VL, V::QwenMerge},
-      {"qwen3_vl_moe", "qwen3_vl_moe/modeling_qwen3_vl_moe.py (as qwen3_vl)", "", M::Qwen3VL, V::QwenMerge},
+      // model_type   source                                                        text model_type
+      // M-RoPE index  vision tower
+      {"mistral3", "mistral3/configuration_mistral3.py (text_config: mistral)", "mistral",
+       std::nullopt, V::None},
+      {"gemma3", "gemma3/configuration_gemma3.py (text_config: gemma3_text)", "gemma3_text",
+       std::nullopt, V::None},
+      {"gemma4", "gemma4/configuration_gemma4.py (text_config: gemma4_text)", "gemma4_text",
+       std::nullopt, V::None},
+      {"llama4", "llama4/configuration_llama4.py (text_config: llama4_text)", "llama4_text",
+       std::nullopt, V::None},
+      {"qwen2_vl", "qwen2_vl/modeling_qwen2_vl.py (get_rope_index, VisionRotaryEmbedding)", "",
+       M::Qwen2VL, V::QwenMerge},
+      {"qwen2_5_vl", "qwen2_5_vl/modeling_qwen2_5_vl.py (get_rope_index with tokens_per_second)",
+       "", M::Qwen25VL, V::QwenMerge},
+      {"qwen3_vl", "qwen3_vl/modeling_qwen3_vl.py (get_rope_index, interleaved M-RoPE)", "",
+       M::Qwen3VL, V::QwenMerge},
+      {"qwen3_vl_moe", "qwen3_vl_moe/modeling_qwen3_vl_moe.py (as qwen3_vl)", "", M::Qwen3VL,
+       V::QwenMerge},
       {"qwen3_5", "qwen3_5/modeling_qwen3_5.py (as qwen3_vl)", "", M::Qwen3VL, V::QwenMerge},
-      {"qwen3_5_moe", "qwen3_5_moe/modeling_qwen3_5_moe.py (as qwen3_vl)", "", M::Qwen3VL, V::QwenMerge},
-      {"pixtral", "pixtral/modeling_pixtral.py (PixtralRotaryEmbedding)", "", std::nullopt, V::Pixtral},
+      {"qwen3_5_moe", "qwen3_5_moe/modeling_qwen3_5_moe.py (as qwen3_vl)", "", M::Qwen3VL,
+       V::QwenMerge},
+      {"pixtral", "pixtral/modeling_pixtral.py (PixtralRotaryEmbedding)", "", std::nullopt,
+       V::Pixtral},
   }};
   return table;
 }

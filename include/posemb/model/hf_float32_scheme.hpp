@@ -79,7 +79,8 @@ namespace detail {
 //           over high - low), the smoothing (4);
 //   dynamic beyond L: g = s seq / L - (s - 1) loses digits by s seq / (L g), raised to at most
 //           d / (d - 2) <= 2 and multiplied by the base (3 s seq / (L g) + 2).
-inline double variant_angle_coefficient(const RopeScheme& scheme, std::optional<std::int64_t> seq_len) {
+inline double variant_angle_coefficient(const RopeScheme& scheme,
+                                        std::optional<std::int64_t> seq_len) {
   return std::visit(
       [&](const auto& p) -> double {
         using P = std::decay_t<decltype(p)>;

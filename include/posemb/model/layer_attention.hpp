@@ -79,9 +79,9 @@ inline bool same_attention(const LayerAttention& a, const LayerAttention& b) {
     return x.floor_scale == y.floor_scale && x.attn_scale == y.attn_scale &&
            x.position_offset == y.position_offset;
   };
-  const bool temperatures = a.query_temperature.has_value() == b.query_temperature.has_value() &&
-                            (!a.query_temperature ||
-                             same_temperature(*a.query_temperature, *b.query_temperature));
+  const bool temperatures =
+      a.query_temperature.has_value() == b.query_temperature.has_value() &&
+      (!a.query_temperature || same_temperature(*a.query_temperature, *b.query_temperature));
   return a.softmax_scale == b.softmax_scale && a.sliding_window == b.sliding_window &&
          a.attention_chunk_size == b.attention_chunk_size && temperatures &&
          a.logit_softcap == b.logit_softcap && a.attention_sinks == b.attention_sinks &&

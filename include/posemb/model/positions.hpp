@@ -80,11 +80,10 @@ inline bool same_positions(const LayerPositions& a, const LayerPositions& b) {
          a.attention.attention_chunk_size == b.attention.attention_chunk_size &&
          a.attention.query_temperature == b.attention.query_temperature && a.stack == b.stack &&
          a.relative_bias.has_value() == b.relative_bias.has_value() &&
-         (!a.relative_bias ||
-          (a.relative_bias->num_buckets == b.relative_bias->num_buckets &&
-           a.relative_bias->max_distance == b.relative_bias->max_distance &&
-           a.relative_bias->bidirectional == b.relative_bias->bidirectional &&
-           a.relative_bias_table_layer == b.relative_bias_table_layer));
+         (!a.relative_bias || (a.relative_bias->num_buckets == b.relative_bias->num_buckets &&
+                               a.relative_bias->max_distance == b.relative_bias->max_distance &&
+                               a.relative_bias->bidirectional == b.relative_bias->bidirectional &&
+                               a.relative_bias_table_layer == b.relative_bias_table_layer));
 }
 
 // The positional scheme of one model, layer by layer, as read from its config.json.

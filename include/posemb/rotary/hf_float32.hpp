@@ -78,8 +78,8 @@ namespace posemb {
 
 // Everything HF's rotary embedding holds: the float32 inv_freq buffer and attention_scaling.
 struct HfFloat32Rope {
-  Eigen::VectorXf inv_freq;      // [rotary_dim / 2], HF's `inv_freq` buffer
-  double attention_scale = 1.0;  // HF's `attention_scaling` (a python float)
+  Eigen::VectorXf inv_freq;               // [rotary_dim / 2], HF's `inv_freq` buffer
+  double attention_scale = 1.0;           // HF's `attention_scaling` (a python float)
   Pairing pairing = Pairing::RotateHalf;  // Interleaved: cos/sin repeat_interleave'd (GLM,
                                           // Cohere, DeepSeek), pairs (2i, 2i + 1)
   int rotary_dim = 0;  // the first rotary_dim features rotate (HF's `q[..., :rotary_dim]`)
@@ -96,7 +96,8 @@ struct HfFloat32Rope {
     }
     for (Eigen::Index i = 0; i < inv_freq.size(); ++i) {
       if (!std::isfinite(inv_freq[i])) {
-        detail::fail("inv_freq[" + std::to_string(i) + "]", inv_freq[i], "expected a finite number");
+        detail::fail("inv_freq[" + std::to_string(i) + "]", inv_freq[i],
+                     "expected a finite number");
       }
     }
     detail::require_positive_finite("attention_scale", attention_scale);
@@ -161,8 +162,8 @@ inline HfFloat32Rope make_hf_float32_rope(Eigen::VectorXf inv_freq, double atten
 inline HfFloat32Rope hf_float32_default(RotaryDims dims, double base,
                                         Pairing pairing = Pairing::RotateHalf) {
   dims.validate();
-  return detail::make_hf_float32_rope(detail::hf_default_inv_freq(dims.rotary_dim, detail::f32(base)),
-                                      1.0, dims, pairing);
+  return detail::make_hf_float32_rope(
+      detail::hf_default_inv_freq(dims.rotary_dim, detail::f32(base)), 1.0, dims, pairing);
 }
 
 // HF `_compute_linear_scaling_rope_parameters`: the default, then `inv_freq /= factor` (a
@@ -272,8 +273,7 @@ inline HfFloat32Rope hf_float32_llama3(RotaryDims dims, double base, const Llama
 // (long when seq_len > L0: `longrope_frequency_update` with max position + 1);
 //   inv_freq = 1.0 / (ext * base ** (arange(0, d, 2).float() / d)).
 // attention_scaling: longrope_attention_factor (a python float).
-inline HfFloat32Rope hf_float32_longrope(RotaryDims dims, double base,
-                                         const LongRopeParams& params,
+inline HfFloat32Rope hf_float32_longrope(RotaryDims dims, double base, const LongRopeParams& params,
                                          std::optional<std::int64_t> seq_len,
                                          Pairing pairing = Pairing::RotateHalf) {
   using namespace detail;

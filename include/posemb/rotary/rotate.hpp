@@ -135,9 +135,8 @@ struct rotary_source_base {
 
 // The positions a source reads from a tensor X, or a matrix's RowPositions.
 template <class X, class Source>
-using positions_for_t =
-    std::conditional_t<is_eigen_matrix_v<X>, RowPositions,
-                       typename rotary_source_traits<Source>::positions_type>;
+using positions_for_t = std::conditional_t<is_eigen_matrix_v<X>, RowPositions,
+                                           typename rotary_source_traits<Source>::positions_type>;
 
 namespace detail {
 
@@ -233,8 +232,8 @@ void rotate_tensor_by(const Source& source, const P& positions, const Activation
     Traits::template rotate_tensor<T>(source, positions, in_shape, in, out_shape, out_seq_offset,
                                       out, options);
   } else {
-    rotate_tensor(engine_source<T>(source, positions), in_shape, in, out_shape, out_seq_offset,
-                  out, options.threads, options.rotation);
+    rotate_tensor(engine_source<T>(source, positions), in_shape, in, out_shape, out_seq_offset, out,
+                  options.threads, options.rotation);
   }
 }
 

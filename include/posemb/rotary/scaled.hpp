@@ -138,8 +138,7 @@ inline double yarn_mscale(double factor, double k = 1.0) {
 inline double yarn_correction_dim(double rotations, int rotary_dim, double base,
                                   std::int64_t original_max_position_embeddings) {
   return rotary_dim *
-         std::log(static_cast<double>(original_max_position_embeddings) /
-                  (rotations * two_pi)) /
+         std::log(static_cast<double>(original_max_position_embeddings) / (rotations * two_pi)) /
          (2.0 * std::log(base));
 }
 
@@ -221,8 +220,7 @@ inline RopeSpec yarn_rope_spec(RotaryDims dims, double base, const YarnParams& p
                   : ramp[i] == 1.0 ? interpolated
                                    : inv[i] + (interpolated - inv[i]) * ramp[i];
   }
-  return detail::make_rope_spec(std::move(inv_freq), yarn_attention_factor(params), dims,
-                                pairing);
+  return detail::make_rope_spec(std::move(inv_freq), yarn_attention_factor(params), dims, pairing);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -372,9 +370,10 @@ inline int proportional_rotating_pairs(int head_dim, const ProportionalParams& p
   if (!(p > 0.0 && p <= 1.0)) detail::fail("partial_rotary_factor", p, "expected in (0, 1]");
   const int pairs = static_cast<int>(std::floor(p * static_cast<double>(head_dim) / 2.0));
   if (pairs < 1) {
-    detail::fail("partial_rotary_factor", p,
-                 "expected int(partial_rotary_factor * head_dim // 2) >= 1 rotating pair, head_dim = " +
-                     std::to_string(head_dim));
+    detail::fail(
+        "partial_rotary_factor", p,
+        "expected int(partial_rotary_factor * head_dim // 2) >= 1 rotating pair, head_dim = " +
+            std::to_string(head_dim));
   }
   return pairs;
 }

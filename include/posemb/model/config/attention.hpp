@@ -95,8 +95,8 @@ inline double read_softmax_scale(const JsonReader& root, const ModelFamily& fami
 }
 
 // The layer's LayerAttention; the softmax scale on softmax layers whose head size is known.
-inline void read_attention(const JsonReader& root, const ModelFamily& family,
-                           LayerPositions& layer, double softmax_factor) {
+inline void read_attention(const JsonReader& root, const ModelFamily& family, LayerPositions& layer,
+                           double softmax_factor) {
   LayerAttention& attention = layer.attention;
   attention.sliding_window = read_sliding_window(root, family, layer);
   if (layer.layer_type == "chunked_attention") {

@@ -62,7 +62,7 @@ inline PositionKind read_position_kind(const JsonReader& root, const ModelFamily
     const JsonReader attn_config(attn != nullptr ? *attn : empty, root.name("attn_config."));
     if (attn_config.boolean("alibi").value_or(true)) return PositionKind::Alibi;
     return root.boolean("learned_pos_emb").value_or(true) ? PositionKind::Learned
-                                                           : PositionKind::Rope;
+                                                          : PositionKind::Rope;
   }
   return kind;
 }
@@ -109,12 +109,10 @@ inline int layer_head_dim(const JsonReader& root, const ModelFamily& family, int
 // (UMT5: every layer its own, families.hpp bias_table_per_layer).
 inline T5Buckets read_t5_buckets(const JsonReader& root) {
   T5Buckets buckets;
-  buckets.num_buckets =
-      to_int(root.name("relative_attention_num_buckets"),
-             root.integer("relative_attention_num_buckets").value_or(32));
-  buckets.max_distance =
-      to_int(root.name("relative_attention_max_distance"),
-             root.integer("relative_attention_max_distance").value_or(128));
+  buckets.num_buckets = to_int(root.name("relative_attention_num_buckets"),
+                               root.integer("relative_attention_num_buckets").value_or(32));
+  buckets.max_distance = to_int(root.name("relative_attention_max_distance"),
+                                root.integer("relative_attention_max_distance").value_or(128));
   try {
     t5_relative_position_bucket(0, buckets.num_buckets, buckets.max_distance, true);
   } catch (Error& error) {
@@ -232,9 +230,8 @@ inline std::string derived_layer_type(const JsonReader& root, const ModelFamily&
 }
 
 // Every layer's attention type: the config's layer_types, else the family's rule.
-inline std::vector<std::string> read_layer_types(const JsonReader& root,
-                                                 const ModelFamily& family, int n_layers,
-                                                 const std::vector<bool>& rope) {
+inline std::vector<std::string> read_layer_types(const JsonReader& root, const ModelFamily& family,
+                                                 int n_layers, const std::vector<bool>& rope) {
   std::vector<std::string> types;
   if (auto given = root.strings("layer_types")) {
     if (static_cast<int>(given->size()) != n_layers) {

@@ -226,8 +226,8 @@ class RopeBlockReader {
   int read_rotary_dim(const RopeVariant& variant, int head_dim, double fraction) const {
     int rotary_dim = 0;
     if (family_.rotary_dim_key != nullptr && root_.has(family_.rotary_dim_key)) {
-      rotary_dim = to_int(root_.name(family_.rotary_dim_key),
-                          root_.integer(family_.rotary_dim_key, ""));
+      rotary_dim =
+          to_int(root_.name(family_.rotary_dim_key), root_.integer(family_.rotary_dim_key, ""));
     } else if (variant.rotates_whole_head) {
       rotary_dim = head_dim;
     } else {
@@ -286,7 +286,7 @@ class RopeBlockReader {
     RopeScheme& scheme = out.scheme;
     const char* type_key = block.first_key({"rope_type", "type"});
     scheme.rope_type = type_key ? *block.string(type_key) : "default";
-    if (scheme.rope_type == "su") scheme.rope_type = "longrope";  // Phi-3's first name
+    if (scheme.rope_type == "su") scheme.rope_type = "longrope";    // Phi-3's first name
     if (scheme.rope_type == "mrope") scheme.rope_type = "default";  // Qwen2VLConfig's rewrite
     scheme.theta = read_theta(block);
     const int head_dim = rope_head_dim(layer_type);
@@ -309,9 +309,12 @@ class RopeBlockReader {
     scheme.head_dim = head_dim;
     scheme.rotary_dim = read_rotary_dim(*variant, head_dim, fraction);
     scheme.pairing = read_pairing();
-    const RopeReadContext context{root_,    block,    model_.max_position_embeddings,
+    const RopeReadContext context{root_,
+                                  block,
+                                  model_.max_position_embeddings,
                                   root_.integer("original_max_position_embeddings"),
-                                  fraction, "required for rope_type \"" + scheme.rope_type + "\""};
+                                  fraction,
+                                  "required for rope_type \"" + scheme.rope_type + "\""};
     scheme.params = rope_reader(*variant).read(context);
     if (block.has("mrope_section")) read_mrope(block, scheme);
     out.softmax_factor = read_softmax_factor(block, scheme, context.why);
