@@ -22,6 +22,7 @@ struct ApplyOptions {
   bool inverse = false;
   std::optional<std::string> pairing_name;  // --pairing: overrides the config's pairing
   std::string fope_sin_coef, fope_cos_coef;
+  std::string weights;  // --weights: a safetensors checkpoint with a learned position table
   std::optional<std::int64_t> layer;
   bool vision = false;            // the vision tower's 2-D RoPE on X [patches, heads, head_dim]
   std::string grid;               // --grid TxHxW

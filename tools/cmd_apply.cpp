@@ -3,6 +3,8 @@
 //              [--pairing interleaved|rotate_half] [--layer I] [--seq-len N]
 //              [--fope-sin-coef S.npy --fope-cos-coef C.npy] [--angles exact|hf-float32]
 //              [--dtype float32|bfloat16|float16] [--verbose]
+// posemb apply CONFIG.json --weights W --input X.npy --output Y.npy [--positions P | --offset K]
+//              (checkpoint_weights.cpp)
 // posemb apply CONFIG.json --vision --grid TxHxW --input X.npy --output Y.npy [--inverse]
 //
 // Applies the config's positional scheme to X: a rotation (RoPE and its scaled variants, xPos,
@@ -16,6 +18,7 @@
 
 #include "apply_inputs.hpp"
 #include "arguments.hpp"
+#include "checkpoint_weights.hpp"
 #include "command.hpp"
 #include "npy_files.hpp"
 #include "rope_rotation.hpp"
@@ -313,6 +316,7 @@ void apply_scheme(const ModelPositions& model, const ApplyOptions& options,
 int run_apply(const ApplyOptions& options) {
   const ModelPositions model = load_model_positions(options.config);
   check_layer(options.layer, model.layers.size(), options.config);
+  if (!options.weights.empty()) return apply_checkpoint_table(options, model);
   const NpyArray x = read_npy_checked(options.input, {"<f4", "<f8"}, {3, 4},
                                       "float32 or float64 [batch, seq, heads, head_dim]");
   std::vector<double> y64;
@@ -361,6 +365,7 @@ class ApplyCommand : public Command {
                 "The layer whose scheme to apply (required when RoPE layers differ)");
     add_seq_len_option(apply, o_.seq_len, "default: max position + 1");
     add_fope_and_vision_options(apply);
+    add_weights_option(apply, o_);
     apply
         ->add_option("--angles", o_.angles,
                      "exact (angles in double, the default) or hf-float32 (HuggingFace "

@@ -14,6 +14,7 @@
 
 #include "arguments.hpp"
 #include "command.hpp"
+#include "gguf_commands.hpp"
 #include "model_report.hpp"
 #include "posemb/model/config.hpp"
 
@@ -138,7 +139,8 @@ class FreqsCommand : public Command {
         "\"head_dim\", \"rotary_dim\", \"inv_freq\", \"attention_scale\", \"pairing\", "
         "\"softmax_scale\", \"sliding_window\", \"attention_chunk_size\", "
         "\"query_temperature\", ...) with 17 significant digits (FoPE: clipped frequencies are "
-        "0). Without --layer the layers must all be alike.");
+        "0). Without --layer the layers must all be alike. CONFIG may be a GGUF file: the "
+        "values llama.cpp runs it with, --seq-len its context size per sequence.");
     add_config_argument(freqs, config_path_);
     add_seq_len_option(freqs, seq_len_, "default: none known");
     add_integer(freqs, "--layer", layer_index_, std::int64_t{0}, int64_max,
@@ -147,6 +149,7 @@ class FreqsCommand : public Command {
   }
 
   int run() override {
+    if (is_gguf_path(config_path_)) return gguf_freqs(config_path_, layer_index_, seq_len_);
     const ModelPositions model = load_model_positions(config_path_);
     check_layer(layer_index_, model.layers.size(), config_path_);
     if (!layer_index_ && !model.layers_alike()) {
@@ -169,7 +172,9 @@ class LayersCommand : public Command {
  public:
   CLI::App* add_to(CLI::App& app) override {
     CLI::App* layers = app.add_subcommand(
-        "layers", "Print every layer: a table, or with --json an array of freqs' objects.");
+        "layers",
+        "Print every layer: a table, or with --json an array of freqs' objects. CONFIG "
+        "may be a GGUF file (llama.cpp's run-time semantics).");
     add_config_argument(layers, config_path_);
     add_seq_len_option(layers, seq_len_, "default: none known");
     layers->add_flag("--json", as_json_, "A JSON array, one object per layer");
@@ -177,6 +182,7 @@ class LayersCommand : public Command {
   }
 
   int run() override {
+    if (is_gguf_path(config_path_)) return gguf_layers(config_path_, seq_len_, as_json_);
     const ModelPositions model = load_model_positions(config_path_);
     std::cout << with_context(config_path_, [&] {
       return as_json_ ? layers_json(model, seq_len_) : layers_table(model, seq_len_);

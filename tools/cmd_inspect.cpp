@@ -10,6 +10,7 @@
 
 #include "arguments.hpp"
 #include "command.hpp"
+#include "gguf_commands.hpp"
 #include "model_report.hpp"
 #include "posemb/bias/alibi.hpp"
 #include "posemb/model/config.hpp"
@@ -136,13 +137,15 @@ class InspectCommand : public Command {
         "Print the layer pattern and a table of the config's rotary pairs: default and scaled "
         "inverse frequency, wavelength in tokens, full turns within the original context, band "
         "(kept / ramp / interpolated, or clipped for FoPE), and the attention factor, pairing and "
-        "rotary_dim.");
+        "rotary_dim. CONFIG may be a GGUF file: the hyperparameters llama.cpp reads and the "
+        "frequencies it runs.");
     add_config_argument(inspect, config_path_);
     add_seq_len_option(inspect, seq_len_, "default: none known");
     return inspect;
   }
 
   int run() override {
+    if (is_gguf_path(config_path_)) return gguf_inspect(config_path_, seq_len_);
     const ModelPositions model = load_model_positions(config_path_);
     std::printf("config: %s\n", config_path_.c_str());
     with_context(config_path_, [&] { print_model(model, seq_len_); });
