@@ -1,6 +1,6 @@
 // posemb vectors CONFIG.json --positions LIST --output DIR [--angles exact|hf-float32]
 //                [--dtype float32|bfloat16|float16] [--batch B] [--heads H] [--kv-heads K]
-//                [--seed S] [--layers all|I,J,...]
+//                [--seed S] [--layers all|I,J,...] [--scores]
 //
 // Test vectors for an engine's RoPE kernel: for every distinct RoPE scheme among the chosen
 // layers, seeded q [B, seq, H, head_dim] and k [B, seq, K, head_dim] (BSHD) and their rotations,
@@ -8,12 +8,17 @@
 //   {"config", "posemb_version", "angles", "dtype", "positions": "positions.npy",
 //    "schemes": [{"layers", "rope_type", "seq_len", "layout": "bshd", "pairing", "head_dim",
 //                 "rotary_dim", "inv_freq", "attention_scale", "q_in", "q_out", "k_in", "k_out",
-//                 "tolerance": {...}}], "skipped_layers": [...]}
+//                 "tolerance": {...}, "attention"?, "scores"?, "sinks"?}],
+//    "skipped_layers": [...]}
 // File names are relative to DIR; every array is float32 (bfloat16 and float16 values stored
 // exactly in float32). `posemb apply CONFIG --layer L --input <q_in> --positions positions.npy
 // --angles A --dtype D` reproduces <q_out> bit for bit. The tolerance is rotary/tolerance.hpp's
 // bound for a correct float32-angle kernel against the exact vectors, with per-token bounds
 // ("q_atol", "k_atol": [seq], the bound at each token's position for its largest input pair).
+// With --scores, layers of one RoPE scheme are grouped by their attention settings too, and each
+// entry adds "attention" (the settings), "scores" (probabilities [batch, heads, seq, seq] of
+// q_out and k_out under them: tools/vector_scores.hpp) and, for layers with attention sinks,
+// "sinks" (the seeded sink logits [heads] the scores use).
 #include <nlohmann/json.hpp>
 
 #include <cerrno>
@@ -33,6 +38,7 @@
 #include "posemb/model/hf_float32_scheme.hpp"
 #include "posemb/version.hpp"
 #include "rope_rotation.hpp"
+#include "vector_scores.hpp"
 
 namespace posemb::tool {
 namespace {
@@ -41,6 +47,7 @@ struct VectorsOptions {
   std::string config, positions, output;
   std::string angles = "exact", dtype = "float32", layers = "all";
   std::int64_t batch = 1, heads = 2, kv_heads = 1, seed = 0;
+  bool scores = false;
 };
 
 // "0,5,100-103" -> 0 5 100 101 102 103 (ranges inclusive); at most 2^20 positions.
@@ -139,9 +146,33 @@ nlohmann::json tolerance_json(const RotationTolerance& t) {
           {"attention_scale", t.attention_scale}};
 }
 
-// One scheme's arrays, written as scheme<index>_{q,k}_{in,out,atol}.npy, and its manifest entry.
-nlohmann::json write_scheme(const VectorsOptions& o, const RopeScheme& scheme, std::size_t index,
+// The attention probabilities of `layer`'s settings over q_out, k_out ([q dims], [k dims]):
+// scheme<index>_scores.npy (and _sinks.npy), entered in `entry`.
+void write_scores(const VectorsOptions& o, const LayerPositions& layer, std::size_t index,
+                  const std::vector<float>& q_out, const std::vector<float>& k_out,
+                  const std::vector<std::int64_t>& q_dims,
+                  const std::vector<std::int64_t>& positions, nlohmann::json& entry) {
+  const std::string prefix = "scheme" + std::to_string(index) + "_";
+  const std::int64_t seq = q_dims[1];
+  std::vector<float> sinks;
+  if (layer.attention.attention_sinks) {
+    sinks =
+        seeded_sink_logits(o.heads, static_cast<std::uint64_t>(o.seed) * 1000003u + 7919u + index);
+    write_npy_atomic(o.output + "/" + prefix + "sinks.npy", sinks.data(), {o.heads});
+    entry["sinks"] = prefix + "sinks.npy";
+  }
+  const std::vector<float> p =
+      attention_probabilities(q_out, k_out, q_dims, o.kv_heads, positions, layer.attention, sinks);
+  write_npy_atomic(o.output + "/" + prefix + "scores.npy", p.data(), {o.batch, o.heads, seq, seq});
+  entry["attention"] = attention_json(layer.attention, layer.head_dim);
+  entry["scores"] = prefix + "scores.npy";
+}
+
+// One scheme's arrays, written as scheme<index>_{q,k}_{in,out,atol}.npy (with --scores also
+// _scores.npy), and its manifest entry; `layer` is the first layer of the entry.
+nlohmann::json write_scheme(const VectorsOptions& o, const LayerPositions& layer, std::size_t index,
                             const std::vector<std::int64_t>& positions) {
+  const RopeScheme& scheme = *layer.rope;
   const std::int64_t seq = static_cast<std::int64_t>(positions.size());
   if (o.batch * seq * std::max(o.heads, o.kv_heads) * scheme.head_dim > max_output_elements) {
     throw UsageError("--positions: " + std::to_string(seq) +
@@ -164,6 +195,7 @@ nlohmann::json write_scheme(const VectorsOptions& o, const RopeScheme& scheme, s
                           {"inv_freq", rotation.inv_freq()},
                           {"attention_scale", rotation.attention_scale()}};
   nlohmann::json bounds = tolerance_json(tolerance);
+  std::vector<float> outputs[2];  // q_out, k_out
   for (const char* role : {"q", "k"}) {
     const std::int64_t heads = role[0] == 'q' ? o.heads : o.kv_heads;
     const std::vector<std::int64_t> dims{o.batch, seq, heads, scheme.head_dim};
@@ -182,8 +214,13 @@ nlohmann::json write_scheme(const VectorsOptions& o, const RopeScheme& scheme, s
     entry[std::string(role) + "_in"] = name + "_in.npy";
     entry[std::string(role) + "_out"] = name + "_out.npy";
     bounds[std::string(role) + "_atol"] = name + "_atol.npy";
+    outputs[role[0] == 'k'] = y;
   }
   entry["tolerance"] = bounds;
+  if (o.scores) {
+    write_scores(o, layer, index, outputs[0], outputs[1], {o.batch, seq, o.heads, scheme.head_dim},
+                 positions, entry);
+  }
   return entry;
 }
 
@@ -191,10 +228,13 @@ int run_vectors(const VectorsOptions& o) {
   const ModelPositions model = load_model_positions(o.config);
   const std::vector<std::int64_t> positions = parse_positions(o.positions);
   const std::vector<std::size_t> layers = chosen_layers(o.layers, model.layers.size(), o.config);
+  if (o.scores) {
+    check_scores_size(o.batch, o.heads, o.kv_heads, static_cast<std::int64_t>(positions.size()));
+  }
   if (::mkdir(o.output.c_str(), 0777) != 0 && errno != EEXIST) {
     throw Error(o.output + ": cannot create the directory: " + std::strerror(errno));
   }
-  std::vector<const RopeScheme*> schemes;
+  std::vector<const LayerPositions*> groups;  // the first layer of each entry
   nlohmann::json entries = nlohmann::json::array(), skipped = nlohmann::json::array();
   for (const std::size_t il : layers) {
     const LayerPositions& layer = model.layers[il];
@@ -203,11 +243,16 @@ int run_vectors(const VectorsOptions& o) {
       skipped.push_back({{"layer", il}, {"positions", to_string(layer.kind)}});
       continue;
     }
+    // One entry per RoPE scheme (and, with --scores, per attention setting).
+    const auto same_group = [&](const LayerPositions* first) {
+      return *first->rope == *layer.rope &&
+             (!o.scores || same_attention(first->attention, layer.attention));
+    };
     std::size_t s = 0;
-    while (s < schemes.size() && !(*schemes[s] == *layer.rope)) ++s;
-    if (s == schemes.size()) {
-      schemes.push_back(&*layer.rope);
-      entries.push_back(write_scheme(o, *layer.rope, s, positions));
+    while (s < groups.size() && !same_group(groups[s])) ++s;
+    if (s == groups.size()) {
+      groups.push_back(&layer);
+      entries.push_back(write_scheme(o, layer, s, positions));
       entries.back()["layers"] = nlohmann::json::array();
     }
     entries[s]["layers"].push_back(il);
@@ -246,6 +291,9 @@ class VectorsCommand : public Command {
     add_integer(cmd, "--seed", o_.seed, std::int64_t{0}, std::int64_t{1} << 40, "Seed of q and k");
     cmd->add_option("--layers", o_.layers, "all, or a list of layer indices I,J,...")
         ->capture_default_str();
+    cmd->add_flag("--scores", o_.scores,
+                  "Also write each layer's causal attention probabilities of q_out and k_out "
+                  "(scale, window, chunk, temperature, softcap, sinks)");
     return cmd;
   }
   int run() override { return run_vectors(o_); }

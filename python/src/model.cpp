@@ -86,7 +86,13 @@ Example:
                                if (!s.mrope_section) return py::none();
                                return py::str(to_string(s.mrope_layout));
                              })
-      .def("spec", &RopeScheme::spec, py::arg("seq_len") = py::none())
+      .def("spec", &rope_in_mode, py::arg("seq_len") = py::none(), py::arg("angles") = "exact",
+           R"doc(The scheme's RopeSpec at seq_len, or with angles='hf-float32' its HfFloat32Rope
+(transformers' float32 arithmetic; the CLI's --angles).
+
+Example:
+    >>> spec = model.layers[0].rope.spec(seq_len=8192)
+)doc")
       .def("mrope_spec", &RopeScheme::mrope_spec, py::arg("seq_len") = py::none());
 }
 
@@ -110,12 +116,20 @@ Example:
       .def_readonly("relative_bias", &LayerPositions::relative_bias)
       .def_readonly("relative_bias_table_layer", &LayerPositions::relative_bias_table_layer)
       .def_property_readonly("softmax_attention", &LayerPositions::softmax_attention)
-      .def("rope_spec", &LayerPositions::rope_spec, py::arg("seq_len") = py::none(),
-           R"doc(The layer's RopeSpec at seq_len (dynamic NTK and LongRoPE depend on it; None:
-no length known). Raises posemb.Error unless kind == 'rope'.
+      .def(
+          "rope_spec",
+          [](const LayerPositions& l, OptLength seq_len, const std::string& angles) {
+            return rope_in_mode(rope_scheme_of(l), seq_len, angles);
+          },
+          py::arg("seq_len") = py::none(), py::arg("angles") = "exact",
+          R"doc(The layer's RopeSpec at seq_len (dynamic NTK and LongRoPE depend on it; None:
+no length known). Raises posemb.Error unless kind == 'rope'. angles: 'exact' (angles in double,
+a RopeSpec) or 'hf-float32' (transformers' float32 arithmetic, an HfFloat32Rope), the CLI's
+--angles.
 
 Example:
     >>> spec = model.layers[0].rope_spec()
+    >>> hf = model.layers[0].rope_spec(seq_len=8192, angles="hf-float32")  # HF's bits
 )doc")
       .def(
           "mrope_spec",
@@ -153,9 +167,15 @@ Example:
       .def_property_readonly("kind", [](const ModelPositions& m) { return to_string(m.kind()); })
       .def("layers_alike", &ModelPositions::layers_alike)
       .def("rope_scheme", &ModelPositions::rope_scheme, py::return_value_policy::copy)
-      .def("rope_spec", &ModelPositions::rope_spec, py::arg("seq_len") = py::none(),
-           R"doc(The RopeSpec of a model whose RoPE layers share one scheme (else posemb.Error:
-use layers[i].rope_spec()).
+      .def(
+          "rope_spec",
+          [](const ModelPositions& model, OptLength seq_len, const std::string& angles) {
+            return rope_in_mode(model.rope_scheme(), seq_len, angles);
+          },
+          py::arg("seq_len") = py::none(), py::arg("angles") = "exact",
+          R"doc(The RopeSpec of a model whose RoPE layers share one scheme (else posemb.Error:
+use layers[i].rope_spec()); angles='hf-float32' gives its HfFloat32Rope (as
+LayerPositions.rope_spec).
 
 Example:
     >>> spec = posemb.load_model("config.json").rope_spec(seq_len=4096)

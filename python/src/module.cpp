@@ -44,6 +44,7 @@ PYBIND11_MODULE(_posemb, m) {
   bind_rotary(m);
   bind_model(m);
   bind_bias(m);
+  bind_hf_float32(m);
   m.def(
       "_time_apply_rope_", &time_apply_rope, py::arg("x"), py::arg("offset"), py::arg("spec"),
       py::arg("repeats"),

@@ -28,6 +28,14 @@ RotaryDims dims_of(int head_dim, OptInt rotary_dim) {
   return RotaryDims{head_dim, rotary_dim.value_or(head_dim)};
 }
 
+// A builder's result in angle mode `angles` (the CLI's --angles): exact() a RopeSpec,
+// hf() an HfFloat32Rope (transformers' float32 arithmetic).
+template <class Exact, class Hf>
+py::object in_mode(const std::string& angles, Exact&& exact, Hf&& hf) {
+  if (parse_angle_mode(angles) == AngleMode::HfFloat32) return py::cast(hf());
+  return py::cast(exact());
+}
+
 std::string repr(const RopeSpec& spec) {
   std::string text = "RopeSpec(head_dim=" + std::to_string(spec.head_dim) +
                      ", rotary_dim=" + std::to_string(spec.rotary_dim);
@@ -38,18 +46,41 @@ std::string repr(const RopeSpec& spec) {
   return text + ", pairing='" + to_string(spec.pairing) + "', attention_scale=" + scale.str() + ")";
 }
 
-// A rotation's source, resolved while the GIL is held: a RopeSpec or a RopeTable.
+// A rotation's source, resolved while the GIL is held: a RopeSpec, a RopeTable or an
+// HfFloat32Rope.
 struct RopeSource {
   const RopeSpec* spec = nullptr;
   const RopeTableHolder* table = nullptr;
+  const HfFloat32Rope* hf = nullptr;
 };
 
 RopeSource rope_source_of(const py::object& source) {
-  if (py::isinstance<RopeSpec>(source)) return {&source.cast<const RopeSpec&>(), nullptr};
-  if (py::isinstance<RopeTableHolder>(source))
-    return {nullptr, &source.cast<const RopeTableHolder&>()};
+  if (py::isinstance<RopeSpec>(source)) return {&source.cast<const RopeSpec&>(), nullptr, nullptr};
+  if (py::isinstance<RopeTableHolder>(source)) {
+    return {nullptr, &source.cast<const RopeTableHolder&>(), nullptr};
+  }
+  if (py::isinstance<HfFloat32Rope>(source)) {
+    return {nullptr, nullptr, &source.cast<const HfFloat32Rope&>()};
+  }
   fail("source", std::string(py::str(py::type::handle_of(source).attr("__qualname__"))),
-       "expected a RopeSpec or a RopeTable");
+       "expected a RopeSpec, a RopeTable or an HfFloat32Rope");
+}
+
+// x rotated by transformers' float32 arithmetic in x's storage type T (float, half, bfloat16;
+// HF's float64 models are not covered), forward, one thread.
+template <class T, class X>
+void rotate_hf_float32(const HfFloat32Rope& rope, X& in, X& out, const Positions& positions,
+                       TensorLayout layout) {
+  if constexpr (std::is_same_v<T, double>) {
+    fail("x.dtype", "float64",
+         "expected float32, float16 or bfloat16 for an HfFloat32Rope (transformers' float32 "
+         "arithmetic)");
+  } else {
+    const RotateOptions options = RotateOptions().with_layouts(layout);
+    in_or_out(
+        in, out, [&](auto& y) { rotate_inplace(y, positions, rope, options); },
+        [&](const auto& a, auto& b) { posemb::rotate(a, b, positions, rope, options); });
+  }
 }
 
 // Calls body(spec) or body(table), the table's type checked against the tensor's storage type T
@@ -80,7 +111,9 @@ x: a numpy array (float32, float64, float16) or a CPU torch tensor (also bfloat1
    (layout='bhsd'); head_dim must be the source's head_dim. Written in place, never copied.
 positions: an int offset (token s at offset + s), or int64 / float64 positions [seq] or
    [batch, seq] (numpy or torch).
-source: a RopeSpec (cos/sin formed in double per call) or a RopeTable.
+source: a RopeSpec (cos/sin formed in double per call), a RopeTable, or an HfFloat32Rope
+   (transformers' float32 arithmetic, rotating in x's dtype as PyTorch does; forward only,
+   float32 / float16 / bfloat16 x, one thread).
 inverse: apply R(p)^T = R(-p) (undoes the rotation, attention scale included).
 threads: up to this many threads for large tensors. The GIL is released during the rotation.
 
@@ -88,6 +121,8 @@ Example:
     >>> spec = posemb.default_rope_spec(64, 10000.0)
     >>> q = torch.randn(1, 16, 8, 64)
     >>> posemb.apply_rope_(q, 0, spec)  # q rotated in place, token s at position s
+    >>> hf = posemb.default_rope_spec(64, 10000.0, angles="hf-float32")
+    >>> k = posemb.apply_rope(q.bfloat16(), 0, hf)  # transformers' bits for a bfloat16 model
 )doc";
 
 constexpr const char* apply_rope_out_doc = R"doc(Returns a rotated copy of x (numpy in, numpy out;
@@ -105,8 +140,15 @@ py::object apply_rope_impl(const py::object& x, const py::object& positions,
   const Rotation r = rotation_of(inverse);
   const Threads t = threads_of(threads);
   const RopeSource resolved = rope_source_of(source);
+  if (resolved.hf != nullptr && inverse) {
+    fail("inverse", "True", "expected False for an HfFloat32Rope (transformers' forward only)");
+  }
   return rotate(x, in_place, [&](auto& in, auto& out) {
     using T = scalar_of_t<decltype(in)>;
+    if (resolved.hf != nullptr) {
+      rotate_hf_float32<T>(*resolved.hf, in, out, p.view(), l);
+      return;
+    }
     with_rope_source<T>(resolved, [&](const auto& src) {
       in_or_out(
           in, out, [&](auto& y) { apply_rope_inplace(y, p.view(), src, l, t, r); },
@@ -164,15 +206,21 @@ Example:
 void bind_spec_builders(py::module_& m) {
   m.def(
       "default_rope_spec",
-      [](int head_dim, double base, const std::string& pairing, OptInt rotary_dim) {
-        return default_rope_spec(dims_of(head_dim, rotary_dim), base, pairing_of(pairing));
+      [](int head_dim, double base, const std::string& pairing, OptInt rotary_dim,
+         const std::string& angles) {
+        const RotaryDims dims = dims_of(head_dim, rotary_dim);
+        const Pairing pair = pairing_of(pairing);
+        return in_mode(
+            angles, [&] { return default_rope_spec(dims, base, pair); },
+            [&] { return hf_float32_default(dims, base, pair); });
       },
       py::arg("head_dim"), py::arg("base") = 10000.0, py::arg("pairing") = "rotate_half",
-      py::arg("rotary_dim") = py::none(),
+      py::arg("rotary_dim") = py::none(), py::arg("angles") = "exact",
       R"doc(Plain RoPE (RoFormer): inv_freq[i] = base^(-2i / rotary_dim), attention scale 1.
 
 rotary_dim < head_dim is partial rotary: the first rotary_dim features of each head rotate,
-the rest pass through.
+the rest pass through. angles='hf-float32' returns an HfFloat32Rope instead: transformers'
+float32 arithmetic (so do the linear, dynamic NTK, YaRN, Llama 3 and LongRoPE builders).
 
 Example:
     >>> spec = posemb.default_rope_spec(128, 500000.0)               # Llama 3
@@ -180,11 +228,16 @@ Example:
 )doc");
   m.def(
       "linear_rope_spec",
-      [](int head_dim, double base, double factor, const std::string& pairing, OptInt rotary_dim) {
-        return linear_rope_spec(dims_of(head_dim, rotary_dim), base, factor, pairing_of(pairing));
+      [](int head_dim, double base, double factor, const std::string& pairing, OptInt rotary_dim,
+         const std::string& angles) {
+        const RotaryDims dims = dims_of(head_dim, rotary_dim);
+        const Pairing pair = pairing_of(pairing);
+        return in_mode(
+            angles, [&] { return linear_rope_spec(dims, base, factor, pair); },
+            [&] { return hf_float32_linear(dims, base, factor, pair); });
       },
       py::arg("head_dim"), py::arg("base"), py::arg("factor"), py::arg("pairing") = "rotate_half",
-      py::arg("rotary_dim") = py::none(),
+      py::arg("rotary_dim") = py::none(), py::arg("angles") = "exact",
       R"doc(Linear position interpolation: the default inv_freq / factor.
 
 Example:
@@ -205,12 +258,19 @@ Example:
   m.def(
       "dynamic_ntk_rope_spec",
       [](int head_dim, double base, double factor, std::int64_t max_position_embeddings,
-         std::int64_t seq_len, const std::string& pairing, OptInt rotary_dim) {
-        return dynamic_ntk_rope_spec(dims_of(head_dim, rotary_dim), base, factor,
-                                     max_position_embeddings, seq_len, pairing_of(pairing));
+         std::int64_t seq_len, const std::string& pairing, OptInt rotary_dim,
+         const std::string& angles) {
+        const RotaryDims dims = dims_of(head_dim, rotary_dim);
+        const Pairing pair = pairing_of(pairing);
+        const std::int64_t length = max_position_embeddings;
+        return in_mode(
+            angles,
+            [&] { return dynamic_ntk_rope_spec(dims, base, factor, length, seq_len, pair); },
+            [&] { return hf_float32_dynamic_ntk(dims, base, factor, length, seq_len, pair); });
       },
       py::arg("head_dim"), py::arg("base"), py::arg("factor"), py::arg("max_position_embeddings"),
       py::arg("seq_len"), py::arg("pairing") = "rotate_half", py::arg("rotary_dim") = py::none(),
+      py::arg("angles") = "exact",
       R"doc(Dynamic NTK (HuggingFace's "dynamic"): the base grows with seq_len beyond
 max_position_embeddings; the default frequencies up to it. No hidden state: pass seq_len.
 
@@ -226,7 +286,7 @@ void bind_band_specs(py::module_& m) {
       [](int head_dim, double base, double factor, std::int64_t original_max_position_embeddings,
          double beta_fast, double beta_slow, bool truncate, std::optional<double> attention_factor,
          std::optional<double> mscale, std::optional<double> mscale_all_dim,
-         const std::string& pairing, OptInt rotary_dim) {
+         const std::string& pairing, OptInt rotary_dim, const std::string& angles) {
         YarnParams params;
         params.factor = factor;
         params.original_max_position_embeddings = original_max_position_embeddings;
@@ -236,14 +296,18 @@ void bind_band_specs(py::module_& m) {
         params.attention_factor = attention_factor;
         params.mscale = mscale;
         params.mscale_all_dim = mscale_all_dim;
-        return yarn_rope_spec(dims_of(head_dim, rotary_dim), base, params, pairing_of(pairing));
+        const RotaryDims dims = dims_of(head_dim, rotary_dim);
+        const Pairing pair = pairing_of(pairing);
+        return in_mode(
+            angles, [&] { return yarn_rope_spec(dims, base, params, pair); },
+            [&] { return hf_float32_yarn(dims, base, params, pair); });
       },
       py::arg("head_dim"), py::arg("base"), py::arg("factor"),
       py::arg("original_max_position_embeddings"), py::arg("beta_fast") = 32.0,
       py::arg("beta_slow") = 1.0, py::arg("truncate") = true,
       py::arg("attention_factor") = py::none(), py::arg("mscale") = py::none(),
       py::arg("mscale_all_dim") = py::none(), py::arg("pairing") = "rotate_half",
-      py::arg("rotary_dim") = py::none(),
+      py::arg("rotary_dim") = py::none(), py::arg("angles") = "exact",
       R"doc(YaRN (Peng et al. 2023; HuggingFace's _compute_yarn_parameters): a ramp between
 the kept high frequencies and the interpolated low ones, and the attention factor
 0.1 ln(factor) + 1 (or attention_factor / DeepSeek's mscale ratio) in attention_scale.
@@ -257,15 +321,19 @@ Example:
       "llama3_rope_spec",
       [](int head_dim, double base, double factor, double low_freq_factor, double high_freq_factor,
          std::int64_t original_max_position_embeddings, const std::string& pairing,
-         OptInt rotary_dim) {
+         OptInt rotary_dim, const std::string& angles) {
         const Llama3Params params{factor, low_freq_factor, high_freq_factor,
                                   original_max_position_embeddings};
-        return llama3_rope_spec(dims_of(head_dim, rotary_dim), base, params, pairing_of(pairing));
+        const RotaryDims dims = dims_of(head_dim, rotary_dim);
+        const Pairing pair = pairing_of(pairing);
+        return in_mode(
+            angles, [&] { return llama3_rope_spec(dims, base, params, pair); },
+            [&] { return hf_float32_llama3(dims, base, params, pair); });
       },
       py::arg("head_dim"), py::arg("base"), py::arg("factor") = 8.0,
       py::arg("low_freq_factor") = 1.0, py::arg("high_freq_factor") = 4.0,
       py::arg("original_max_position_embeddings") = 8192, py::arg("pairing") = "rotate_half",
-      py::arg("rotary_dim") = py::none(),
+      py::arg("rotary_dim") = py::none(), py::arg("angles") = "exact",
       R"doc(Llama 3.1's frequency bands: high frequencies kept, low ones divided by factor,
 a smooth ramp between (defaults: Llama 3.1's values).
 
@@ -281,20 +349,24 @@ void bind_factor_specs(py::module_& m) {
       [](int head_dim, double base, std::vector<double> short_factor,
          std::vector<double> long_factor, std::int64_t original_max_position_embeddings,
          double factor, std::optional<double> attention_factor, std::optional<std::int64_t> seq_len,
-         const std::string& pairing, OptInt rotary_dim) {
+         const std::string& pairing, OptInt rotary_dim, const std::string& angles) {
         LongRopeParams params;
         params.short_factor = std::move(short_factor);
         params.long_factor = std::move(long_factor);
         params.original_max_position_embeddings = original_max_position_embeddings;
         params.factor = factor;
         params.attention_factor = attention_factor;
-        return longrope_rope_spec(dims_of(head_dim, rotary_dim), base, params, seq_len,
-                                  pairing_of(pairing));
+        const RotaryDims dims = dims_of(head_dim, rotary_dim);
+        const Pairing pair = pairing_of(pairing);
+        return in_mode(
+            angles, [&] { return longrope_rope_spec(dims, base, params, seq_len, pair); },
+            [&] { return hf_float32_longrope(dims, base, params, seq_len, pair); });
       },
       py::arg("head_dim"), py::arg("base"), py::arg("short_factor"), py::arg("long_factor"),
       py::arg("original_max_position_embeddings"), py::arg("factor") = 1.0,
       py::arg("attention_factor") = py::none(), py::arg("seq_len") = py::none(),
       py::arg("pairing") = "rotate_half", py::arg("rotary_dim") = py::none(),
+      py::arg("angles") = "exact",
       R"doc(LongRoPE (Phi-3): inv_freq[i] / ext[i], ext = long_factor when seq_len exceeds
 original_max_position_embeddings, else short_factor; attention factor
 sqrt(1 + ln(factor) / ln(original_max_position_embeddings)) unless attention_factor is given.

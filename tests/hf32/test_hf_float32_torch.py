@@ -32,7 +32,7 @@ import sys
 import numpy as np
 import torch
 
-TOOL, SCHEMA, WORK = sys.argv[1], sys.argv[2], sys.argv[3]
+TOOL = SCHEMA = WORK = None  # set from the command line (main); the helpers are importable
 POSITIONS = "0-31,100,1000,4095,8191,8192,16384,32767,65535,100000,131071"
 failures = []
 
@@ -181,11 +181,20 @@ def cases():
 
 def validate(value, schema, path="$"):
     errors = []
-    kind = schema.get("type")
+    kinds = schema.get("type")
+    kinds = [kinds] if isinstance(kinds, str) else kinds
     types = {"object": dict, "array": list, "string": str, "number": (int, float), "integer": int,
-             "boolean": bool}
-    if kind and not isinstance(value, types[kind]) or (kind in ("number", "integer") and isinstance(value, bool)):
-        return [f"{path}: expected {kind}"]
+             "boolean": bool, "null": type(None)}
+
+    def is_kind(kind):
+        if kind in ("number", "integer") and isinstance(value, bool):
+            return False
+        return isinstance(value, types[kind])
+
+    if kinds and not any(is_kind(kind) for kind in kinds):
+        return [f"{path}: expected {' or '.join(kinds)}"]
+    if value is None:
+        return []
     if "enum" in schema and value not in schema["enum"]:
         errors.append(f"{path}: {value!r} not in {schema['enum']}")
     if "minimum" in schema and value < schema["minimum"]:
@@ -193,6 +202,9 @@ def validate(value, schema, path="$"):
     for key in schema.get("required", []):
         if key not in value:
             errors.append(f"{path}: missing {key}")
+    for key, needed in schema.get("dependentRequired", {}).items():
+        if isinstance(value, dict) and key in value:
+            errors += [f"{path}: {key} without {other}" for other in needed if other not in value]
     for key, sub in schema.get("properties", {}).items():
         if isinstance(value, dict) and key in value:
             errors += validate(value[key], sub, f"{path}.{key}")
@@ -286,4 +298,6 @@ def main():
     sys.exit(1 if failures else 0)
 
 
-main()
+if __name__ == "__main__":
+    TOOL, SCHEMA, WORK = sys.argv[1], sys.argv[2], sys.argv[3]
+    main()

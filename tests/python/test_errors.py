@@ -97,7 +97,7 @@ def test_read_only_and_requires_grad():
 
 
 def test_source_and_table_dtype():
-    raises(r"source = str: expected a RopeSpec or a RopeTable", posemb.apply_rope_, x32(), 0, "spec")
+    raises(r"source = str: expected a RopeSpec, a RopeTable or an HfFloat32Rope", posemb.apply_rope_, x32(), 0, "spec")
     table = posemb.RopeTable(SPEC, 0, 16, dtype="float64")
     raises(r"source = a RopeTable of dtype float64: expected dtype='float32'", posemb.apply_rope_, x32(), 0, table)
     raises(r"position = 20: outside the RoPE table's range \[0, 16\)", posemb.apply_rope_, x32(), 20,
