@@ -24,3 +24,4 @@ inline std::int64_t tokens = 1;
 // Rotary sources.
 inline const posemb::RopeSpec spec = posemb::default_rope_spec(128, 10000.0);
 inline const posemb::RopeTable<float> table(spec, 0, 1);
+inline const posemb::XposSpec xpos_spec{spec, posemb::XposParams{}};
