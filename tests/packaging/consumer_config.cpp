@@ -1,10 +1,20 @@
-// The program a user of the config.json loader writes, linked to posemb::config alone (which
-// must bring nlohmann-json): read a model's config and check its RoPE frequencies against
-// values worked out by hand. Exit status 0 when they agree.
+// The program a user of the config.json loader writes, linked to posemb::config (the reader
+// compiled once) or to posemb::config_header_only, either of which must bring nlohmann-json: read
+// a model's config and check its RoPE frequencies against values worked out by hand. The build
+// says which route it expects (POSEMB_EXPECT_COMPILED 1 or 0). Exit status 0 when they agree.
 #include <posemb/model/config.hpp>
 
 #include <cmath>
 #include <cstdio>
+
+#if defined(POSEMB_CONFIG_COMPILED) != POSEMB_EXPECT_COMPILED
+#error "posemb::config must define POSEMB_CONFIG_COMPILED, posemb::config_header_only must not"
+#endif
+#if POSEMB_EXPECT_COMPILED
+static const char* const route = "compiled";
+#else
+static const char* const route = "header-only";
+#endif
 
 int main() {
   // head_dim = hidden_size / num_attention_heads = 4, rope_theta 100:
@@ -19,7 +29,8 @@ int main() {
   for (int i = 0; i < 2 && i < spec.inv_freq.size(); ++i) {
     max_error = std::fmax(max_error, std::fabs(spec.inv_freq[i] - expected[i]));
   }
-  std::printf("posemb::config: %zu layer(s), rotary_dim %d, inv_freq max error %.1e\n",
-              model.layers.size(), spec.rotary_dim, max_error);
+  std::printf("posemb config.json reader (%s): %zu layer(s), rotary_dim %d, inv_freq max error "
+              "%.1e\n",
+              route, model.layers.size(), spec.rotary_dim, max_error);
   return max_error <= 1e-15 ? 0 : 1;
 }

@@ -38,10 +38,12 @@ endfunction()
 set(consumer_args)
 if(MODE STREQUAL "find_package")
   set(prefix ${WORK_DIR}/prefix)
-  # posemb configured on its own with nothing but the library, then installed.
+  # posemb configured on its own with nothing but the library, built (the compiled config
+  # reader), then installed.
   run_step(configure-posemb ${CMAKE_COMMAND} -S ${POSEMB_SOURCE} -B ${WORK_DIR}/posemb-build
            ${toolchain_args} -DPOSEMB_BUILD_TESTS=OFF -DPOSEMB_BUILD_EXAMPLES=OFF
            -DPOSEMB_BUILD_TOOLS=OFF -DPOSEMB_BUILD_BENCH=OFF)
+  run_step(build-posemb ${CMAKE_COMMAND} --build ${WORK_DIR}/posemb-build)  # posemb::config
   run_step(install-posemb ${CMAKE_COMMAND} --install ${WORK_DIR}/posemb-build --prefix ${prefix})
   foreach(installed IN ITEMS include/posemb/posemb.hpp include/posemb/version.hpp)
     if(NOT EXISTS ${prefix}/${installed})
@@ -69,7 +71,8 @@ if(MODE STREQUAL "find_package")
   endif()
 endif()
 run_step(build-consumer ${CMAKE_COMMAND} --build ${WORK_DIR}/consumer-build)
-run_step(run-consumer ${WORK_DIR}/consumer-build/posemb_consumer)
-message(STATUS "${step_output}")
-run_step(run-config-consumer ${WORK_DIR}/consumer-build/posemb_config_consumer)
-message(STATUS "${step_output}")
+foreach(program IN ITEMS posemb_consumer posemb_config_consumer posemb_config_header_only_consumer
+                         posemb_names_consumer posemb_loader_consumer)
+  run_step(run-${program} ${WORK_DIR}/consumer-build/${program})
+  message(STATUS "${step_output}")
+endforeach()

@@ -1,4 +1,4 @@
-// Typed, key-naming access to one JSON object (nlohmann-json), for the config.json loader.
+// Typed, key-naming access to one JSON object (nlohmann-json), for the config.json reader.
 // Every accessor throws posemb::Error naming the key with its path ("rope_scaling.factor").
 #pragma once
 
@@ -163,13 +163,6 @@ inline int to_int(const std::string& name, std::int64_t value) {
 inline int to_head_dim(const std::string& name, std::int64_t value) {
   if (value <= 0 || value > (1 << 16)) fail(name, value, "expected a head dimension in [1, 65536]");
   return static_cast<int>(value);
-}
-
-inline bool in(const std::string& value, std::initializer_list<const char*> set) {
-  for (const char* item : set) {
-    if (value == item) return true;
-  }
-  return false;
 }
 
 }  // namespace posemb::detail

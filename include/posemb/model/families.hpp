@@ -1,46 +1,22 @@
 // What the loader knows about each HuggingFace model family (`model_type`): the positional kind,
 // the pairing its modeling code uses, the config class's defaults, how it derives its layer
-// types, which layers get a sliding window, its softmax scale and which layers have no RoPE.
-// ONE table, model_families(); each row cites the transformers file (src/transformers/models/)
-// it comes from. A model_type not in the table gets the first row (Llama's rules).
+// types, which layers get a sliding window, its softmax scale, which layers have no RoPE and the
+// keys only some families read. ONE table, model_families(); each row cites the transformers file
+// (src/transformers/models/) it comes from. A model_type not in the table gets the first row
+// (Llama's rules). The multimodal wrappers (the top-level model_type of a config with a
+// text_config or a vision_config) have their own table, multimodal_families().
+// Needs no JSON parser; the config reader (config/) asks these tables, never a model_type string.
 #pragma once
 
 #include <array>
+#include <optional>
 #include <string>
 
+#include "posemb/model/position_kind.hpp"
+#include "posemb/rotary/mrope_positions.hpp"
 #include "posemb/rotary/rope.hpp"
 
 namespace posemb {
-
-enum class PositionKind {
-  Rope,        // rotary, any rope_type but "fope"
-  Fope,        // Fourier position embedding (rope_type "fope")
-  Alibi,       // linear attention bias (Press et al. 2021)
-  Learned,     // learned absolute position embeddings added to the tokens
-  Sinusoidal,  // fixed sinusoidal absolute embeddings added to the tokens
-  RelativeBias,  // T5's bucketed relative position bias on the attention scores
-  None,        // no positional encoding in this layer (NoPE, linear attention)
-};
-
-inline const char* to_string(PositionKind kind) {
-  switch (kind) {
-    case PositionKind::Rope:
-      return "rope";
-    case PositionKind::Fope:
-      return "fope";
-    case PositionKind::Alibi:
-      return "alibi";
-    case PositionKind::Learned:
-      return "learned";
-    case PositionKind::Sinusoidal:
-      return "sinusoidal";
-    case PositionKind::RelativeBias:
-      return "relative_bias";
-    case PositionKind::None:
-      return "none";
-  }
-  return "unknown";
-}
 
 // How a config class derives `layer_types` when the config gives none (layer i, 0-based;
 // `pattern` is the row's pattern / interval, overridden by the config key named below).
@@ -78,6 +54,14 @@ enum class RopeSplit {
   Gemma4,        // nested by type; default {sliding: default 1e4, full: proportional 0.25, 1e6}
 };
 
+// How the config chooses the positional kind beyond the row's `positions` (every family also
+// turns to ALiBi on `"alibi": true`, as Falcon writes it).
+enum class PositionsRule {
+  Fixed,          // the row's kind
+  MptAttnConfig,  // attn_config.alibi (default true): ALiBi; else learned_pos_emb (default
+                  // true): learned; else RoPE (configuration_mpt.py, MptAttentionConfig)
+};
+
 enum class NopeRule {
   None,              // every layer has the family's positions
   NonSlidingLayers,  // layers that are not sliding have none
@@ -98,6 +82,15 @@ struct ModelFamily {
   RopeSplit split;
   NopeRule nope;
   bool query_temperature;  // NoPE layers scale q (Llama 4 attn_temperature_tuning)
+  PositionsRule positions_rule;
+  // The key that gives rotary_dim directly when present (GPT-J, CodeGen: "rotary_dim"), or
+  // nullptr: rotary_dim = int(head_dim * partial_rotary_factor).
+  const char* rotary_dim_key;
+  // A boolean key (default true) whose false switches `pairing` to rotate-half (DeepSeek-V3:
+  // "rope_interleave"), or nullptr.
+  const char* interleave_key;
+  // RelativeBias: every layer holds its own [buckets, heads] table (UMT5), not the stack's first.
+  bool bias_table_per_layer;
 };
 
 inline const std::array<ModelFamily, 40>& model_families() {
@@ -108,49 +101,50 @@ inline const std::array<ModelFamily, 40>& model_families() {
   using S = SoftmaxRule;
   using R = RopeSplit;
   using N = NopeRule;
+  using PR = PositionsRule;
   constexpr P half = P::RotateHalf, inter = P::Interleaved;
   static const std::array<ModelFamily, 40> table{{
-      // model_type     source                                          kind  pairing partial theta    layer types      pattern window          softmax                 split          nope                 temperature
-      {"llama", "llama/configuration_llama.py, modeling_llama.py", K::Rope, half, 1.0, 1e4, L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, false},
-      {"mistral", "mistral/modeling_mistral.py (sliding_window on every layer)", K::Rope, half, 1.0, 1e4, L::AllFull, 0, W::EveryLayer, S::HeadDim, R::OneBlock, N::None, false},
-      {"mixtral", "mixtral/modeling_mixtral.py (sliding_window on every layer)", K::Rope, half, 1.0, 1e4, L::AllFull, 0, W::EveryLayer, S::HeadDim, R::OneBlock, N::None, false},
-      {"phi3", "phi3/modeling_phi3.py (sliding_window on every layer)", K::Rope, half, 1.0, 1e4, L::AllFull, 0, W::EveryLayer, S::HeadDim, R::OneBlock, N::None, false},
-      {"qwen2", "qwen2/configuration_qwen2.py (use_sliding_window, max_window_layers 28)", K::Rope, half, 1.0, 1e4, L::MaxWindowLayers, 28, W::SlidingLayers, S::HeadDim, R::OneBlock, N::None, false},
-      {"qwen3", "qwen3/configuration_qwen3.py (use_sliding_window, max_window_layers 28)", K::Rope, half, 1.0, 1e4, L::MaxWindowLayers, 28, W::SlidingLayers, S::HeadDim, R::OneBlock, N::None, false},
-      {"qwen3_next", "qwen3_next/configuration_qwen3_next.py (full_attention_interval 4, partial 0.25)", K::Rope, half, 0.25, 1e4, L::LinearInterval, 4, W::Never, S::HeadDim, R::OneBlock, N::None, false},
-      {"gemma2", "gemma2/configuration_gemma2.py, modeling_gemma2.py (query_pre_attn_scalar)", K::Rope, half, 1.0, 1e4, L::FixedPattern, 2, W::SlidingLayers, S::QueryPreAttnScalar, R::OneBlock, N::None, false},
-      {"gemma3_text", "gemma3/configuration_gemma3.py (sliding_window_pattern 6, rope_local_base_freq)", K::Rope, half, 1.0, 1e6, L::SlidingPattern, 6, W::SlidingLayers, S::QueryPreAttnScalar, R::LocalBase, N::None, false},
-      {"gemma4_text", "gemma4/configuration_gemma4.py, modeling_gemma4.py (global_head_dim, proportional)", K::Rope, half, 1.0, 1e6, L::FixedPattern, 6, W::SlidingLayers, S::One, R::Gemma4, N::None, false},
-      {"olmo3", "olmo3/modular_olmo3.py (every 4th layer full, YaRN on full layers)", K::Rope, half, 1.0, 5e5, L::FixedPattern, 4, W::SlidingLayers, S::HeadDim, R::FullOnly, N::None, false},
-      {"gpt_oss", "gpt_oss/configuration_gpt_oss.py (sliding and full alternate)", K::Rope, half, 1.0, 1e4, L::FixedPattern, 2, W::SlidingLayers, S::HeadDim, R::OneBlock, N::None, false},
-      {"smollm3", "smollm3/configuration_smollm3.py (no_rope_layers, NoPE layers sliding)", K::Rope, half, 1.0, 1e4, L::NopeSliding, 4, W::SlidingLayers, S::HeadDim, R::OneBlock, N::NoRopeLayers, false},
-      {"llama4_text", "llama4/configuration_llama4.py, modeling_llama4.py (interleaved, NoPE, chunks)", K::Rope, inter, 1.0, 5e5, L::ChunkedRope, 4, W::Never, S::HeadDim, R::OneBlock, N::NoRopeLayers, true},
-      {"cohere", "cohere/modeling_cohere.py (rotate_half on x[..., ::2], x[..., 1::2])", K::Rope, inter, 1.0, 1e4, L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, false},
-      {"cohere2", "cohere2/configuration_cohere2.py, modeling_cohere2.py (RoPE on sliding layers only)", K::Rope, inter, 1.0, 1e4, L::SlidingPattern, 4, W::SlidingLayers, S::HeadDim, R::OneBlock, N::NonSlidingLayers, false},
-      {"glm", "glm/configuration_glm.py (partial_rotary_factor 0.5), modeling_glm.py", K::Rope, inter, 0.5, 1e4, L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, false},
-      {"glm4", "glm4/configuration_glm4.py (partial_rotary_factor 0.5), modeling_glm4.py", K::Rope, inter, 0.5, 1e4, L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, false},
-      {"ernie4_5", "ernie4_5/modeling_ernie4_5.py (repeat_interleave'd cos/sin)", K::Rope, inter, 1.0, 1e4, L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, false},
-      {"ernie4_5_moe", "ernie4_5_moe/modeling_ernie4_5_moe.py (as ernie4_5)", K::Rope, inter, 1.0, 1e4, L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, false},
-      {"deepseek_v2", "deepseek_v2/modeling_deepseek_v2.py (complex multiply on adjacent pairs, MLA)", K::Rope, inter, 1.0, 1e4, L::AllFull, 0, W::Never, S::DeepseekMscale, R::OneBlock, N::None, false},
-      {"deepseek_v3", "deepseek_v3/configuration_deepseek_v3.py (rope_interleave true), modeling_deepseek_v3.py", K::Rope, inter, 1.0, 1e4, L::AllFull, 0, W::Never, S::DeepseekMscale, R::OneBlock, N::None, false},
-      {"gptj", "gptj/modeling_gptj.py (rotate_every_two, rotary_dim)", K::Rope, inter, 1.0, 1e4, L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, false},
-      {"codegen", "codegen/modeling_codegen.py (rotate_every_two, rotary_dim)", K::Rope, inter, 1.0, 1e4, L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, false},
-      {"gpt_neox", "gpt_neox/configuration_gpt_neox.py (rotary_pct 0.25, rotary_emb_base)", K::Rope, half, 0.25, 1e4, L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, false},
-      {"phi", "phi/configuration_phi.py (partial_rotary_factor 0.5)", K::Rope, half, 0.5, 1e4, L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, false},
-      {"persimmon", "persimmon/configuration_persimmon.py (partial_rotary_factor 0.5)", K::Rope, half, 0.5, 25000.0, L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, false},
-      {"stablelm", "stablelm/configuration_stablelm.py (partial_rotary_factor 0.25)", K::Rope, half, 0.25, 1e4, L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, false},
-      {"granite", "granite/modeling_granite.py (scaling = attention_multiplier)", K::Rope, half, 1.0, 1e4, L::AllFull, 0, W::Never, S::AttentionMultiplier, R::OneBlock, N::None, false},
-      {"gpt2", "gpt2/modeling_gpt2.py (wpe, scale_attn_by_inverse_layer_idx)", K::Learned, half, 1.0, 1e4, L::AllFull, 0, W::Never, S::Gpt2, R::OneBlock, N::None, false},
-      {"gpt_bigcode", "gpt_bigcode/modeling_gpt_bigcode.py (wpe)", K::Learned, half, 1.0, 1e4, L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, false},
-      {"gpt_neo", "gpt_neo/modeling_gpt_neo.py (wpe)", K::Learned, half, 1.0, 1e4, L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, false},
-      {"opt", "opt/modeling_opt.py (learned positions)", K::Learned, half, 1.0, 1e4, L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, false},
-      {"bloom", "bloom/modeling_bloom.py (build_alibi_tensor)", K::Alibi, half, 1.0, 1e4, L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, false},
-      {"xglm", "xglm/modeling_xglm.py (sinusoidal positions)", K::Sinusoidal, half, 1.0, 1e4, L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, false},
-      {"m2m_100", "m2m_100/modeling_m2m_100.py (sinusoidal positions)", K::Sinusoidal, half, 1.0, 1e4, L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, false},
-      {"mpt", "mpt/configuration_mpt.py (attn_config.alibi, default true)", K::Alibi, half, 1.0, 1e4, L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, false},
-      {"t5", "t5/configuration_t5.py, modeling_t5.py (relative_attention_bias in block 0, no 1/sqrt(d))", K::RelativeBias, half, 1.0, 1e4, L::AllFull, 0, W::Never, S::Unscaled, R::OneBlock, N::None, false},
-      {"mt5", "mt5/configuration_mt5.py, modeling_mt5.py (as t5)", K::RelativeBias, half, 1.0, 1e4, L::AllFull, 0, W::Never, S::Unscaled, R::OneBlock, N::None, false},
-      {"umt5", "umt5/modeling_umt5.py (a relative_attention_bias in every layer)", K::RelativeBias, half, 1.0, 1e4, L::AllFull, 0, W::Never, S::Unscaled, R::OneBlock, N::None, false},
+      // model_type     source                                          kind  pairing partial theta    layer types      pattern window          softmax                 split          nope                 temperature positions rule  rotary_dim key  interleave key  table per layer
+      {"llama", "llama/configuration_llama.py, modeling_llama.py", K::Rope, half, 1.0, 1e4, L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, false, PR::Fixed, nullptr, nullptr, false},
+      {"mistral", "mistral/modeling_mistral.py (sliding_window on every layer)", K::Rope, half, 1.0, 1e4, L::AllFull, 0, W::EveryLayer, S::HeadDim, R::OneBlock, N::None, false, PR::Fixed, nullptr, nullptr, false},
+      {"mixtral", "mixtral/modeling_mixtral.py (sliding_window on every layer)", K::Rope, half, 1.0, 1e4, L::AllFull, 0, W::EveryLayer, S::HeadDim, R::OneBlock, N::None, false, PR::Fixed, nullptr, nullptr, false},
+      {"phi3", "phi3/modeling_phi3.py (sliding_window on every layer)", K::Rope, half, 1.0, 1e4, L::AllFull, 0, W::EveryLayer, S::HeadDim, R::OneBlock, N::None, false, PR::Fixed, nullptr, nullptr, false},
+      {"qwen2", "qwen2/configuration_qwen2.py (use_sliding_window, max_window_layers 28)", K::Rope, half, 1.0, 1e4, L::MaxWindowLayers, 28, W::SlidingLayers, S::HeadDim, R::OneBlock, N::None, false, PR::Fixed, nullptr, nullptr, false},
+      {"qwen3", "qwen3/configuration_qwen3.py (use_sliding_window, max_window_layers 28)", K::Rope, half, 1.0, 1e4, L::MaxWindowLayers, 28, W::SlidingLayers, S::HeadDim, R::OneBlock, N::None, false, PR::Fixed, nullptr, nullptr, false},
+      {"qwen3_next", "qwen3_next/configuration_qwen3_next.py (full_attention_interval 4, partial 0.25)", K::Rope, half, 0.25, 1e4, L::LinearInterval, 4, W::Never, S::HeadDim, R::OneBlock, N::None, false, PR::Fixed, nullptr, nullptr, false},
+      {"gemma2", "gemma2/configuration_gemma2.py, modeling_gemma2.py (query_pre_attn_scalar)", K::Rope, half, 1.0, 1e4, L::FixedPattern, 2, W::SlidingLayers, S::QueryPreAttnScalar, R::OneBlock, N::None, false, PR::Fixed, nullptr, nullptr, false},
+      {"gemma3_text", "gemma3/configuration_gemma3.py (sliding_window_pattern 6, rope_local_base_freq)", K::Rope, half, 1.0, 1e6, L::SlidingPattern, 6, W::SlidingLayers, S::QueryPreAttnScalar, R::LocalBase, N::None, false, PR::Fixed, nullptr, nullptr, false},
+      {"gemma4_text", "gemma4/configuration_gemma4.py, modeling_gemma4.py (global_head_dim, proportional)", K::Rope, half, 1.0, 1e6, L::FixedPattern, 6, W::SlidingLayers, S::One, R::Gemma4, N::None, false, PR::Fixed, nullptr, nullptr, false},
+      {"olmo3", "olmo3/modular_olmo3.py (every 4th layer full, YaRN on full layers)", K::Rope, half, 1.0, 5e5, L::FixedPattern, 4, W::SlidingLayers, S::HeadDim, R::FullOnly, N::None, false, PR::Fixed, nullptr, nullptr, false},
+      {"gpt_oss", "gpt_oss/configuration_gpt_oss.py (sliding and full alternate)", K::Rope, half, 1.0, 1e4, L::FixedPattern, 2, W::SlidingLayers, S::HeadDim, R::OneBlock, N::None, false, PR::Fixed, nullptr, nullptr, false},
+      {"smollm3", "smollm3/configuration_smollm3.py (no_rope_layers, NoPE layers sliding)", K::Rope, half, 1.0, 1e4, L::NopeSliding, 4, W::SlidingLayers, S::HeadDim, R::OneBlock, N::NoRopeLayers, false, PR::Fixed, nullptr, nullptr, false},
+      {"llama4_text", "llama4/configuration_llama4.py, modeling_llama4.py (interleaved, NoPE, chunks)", K::Rope, inter, 1.0, 5e5, L::ChunkedRope, 4, W::Never, S::HeadDim, R::OneBlock, N::NoRopeLayers, true, PR::Fixed, nullptr, nullptr, false},
+      {"cohere", "cohere/modeling_cohere.py (rotate_half on x[..., ::2], x[..., 1::2])", K::Rope, inter, 1.0, 1e4, L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, false, PR::Fixed, nullptr, nullptr, false},
+      {"cohere2", "cohere2/configuration_cohere2.py, modeling_cohere2.py (RoPE on sliding layers only)", K::Rope, inter, 1.0, 1e4, L::SlidingPattern, 4, W::SlidingLayers, S::HeadDim, R::OneBlock, N::NonSlidingLayers, false, PR::Fixed, nullptr, nullptr, false},
+      {"glm", "glm/configuration_glm.py (partial_rotary_factor 0.5), modeling_glm.py", K::Rope, inter, 0.5, 1e4, L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, false, PR::Fixed, nullptr, nullptr, false},
+      {"glm4", "glm4/configuration_glm4.py (partial_rotary_factor 0.5), modeling_glm4.py", K::Rope, inter, 0.5, 1e4, L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, false, PR::Fixed, nullptr, nullptr, false},
+      {"ernie4_5", "ernie4_5/modeling_ernie4_5.py (repeat_interleave'd cos/sin)", K::Rope, inter, 1.0, 1e4, L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, false, PR::Fixed, nullptr, nullptr, false},
+      {"ernie4_5_moe", "ernie4_5_moe/modeling_ernie4_5_moe.py (as ernie4_5)", K::Rope, inter, 1.0, 1e4, L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, false, PR::Fixed, nullptr, nullptr, false},
+      {"deepseek_v2", "deepseek_v2/modeling_deepseek_v2.py (complex multiply on adjacent pairs, MLA)", K::Rope, inter, 1.0, 1e4, L::AllFull, 0, W::Never, S::DeepseekMscale, R::OneBlock, N::None, false, PR::Fixed, nullptr, nullptr, false},
+      {"deepseek_v3", "deepseek_v3/configuration_deepseek_v3.py (rope_interleave true), modeling_deepseek_v3.py", K::Rope, inter, 1.0, 1e4, L::AllFull, 0, W::Never, S::DeepseekMscale, R::OneBlock, N::None, false, PR::Fixed, nullptr, "rope_interleave", false},
+      {"gptj", "gptj/modeling_gptj.py (rotate_every_two, rotary_dim)", K::Rope, inter, 1.0, 1e4, L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, false, PR::Fixed, "rotary_dim", nullptr, false},
+      {"codegen", "codegen/modeling_codegen.py (rotate_every_two, rotary_dim)", K::Rope, inter, 1.0, 1e4, L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, false, PR::Fixed, "rotary_dim", nullptr, false},
+      {"gpt_neox", "gpt_neox/configuration_gpt_neox.py (rotary_pct 0.25, rotary_emb_base)", K::Rope, half, 0.25, 1e4, L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, false, PR::Fixed, nullptr, nullptr, false},
+      {"phi", "phi/configuration_phi.py (partial_rotary_factor 0.5)", K::Rope, half, 0.5, 1e4, L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, false, PR::Fixed, nullptr, nullptr, false},
+      {"persimmon", "persimmon/configuration_persimmon.py (partial_rotary_factor 0.5)", K::Rope, half, 0.5, 25000.0, L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, false, PR::Fixed, nullptr, nullptr, false},
+      {"stablelm", "stablelm/configuration_stablelm.py (partial_rotary_factor 0.25)", K::Rope, half, 0.25, 1e4, L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, false, PR::Fixed, nullptr, nullptr, false},
+      {"granite", "granite/modeling_granite.py (scaling = attention_multiplier)", K::Rope, half, 1.0, 1e4, L::AllFull, 0, W::Never, S::AttentionMultiplier, R::OneBlock, N::None, false, PR::Fixed, nullptr, nullptr, false},
+      {"gpt2", "gpt2/modeling_gpt2.py (wpe, scale_attn_by_inverse_layer_idx)", K::Learned, half, 1.0, 1e4, L::AllFull, 0, W::Never, S::Gpt2, R::OneBlock, N::None, false, PR::Fixed, nullptr, nullptr, false},
+      {"gpt_bigcode", "gpt_bigcode/modeling_gpt_bigcode.py (wpe)", K::Learned, half, 1.0, 1e4, L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, false, PR::Fixed, nullptr, nullptr, false},
+      {"gpt_neo", "gpt_neo/modeling_gpt_neo.py (wpe)", K::Learned, half, 1.0, 1e4, L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, false, PR::Fixed, nullptr, nullptr, false},
+      {"opt", "opt/modeling_opt.py (learned positions)", K::Learned, half, 1.0, 1e4, L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, false, PR::Fixed, nullptr, nullptr, false},
+      {"bloom", "bloom/modeling_bloom.py (build_alibi_tensor)", K::Alibi, half, 1.0, 1e4, L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, false, PR::Fixed, nullptr, nullptr, false},
+      {"xglm", "xglm/modeling_xglm.py (sinusoidal positions)", K::Sinusoidal, half, 1.0, 1e4, L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, false, PR::Fixed, nullptr, nullptr, false},
+      {"m2m_100", "m2m_100/modeling_m2m_100.py (sinusoidal positions)", K::Sinusoidal, half, 1.0, 1e4, L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, false, PR::Fixed, nullptr, nullptr, false},
+      {"mpt", "mpt/configuration_mpt.py (attn_config.alibi default true, learned_pos_emb default true)", K::Alibi, half, 1.0, 1e4, L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, false, PR::MptAttnConfig, nullptr, nullptr, false},
+      {"t5", "t5/configuration_t5.py, modeling_t5.py (relative_attention_bias in block 0, no 1/sqrt(d))", K::RelativeBias, half, 1.0, 1e4, L::AllFull, 0, W::Never, S::Unscaled, R::OneBlock, N::None, false, PR::Fixed, nullptr, nullptr, false},
+      {"mt5", "mt5/configuration_mt5.py, modeling_mt5.py (as t5)", K::RelativeBias, half, 1.0, 1e4, L::AllFull, 0, W::Never, S::Unscaled, R::OneBlock, N::None, false, PR::Fixed, nullptr, nullptr, false},
+      {"umt5", "umt5/modeling_umt5.py (UMT5Attention: a relative_attention_bias in every layer)", K::RelativeBias, half, 1.0, 1e4, L::AllFull, 0, W::Never, S::Unscaled, R::OneBlock, N::None, false, PR::Fixed, nullptr, nullptr, true},
   }};
   return table;
 }
@@ -163,20 +157,57 @@ inline const ModelFamily& model_family(const std::string& model_type) {
   return model_families()[0];
 }
 
-// Multimodal wrappers whose decoder is `text_config`: the model_type it has when text_config
-// names none (configuration_mistral3.py, configuration_gemma3.py, configuration_gemma4.py,
-// configuration_llama4.py).
-inline const char* default_text_model_type(const std::string& wrapper_type) {
-  static const std::array<std::array<const char*, 2>, 4> wrappers{{
-      {"mistral3", "mistral"},
-      {"gemma3", "gemma3_text"},
-      {"gemma4", "gemma4_text"},
-      {"llama4", "llama4_text"},
+// The vision tower whose 2-D RoPE a multimodal config describes (vision_rope.hpp).
+enum class VisionTower {
+  None,
+  QwenMerge,  // the Qwen2-VL family: embed_dim / num_heads, merge-block patch order
+  Pixtral,    // Pixtral: head_dim, rope_theta, row-major patches
+};
+
+// A multimodal wrapper, by its top-level model_type (a vision config's own model_type names a
+// row too: Mistral 3 wraps PixtralVisionConfig, whose model_type is "pixtral").
+struct MultimodalFamily {
+  const char* model_type;
+  const char* source;  // transformers file(s) under src/transformers/models/
+  // text_config's model_type when text_config names none ("": the config names it, or the
+  // decoder is the top level).
+  const char* text_model_type;
+  std::optional<MropeFamily> mrope_index;  // get_rope_index's rules (mrope_positions.hpp)
+  VisionTower vision;
+};
+
+inline const std::array<MultimodalFamily, 11>& multimodal_families() {
+  using V = VisionTower;
+  using M = MropeFamily;
+  static const std::array<MultimodalFamily, 11> table{{
+      // model_type   source                                                        text model_type  M-RoPE index  vision tower
+      {"mistral3", "mistral3/configuration_mistral3.py (text_config: mistral)", "mistral", std::nullopt, V::None},
+      {"gemma3", "gemma3/configuration_gemma3.py (text_config: gemma3_text)", "gemma3_text", std::nullopt, V::None},
+      {"gemma4", "gemma4/configuration_gemma4.py (text_config: gemma4_text)", "gemma4_text", std::nullopt, V::None},
+      {"llama4", "llama4/configuration_llama4.py (text_config: llama4_text)", "llama4_text", std::nullopt, V::None},
+      {"qwen2_vl", "qwen2_vl/modeling_qwen2_vl.py (get_rope_index, VisionRotaryEmbedding)", "", M::Qwen2VL, V::QwenMerge},
+      {"qwen2_5_vl", "qwen2_5_vl/modeling_qwen2_5_vl.py (get_rope_index with tokens_per_second)", "", M::Qwen25VL, V::QwenMerge},
+      {"qwen3_vl", "qwen3_vl/modeling_qwen3_vl.py (get_rope_index, interleaved M-RoPE)", "", M::Qwen3VL, V::QwenMerge},
+      {"qwen3_vl_moe", "qwen3_vl_moe/modeling_qwen3_vl_moe.py (as qwen3_vl)", "", M::Qwen3VL, V::QwenMerge},
+      {"qwen3_5", "qwen3_5/modeling_qwen3_5.py (as qwen3_vl)", "", M::Qwen3VL, V::QwenMerge},
+      {"qwen3_5_moe", "qwen3_5_moe/modeling_qwen3_5_moe.py (as qwen3_vl)", "", M::Qwen3VL, V::QwenMerge},
+      {"pixtral", "pixtral/modeling_pixtral.py (PixtralRotaryEmbedding)", "", std::nullopt, V::Pixtral},
   }};
-  for (const auto& [wrapper, text] : wrappers) {
-    if (wrapper_type == wrapper) return text;
+  return table;
+}
+
+// The row of a top-level (or vision) model_type, or nullptr.
+inline const MultimodalFamily* find_multimodal_family(const std::string& model_type) {
+  for (const MultimodalFamily& family : multimodal_families()) {
+    if (model_type == family.model_type) return &family;
   }
-  return "";
+  return nullptr;
+}
+
+// The model_type text_config has when it names none ("" for other wrappers).
+inline const char* default_text_model_type(const std::string& wrapper_type) {
+  const MultimodalFamily* family = find_multimodal_family(wrapper_type);
+  return family != nullptr ? family->text_model_type : "";
 }
 
 }  // namespace posemb

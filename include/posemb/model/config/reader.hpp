@@ -1,0 +1,173 @@
+// The config.json reader: the definitions behind load.hpp and config.hpp. Header-only by default
+// (every function inline, included by load.hpp and config.hpp); with POSEMB_CONFIG_COMPILED
+// the headers only declare them and src/config.cpp, the posemb::config library, compiles this
+// file once.
+//
+// The rules follow HuggingFace transformers (v4.57 `rope_scaling` and v5 `rope_parameters`
+// layouts; tests/data/hf/README.md and tests/data/models/README.md state them in full):
+//   decoder:     `text_config` when present (multimodal wrappers), else the config itself
+//   family:      model_families() (families.hpp): pairing, config-class defaults, layer types,
+//                sliding windows, softmax scale, NoPE layers, family-only keys; one row per
+//                model_type; multimodal_families() for the top-level model_type
+//   layers:      config/layers.hpp (heads, layer count, kind, head size, layer types, T5 stacks)
+//   rope block:  config/rope_block.hpp (which block, theta, rotary dim, pairing); the variant's
+//                parameters by rope_registry.hpp
+//   attention:   config/attention.hpp (window, chunk, query temperature, softmax scale)
+//   multimodal:  config/multimodal.hpp (M-RoPE index rules, vision tower)
+// GPT-2 style spellings (n_embd, n_head, n_positions, n_layer) stand in for hidden_size,
+// num_attention_heads, max_position_embeddings and num_hidden_layers. A null value counts as
+// absent. A config without num_hidden_layers describes one layer.
+//
+// Bad input (unknown rope type or layer type, missing required key, wrongly typed value, invalid
+// value) throws posemb::Error naming the key, and the file when loaded from a path.
+#pragma once
+
+#include "posemb/model/config.hpp"  // the declarations (first: they carry the default arguments)
+
+#include <nlohmann/json.hpp>
+
+#include <cerrno>
+#include <cstdio>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "posemb/detail/input_file.hpp"
+#include "posemb/detail/json_reader.hpp"
+#include "posemb/error.hpp"
+#include "posemb/model/config/attention.hpp"
+#include "posemb/model/config/layers.hpp"
+#include "posemb/model/config/multimodal.hpp"
+#include "posemb/model/config/rope_block.hpp"
+#include "posemb/model/config_options.hpp"
+#include "posemb/model/families.hpp"
+#include "posemb/model/positions.hpp"
+
+namespace posemb {
+namespace detail {
+
+// torchscale-style xPos: `xpos_rel_pos: true` on a RoPE model, xpos_scale_base (512).
+inline void read_xpos(const JsonReader& root, PositionKind kind, ModelPositions& model) {
+  if (!root.boolean("xpos_rel_pos").value_or(false) || kind != PositionKind::Rope) return;
+  XposParams xpos;
+  xpos.scale_base = root.number("xpos_scale_base").value_or(xpos.scale_base);
+  require_positive_finite("xpos_scale_base", xpos.scale_base);
+  model.xpos = xpos;
+}
+
+// One layer of a decoder whose layers are not T5's: its kind (NoPE by the family's rule and on
+// linear-attention layers, FoPE by its block), RoPE scheme and attention.
+inline LayerPositions read_layer(const JsonReader& root, const ModelFamily& family,
+                                 RopeBlockReader& blocks, int index, std::string layer_type,
+                                 PositionKind kind, bool rope_layer, int n_heads) {
+  LayerPositions layer;
+  layer.index = index;
+  layer.layer_type = std::move(layer_type);
+  layer.kind = kind;
+  const bool sliding = layer.layer_type == "sliding_attention";
+  if (layer.layer_type == "linear_attention" ||
+      (family.nope == NopeRule::NonSlidingLayers && !sliding) ||
+      (family.nope == NopeRule::NoRopeLayers && !rope_layer)) {
+    layer.kind = PositionKind::None;
+  }
+  layer.head_dim = layer_head_dim(root, family, n_heads, layer.layer_type);
+  double softmax_factor = 1.0;
+  if (layer.kind == PositionKind::Rope) {
+    const RopeBlock& block = blocks.block(layer.layer_type);
+    softmax_factor = block.softmax_factor;
+    if (block.fope) {
+      layer.kind = PositionKind::Fope;
+    } else {
+      layer.rope = block.scheme;
+    }
+  }
+  read_attention(root, family, layer, softmax_factor);
+  return layer;
+}
+
+// Every layer of the decoder config `root` into model (model.model_type set).
+inline void read_decoder(const JsonReader& root, const ConfigOptions& options,
+                         ModelPositions& model) {
+  const ModelFamily& family = model_family(model.model_type);
+  read_heads(root, model);
+  const int n_layers = read_layer_count(root);
+  const PositionKind kind = read_position_kind(root, family);
+  if (kind == PositionKind::Learned && !model.max_position_embeddings) {
+    root.missing("n_positions",
+                 "expected n_positions (or max_position_embeddings) for learned positions");
+  }
+  read_xpos(root, kind, model);
+  if (kind == PositionKind::RelativeBias) {
+    read_relative_bias_layers(root, family, model);
+    return;
+  }
+  const std::vector<bool> rope_layers = read_rope_layers(root, family, n_layers);
+  const std::vector<std::string> types = read_layer_types(root, family, n_layers, rope_layers);
+  RopeBlockReader blocks(root, family, options, model);
+  for (int i = 0; i < n_layers; ++i) {
+    const auto at = static_cast<std::size_t>(i);
+    model.layers.push_back(
+        read_layer(root, family, blocks, i, types[at], kind, rope_layers[at], model.n_heads));
+  }
+}
+
+// Parses config.json's text; errors from a read error of `file` (when given) win over the parse
+// error they cause.
+inline nlohmann::json parse_config(const std::string& text, std::FILE* file) {
+  try {
+    errno = 0;
+    return file != nullptr ? nlohmann::json::parse(file) : nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& error) {
+    // parse_error, or out_of_range for a number beyond double ("1e400"). A read error ends
+    // the input early: report it, not the parse error it causes.
+    if (file != nullptr && std::ferror(file)) {
+      throw Error("cannot read config file: " + errno_reason(errno));
+    }
+    throw Error(std::string("malformed JSON: ") + error.what());
+  }
+}
+
+}  // namespace detail
+
+POSEMB_CONFIG_FUNC ModelPositions model_positions_from_json(const nlohmann::json& config,
+                                                            const ConfigOptions& options) {
+  if (!config.is_object()) {
+    detail::fail("config", config.type_name(), "expected a JSON object");
+  }
+  const detail::JsonReader top(config, "");
+  ModelPositions model;
+  const std::string top_type = top.string("model_type").value_or("");
+  // Multimodal wrappers: the decoder is text_config; the top-level keys are not read.
+  if (const nlohmann::json* text = top.object("text_config")) {
+    const detail::JsonReader root(*text, "text_config.");
+    model.model_type = root.string("model_type").value_or(default_text_model_type(top_type));
+    detail::read_decoder(root, options, model);
+  } else {
+    model.model_type = top_type;
+    detail::read_decoder(top, options, model);
+  }
+  detail::read_multimodal(top, top_type, model);
+  return model;
+}
+
+POSEMB_CONFIG_FUNC ModelPositions parse_model_positions(const std::string& json_text,
+                                                        const ConfigOptions& options) {
+  return model_positions_from_json(detail::parse_config(json_text, nullptr), options);
+}
+
+POSEMB_CONFIG_FUNC ModelPositions load_model_positions(const std::string& path,
+                                                       const ConfigOptions& options) {
+  detail::InputFile file(path, "config file", "a JSON object");
+  try {
+    const nlohmann::json config = detail::parse_config("", file.get());
+    if (std::ferror(file.get())) {
+      throw Error("cannot read config file: " + detail::errno_reason(errno));
+    }
+    return model_positions_from_json(config, options);
+  } catch (Error& error) {
+    error.add_context(path);
+    throw;
+  }
+}
+
+}  // namespace posemb

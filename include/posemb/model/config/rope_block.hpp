@@ -1,0 +1,334 @@
+// config.json reader, the rope block: which parameter block P each layer type reads
+// (`rope_scaling` if a non-empty object, else `rope_parameters`, else {}; nested by layer type in
+// v5; or the block the family implies for its sliding layers), and P into a RopeScheme: rope
+// type, theta, head size, rotary dim, pairing, the variant's parameters (rope_registry.hpp),
+// M-RoPE sections, DeepSeek's softmax factor, or FoPE's settings.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <variant>
+
+#include "posemb/detail/json_reader.hpp"
+#include "posemb/error.hpp"
+#include "posemb/model/config/layers.hpp"
+#include "posemb/model/config_options.hpp"
+#include "posemb/model/families.hpp"
+#include "posemb/model/positions.hpp"
+#include "posemb/model/rope_registry.hpp"
+#include "posemb/model/rope_scheme.hpp"
+#include "posemb/rotary/fope.hpp"
+#include "posemb/rotary/mrope.hpp"
+#include "posemb/rotary/scaled.hpp"
+
+namespace posemb::detail {
+
+// One rope parameter block, read for one layer type.
+struct RopeBlock {
+  RopeScheme scheme;
+  bool fope = false;
+  double softmax_factor = 1.0;  // DeepSeek's m^2
+};
+
+// M-RoPE (mrope.hpp, the Qwen2-VL family): mrope_section [t, h, w] pairs summing to
+// rotary_dim / 2; interleaved when mrope_interleaved is true (Qwen3-VL, Qwen3.5), else chunked.
+inline void read_mrope(const JsonReader& block, RopeScheme& scheme) {
+  const auto sections = block.integers("mrope_section");
+  if (!sections || sections->size() != 3) {
+    fail(block.name("mrope_section"), block.json().at("mrope_section").dump(),
+         "expected three integers [t, h, w]");
+  }
+  MropeSections out{};
+  for (std::size_t a = 0; a < 3; ++a) {
+    const std::int64_t value = (*sections)[a];
+    if (value < 0 || value > (1 << 16)) {
+      fail(block.name("mrope_section") + "[" + std::to_string(a) + "]", value,
+           "expected an integer in [0, 65536]");
+    }
+    out[a] = static_cast<int>(value);
+  }
+  scheme.mrope_section = out;
+  scheme.mrope_layout = block.boolean("mrope_interleaved").value_or(false)
+                            ? MropeLayout::Interleaved
+                            : MropeLayout::Chunked;
+}
+
+// FoPE's settings from the block (fope.hpp): train_length (else max_position_embeddings),
+// floor_ratio (1), ignore_zero (true), clip_floor_to_zero (must be true), d_out, sigma, seed,
+// padding_sin (1).
+inline FopeConfig read_fope(const JsonReader& block, const ModelPositions& model, int head_dim,
+                            double theta) {
+  FopeConfig fope;
+  fope.head_dim = head_dim;
+  fope.n_heads = model.n_heads;
+  fope.n_kv_heads = model.n_kv_heads;
+  fope.theta = theta;
+  if (auto n = block.integer("train_length")) {
+    fope.train_length = *n;
+  } else if (model.max_position_embeddings) {
+    fope.train_length = *model.max_position_embeddings;
+  } else {
+    block.missing("train_length", "required for rope_type \"fope\" (or max_position_embeddings)");
+  }
+  fope.floor_ratio = block.number("floor_ratio").value_or(1.0);
+  if (!block.boolean("clip_floor_to_zero").value_or(true)) {
+    fail(block.name("clip_floor_to_zero"), "false",
+         "expected true (frequencies below the floor are set to 0; clamping to the floor is "
+         "not supported)");
+  }
+  fope.drop_clipped = block.boolean("ignore_zero").value_or(true);
+  if (auto d_out = block.integer("d_out")) fope.d_out = to_int(block.name("d_out"), *d_out);
+  fope.sigma = block.number("sigma").value_or(fope.sigma);
+  if (auto seed = block.integer("seed")) {
+    if (*seed < 0) fail(block.name("seed"), *seed, "expected an integer >= 0");
+    fope.seed = static_cast<std::uint64_t>(*seed);
+  }
+  fope.padding_sin = block.number("padding_sin").value_or(1.0);
+  try {
+    resolve_fope_config(fope);
+  } catch (Error& error) {
+    error.qualify(block.name(""));  // the FoPE settings are named as their keys
+    throw;
+  }
+  return fope;
+}
+
+// The rope blocks of one decoder config, read once per layer type.
+class RopeBlockReader {
+ public:
+  RopeBlockReader(const JsonReader& root, const ModelFamily& family, const ConfigOptions& options,
+                  ModelPositions& model)
+      : root_(root), family_(family), options_(options), model_(model) {}
+
+  const RopeBlock& block(const std::string& layer_type) {
+    const auto cached = blocks_.find(layer_type);
+    if (cached != blocks_.end()) return cached->second;
+    find_block();
+    std::string name = block_name_;
+    const nlohmann::json* json = block_for(layer_type, name);
+    // Gemma 4's sliding layers take head_dim whole (Gemma4TextRotaryEmbedding).
+    const bool ignore_partial =
+        family_.split == RopeSplit::Gemma4 && layer_type == "sliding_attention";
+    static const nlohmann::json empty = nlohmann::json::object();
+    const JsonReader block(json != nullptr ? *json : empty,
+                           name.empty() ? root_.name("") : root_.name(name + "."));
+    RopeBlock out =
+        read_block(block, name.empty() ? "" : root_.name(name), layer_type, ignore_partial);
+    return blocks_.emplace(layer_type, std::move(out)).first->second;
+  }
+
+ private:
+  // The block P and whether it is nested by layer type.
+  void find_block() {
+    if (block_found_) return;
+    block_found_ = true;
+    for (const char* key : {"rope_scaling", "rope_parameters"}) {
+      const nlohmann::json* value = root_.object(key);
+      if (value != nullptr && !value->empty()) {
+        block_name_ = key;
+        block_ = value;
+        break;
+      }
+    }
+    if (block_ == nullptr) return;
+    const JsonReader block(*block_, root_.name(block_name_ + "."));
+    if (block.has("rope_type") || block.has("type")) return;
+    for (const auto& item : block_->items()) {
+      if (!item.value().is_object()) continue;
+      nested_ = true;
+      if (!is_known_layer_type(item.key())) {
+        fail(block.name(item.key()), "{...}",
+             "expected rope parameters, or rope parameters per layer type (full_attention, "
+             "sliding_attention, chunked_attention, linear_attention)");
+      }
+    }
+  }
+
+  // The JSON block a layer type reads (nullptr: none); name becomes its key path ("" for a
+  // block the family implies, whose keys are not in the file).
+  const nlohmann::json* block_for(const std::string& layer_type, std::string& name) {
+    const bool sliding = layer_type == "sliding_attention";
+    nlohmann::json& synthetic = synthetic_[layer_type];
+    synthetic = nlohmann::json::object();
+    if (nested_) {
+      name = block_name_ + "." + layer_type;
+      if (!block_->contains(layer_type) || !block_->at(layer_type).is_object()) {
+        JsonReader(*block_, root_.name(block_name_ + "."))
+            .missing(layer_type, "expected rope parameters for every layer type in use");
+      }
+      return &block_->at(layer_type);
+    }
+    if (family_.split == RopeSplit::Gemma4 && block_ == nullptr) {
+      // configuration_gemma4.py's defaults.
+      synthetic = sliding ? nlohmann::json{{"rope_type", "default"}, {"rope_theta", 1e4}}
+                          : nlohmann::json{{"rope_type", "proportional"},
+                                           {"partial_rotary_factor", 0.25},
+                                           {"rope_theta", 1e6}};
+    } else if (sliding && family_.split == RopeSplit::LocalBase) {
+      const double local_base = root_.number("rope_local_base_freq").value_or(1e4);
+      require_positive_finite(root_.name("rope_local_base_freq"), local_base);
+      synthetic = {{"rope_type", "default"}, {"rope_theta", local_base}};
+    } else if (sliding && family_.split == RopeSplit::FullOnly) {
+      synthetic = {{"rope_type", "default"}};
+    } else {
+      return block_;
+    }
+    name.clear();
+    return &synthetic;
+  }
+
+  // theta: P.rope_theta, else rope_theta, else rotary_emb_base (GPT-NeoX), else the family's.
+  double read_theta(const JsonReader& block) const {
+    std::optional<double> theta = block.number("rope_theta");
+    if (!theta) {
+      theta = root_.first_of({"rope_theta", "rotary_emb_base"},
+                             [&](const std::string& key) { return root_.number(key); });
+    }
+    const double value = theta.value_or(family_.rope_theta);
+    require_positive_finite(root_.name("rope_theta"), value);
+    return value;
+  }
+
+  // The head size the rotation runs over: qk_rope_head_dim (DeepSeek), else the layer's.
+  int rope_head_dim(const std::string& layer_type) const {
+    if (auto dim = root_.integer("qk_rope_head_dim")) {
+      return to_head_dim(root_.name("qk_rope_head_dim"), *dim);
+    }
+    const int head_dim = layer_head_dim(root_, family_, model_.n_heads, layer_type);
+    if (head_dim == 0) {
+      root_.missing("hidden_size", "expected hidden_size (or n_embd) or head_dim for RoPE");
+    }
+    return head_dim;
+  }
+
+  // The partial rotary factor: partial_rotary_factor, else P.partial_rotary_factor, else
+  // rotary_pct (GPT-NeoX), else the family's.
+  double read_fraction(const JsonReader& block, bool ignore_partial) const {
+    std::string key = root_.name("partial_rotary_factor");
+    std::optional<double> partial = root_.number("partial_rotary_factor");
+    if (!partial && (partial = block.number("partial_rotary_factor"))) {
+      key = block.name("partial_rotary_factor");
+    }
+    if (!partial && (partial = root_.number("rotary_pct"))) key = root_.name("rotary_pct");
+    double fraction = partial.value_or(family_.partial_rotary_factor);
+    if (ignore_partial) fraction = 1.0;
+    if (!(fraction > 0.0 && fraction <= 1.0)) fail(key, fraction, "expected in (0, 1]");
+    return fraction;
+  }
+
+  // rotary_dim: the family's rotary_dim key when given (GPT-J, CodeGen), the whole head for a
+  // variant that rotates it whole, else int(head_dim * fraction) as HF (a double product
+  // truncated).
+  int read_rotary_dim(const RopeVariant& variant, int head_dim, double fraction) const {
+    int rotary_dim = 0;
+    if (family_.rotary_dim_key != nullptr && root_.has(family_.rotary_dim_key)) {
+      rotary_dim = to_int(root_.name(family_.rotary_dim_key),
+                          root_.integer(family_.rotary_dim_key, ""));
+    } else if (variant.rotates_whole_head) {
+      rotary_dim = head_dim;
+    } else {
+      rotary_dim = static_cast<int>(static_cast<double>(head_dim) * fraction);
+    }
+    if (rotary_dim < 2 || rotary_dim % 2 != 0 || rotary_dim > head_dim) {
+      fail("rotary_dim", rotary_dim,
+           "expected an even number in [2, head_dim = " + std::to_string(head_dim) + "]");
+    }
+    return rotary_dim;
+  }
+
+  // The family's pairing (rotate-half when its interleave key is false), or the caller's.
+  Pairing read_pairing() const {
+    Pairing pairing = family_.pairing;
+    if (family_.interleave_key != nullptr &&
+        !root_.boolean(family_.interleave_key).value_or(true)) {
+      pairing = Pairing::RotateHalf;
+    }
+    return options_.pairing.value_or(pairing);
+  }
+
+  // DeepSeek-V2/V3 (modeling_deepseek_v3.py): scaling *= m^2 for a scaled rope type with
+  // mscale_all_dim != 0, m = 0.1 mscale_all_dim ln(factor) + 1.
+  double read_softmax_factor(const JsonReader& block, const RopeScheme& scheme,
+                             const std::string& why) const {
+    if (family_.softmax != SoftmaxRule::DeepseekMscale || scheme.rope_type == "default") {
+      return 1.0;
+    }
+    const double all_dim = block.number("mscale_all_dim").value_or(0.0);
+    if (all_dim == 0.0) return 1.0;
+    const auto* yarn = std::get_if<YarnParams>(&scheme.params);
+    const double m = yarn_mscale(yarn ? yarn->factor : block.number("factor", why), all_dim);
+    return m * m;
+  }
+
+  // Builds the spec(s) once so that an invalid value fails here, named by its block.
+  static void check_scheme(const RopeScheme& scheme, const std::string& block_name) {
+    try {
+      scheme.spec(std::nullopt);
+      if (scheme.mrope_section) scheme.mrope_spec(std::nullopt);
+      if (const auto* longrope = std::get_if<LongRopeParams>(&scheme.params)) {
+        const std::int64_t original = longrope->original_max_position_embeddings;
+        if (original < std::numeric_limits<std::int64_t>::max()) scheme.spec(original + 1);
+      }
+    } catch (Error& error) {
+      if (!block_name.empty()) error.add_context(block_name);
+      throw;
+    }
+  }
+
+  // block_name: where the block is, for errors from its values ("" for the config itself).
+  RopeBlock read_block(const JsonReader& block, const std::string& block_name,
+                       const std::string& layer_type, bool ignore_partial) {
+    RopeBlock out;
+    RopeScheme& scheme = out.scheme;
+    const char* type_key = block.first_key({"rope_type", "type"});
+    scheme.rope_type = type_key ? *block.string(type_key) : "default";
+    if (scheme.rope_type == "su") scheme.rope_type = "longrope";  // Phi-3's first name
+    if (scheme.rope_type == "mrope") scheme.rope_type = "default";  // Qwen2VLConfig's rewrite
+    scheme.theta = read_theta(block);
+    const int head_dim = rope_head_dim(layer_type);
+    const double fraction = read_fraction(block, ignore_partial);
+    if (scheme.rope_type == "fope") {
+      if (fraction != 1.0 || options_.pairing.value_or(family_.pairing) != Pairing::RotateHalf) {
+        fail(block.name("rope_type"), "\"fope\"",
+             "FoPE rotates whole heads in rotate-half pairs; expected no partial rotary and no "
+             "interleaved pairing");
+      }
+      model_.fope = read_fope(block, model_, head_dim, scheme.theta);
+      out.fope = true;
+      return out;
+    }
+    const RopeVariant* variant = find_rope_variant(scheme.rope_type);
+    if (variant == nullptr) {
+      fail(block.name(type_key), "\"" + scheme.rope_type + "\"",
+           "expected one of " + rope_type_names() + ", fope");
+    }
+    scheme.head_dim = head_dim;
+    scheme.rotary_dim = read_rotary_dim(*variant, head_dim, fraction);
+    scheme.pairing = read_pairing();
+    const RopeReadContext context{root_,    block,    model_.max_position_embeddings,
+                                  root_.integer("original_max_position_embeddings"),
+                                  fraction, "required for rope_type \"" + scheme.rope_type + "\""};
+    scheme.params = rope_reader(*variant).read(context);
+    if (block.has("mrope_section")) read_mrope(block, scheme);
+    out.softmax_factor = read_softmax_factor(block, scheme, context.why);
+    check_scheme(scheme, block_name);
+    return out;
+  }
+
+  const JsonReader& root_;
+  const ModelFamily& family_;
+  const ConfigOptions& options_;
+  ModelPositions& model_;
+  bool block_found_ = false;
+  bool nested_ = false;
+  std::string block_name_;
+  const nlohmann::json* block_ = nullptr;
+  std::map<std::string, RopeBlock> blocks_;          // by layer type
+  std::map<std::string, nlohmann::json> synthetic_;  // blocks the family implies, by layer type
+};
+
+}  // namespace posemb::detail

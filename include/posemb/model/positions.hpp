@@ -1,0 +1,174 @@
+// A model's positions, layer by layer: the vocabulary the readers (config.json: load.hpp,
+// config.hpp) fill and every other part of posemb and its users hand around. Needs no JSON
+// parser: a translation unit that only names ModelPositions includes this header alone.
+//
+// A model's positions are per layer (LayerPositions): the positional kind (RoPE, none, ALiBi,
+// learned, sinusoidal, FoPE, T5 relative bias), the RoPE scheme of RoPE layers (RopeScheme,
+// rope_scheme.hpp), the layer's q/k head size and its attention-side parameters
+// (LayerAttention: softmax scale, sliding window, chunk, query temperature). Models whose layers
+// agree are as easy to use as one scheme: ModelPositions::rope_spec().
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "posemb/bias/relative_bias.hpp"
+#include "posemb/error.hpp"
+#include "posemb/model/layer_attention.hpp"
+#include "posemb/model/position_kind.hpp"
+#include "posemb/model/rope_scheme.hpp"
+#include "posemb/rotary/fope.hpp"
+#include "posemb/rotary/mrope_positions.hpp"
+#include "posemb/rotary/rope.hpp"
+#include "posemb/rotary/vision.hpp"
+#include "posemb/rotary/xpos.hpp"
+
+namespace posemb {
+
+// The attention types of HuggingFace's `layer_types`.
+inline const std::vector<std::string>& known_layer_types() {
+  static const std::vector<std::string> types = {"full_attention", "sliding_attention",
+                                                 "chunked_attention", "linear_attention"};
+  return types;
+}
+
+inline bool is_known_layer_type(const std::string& type) {
+  for (const std::string& known : known_layer_types()) {
+    if (type == known) return true;
+  }
+  return false;
+}
+
+// What one decoder layer does with positions.
+struct LayerPositions {
+  int index = 0;
+  std::string layer_type = "full_attention";  // one of known_layer_types()
+  PositionKind kind = PositionKind::Rope;
+  int head_dim = 0;                // the width q·kᵀ runs over (0: not given by the config)
+  std::optional<RopeScheme> rope;  // kind == Rope
+  LayerAttention attention;        // softmax_scale is set on every softmax layer
+  // Encoder-decoder models (T5): "encoder" or "decoder"; "" for one stack of layers.
+  std::string stack;
+  // kind == RelativeBias: the buckets (bidirectional in the encoder, causal in the decoder's
+  // self-attention) and the layer whose [num_buckets, heads] table this layer adds (the first
+  // layer of its stack, which holds the table; UMT5: every layer its own).
+  std::optional<T5Buckets> relative_bias;
+  int relative_bias_table_layer = 0;
+
+  // Linear-attention layers (Qwen3-Next's gated DeltaNet) have no softmax over q·kᵀ.
+  bool softmax_attention() const { return layer_type != "linear_attention"; }
+
+  // The layer's RoPE spec at seq_len; throws unless kind == Rope.
+  RopeSpec rope_spec(std::optional<std::int64_t> seq_len = std::nullopt) const {
+    if (!rope) detail::fail("kind", to_string(kind), "expected rope for a RoPE spec");
+    return rope->spec(seq_len);
+  }
+};
+
+inline bool operator==(const QueryTemperature& a, const QueryTemperature& b) {
+  return a.floor_scale == b.floor_scale && a.attn_scale == b.attn_scale;
+}
+
+// True when two layers do the same (everything but the index).
+inline bool same_positions(const LayerPositions& a, const LayerPositions& b) {
+  return a.kind == b.kind && a.head_dim == b.head_dim && a.rope == b.rope &&
+         a.softmax_attention() == b.softmax_attention() &&
+         a.attention.softmax_scale == b.attention.softmax_scale &&
+         a.attention.sliding_window == b.attention.sliding_window &&
+         a.attention.attention_chunk_size == b.attention.attention_chunk_size &&
+         a.attention.query_temperature == b.attention.query_temperature && a.stack == b.stack &&
+         a.relative_bias.has_value() == b.relative_bias.has_value() &&
+         (!a.relative_bias ||
+          (a.relative_bias->num_buckets == b.relative_bias->num_buckets &&
+           a.relative_bias->max_distance == b.relative_bias->max_distance &&
+           a.relative_bias->bidirectional == b.relative_bias->bidirectional &&
+           a.relative_bias_table_layer == b.relative_bias_table_layer));
+}
+
+// The positional scheme of one model, layer by layer, as read from its config.json.
+//
+// Example:
+//   const posemb::ModelPositions model = posemb::load_model_positions("config.json");
+//   for (const posemb::LayerPositions& layer : model.layers) {
+//     if (layer.kind == posemb::PositionKind::Rope) {
+//       const posemb::RopeSpec spec = layer.rope_spec(seq_len);  // rotate q and k of this layer
+//     }
+//     // layer.attention: softmax scale, sliding window, chunk, query temperature
+//   }
+struct ModelPositions {
+  std::string model_type;  // of the decoder ("" if the config has none)
+  int n_heads = 0;         // query heads
+  int n_kv_heads = 0;      // key/value heads (grouped-query attention); n_heads if not given
+  std::optional<std::int64_t> max_position_embeddings;
+  std::vector<LayerPositions> layers;  // [num_hidden_layers]
+  std::optional<XposParams> xpos;      // torchscale-style `xpos_rel_pos: true`
+  std::optional<FopeConfig> fope;      // rope_type "fope": pass to make_fope
+  // Multimodal models (Qwen2-VL family, Pixtral): get_rope_index's rules from the top-level
+  // model_type and vision_config (mrope_positions.hpp), and the vision tower's 2-D RoPE
+  // (vision_rope.hpp).
+  std::optional<MropeIndexRules> mrope_index;
+  std::optional<VisionRope> vision;
+
+  // Layer i; throws naming `layer` when out of range.
+  const LayerPositions& layer(std::int64_t i) const {
+    if (i < 0 || i >= static_cast<std::int64_t>(layers.size())) {
+      detail::fail("layer", i,
+                   "expected a layer index in [0, " + std::to_string(layers.size()) + ")");
+    }
+    return layers[static_cast<std::size_t>(i)];
+  }
+
+  // True when every layer does the same as layer 0.
+  bool layers_alike() const {
+    for (const LayerPositions& layer : layers) {
+      if (!same_positions(layer, layers.front())) return false;
+    }
+    return true;
+  }
+
+  // The kind of every layer that has positions (NoPE layers aside); None if no layer has any.
+  PositionKind kind() const {
+    std::optional<PositionKind> kind;
+    for (const LayerPositions& layer : layers) {
+      if (layer.kind == PositionKind::None) continue;
+      if (kind && *kind != layer.kind) {
+        detail::fail("kind", to_string(layer.kind),
+                     std::string("expected every layer to be ") + to_string(*kind));
+      }
+      kind = layer.kind;
+    }
+    return kind.value_or(PositionKind::None);
+  }
+
+  // The one RoPE scheme every RoPE layer uses; throws when there is none or the layers differ
+  // (then use layers[i].rope).
+  const RopeScheme& rope_scheme() const {
+    const RopeScheme* scheme = nullptr;
+    for (const LayerPositions& layer : layers) {
+      if (!layer.rope) continue;
+      if (scheme != nullptr && !(*scheme == *layer.rope)) {
+        detail::fail("layer", layer.index,
+                     "its RoPE scheme differs from layer 0's; expected one scheme for the "
+                     "model (use layers[i].rope_spec())");
+      }
+      if (scheme == nullptr) scheme = &*layer.rope;
+    }
+    if (scheme == nullptr) detail::fail("kind", to_string(kind()), "expected rope for a RoPE spec");
+    return *scheme;
+  }
+
+  // The RoPE spec at seq_len of a model with one RoPE scheme (see rope_scheme()).
+  RopeSpec rope_spec(std::optional<std::int64_t> seq_len = std::nullopt) const {
+    return rope_scheme().spec(seq_len);
+  }
+
+  // xPos spec at seq_len; throws unless the model uses xPos.
+  XposSpec xpos_spec(std::optional<std::int64_t> seq_len = std::nullopt) const {
+    if (!xpos) detail::fail("xpos_rel_pos", "absent", "expected an xPos model");
+    return XposSpec{rope_spec(seq_len), *xpos};
+  }
+};
+
+}  // namespace posemb
