@@ -62,8 +62,14 @@ json api_object(const posemb::LayerPositions& layer, std::optional<std::int64_t>
   object["query_temperature"] = nullptr;
   if (attention.query_temperature) {
     object["query_temperature"] = {{"floor_scale", attention.query_temperature->floor_scale},
-                                   {"attn_scale", attention.query_temperature->attn_scale}};
+                                   {"attn_scale", attention.query_temperature->attn_scale},
+                                   {"position_offset", attention.query_temperature->position_offset}};
   }
+  object["logit_softcap"] = attention.logit_softcap ? json(*attention.logit_softcap) : json(nullptr);
+  object["attention_sinks"] = attention.attention_sinks;
+  object["bias_placement"] = layer.kind == posemb::PositionKind::Alibi
+                                 ? json(posemb::to_string(attention.bias_placement))
+                                 : json(nullptr);
   object["mrope_section"] = nullptr;
   object["mrope_layout"] = nullptr;
   return object;
