@@ -16,7 +16,6 @@
 // loop) on 192 query rows of every head, and against the square baseline everywhere.
 #include <Eigen/Core>
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -30,12 +29,14 @@
 #include <posemb/attention/fused.hpp>
 #include <posemb/isa.hpp>
 
+#include "harness.hpp"
+
 namespace {
 
 constexpr Eigen::Index kSeq = 2048, kHeads = 32, kKvHeads = 8, kDim = 128, kPanel = 128;
 constexpr int kPairs = 5;
 using Rows = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-using Clock = std::chrono::steady_clock;
+using namespace posemb::bench;
 
 posemb::RopeSpec spec() { return posemb::default_rope_spec(int(kDim), 500000.0, posemb::Pairing::RotateHalf); }
 
@@ -124,37 +125,13 @@ double compare_square(const posemb::Tensor4<float>& scores, const std::vector<fl
   return worst;
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
 // Median of measured / baseline over kPairs back-to-back pairs, alternating which runs first.
 struct Timing {
   double ratio, measured, baseline;  // seconds: the fastest of each
 };
 Timing paired(const std::function<void()>& baseline, const std::function<void()>& measured) {
-  std::vector<double> ratios;
-  double best_measured = 1e30, best_baseline = 1e30;
-  const auto time = [](const std::function<void()>& f) {
-    const auto t0 = Clock::now();
-    f();
-    return std::chrono::duration<double>(Clock::now() - t0).count();
-  };
-  for (int pair = 0; pair < kPairs; ++pair) {
-    double b = 0, m = 0;
-    if (pair % 2 == 0) {
-      b = time(baseline);
-      m = time(measured);
-    } else {
-      m = time(measured);
-      b = time(baseline);
-    }
-    ratios.push_back(m / b);
-    best_measured = std::min(best_measured, m);
-    best_baseline = std::min(best_baseline, b);
-  }
-  return {median(ratios), best_measured, best_baseline};
+  const PairSeries series = time_pairs(kPairs, baseline, measured, Order::Alternate);
+  return {series.median_cost(), series.fastest_measured(), series.fastest_baseline()};
 }
 
 template <class T>
@@ -212,8 +189,9 @@ bool run(const char* type, double limit) {
 }  // namespace
 
 int main() {
-  std::printf("%s build, Eigen SIMD: %s, posemb kernels at level %s\n", POSEMB_BENCH_BUILD,
-              Eigen::SimdInstructionSetsInUse(), posemb::to_string(posemb::isa_level()));
+  print_header(std::string(POSEMB_BENCH_BUILD) + " build, Eigen SIMD: " +
+               Eigen::SimdInstructionSetsInUse() + ", posemb kernels at level " +
+               posemb::to_string(posemb::isa_level()));
   std::printf("q [1, %ld, %ld, %ld], k [1, %ld, %ld, %ld] (BSHD), RoPE rotate-half theta 500000, causal, one thread\n",
               long(kSeq), long(kHeads), long(kDim), long(kSeq), long(kKvHeads), long(kDim));
   std::printf("ratio = posemb time / GEMM time (median of %d alternating pairs; target <= 1.20)\n", kPairs);

@@ -20,7 +20,6 @@
 // memcpy of the same bytes measured in the same iteration.
 #include <Eigen/Core>
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -31,6 +30,7 @@
 
 #include "ggml-cpu.h"
 #include "ggml.h"
+#include "harness.hpp"
 #include "posemb/isa.hpp"
 #include "posemb/rotary/rope.hpp"
 #include "posemb/rotary/scaled.hpp"
@@ -47,7 +47,7 @@ constexpr std::int64_t kDecodePosition = 100000;
 // below the O(1) error of a different pairing, frequency or YaRN convention.
 constexpr double kPosembLimit = 1e-6, kGgmlLimit = 0.1;
 
-using Clock = std::chrono::steady_clock;
+using namespace posemb::bench;
 using Buffer = std::vector<float, Eigen::aligned_allocator<float>>;
 
 enum class Kind { Interleaved, RotateHalf, Yarn };
@@ -171,59 +171,34 @@ posemb::RopeSpec posemb_spec(Kind kind) {
 // ---------------------------------------------------------------------------------------------
 // Timing.
 
-double seconds(Clock::time_point begin, Clock::time_point end) {
-  return std::chrono::duration<double>(end - begin).count();
-}
-
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  return values[values.size() / 2];
-}
-
 struct Timing {
   double ggml, posemb, speedup, ggml_of_memcpy, posemb_of_memcpy;
 };
 
-// Each iteration: memcpy, then ggml and posemb in alternating order.
+// Each iteration: memcpy, then ggml and posemb in alternating order (ggml first in even
+// iterations).
 template <class Ggml, class Posemb, class Copy>
-Timing time_pair(int iterations, Ggml&& ggml, Posemb&& posemb, Copy&& copy) {
-  std::vector<double> g, p, ratio, g_copy, p_copy;
+Timing time_iterations(int iterations, Ggml&& ggml, Posemb&& posemb, Copy&& copy) {
+  PairSeries rope, copy_vs_ggml, copy_vs_posemb;  // baselines: ggml; memcpy, memcpy
   for (int k = 0; k < iterations; ++k) {
     const auto t0 = Clock::now();
     copy();
-    const auto t1 = Clock::now();
-    double tg, tp;
-    if (k % 2 == 0) {
-      ggml();
-      const auto t2 = Clock::now();
-      posemb();
-      const auto t3 = Clock::now();
-      tg = seconds(t1, t2);
-      tp = seconds(t2, t3);
-    } else {
-      posemb();
-      const auto t2 = Clock::now();
-      ggml();
-      const auto t3 = Clock::now();
-      tp = seconds(t1, t2);
-      tg = seconds(t2, t3);
-    }
-    const double tc = seconds(t0, t1);
-    g.push_back(tg);
-    p.push_back(tp);
-    ratio.push_back(tg / tp);
-    g_copy.push_back(tc / tg);
-    p_copy.push_back(tc / tp);
+    const double copy_time = seconds(t0, Clock::now());
+    const PairTimes times = time_pair(ggml, posemb, k % 2 == 1);
+    rope.add(times);
+    copy_vs_ggml.add({copy_time, times.baseline});
+    copy_vs_posemb.add({copy_time, times.measured});
   }
-  return {median(g), median(p), median(ratio), median(g_copy), median(p_copy)};
+  return {rope.median_baseline(), rope.median_measured(), rope.median_speedup(),
+          copy_vs_ggml.median_speedup(), copy_vs_posemb.median_speedup()};
 }
 
 }  // namespace
 
 int main() {
   ggml_cpu_init();
-  std::printf("posemb (kernels at level %s) against ggml_rope_ext, one thread, float32.\n",
-              posemb::to_string(posemb::isa_level()));
+  print_header(std::string("posemb (kernels at level ") + posemb::to_string(posemb::isa_level()) +
+               ") against ggml_rope_ext, one thread, float32.");
 
   // ---- large: x [1, 2048, 32, 128], out of place ----
   const std::size_t elements = std::size_t(kSeq) * kHeads * kHeadDim;
@@ -260,7 +235,7 @@ int main() {
       return 1;
     }
     Buffer copy_out(elements);
-    row.timing = time_pair(
+    row.timing = time_iterations(
         40, [&] { ggml.run(); }, run_posemb,
         [&] { std::memcpy(copy_out.data(), x.data(), elements * sizeof(float)); });
     rows.push_back(row);
@@ -289,7 +264,7 @@ int main() {
     }
     // Rotating the same buffer again and again: values stay bounded (a rotation).
     Buffer copy_out(token.size());
-    row.timing = time_pair(
+    row.timing = time_iterations(
         20001, [&] { ggml.run(); }, [&] { posemb::apply_rope_inplace(map, kDecodePosition, spec); },
         [&] { std::memcpy(copy_out.data(), token.data(), token.size() * sizeof(float)); });
     rows.push_back(row);

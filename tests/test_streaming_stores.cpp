@@ -254,10 +254,16 @@ void check_pools_case(const char* type, const Case& c) {
   Eigen::ThreadPool pool1(1), pool2(2), pool3(3);
   Eigen::ThreadPoolDevice device1(&pool1, 1), device2(&pool2, 2), device3(&pool3, 3);
   RecordingPool recording;
+  // Tasks run one after another in order: the first takes every piece of the work, the later
+  // ones find none left (a pool whose threads start late).
+  const posemb::ParallelFor in_order = [](std::size_t tasks, const std::function<void(std::size_t)>& task) {
+    for (std::size_t i = 0; i < tasks; ++i) task(i);
+  };
   const posemb::Threads pools[] = {posemb::eigen_threads(device1), posemb::eigen_threads(device2),
                                    posemb::eigen_threads(device3),
-                                   posemb::Threads{3, recording.callable()}, posemb::Threads{2}};
-  const char* pool_names[] = {"eigen 1", "eigen 2", "eigen 3", "callable 3", "Threads{2}"};
+                                   posemb::Threads{3, recording.callable()}, posemb::Threads{2},
+                                   posemb::Threads{2, in_order}};
+  const char* pool_names[] = {"eigen 1", "eigen 2", "eigen 3", "callable 3", "Threads{2}", "in order 2"};
   for (IsaLevel level : supported_levels()) {
     posemb::set_isa_level(level);
     for (SourceKind kind : {SourceKind::Spec, SourceKind::Table}) {
@@ -269,7 +275,7 @@ void check_pools_case(const char* type, const Case& c) {
             const auto single = rotate_once<T>(c, kind, pairing, l.layouts, out_seq, shift, {});
             for (StreamingStores mode : {StreamingStores::Never, StreamingStores::Always}) {
               posemb::set_streaming_stores(mode);
-              for (int p = 0; p < 5; ++p) {
+              for (int p = 0; p < 6; ++p) {
                 INFO(type << " level " << posemb::to_string(level) << " " << name_of(kind) << " "
                           << posemb::to_string(pairing) << " " << l.name << " shift " << shift
                           << " streaming " << posemb::to_string(mode) << " pool " << pool_names[p]
@@ -404,7 +410,8 @@ TEST_CASE("streaming stores: the streaming copy equals memcpy for every length a
 TEST_CASE("streaming stores: settings, the default from the cache size, and the environment") {
   SettingsGuard guard;
   CHECK(posemb::last_level_cache_bytes() >= (std::size_t(256) << 10));
-  CHECK(posemb::default_streaming_store_threshold() == posemb::last_level_cache_bytes() / 2);
+  CHECK(posemb::default_streaming_store_threshold() == posemb::usable_cache_bytes() / 2);
+  CHECK(posemb::usable_cache_bytes() <= posemb::last_level_cache_bytes());
   posemb::set_streaming_store_threshold(1000);
   CHECK(posemb::streaming_store_threshold() == 1000);
   posemb::set_streaming_stores(StreamingStores::Auto);
@@ -417,10 +424,7 @@ TEST_CASE("streaming stores: settings, the default from the cache size, and the 
   CHECK_THROWS_WITH(posemb::set_streaming_stores(static_cast<StreamingStores>(9)),
                     Catch::Contains("mode = 9"));
 
-  // Linux's sysfs sizes.
-  CHECK(posemb::detail::sysfs_cache_bytes("32768K") == (std::size_t(32) << 20));
-  CHECK(posemb::detail::sysfs_cache_bytes("1M") == (std::size_t(1) << 20));
-  CHECK(posemb::detail::sysfs_cache_bytes("") == 0);
+  // Linux's sysfs sizes: tests/test_cache_topology.cpp.
 
   const char* saved_bytes = std::getenv("POSEMB_STREAMING_STORES_MIN_BYTES");
   const char* saved_mode = std::getenv("POSEMB_STREAMING_STORES");

@@ -8,7 +8,8 @@
 // out back) where a non-temporal store moves two; but a non-temporal store also takes the line
 // out of the cache, so a small output that the caller reads back at once (a decode step, a tile
 // inside attention) is better left in the cache. The default threshold is half the last-level
-// cache the machine reports: from there on x and out together no longer fit in it.
+// cache this process counts on (posemb/cache_topology.hpp: not what a hypervisor reports, but
+// the share of it left to this process's CPUs): from there on x and out together no longer fit.
 //
 // How: the kernels rotate a few kilobytes of output (head vectors whose destinations are
 // adjacent) into a buffer that stays in L1, and a streaming copy (detail/stream_copy.hpp) moves
@@ -32,12 +33,9 @@
 #include <cstdlib>
 #include <string>
 
+#include "posemb/cache_topology.hpp"
 #include "posemb/detail/stream_copy.hpp"
 #include "posemb/error.hpp"
-
-#if defined(__unix__) || defined(__APPLE__)
-#include <unistd.h>
-#endif
 
 namespace posemb {
 
@@ -54,61 +52,6 @@ inline const char* to_string(StreamingStores mode) {
 }
 
 namespace detail {
-
-// The size in bytes of a cache level from Linux's sysfs ("32768K", "1M"), 0 if unreadable.
-inline std::size_t sysfs_cache_bytes(const std::string& size) {
-  char* end = nullptr;
-  const unsigned long long value = std::strtoull(size.c_str(), &end, 10);
-  if (end == size.c_str()) return 0;
-  const char unit = *end;
-  const unsigned long long scale =
-      unit == 'K' ? 1ull << 10 : unit == 'M' ? 1ull << 20 : unit == 'G' ? 1ull << 30 : 1ull;
-  return static_cast<std::size_t>(value * scale);
-}
-
-// The largest data or unified cache of CPU 0 in /sys/devices/system/cpu/cpu0/cache, else
-// sysconf(_SC_LEVEL3_CACHE_SIZE) / (_SC_LEVEL2_CACHE_SIZE), else 0. sysfs comes first: under
-// some hypervisors glibc's CPUID-based sysconf reports the host's cache (a 32 MiB guest L3 read
-// as 320 MiB).
-inline std::size_t detect_last_level_cache_bytes() {
-  std::size_t best = 0;
-  int best_level = 0;
-  for (int index = 0; index < 16; ++index) {
-    const std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(index) + "/";
-    const auto read = [&](const char* name) {
-      std::string text;
-      if (std::FILE* file = std::fopen((dir + name).c_str(), "r")) {
-        char buffer[64] = {};
-        if (std::fgets(buffer, sizeof buffer, file) != nullptr) text = buffer;
-        std::fclose(file);
-      }
-      while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
-      return text;
-    };
-    const std::string type = read("type");
-    if (type.empty()) continue;
-    if (type != "Data" && type != "Unified") continue;
-    const int level = std::atoi(read("level").c_str());
-    const std::size_t bytes = sysfs_cache_bytes(read("size"));
-    if (bytes > 0 && level >= best_level) {
-      best_level = level;
-      best = bytes;
-    }
-  }
-  if (best > 0) return best;
-#if defined(_SC_LEVEL3_CACHE_SIZE)
-  const long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
-  if (l3 > 0) return static_cast<std::size_t>(l3);
-#endif
-#if defined(_SC_LEVEL2_CACHE_SIZE)
-  const long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
-  if (l2 > 0) return static_cast<std::size_t>(l2);
-#endif
-  return 0;
-}
-
-// The cache size assumed where the machine reports none: a typical desktop L3.
-inline constexpr std::size_t fallback_last_level_cache_bytes = std::size_t(16) << 20;
 
 // POSEMB_STREAMING_STORES_MIN_BYTES if set (throws unless a whole number of bytes), else half
 // the last-level cache.
@@ -138,18 +81,15 @@ inline std::atomic<StreamingStores>& streaming_mode_setting() {
 
 }  // namespace detail
 
-// The size of the last-level data cache of this machine in bytes (detected once; 16 MiB where
-// the machine reports none).
-inline std::size_t last_level_cache_bytes() {
-  static const std::size_t bytes = [] {
-    const std::size_t detected = detail::detect_last_level_cache_bytes();
-    return detected > 0 ? detected : detail::fallback_last_level_cache_bytes;
-  }();
-  return bytes;
-}
+// The last-level cache this process counts on, in bytes (posemb/cache_topology.hpp: its share of
+// the reported cache, at most 16 MiB per usable CPU; 16 MiB where the machine reports none).
+inline std::size_t usable_cache_bytes() { return cache_topology().usable_bytes; }
 
-// The default threshold: half the last-level cache.
-inline std::size_t default_streaming_store_threshold() { return last_level_cache_bytes() / 2; }
+// The last-level cache as the machine reports it (one instance), in bytes.
+inline std::size_t last_level_cache_bytes() { return cache_topology().reported_bytes; }
+
+// The default threshold: half the usable cache, where x and out together stop fitting in it.
+inline std::size_t default_streaming_store_threshold() { return usable_cache_bytes() / 2; }
 
 // Outputs of at least this many bytes are written with streaming stores (mode Auto).
 inline std::size_t streaming_store_threshold() {
@@ -194,4 +134,17 @@ inline bool use_streaming_stores(std::size_t bytes) {
 }
 
 }  // namespace detail
+
+// One line on the setting and where it comes from, e.g. "streaming stores: auto, threshold
+// 16 MiB (half the counted cache); L3 480 MiB shared by 2 CPUs (sysfs); ...".
+inline std::string describe_streaming_stores() {
+  const char* forced = std::getenv("POSEMB_STREAMING_STORES_MIN_BYTES");
+  const std::size_t threshold = streaming_store_threshold();
+  const char* origin = threshold == default_streaming_store_threshold() ? "half the counted cache"
+                       : forced != nullptr && *forced != '\0' ? "POSEMB_STREAMING_STORES_MIN_BYTES"
+                                                              : "set by the program";
+  return std::string("streaming stores: ") + to_string(streaming_stores()) + ", threshold " +
+         detail::format_bytes(threshold) + " (" + origin + "); " + describe(cache_topology());
+}
+
 }  // namespace posemb

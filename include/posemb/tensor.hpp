@@ -94,12 +94,9 @@ template <class X>
 inline constexpr bool is_eigen_matrix_v =
     decltype(detail::matrix_test(std::declval<std::decay_t<X>*>()))::value;
 
-// The tensor entry points take anything that is not an Eigen matrix, then say what they expect
-// (require_activation_tensor) instead of a page of failed overloads.
-template <class X>
-using IfNotMatrix = std::enable_if_t<!is_eigen_matrix_v<X>, int>;
-
-// A readable compile error for anything but a rank-4 row-major tensor.
+// A readable compile error for anything but a rank-4 row-major tensor (the rotate family takes
+// anything that is not an Eigen matrix as a tensor, then says what it expects here instead of a
+// page of failed overloads).
 template <class X>
 constexpr bool require_activation_tensor() {
   static_assert(is_row_major_tensor_v<X, 4>,
@@ -184,9 +181,9 @@ using PositionVector = Eigen::Matrix<std::int64_t, Eigen::Dynamic, 1>;
 // A view: the matrix or vector must outlive it. Non-finite fractional positions throw.
 //
 // Example:
-//   posemb::apply_rope_inplace(q, /*offset=*/cache_length, spec);   // an offset
+//   posemb::rotate_inplace(q, /*offset=*/cache_length, spec);       // an offset
 //   posemb::PositionMatrix pos(1, seq);  /* fill */
-//   posemb::apply_rope_inplace(q, pos, spec);                       // per token
+//   posemb::rotate_inplace(q, pos, spec);                           // per token
 class Positions {
  public:
   Positions(const PositionMatrix& matrix)  // NOLINT: implicit
@@ -326,7 +323,8 @@ struct Layouts {
 //   #pragma omp parallel for
 //     for (std::size_t i = 0; i < tasks; ++i) task(i);
 //   };
-//   posemb::apply_rope(x, out, 0, table, posemb::TensorLayout::BSHD, posemb::Threads{8, omp});
+//   posemb::rotate(x, out, 0, table,
+//                  posemb::RotateOptions().with_threads(posemb::Threads{8, omp}));
 using ParallelFor =
     std::function<void(std::size_t tasks, const std::function<void(std::size_t)>& task)>;
 
@@ -338,8 +336,9 @@ using ParallelFor =
 // calling thread, without the pool, so Threads{1, pool} is the single-threaded path.
 //
 // Example:
-//   posemb::apply_rope(x, out, 0, table, posemb::TensorLayout::BSHD, posemb::Threads{2});
-//   posemb::apply_rope(x, out, 0, table, posemb::TensorLayout::BSHD, posemb::Threads{4, pool});
+//   posemb::rotate(x, out, 0, table, posemb::RotateOptions().with_threads(posemb::Threads{2}));
+//   posemb::rotate(x, out, 0, table,
+//                  posemb::RotateOptions().with_threads(posemb::Threads{4, pool}));
 struct Threads {
   int count = 1;
   ParallelFor pool = {};  // empty: threads started per call

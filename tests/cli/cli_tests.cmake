@@ -331,6 +331,8 @@ posemb_cli_test("alibi more queries than keys with q-offset"
   ARGS alibi --heads 1 --q-len 3 --k-len 2 --q-offset 0 --output ${cli_out}/alibi_q3_k2.npy
   CHECK values ${cli_out}/alibi_q3_k2.npy ${cases}/alibi_h1_q3_k2.expected.json 0)
 posemb_cli_test("version" ARGS --version STDOUT_MATCHES "^posemb ${PROJECT_VERSION}\n$")
+posemb_cli_test("version_verbose" ARGS --version --verbose
+  STDOUT_MATCHES "^posemb ${PROJECT_VERSION}\nkernels: level [a-z0-9]+ \\(best on this CPU: [a-z0-9]+\\)\nstreaming stores: auto, threshold [0-9.]+ [KM]iB \\(half the counted cache\\); .*\\((sysfs|cpuid|sysconf|fallback)\\); usable CPUs: [0-9]+; counted: [0-9.]+ [KM]iB")
 posemb_cli_test("help names the size cap" ARGS sinusoidal --help STDOUT_MATCHES "at most 2\\^28 values")
 
 # ---- per-layer schemes on every model conformance case (tests/data/models/README.md):

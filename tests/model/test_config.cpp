@@ -474,6 +474,18 @@ TEST_CASE("FoPE configs (rope_type fope) give the authors' settings", "[config][
                     Catch::Contains("FoPE rotates whole heads"));
 }
 
+TEST_CASE("every rope variant has its reader, in the same row", "[config][registry]") {
+  // rope_variants() (rope_scheme.hpp, no JSON) and rope_readers() (rope_registry.hpp) are one
+  // table in two halves: row i of each is RopeParams' alternative i.
+  const auto& variants = posemb::detail::rope_variants();
+  REQUIRE(variants.size() == posemb::detail::rope_readers().size());
+  for (const posemb::detail::RopeVariant& variant : variants) {
+    CHECK(std::string(posemb::detail::rope_reader(variant).rope_type) == variant.rope_type);
+  }
+  CHECK(posemb::rope_type_names() ==
+        "default, linear, dynamic, yarn, llama3, longrope, proportional");
+}
+
 TEST_CASE("pair_frequencies names each pair's band", "[config]") {
   // Llama 3.1 (d 128, theta 5e5, factor 8, low 1, high 4, L0 8192): 29 kept, 6 ramp, 29
   // interpolated, the same split as llama3_band.

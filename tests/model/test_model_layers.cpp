@@ -1,4 +1,4 @@
-// Per-layer positions from config.json (config.hpp, model_families.hpp, rope_registry.hpp):
+// Per-layer positions from config.json (config.hpp, families.hpp, rope_registry.hpp):
 // every case of data/models (golden values from an independent float64 reference written from
 // HuggingFace transformers' semantics, data/models/README.md) through the C++ API, the
 // properties the families rely on, and one test per bad-input error.
@@ -10,7 +10,9 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <random>
+#include <set>
 #include <string>
 
 #include "layer_check.hpp"
@@ -427,6 +429,96 @@ TEST_CASE("T5 config errors name the key", "[config][models][t5][errors]") {
   CHECK_THAT(error_of(head + R"(, "relative_attention_max_distance": 8})"),
              Catch::Contains("relative_attention_max_distance = 8"));
   CHECK_THAT(error_of(head + R"(, "num_decoder_layers": 0})"), Catch::Contains("num_decoder_layers = 0"));
+}
+
+TEST_CASE("the text, the file and the parsed JSON load the same model", "[config][models]") {
+  // parse_model_positions (load.hpp) and model_positions_from_json (config.hpp) are the same
+  // reader as load_model_positions: every layer of every model case agrees.
+  int cases = 0;
+  for (const auto& entry : fs::directory_iterator(models_dir)) {
+    const std::string file = entry.path().filename().string();
+    if (entry.path().extension() != ".json" || file.find(".expected") != std::string::npos) {
+      continue;
+    }
+    INFO(file);
+    std::ifstream in(entry.path());
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const posemb::ModelPositions from_file = posemb::load_model_positions(entry.path().string());
+    const posemb::ModelPositions from_text = posemb::parse_model_positions(text);
+    const posemb::ModelPositions from_json = posemb::model_positions_from_json(json::parse(text));
+    REQUIRE(from_text.layers.size() == from_file.layers.size());
+    REQUIRE(from_json.layers.size() == from_file.layers.size());
+    for (std::size_t i = 0; i < from_file.layers.size(); ++i) {
+      CHECK(posemb::same_positions(from_text.layers[i], from_file.layers[i]));
+      CHECK(posemb::same_positions(from_json.layers[i], from_file.layers[i]));
+    }
+    CHECK(from_text.model_type == from_file.model_type);
+    ++cases;
+  }
+  CHECK(cases >= 23);
+  CHECK_THROWS_WITH(posemb::parse_model_positions("{\"num_attention_heads\": "),
+                    Catch::Contains("malformed JSON"));
+  CHECK_THROWS_WITH(posemb::parse_model_positions("[1, 2]"),
+                    Catch::Contains("config") && Catch::Contains("expected a JSON object"));
+}
+
+TEST_CASE("the family tables: one row per model_type, each citing its transformers file",
+          "[config][models][families]") {
+  std::set<std::string> types;
+  for (const posemb::ModelFamily& family : posemb::model_families()) {
+    INFO(family.model_type);
+    CHECK(types.insert(family.model_type).second);
+    CHECK(std::string(family.source).find(".py") != std::string::npos);
+  }
+  std::set<std::string> wrappers;
+  for (const posemb::MultimodalFamily& family : posemb::multimodal_families()) {
+    INFO(family.model_type);
+    CHECK(wrappers.insert(family.model_type).second);
+    CHECK(std::string(family.source).find(".py") != std::string::npos);
+    // The Qwen2-VL family's tower comes with its get_rope_index rules, and only with them.
+    CHECK(family.mrope_index.has_value() == (family.vision == posemb::VisionTower::QwenMerge));
+  }
+  // Unknown types get Llama's row; wrappers name their decoder's type.
+  CHECK(std::string(posemb::model_family("no_such_model").model_type) == "llama");
+  CHECK(std::string(posemb::default_text_model_type("gemma3")) == "gemma3_text");
+  CHECK(std::string(posemb::default_text_model_type("qwen2_vl")).empty());
+  CHECK(posemb::find_multimodal_family("llama") == nullptr);
+}
+
+TEST_CASE("family-only keys are read for their families alone", "[config][models][families]") {
+  // rope_interleave (deepseek_v3's interleave_key): false turns DeepSeek-V3 to rotate-half;
+  // another family ignores the key.
+  const auto pairing = [](const std::string& type) {
+    return posemb::parse_model_positions(
+               R"({"model_type": ")" + type +
+               R"(", "hidden_size": 64, "num_attention_heads": 4, "rope_interleave": false})")
+        .rope_spec()
+        .pairing;
+  };
+  CHECK(pairing("deepseek_v3") == posemb::Pairing::RotateHalf);
+  CHECK(pairing("deepseek_v2") == posemb::Pairing::Interleaved);
+  // rotary_dim (gptj's and codegen's rotary_dim_key): read by GPT-J, ignored by Llama.
+  const auto rotary_dim = [](const std::string& type) {
+    return posemb::parse_model_positions(
+               R"({"model_type": ")" + type +
+               R"(", "hidden_size": 64, "num_attention_heads": 4, "rotary_dim": 8})")
+        .rope_spec()
+        .rotary_dim;
+  };
+  CHECK(rotary_dim("gptj") == 8);
+  CHECK(rotary_dim("codegen") == 8);
+  CHECK(rotary_dim("llama") == 16);
+  // attn_config (mpt's PositionsRule): MPT without ALiBi and learned positions is RoPE; another
+  // family ignores attn_config.
+  const auto kind = [](const std::string& type) {
+    return posemb::parse_model_positions(
+               R"({"model_type": ")" + type +
+               R"(", "hidden_size": 64, "num_attention_heads": 4, "max_seq_len": 64,
+                   "attn_config": {"alibi": false}, "learned_pos_emb": false})")
+        .kind();
+  };
+  CHECK(kind("mpt") == posemb::PositionKind::Rope);
+  CHECK(kind("bloom") == posemb::PositionKind::Alibi);
 }
 
 // An odd d = int(head_dim * partial) (head 30 x 0.5 = 15): HF's _compute_default_rope_parameters

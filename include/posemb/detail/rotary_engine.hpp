@@ -3,9 +3,9 @@
 // per-token cos/sin for this engine, and gets its token blocking, threads, half-precision
 // storage, vectorized rotation, inverse direction and layout change on write from it.
 //
-// A source is a small adapter the public entry points build around their argument and the
-// tokens' positions; the engine asks it for the cos/sin of token (b, s) and never looks at a
-// position itself:
+// A source is a small adapter the rotate family (rotary/rotate.hpp: rotary_source_traits)
+// builds around its argument and the tokens' positions; the engine asks it for the cos/sin of
+// token (b, s) and never looks at a position itself:
 //
 //   int rotary_dim() const; int rotary_offset() const; Pairing pairing() const;
 //       features [rotary_offset, rotary_offset + rotary_dim) rotate, paired as `pairing`
@@ -114,6 +114,86 @@ struct CosSinScratch {
   }
 };
 
+// for_block_cos_sin (below) of a Pairs source with whole_rows: every pair of each token formed
+// into `storage` ([2, pairs] per token: cos, then sin), one visit.
+template <class C, class Source, class Visit>
+void pairs_whole_rows(const Source& source, Eigen::Index b, Eigen::Index s0, int count,
+                      Rotation rotation, CosSinScratch<C>& storage, Visit& visit) {
+  const int pairs = source.rotary_dim() / 2;
+  const C* cos_rows[tokens_per_block];
+  const C* sin_rows[tokens_per_block];
+  C* rows = storage.rows(static_cast<std::size_t>(2 * count * pairs));
+  for (int t = 0; t < count; ++t) {
+    C* cos = rows + 2 * t * pairs;
+    for (int begin = 0; begin < pairs; begin += cos_sin_chunk) {
+      const int end = std::min(begin + cos_sin_chunk, pairs);
+      source.fill(b, s0 + t, begin, end, cos + begin, cos + pairs + begin, rotation);
+    }
+    cos_rows[t] = cos;
+    sin_rows[t] = cos + pairs;
+  }
+  visit(cos_rows, sin_rows, 0, pairs);
+}
+
+// for_block_cos_sin of a Pairs source: a chunk of cos_sin_chunk pairs of every token at a time,
+// one visit per chunk. Up to 64 tokens on the stack, a longer block in storage; on cache lines
+// in every build (the kernels load 64 bytes at a time at level avx512; a default build would
+// align the stack array to 16 bytes only).
+template <class C, class Source, class Visit>
+void pairs_in_chunks(const Source& source, Eigen::Index b, Eigen::Index s0, int count,
+                     Rotation rotation, CosSinScratch<C>& storage, Visit& visit) {
+  const int pairs = source.rotary_dim() / 2;
+  const C* cos_rows[tokens_per_block];
+  const C* sin_rows[tokens_per_block];
+  constexpr int stack_tokens = 64;
+  alignas(64) C stack_rows[2 * stack_tokens * cos_sin_chunk];
+  C* rows = count <= stack_tokens
+                ? stack_rows
+                : storage.rows(static_cast<std::size_t>(2 * count * cos_sin_chunk));
+  for (int t = 0; t < count; ++t) {
+    cos_rows[t] = rows + 2 * t * cos_sin_chunk;
+    sin_rows[t] = cos_rows[t] + cos_sin_chunk;
+  }
+  for (int begin = 0; begin < pairs; begin += cos_sin_chunk) {
+    const int end = std::min(begin + cos_sin_chunk, pairs);
+    for (int t = 0; t < count; ++t) {
+      C* cos = rows + 2 * t * cos_sin_chunk;
+      source.fill(b, s0 + t, begin, end, cos, cos + cos_sin_chunk, rotation);
+    }
+    visit(cos_rows, sin_rows, begin, end);
+  }
+}
+
+// for_block_cos_sin of a Rows source (a table's rows, or the inverse's rows written into
+// storage) or a RowFill source (rows formed into storage): one visit of all pairs.
+template <class C, class Source, class Visit>
+void rows_of_block(const Source& source, Eigen::Index b, Eigen::Index s0, int count,
+                   Rotation rotation, CosSinScratch<C>& storage, Visit& visit) {
+  const C* cos_rows[tokens_per_block];
+  const C* sin_rows[tokens_per_block];
+  const Eigen::Index width = source.row_width();
+  const bool own_rows = Source::kind == SourceKind::RowFill || rotation == Rotation::Inverse;
+  C* rows = own_rows ? storage.rows(static_cast<std::size_t>(2 * count * width)) : nullptr;
+  if constexpr (Source::kind == SourceKind::RowFill) storage.scratch.resize(source.scratch_size());
+  for (int t = 0; t < count; ++t) {
+    C* cos = own_rows ? rows + 2 * t * width : nullptr;
+    if constexpr (Source::kind == SourceKind::Rows) {
+      if (rotation == Rotation::Inverse) {
+        source.template inverse_row<C>(b, s0 + t, cos, cos + width);
+      } else {
+        cos_rows[t] = source.template cos_row<C>(b, s0 + t);
+        sin_rows[t] = source.template sin_row<C>(b, s0 + t);
+        continue;
+      }
+    } else {
+      source.fill_row(b, s0 + t, cos, cos + width, storage.scratch.data(), rotation);
+    }
+    cos_rows[t] = cos;
+    sin_rows[t] = cos + width;
+  }
+  visit(cos_rows, sin_rows, 0, source.rotary_dim() / 2);
+}
+
 // The cos/sin rows of tokens s0 .. s0 + count - 1 of batch row b, count <= tokens_per_block:
 // calls visit(cos_rows, sin_rows, pair_begin, pair_end) where cos_rows[t], sin_rows[t] point at
 // token t's values of pairs [pair_begin, pair_end) (segment 0; segment g starts g * pairs
@@ -124,66 +204,14 @@ template <class C, class Source, class Visit>
 void for_block_cos_sin(const Source& source, Eigen::Index b, Eigen::Index s0, int count,
                        Rotation rotation, CosSinScratch<C>& storage, Visit&& visit,
                        bool whole_rows = false) {
-  const int pairs = source.rotary_dim() / 2;
-  const C* cos_rows[tokens_per_block];
-  const C* sin_rows[tokens_per_block];
   if constexpr (Source::kind == SourceKind::Pairs) {
     if (whole_rows) {
-      C* rows = storage.rows(static_cast<std::size_t>(2 * count * pairs));
-      for (int t = 0; t < count; ++t) {
-        C* cos = rows + 2 * t * pairs;
-        for (int begin = 0; begin < pairs; begin += cos_sin_chunk) {
-          const int end = std::min(begin + cos_sin_chunk, pairs);
-          source.fill(b, s0 + t, begin, end, cos + begin, cos + pairs + begin, rotation);
-        }
-        cos_rows[t] = cos;
-        sin_rows[t] = cos + pairs;
-      }
-      visit(cos_rows, sin_rows, 0, pairs);
-      return;
-    }
-    // A chunk of up to 64 tokens on the stack, a longer one in storage; on cache lines in every
-    // build (the kernels load 64 bytes at a time at level avx512; a default build would align
-    // the stack array to 16 bytes only).
-    constexpr int stack_tokens = 64;
-    alignas(64) C stack_rows[2 * stack_tokens * cos_sin_chunk];
-    C* rows = count <= stack_tokens
-                  ? stack_rows
-                  : storage.rows(static_cast<std::size_t>(2 * count * cos_sin_chunk));
-    for (int t = 0; t < count; ++t) {
-      cos_rows[t] = rows + 2 * t * cos_sin_chunk;
-      sin_rows[t] = cos_rows[t] + cos_sin_chunk;
-    }
-    for (int begin = 0; begin < pairs; begin += cos_sin_chunk) {
-      const int end = std::min(begin + cos_sin_chunk, pairs);
-      for (int t = 0; t < count; ++t) {
-        C* cos = rows + 2 * t * cos_sin_chunk;
-        source.fill(b, s0 + t, begin, end, cos, cos + cos_sin_chunk, rotation);
-      }
-      visit(cos_rows, sin_rows, begin, end);
+      pairs_whole_rows<C>(source, b, s0, count, rotation, storage, visit);
+    } else {
+      pairs_in_chunks<C>(source, b, s0, count, rotation, storage, visit);
     }
   } else {
-    const Eigen::Index width = source.row_width();
-    const bool own_rows = Source::kind == SourceKind::RowFill || rotation == Rotation::Inverse;
-    C* rows = own_rows ? storage.rows(static_cast<std::size_t>(2 * count * width)) : nullptr;
-    if constexpr (Source::kind == SourceKind::RowFill) storage.scratch.resize(source.scratch_size());
-    for (int t = 0; t < count; ++t) {
-      C* cos = own_rows ? rows + 2 * t * width : nullptr;
-      if constexpr (Source::kind == SourceKind::Rows) {
-        if (rotation == Rotation::Inverse) {
-          source.template inverse_row<C>(b, s0 + t, cos, cos + width);
-        } else {
-          cos_rows[t] = source.template cos_row<C>(b, s0 + t);
-          sin_rows[t] = source.template sin_row<C>(b, s0 + t);
-          continue;
-        }
-      } else {
-        source.fill_row(b, s0 + t, cos, cos + width, storage.scratch.data(), rotation);
-      }
-      cos_rows[t] = cos;
-      sin_rows[t] = cos + width;
-    }
-    visit(cos_rows, sin_rows, 0, pairs);
+    rows_of_block<C>(source, b, s0, count, rotation, storage, visit);
   }
 }
 
@@ -344,26 +372,248 @@ inline void check_output(const ActivationShape& in, const ActivationShape& out,
   }
 }
 
-// Rotates every head of a 4-D activation `in` (in_shape) into `out` (out_shape, tokens from
-// out_seq_offset on); in == out with the same shape rotates in place.
+// Heads queued for the rotation kernels and rotated a batch per call (detail/rotate.hpp:
+// rotate_heads): pairs [pair_begin, pair_end) of each, rotated by its own cos/sin.
+template <class T, class C>
+class HeadBatch {
+ public:
+  HeadBatch(int pair_begin, int pair_end, int rotary_dim, bool interleaved)
+      : pair_begin_(pair_begin), pair_end_(pair_end), rotary_dim_(rotary_dim),
+        interleaved_(interleaved) {}
+
+  // The rotated slice of one head: in, out point at its first rotated feature.
+  void add(const T* in, T* out, const C* cos, const C* sin) {
+    batch_[queued_++] = {in, out, cos, sin};
+    if (queued_ == heads_per_batch) flush();
+  }
+
+  void flush() {
+    rotate_heads(batch_, queued_, pair_begin_, pair_end_, rotary_dim_, interleaved_);
+    queued_ = 0;
+  }
+
+ private:
+  int pair_begin_, pair_end_, rotary_dim_;
+  bool interleaved_;
+  HeadRotation<T, C> batch_[heads_per_batch];
+  int queued_ = 0;
+};
+
+// One rotation of a 4-D activation `in` (in_shape) into `out` (out_shape, tokens from
+// out_seq_offset on), in named stages; in == out with the same shape rotates in place.
 //   in:  [batch, seq, heads, head_dim] (BSHD) or [batch, heads, seq, head_dim] (BHSD)
 //   out: the same heads in its own layout, seq >= out_seq_offset + in seq
-// Work is split into blocks of tokens of one batch row (see tokens_per_block); each block gets its
-// cos/sin once and rotates all its heads. Blocks are shared among up to threads.count threads or
-// tasks of threads.pool (parts_for decides how many are worth it), each taking a contiguous run
-// of blocks: its output is one contiguous range (BSHD out) or one per head (BHSD out), starting
-// on a 64-byte boundary whenever out does, out_seq_offset is a multiple of 16 and a block of
-// tokens is a multiple of 64 bytes (float and double always; half types when head_dim is even);
-// otherwise two threads may share the line at a boundary, each writing its own bytes with
-// ordinary stores. Out of place, an output of streaming_store_threshold() bytes or more is
-// written with streaming stores (posemb/streaming_stores.hpp), heads visited in the output's
-// memory order (BHSD: a few heads at a time), each thread fencing at the end of its part.
-// Everything is checked before any work.
+// The constructor fixes the plan: the rotated slice, the cos/sin segment of each head, the
+// blocks of tokens (see tokens_per_block) and whether to stream. rotate_blocks(begin, end) is
+// one thread's contiguous run of blocks: each block gets its cos/sin once and rotates all its
+// heads, with ordinary stores (rotate_block) or, out of place and large, streaming stores
+// (stream_block, stream_block_overlapped). Nothing is checked here (rotate_tensor checks).
+template <class T, class Source>
+class TensorRotation {
+ public:
+  using C = compute_t<T>;
+
+  TensorRotation(const Source& source, const ActivationShape& in_shape, const T* in,
+                 const ActivationShape& out_shape, Eigen::Index out_seq_offset, T* out,
+                 int parts, Rotation rotation)
+      : source_(source), in_shape_(in_shape), out_shape_(out_shape), in_(in), out_(out),
+        out_seq_offset_(out_seq_offset), rotation_(rotation),
+        rotary_dim_(source.rotary_dim()), first_(source.rotary_offset()),
+        pairs_(rotary_dim_ / 2), interleaved_(source.pairing() == Pairing::Interleaved),
+        group_(std::max<Eigen::Index>(source.head_group(in_shape.heads), 1)),
+        block_tokens_(in_shape.bshd() ? Eigen::Index{bshd_tokens_per_block}
+                                      : bhsd_block_tokens(in_shape.batch, in_shape.seq, parts)),
+        blocks_per_row_((in_shape.seq + block_tokens_ - 1) / block_tokens_),
+        stream_(out != in &&
+                use_streaming_stores(static_cast<std::size_t>(in_shape.size()) * sizeof(T))) {}
+
+  Eigen::Index blocks() const { return in_shape_.batch * blocks_per_row_; }
+
+  // Blocks [block_begin, block_end), in order; a streaming part fences at its end.
+  void rotate_blocks(Eigen::Index block_begin, Eigen::Index block_end) const {
+    CosSinScratch<C> storage;
+    if (!stream_) {
+      for (Eigen::Index i = block_begin; i < block_end; ++i) rotate_block(block(i), storage);
+      return;
+    }
+    StagedHeads<T, C> staged(in_shape_.head_dim, first_, rotary_dim_, interleaved_);
+    for (Eigen::Index i = block_begin; i < block_end; ++i) {
+      if constexpr (Source::kind == SourceKind::Pairs) {
+        if (out_shape_.bshd() && group_ >= in_shape_.heads) {
+          stream_block_overlapped(block(i), staged, storage);
+          continue;
+        }
+      }
+      stream_block(block(i), staged, storage);
+    }
+    stream_fence();
+  }
+
+ private:
+  // Tokens s0 .. s0 + count - 1 of batch row b.
+  struct Block {
+    Eigen::Index b, s0;
+    int count;
+  };
+
+  Block block(Eigen::Index index) const {
+    const Eigen::Index s0 = (index % blocks_per_row_) * block_tokens_;
+    return {index / blocks_per_row_, s0,
+            static_cast<int>(std::min<Eigen::Index>(block_tokens_, in_shape_.seq - s0))};
+  }
+  const T* in_head(const Block& block, int t, Eigen::Index h) const {
+    return in_ + in_shape_.offset(block.b, block.s0 + t, h);
+  }
+  T* out_head(const Block& block, int t, Eigen::Index h) const {
+    return out_ + out_shape_.offset(block.b, out_seq_offset_ + block.s0 + t, h);
+  }
+  Eigen::Index segment(Eigen::Index h) const { return (h / group_) * pairs_; }
+
+  // Ordinary stores: the block's cos/sin (a Pairs source's a chunk of pairs at a time), then
+  // every head; out of place, the features outside the rotated slice are copied.
+  void rotate_block(const Block& block, CosSinScratch<C>& storage) const {
+    for_block_cos_sin<C>(source_, block.b, block.s0, block.count, rotation_, storage,
+                         [&](const C* const* cos_rows, const C* const* sin_rows, int begin,
+                             int end) { rotate_heads_of(block, cos_rows, sin_rows, begin, end); });
+    if (out_ != in_ && rotary_dim_ < in_shape_.head_dim) copy_pass_through(block);
+  }
+
+  // Pairs [begin, end) of every head of the block, visited in the input's memory order: BSHD
+  // token-major; BHSD head-major, a group of bhsd_heads_per_group heads at a time, token-major
+  // within the group.
+  void rotate_heads_of(const Block& block, const C* const* cos_rows, const C* const* sin_rows,
+                       int begin, int end) const {
+    HeadBatch<T, C> batch(begin, end, rotary_dim_, interleaved_);
+    const auto add = [&](int t, Eigen::Index h) {
+      batch.add(in_head(block, t, h) + first_, out_head(block, t, h) + first_,
+                cos_rows[t] + segment(h), sin_rows[t] + segment(h));
+    };
+    const Eigen::Index heads = in_shape_.heads;
+    if (in_shape_.bshd()) {
+      for (int t = 0; t < block.count; ++t)
+        for (Eigen::Index h = 0; h < heads; ++h) add(t, h);
+    } else {
+      for (Eigen::Index h0 = 0; h0 < heads; h0 += bhsd_heads_per_group) {
+        const Eigen::Index h1 = std::min<Eigen::Index>(h0 + bhsd_heads_per_group, heads);
+        for (int t = 0; t < block.count; ++t)
+          for (Eigen::Index h = h0; h < h1; ++h) add(t, h);
+      }
+    }
+    batch.flush();
+  }
+
+  // Features before and after the rotated slice of every head of the block.
+  void copy_pass_through(const Block& block) const {
+    const Eigen::Index head_dim = in_shape_.head_dim;
+    for (int t = 0; t < block.count; ++t) {
+      for (Eigen::Index h = 0; h < in_shape_.heads; ++h) {
+        const T* from = in_head(block, t, h);
+        T* to = out_head(block, t, h);
+        std::copy(from, from + first_, to);
+        std::copy(from + first_ + rotary_dim_, from + head_dim, to + first_ + rotary_dim_);
+      }
+    }
+  }
+
+  // Streaming: the block's cos/sin once (whole rows), then every head through the staging
+  // buffer in the output's memory order.
+  void stream_block(const Block& block, StagedHeads<T, C>& staged,
+                    CosSinScratch<C>& storage) const {
+    for_block_cos_sin<C>(
+        source_, block.b, block.s0, block.count, rotation_, storage,
+        [&](const C* const* cos_rows, const C* const* sin_rows, int, int) {
+          stream_heads_of(block, cos_rows, sin_rows, staged);
+        },
+        /*whole_rows=*/true);
+  }
+
+  // BSHD out: token by token, every head. BHSD out: a group of bhsd_heads_per_group heads at a
+  // time, token by token within the group, so that several streams are in flight as with
+  // ordinary stores. Each run of a token's heads that shares a cos/sin segment goes at once, up
+  // to stream_heads_per_call heads.
+  void stream_heads_of(const Block& block, const C* const* cos_rows, const C* const* sin_rows,
+                       StagedHeads<T, C>& staged) const {
+    const Eigen::Index heads = in_shape_.heads;
+    const Eigen::Index heads_at_once = out_shape_.bshd() ? heads : bhsd_heads_per_group;
+    for (Eigen::Index g0 = 0; g0 < heads; g0 += heads_at_once) {
+      const Eigen::Index g1 = std::min(g0 + heads_at_once, heads);
+      for (int t = 0; t < block.count; ++t) {
+        for (Eigen::Index h0 = g0, h1 = g0; h0 < g1; h0 = h1) {
+          h1 = std::min({(h0 / group_ + 1) * group_, g1, h0 + stream_heads_per_call});
+          staged.add_strided(in_head(block, t, h0), in_shape_.head_stride(), out_head(block, t, h0),
+                             out_shape_.head_stride(), h1 - h0, cos_rows[t] + segment(h0),
+                             sin_rows[t] + segment(h0));
+        }
+      }
+    }
+    staged.flush();  // before the next call reuses the cos/sin rows
+  }
+
+  // BSHD out from a Pairs source (cos/sin formed in the call) whose heads share one segment:
+  // token t + 1's cos/sin are formed a piece of lane_block pairs at a time between runs of
+  // token t's heads, so that the arithmetic overlaps the memory traffic instead of stalling
+  // it. The values are those of a whole-row fill: each pair is formed alone.
+  void stream_block_overlapped(const Block& block, StagedHeads<T, C>& staged,
+                               CosSinScratch<C>& storage) const {
+    C* current = storage.rows(static_cast<std::size_t>(4 * pairs_));
+    C* next = current + 2 * pairs_;
+    for (int begin = 0; begin < pairs_; begin += cos_sin_chunk) {
+      fill_pairs(current, block.b, block.s0, begin, std::min(begin + cos_sin_chunk, pairs_));
+    }
+    const Eigen::Index heads = in_shape_.heads;
+    const int lane = static_cast<int>(lane_block);
+    const int pieces = (pairs_ + lane - 1) / lane;
+    for (int t = 0; t < block.count; ++t) {
+      for (int piece = 0; piece < pieces; ++piece) {
+        const Eigen::Index h0 = heads * piece / pieces, h1 = heads * (piece + 1) / pieces;
+        if (h1 > h0) {
+          staged.add_strided(in_head(block, t, h0), in_shape_.head_stride(), out_head(block, t, h0),
+                             out_shape_.head_stride(), h1 - h0, current, current + pairs_);
+        }
+        if (t + 1 < block.count) {
+          const int begin = piece * lane;
+          fill_pairs(next, block.b, block.s0 + t + 1, begin, std::min(begin + lane, pairs_));
+        }
+      }
+      staged.flush();  // before `current` is formed again
+      std::swap(current, next);
+    }
+  }
+
+  // Pairs [begin, end) of a Pairs source's row [2, pairs] (cos, then sin) for token (b, s).
+  void fill_pairs(C* row, Eigen::Index b, Eigen::Index s, int begin, int end) const {
+    if constexpr (Source::kind == SourceKind::Pairs) {
+      source_.fill(b, s, begin, end, row + begin, row + pairs_ + begin, rotation_);
+    }
+  }
+
+  const Source& source_;
+  const ActivationShape &in_shape_, &out_shape_;
+  const T* in_;
+  T* out_;
+  Eigen::Index out_seq_offset_;
+  Rotation rotation_;
+  int rotary_dim_, first_, pairs_;  // the rotated features [first_, first_ + rotary_dim_)
+  bool interleaved_;
+  Eigen::Index group_;              // heads per cos/sin segment
+  Eigen::Index block_tokens_, blocks_per_row_;
+  bool stream_;                     // out of place with streaming stores
+};
+
+// Rotates every head of `in` into `out` (TensorRotation above), after checking everything.
+// Blocks are shared among up to threads.count threads or tasks of threads.pool (parts_for
+// decides how many are worth it), which take contiguous runs of blocks in order
+// (detail/parallel.hpp): a run's output is one contiguous range (BSHD out) or one per head (BHSD out), starting on a 64-byte boundary
+// whenever out does, out_seq_offset is a multiple of 16 and a block of tokens is a multiple of
+// 64 bytes (float and double always; half types when head_dim is even); otherwise two threads
+// may share the line at a boundary, each writing its own bytes with ordinary stores. Out of
+// place, an output of streaming_store_threshold() bytes or more is written with streaming
+// stores (posemb/streaming_stores.hpp), heads visited in the output's memory order (BHSD: a
+// few heads at a time), each thread fencing at the end of each run.
 template <class T, class Source>
 void rotate_tensor(const Source& source, const ActivationShape& in_shape, const T* in,
                    const ActivationShape& out_shape, Eigen::Index out_seq_offset, T* out,
                    const Threads& threads, Rotation rotation = Rotation::Forward) {
-  using C = compute_t<T>;
   check_threads(threads);
   check_rotation(rotation);
   source.check(in_shape);
@@ -374,161 +624,12 @@ void rotate_tensor(const Source& source, const ActivationShape& in_shape, const 
     fail("out.data()", "x.data()",
          "expected separate buffers for a rotation that changes the layout or the position");
   }
-  const int rotary_dim = source.rotary_dim();
-  const int first = source.rotary_offset();  // the first rotated feature
-  const int pairs = rotary_dim / 2;
-  const bool interleaved = source.pairing() == Pairing::Interleaved;
-  const Eigen::Index head_dim = in_shape.head_dim, heads = in_shape.heads, seq = in_shape.seq;
-  const Eigen::Index group = std::max<Eigen::Index>(source.head_group(heads), 1);
   const int parts = parts_for(in_shape.size(), threads);
-  const Eigen::Index block_tokens = in_shape.bshd()
-                                        ? Eigen::Index{bshd_tokens_per_block}
-                                        : bhsd_block_tokens(in_shape.batch, seq, parts);
-  const Eigen::Index blocks_per_row = (seq + block_tokens - 1) / block_tokens;
-  const bool pass_through = out != in && rotary_dim < head_dim;
-  const bool stream =
-      out != in && use_streaming_stores(static_cast<std::size_t>(in_shape.size()) * sizeof(T));
-  // Streaming: every head of the block through the staging buffer, in the output's order.
-  const auto stream_blocks = [&](Eigen::Index block_begin, Eigen::Index block_end) {
-    CosSinScratch<C> storage;
-    StagedHeads<T, C> staged(head_dim, first, rotary_dim, interleaved);
-    // Tokens s0 .. s0 + count - 1 of batch row b: their cos/sin once, then every head.
-    const auto stream_tokens = [&](Eigen::Index b, Eigen::Index s0, int count) {
-      for_block_cos_sin<C>(
-          source, b, s0, count, rotation, storage,
-          [&](const C* const* cos_rows, const C* const* sin_rows, int, int) {
-            // BSHD out: token by token, every head. BHSD out: a group of bhsd_heads_per_group
-            // heads at a time, token by token within the group, so that several streams are in
-            // flight as with ordinary stores. Each run of a token's heads that shares a cos/sin
-            // segment goes at once, up to stream_heads_per_call heads.
-            const Eigen::Index heads_at_once = out_shape.bshd() ? heads : bhsd_heads_per_group;
-            for (Eigen::Index g0 = 0; g0 < heads; g0 += heads_at_once) {
-              const Eigen::Index g1 = std::min(g0 + heads_at_once, heads);
-              for (int t = 0; t < count; ++t) {
-                for (Eigen::Index h0 = g0, h1 = g0; h0 < g1; h0 = h1) {
-                  h1 = std::min({(h0 / group + 1) * group, g1, h0 + stream_heads_per_call});
-                  const Eigen::Index segment = (h0 / group) * pairs;
-                  staged.add_strided(in + in_shape.offset(b, s0 + t, h0), in_shape.head_stride(),
-                                     out + out_shape.offset(b, out_seq_offset + s0 + t, h0),
-                                     out_shape.head_stride(), h1 - h0, cos_rows[t] + segment,
-                                     sin_rows[t] + segment);
-                }
-              }
-            }
-            staged.flush();  // before the next call reuses the cos/sin rows
-          },
-          /*whole_rows=*/true);
-    };
-    // BSHD out from a Pairs source (cos/sin formed in the call) whose heads share one segment:
-    // token t + 1's cos/sin are formed a piece of lane_block pairs at a time between runs of
-    // token t's heads, so that the arithmetic overlaps the memory traffic instead of stalling
-    // it. The values are those of a whole-row fill: each pair is formed alone.
-    const auto stream_tokens_overlapped = [&](Eigen::Index b, Eigen::Index s0, int count) {
-      C* current = storage.rows(static_cast<std::size_t>(4 * pairs));
-      C* next = current + 2 * pairs;
-      const auto fill = [&](C* row, Eigen::Index s, int begin, int end) {
-        if constexpr (Source::kind == SourceKind::Pairs) {
-          source.fill(b, s, begin, end, row + begin, row + pairs + begin, rotation);
-        }
-      };
-      for (int begin = 0; begin < pairs; begin += cos_sin_chunk) {
-        fill(current, s0, begin, std::min(begin + cos_sin_chunk, pairs));
-      }
-      const int pieces = (pairs + static_cast<int>(lane_block) - 1) / static_cast<int>(lane_block);
-      for (int t = 0; t < count; ++t) {
-        for (int piece = 0; piece < pieces; ++piece) {
-          const Eigen::Index h0 = heads * piece / pieces, h1 = heads * (piece + 1) / pieces;
-          if (h1 > h0) {
-            staged.add_strided(in + in_shape.offset(b, s0 + t, h0), in_shape.head_stride(),
-                               out + out_shape.offset(b, out_seq_offset + s0 + t, h0),
-                               out_shape.head_stride(), h1 - h0, current, current + pairs);
-          }
-          if (t + 1 < count) {
-            const int begin = piece * static_cast<int>(lane_block);
-            fill(next, s0 + t + 1, begin, std::min(begin + static_cast<int>(lane_block), pairs));
-          }
-        }
-        staged.flush();  // before `current` is formed again
-        std::swap(current, next);
-      }
-    };
-    for (Eigen::Index block = block_begin; block < block_end; ++block) {
-      const Eigen::Index b = block / blocks_per_row;
-      const Eigen::Index s0 = (block % blocks_per_row) * block_tokens;
-      const int count = static_cast<int>(std::min<Eigen::Index>(block_tokens, seq - s0));
-      if constexpr (Source::kind == SourceKind::Pairs) {
-        if (out_shape.bshd() && group >= heads) {
-          stream_tokens_overlapped(b, s0, count);
-          continue;
-        }
-      }
-      stream_tokens(b, s0, count);
-    }
-    stream_fence();
-  };
-  const auto rotate_blocks = [&](Eigen::Index block_begin, Eigen::Index block_end) {
-    if (stream) {
-      stream_blocks(block_begin, block_end);
-      return;
-    }
-    CosSinScratch<C> storage;
-    for (Eigen::Index block = block_begin; block < block_end; ++block) {
-      const Eigen::Index b = block / blocks_per_row;
-      const Eigen::Index s0 = (block % blocks_per_row) * block_tokens;
-      const int count = static_cast<int>(std::min<Eigen::Index>(block_tokens, seq - s0));
-      for_block_cos_sin<C>(
-          source, b, s0, count, rotation, storage,
-          [&](const C* const* cos_rows, const C* const* sin_rows, int begin, int end) {
-            // Heads are queued and rotated a batch per call (detail/rotate.hpp: rotate_heads).
-            HeadRotation<T, C> batch[heads_per_batch];
-            int queued = 0;
-            const auto flush = [&] {
-              rotate_heads(batch, queued, begin, end, rotary_dim, interleaved);
-              queued = 0;
-            };
-            const auto rotate = [&](int t, Eigen::Index h) {
-              const Eigen::Index from = in_shape.offset(b, s0 + t, h) + first;
-              const Eigen::Index to = out_shape.offset(b, out_seq_offset + s0 + t, h) + first;
-              const Eigen::Index segment = (h / group) * pairs;
-              batch[queued++] = {in + from, out + to, cos_rows[t] + segment,
-                                 sin_rows[t] + segment};
-              if (queued == heads_per_batch) flush();
-            };
-            // Visit heads in the input's memory order: BSHD token-major; BHSD head-major, a
-            // group of bhsd_heads_per_group heads at a time, token-major within the group.
-            if (in_shape.bshd()) {
-              for (int t = 0; t < count; ++t)
-                for (Eigen::Index h = 0; h < heads; ++h) rotate(t, h);
-            } else {
-              for (Eigen::Index h0 = 0; h0 < heads; h0 += bhsd_heads_per_group) {
-                const Eigen::Index h1 = std::min<Eigen::Index>(h0 + bhsd_heads_per_group, heads);
-                for (int t = 0; t < count; ++t)
-                  for (Eigen::Index h = h0; h < h1; ++h) rotate(t, h);
-              }
-            }
-            flush();
-          });
-      if (pass_through) {  // features before and after the rotated slice
-        for (int t = 0; t < count; ++t) {
-          for (Eigen::Index h = 0; h < heads; ++h) {
-            const T* from = in + in_shape.offset(b, s0 + t, h);
-            T* to = out + out_shape.offset(b, out_seq_offset + s0 + t, h);
-            std::copy(from, from + first, to);
-            std::copy(from + first + rotary_dim, from + head_dim, to + first + rotary_dim);
-          }
-        }
-      }
-    }
-  };
-  const Eigen::Index blocks = in_shape.batch * blocks_per_row;
-  parallel_for(blocks, parts, threads, rotate_blocks);
-}
-
-// In place: in == out.
-template <class T, class Source>
-void rotate_tensor_inplace(const Source& source, const ActivationShape& shape, T* x,
-                           const Threads& threads, Rotation rotation = Rotation::Forward) {
-  rotate_tensor(source, shape, x, shape, 0, x, threads, rotation);
+  const TensorRotation<T, Source> plan(source, in_shape, in, out_shape, out_seq_offset, out,
+                                       parts, rotation);
+  parallel_for(plan.blocks(), parts, threads, [&](Eigen::Index begin, Eigen::Index end) {
+    plan.rotate_blocks(begin, end);
+  });
 }
 
 // The scalar rotation of pairs [pair_begin, pair_end) of one strided head vector (a column of a

@@ -1,6 +1,7 @@
 // A HuggingFace model's config.json -> what every layer does with positions (ModelPositions,
 // positions.hpp), with nlohmann-json: load.hpp's functions plus model_positions_from_json for a
-// config already parsed. Header-only unless POSEMB_CONFIG_COMPILED is defined (load.hpp says
+// config already parsed, and the family table and the rope block readers as before the reader
+// was compiled apart. Header-only unless POSEMB_CONFIG_COMPILED is defined (load.hpp says
 // how the reader is compiled once); the rules are stated in config/reader.hpp.
 // posemb.hpp does not include this header.
 //
@@ -16,8 +17,10 @@
 #include <nlohmann/json.hpp>
 
 #include "posemb/model/config_options.hpp"
+#include "posemb/model/families.hpp"
 #include "posemb/model/load.hpp"
 #include "posemb/model/positions.hpp"
+#include "posemb/model/rope_registry.hpp"
 
 namespace posemb {
 

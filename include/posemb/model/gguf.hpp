@@ -34,7 +34,8 @@
 
 #include "posemb/error.hpp"
 #include "posemb/io/gguf_file.hpp"
-#include "posemb/model/config.hpp"
+#include "posemb/model/positions.hpp"
+#include "posemb/model/rope_scheme.hpp"
 
 namespace posemb {
 

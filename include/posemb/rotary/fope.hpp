@@ -57,6 +57,7 @@
 #include "posemb/error.hpp"
 #include "posemb/rotary/frequencies.hpp"
 #include "posemb/rotary/rope.hpp"
+#include "posemb/rotary/rotate.hpp"
 #include "posemb/tensor.hpp"
 
 namespace posemb {
@@ -431,26 +432,6 @@ class FopeTable : public CosSinRows<compute_t<T>> {
 
 namespace detail {
 
-template <class Source>
-struct is_fope_table : std::false_type {};
-template <class U>
-struct is_fope_table<FopeTable<U>> : std::true_type {};
-
-// A readable compile error for a source that is neither a Fope nor a FopeTable of the tensor's
-// arithmetic type.
-template <class Source, class T>
-constexpr bool require_fope_source() {
-  static_assert(std::is_same_v<Source, Fope> || is_fope_table<Source>::value,
-                "posemb: the source must be a posemb::Fope or a posemb::FopeTable<T>");
-  if constexpr (is_fope_table<Source>::value) {
-    static_assert(std::is_same_v<typename Source::compute_type, compute_t<T>>,
-                  "posemb: this FopeTable holds another arithmetic type than the tensor needs "
-                  "(double for double storage, float for float/half/bf16): use FopeTable<T> with "
-                  "T the tensor's storage type");
-  }
-  return true;
-}
-
 // Throws unless the tensor's heads are FoPE's: head_dim, and n_heads or n_kv_heads heads.
 inline void check_fope_shape(const Fope& fope, const ActivationShape& shape) {
   if (shape.head_dim != fope.head_dim()) {
@@ -535,50 +516,58 @@ FopeTableSource<TableT> rotary_source(const FopeTable<TableT>& table, const Posi
 
 }  // namespace detail
 
-// `source` is a Fope (C, S computed per token; one buffer per thread and call) or a
-// FopeTable<T> (no allocation). x: [batch, seq, heads, head_dim] (BSHD) or [batch, heads, seq,
-// head_dim] (BHSD), heads = n_heads (queries) or n_kv_heads (keys). `positions`: a scalar offset
-// or per-token positions, as for RoPE. `threads`: up to this many threads (large tensors only;
-// see Threads). `rotation`: Rotation::Inverse undoes the rotation (each slot's 2 x 2 inverse).
+// The rotate family's sources (rotate.hpp): a Fope forms C and S per token, a table reads them.
+// Tensors only (per-head cos/sin).
+template <>
+struct rotary_source_traits<Fope> : rotary_source_base<Fope, Positions, void, false> {
+  template <class T>
+  static detail::FopeSource engine(const Fope& fope, const Positions& positions) {
+    return detail::rotary_source(fope, positions);
+  }
+};
+template <class U>
+struct rotary_source_traits<FopeTable<U>>
+    : rotary_source_base<Fope, Positions, compute_t<U>, false> {
+  template <class T>
+  static detail::FopeTableSource<U> engine(const FopeTable<U>& table, const Positions& positions) {
+    return detail::rotary_source(table, positions);
+  }
+};
 
-// In place.
+// FoPE's names for the rotate family (rotate.hpp), which they forward to. `source` is a Fope
+// (C, S computed per token; one buffer per thread and call) or a FopeTable<T> (no allocation).
+// x: [batch, seq, heads, head_dim] (BSHD) or [batch, heads, seq, head_dim] (BHSD), heads =
+// n_heads (queries) or n_kv_heads (keys). `positions`: a scalar offset or per-token positions, as
+// for RoPE. `rotation`: Rotation::Inverse undoes the rotation (each slot's 2 x 2 inverse).
 //
 // Example:
 //   const posemb::Fope fope = posemb::fope_with_coefficients(config, sin_coef, cos_coef);
 //   const posemb::FopeTable<float> table(fope, /*first_position=*/0, /*count=*/4096);
 //   posemb::apply_fope_inplace(q, /*offset=*/0, table);   // q: [1, seq, n_heads, head_dim]
-template <class X, class Source, IfNotMatrix<X> = 0>
-void apply_fope_inplace(X&& x, const Positions& positions, const Source& source,
+
+// In place: rotate_inplace.
+template <class X, class Source>
+void apply_fope_inplace(X&& x, const positions_for_t<X, Source>& positions, const Source& source,
                         TensorLayout layout = TensorLayout::BSHD, Threads threads = {},
                         Rotation rotation = Rotation::Forward) {
-  static_assert(require_activation_tensor<X>());
-  static_assert(detail::require_fope_source<Source, scalar_of_t<X>>());
-  detail::rotate_tensor_inplace(detail::rotary_source(source, positions),
-                                ActivationShape(x.dimensions(), layout), x.data(), threads,
-                                rotation);
+  rotate_inplace(x, positions, detail::scheme_source<Fope>(source), {layout, threads, rotation});
 }
 
-// Out of place into a caller's tensor `out` (layouts as for apply_rope).
-template <class X, class Y, class Source, IfNotMatrix<X> = 0, IfNotMatrix<Y> = 0>
-void apply_fope(const X& x, Y&& out, const Positions& positions, const Source& source,
-                Layouts layouts = TensorLayout::BSHD, Threads threads = {},
+// Out of place into a caller's tensor `out` (layouts as for apply_rope): rotate.
+template <class X, class Y, class Source>
+void apply_fope(const X& x, Y&& out, const positions_for_t<X, Source>& positions,
+                const Source& source, Layouts layouts = TensorLayout::BSHD, Threads threads = {},
                 Rotation rotation = Rotation::Forward) {
-  static_assert(require_activation_tensor<X>() && require_activation_tensor<Y>());
-  static_assert(detail::require_fope_source<Source, scalar_of_t<X>>());
-  detail::rotate_into(detail::rotary_source(source, positions), x, out, layouts, threads,
-                      rotation);
+  posemb::rotate(x, out, positions, detail::scheme_source<Fope>(source),
+                 {layouts, threads, rotation});
 }
 
-// Out of place, returning a new tensor.
-template <class X, class Source, IfNotMatrix<X> = 0>
-auto apply_fope(const X& x, const Positions& positions, const Source& source,
-                                   TensorLayout layout = TensorLayout::BSHD, Threads threads = {},
-                                   Rotation rotation = Rotation::Forward) {
-  static_assert(require_activation_tensor<X>());
-  static_assert(detail::require_fope_source<Source, scalar_of_t<X>>());
-  Tensor4<scalar_of_t<X>> out(x.dimensions());
-  apply_fope(x, out, positions, source, layout, threads, rotation);
-  return out;
+// Out of place, returning a new tensor: rotated.
+template <class X, class Source>
+auto apply_fope(const X& x, const positions_for_t<X, Source>& positions, const Source& source,
+                TensorLayout layout = TensorLayout::BSHD, Threads threads = {},
+                Rotation rotation = Rotation::Forward) {
+  return rotated(x, positions, detail::scheme_source<Fope>(source), {layout, threads, rotation});
 }
 
 }  // namespace posemb

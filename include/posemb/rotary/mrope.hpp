@@ -38,6 +38,7 @@
 #include "posemb/detail/rotary_engine.hpp"
 #include "posemb/error.hpp"
 #include "posemb/rotary/rope.hpp"
+#include "posemb/rotary/rotate.hpp"
 #include "posemb/tensor.hpp"
 
 namespace posemb {
@@ -391,27 +392,6 @@ struct MropeTableSource {
   }
 };
 
-template <class Source>
-struct is_mrope_table : std::false_type {};
-template <class U>
-struct is_mrope_table<MropeTable<U>> : std::true_type {};
-
-// A readable compile error for a source that is neither an MropeSpec nor an MropeTable of the
-// tensor's arithmetic type.
-template <class Source, class T>
-constexpr bool require_mrope_source() {
-  static_assert(std::is_same_v<Source, MropeSpec> || is_mrope_table<Source>::value,
-                "posemb: the source of apply_mrope must be a posemb::MropeSpec or a "
-                "posemb::MropeTable<T>");
-  if constexpr (is_mrope_table<Source>::value) {
-    static_assert(std::is_same_v<typename Source::compute_type, compute_t<T>>,
-                  "posemb: this MropeTable holds another arithmetic type than the tensor needs "
-                  "(double for double storage, float for float/half/bf16): use MropeTable<T> with "
-                  "T the tensor's storage type");
-  }
-  return true;
-}
-
 inline MropeSpecSource rotary_source(const MropeSpec& spec, const MropePositions& positions) {
   return MropeSpecSource(spec, positions);
 }
@@ -423,53 +403,63 @@ MropeTableSource<TableT> rotary_source(const MropeTable<TableT>& table,
 
 }  // namespace detail
 
+// The rotate family's sources (rotate.hpp), read at (t, h, w) positions. Tensors only.
+template <>
+struct rotary_source_traits<MropeSpec>
+    : rotary_source_base<MropeSpec, MropePositions, void, false> {
+  template <class T>
+  static detail::MropeSpecSource engine(const MropeSpec& spec, const MropePositions& positions) {
+    return detail::rotary_source(spec, positions);
+  }
+};
+template <class U>
+struct rotary_source_traits<MropeTable<U>>
+    : rotary_source_base<MropeSpec, MropePositions, compute_t<U>, false> {
+  template <class T>
+  static detail::MropeTableSource<U> engine(const MropeTable<U>& table,
+                                            const MropePositions& positions) {
+    return detail::rotary_source(table, positions);
+  }
+};
+
 // ---------------------------------------------------------------------------------------------
-// 4-D tensors: Eigen::Tensor<T, 4, RowMajor> or a TensorMap of one.
+// M-RoPE's names for the rotate family (rotate.hpp), which they forward to.
 // x: [batch, seq, heads, head_dim] (BSHD) or [batch, heads, seq, head_dim] (BHSD).
 // `positions`: MropePositions ([3, seq], [3, batch, seq], or MropePositions::text(1-D)).
 // `source`: an MropeSpec or an MropeTable. `threads`, `rotation`: as apply_rope (rope.hpp).
-
-// In place; allocates nothing.
 //
-// Example (Qwen2-VL prefill, positions from the prompt's layout):
+// Example (Qwen2-VL prefill, positions from the prompt's layout; keys into a BHSD cache):
 //   const posemb::MropeIndex index = posemb::mrope_position_ids(segments, rules);
 //   posemb::apply_mrope_inplace(q, index.positions, spec);   // q: [1, seq, 28, 128]
-template <class X, class Source, IfNotMatrix<X> = 0>
-void apply_mrope_inplace(X&& x, const MropePositions& positions, const Source& source,
+//   posemb::apply_mrope(k_proj, k_cache, index.positions, table,
+//                       posemb::Layouts(posemb::TensorLayout::BSHD, posemb::TensorLayout::BHSD,
+//                                       cache_length));
+
+// In place: rotate_inplace.
+template <class X, class Source>
+void apply_mrope_inplace(X&& x, const positions_for_t<X, Source>& positions, const Source& source,
                          TensorLayout layout = TensorLayout::BSHD, Threads threads = {},
                          Rotation rotation = Rotation::Forward) {
-  static_assert(require_activation_tensor<X>());
-  static_assert(detail::require_mrope_source<Source, scalar_of_t<X>>());
-  detail::rotate_tensor_inplace(detail::rotary_source(source, positions),
-                                ActivationShape(x.dimensions(), layout), x.data(), threads,
-                                rotation);
+  rotate_inplace(x, positions, detail::scheme_source<MropeSpec>(source),
+                 {layout, threads, rotation});
 }
 
 // Out of place into a caller's tensor `out` (layout change and KV-cache slot as apply_rope).
-//
-// Example (keys [1, seq, 4, 128] into a BHSD cache at its current length):
-//   posemb::apply_mrope(k_proj, k_cache, thw, table,
-//                       posemb::Layouts(posemb::TensorLayout::BSHD, posemb::TensorLayout::BHSD,
-//                                       cache_length));
-template <class X, class Y, class Source, IfNotMatrix<X> = 0, IfNotMatrix<Y> = 0>
-void apply_mrope(const X& x, Y&& out, const MropePositions& positions, const Source& source,
-                 Layouts layouts = TensorLayout::BSHD, Threads threads = {},
+template <class X, class Y, class Source>
+void apply_mrope(const X& x, Y&& out, const positions_for_t<X, Source>& positions,
+                 const Source& source, Layouts layouts = TensorLayout::BSHD, Threads threads = {},
                  Rotation rotation = Rotation::Forward) {
-  static_assert(require_activation_tensor<X>() && require_activation_tensor<Y>());
-  static_assert(detail::require_mrope_source<Source, scalar_of_t<X>>());
-  detail::rotate_into(detail::rotary_source(source, positions), x, out, layouts, threads,
-                      rotation);
+  posemb::rotate(x, out, positions, detail::scheme_source<MropeSpec>(source),
+                 {layouts, threads, rotation});
 }
 
-// Out of place, returning a new tensor in x's layout.
-template <class X, class Source, IfNotMatrix<X> = 0>
-Tensor4<scalar_of_t<X>> apply_mrope(const X& x, const MropePositions& positions,
-                                    const Source& source, TensorLayout layout = TensorLayout::BSHD,
-                                    Threads threads = {}, Rotation rotation = Rotation::Forward) {
-  static_assert(require_activation_tensor<X>());
-  Tensor4<scalar_of_t<X>> out(x.dimensions());
-  apply_mrope(x, out, positions, source, layout, threads, rotation);
-  return out;
+// Out of place, returning a new tensor in x's layout: rotated.
+template <class X, class Source>
+auto apply_mrope(const X& x, const positions_for_t<X, Source>& positions, const Source& source,
+                 TensorLayout layout = TensorLayout::BSHD, Threads threads = {},
+                 Rotation rotation = Rotation::Forward) {
+  return rotated(x, positions, detail::scheme_source<MropeSpec>(source),
+                 {layout, threads, rotation});
 }
 
 }  // namespace posemb

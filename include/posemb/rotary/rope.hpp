@@ -40,6 +40,7 @@
 #include "posemb/detail/rotary_engine.hpp"
 #include "posemb/error.hpp"
 #include "posemb/rotary/frequencies.hpp"
+#include "posemb/rotary/rotate.hpp"
 #include "posemb/tensor.hpp"
 
 namespace posemb {
@@ -256,26 +257,6 @@ class RopeTable : public CosSinRows<compute_t<T>> {
 
 namespace detail {
 
-template <class Source>
-struct is_rope_table : std::false_type {};
-template <class U>
-struct is_rope_table<RopeTable<U>> : std::true_type {};
-
-// A readable compile error for a source that is neither a RopeSpec nor a RopeTable of the
-// tensor's arithmetic type.
-template <class Source, class T>
-constexpr bool require_rope_source() {
-  static_assert(std::is_same_v<Source, RopeSpec> || is_rope_table<Source>::value,
-                "posemb: the source must be a posemb::RopeSpec or a posemb::RopeTable<T>");
-  if constexpr (is_rope_table<Source>::value) {
-    static_assert(std::is_same_v<typename Source::compute_type, compute_t<T>>,
-                  "posemb: this RopeTable holds another arithmetic type than the tensor needs "
-                  "(double for double storage, float for float/half/bf16): use RopeTable<T> with "
-                  "T the tensor's storage type");
-  }
-  return true;
-}
-
 // Throws unless the tensor's heads are as wide as the heads the spec was made for: a wider head
 // is not taken as partial rotary, a narrower one not as a slice.
 inline void check_head_dim(const RopeSpec& spec, const ActivationShape& shape) {
@@ -386,123 +367,89 @@ RopeTableSource<TableT> rotary_source(const RopeTable<TableT>& table, const Posi
   return RopeTableSource<TableT>{table, positions};
 }
 
-// Checks an out-of-place output: x's storage type, and x's dimensions unless `layouts` write
-// into a slot of a longer output (Layouts(in, out, offset); rotate_tensor checks that).
-template <class X, class Y>
-void check_output_tensor(const X& x, const Y& out, const Layouts& layouts) {
-  static_assert(std::is_same_v<scalar_of_t<X>, scalar_of_t<Y>>,
-                "posemb: x and out must have the same scalar type");
-  if (!layouts.into_slot) require_same_dims(x, out);
-}
+}  // namespace detail
 
-// The body of every out-of-place tensor entry point: `out` checked against x under `layouts`,
-// then x rotated into it by `source`.
-template <class Source, class X, class Y>
-void rotate_into(const Source& source, const X& x, Y& out, const Layouts& layouts,
-                 Threads threads, Rotation rotation) {
-  check_output_tensor(x, out, layouts);
-  rotate_tensor(source, ActivationShape(x.dimensions(), layouts.in), x.data(),
-                ActivationShape(out.dimensions(), layouts.out), layouts.out_seq_offset,
-                out.data(), threads, rotation);
-}
-
-// Throws unless a matrix has one position per row.
-template <class Derived>
-void check_row_positions(const Eigen::MatrixBase<Derived>& x, const PositionVector& positions) {
-  const Eigen::Index rows = (x.cols() == 1 && x.rows() != 1) ? 1 : x.rows();
-  if (positions.size() != rows) {
-    fail("positions.size()", positions.size(),
-         "expected one position per row = " + std::to_string(rows));
+// The rotate family's sources (rotate.hpp): a spec forms cos/sin in the call, a table reads them.
+template <>
+struct rotary_source_traits<RopeSpec> : rotary_source_base<RopeSpec> {
+  template <class T>
+  static detail::RopeSpecSource engine(const RopeSpec& spec, const Positions& positions) {
+    return detail::rotary_source(spec, positions);
   }
-}
+};
+template <class U>
+struct rotary_source_traits<RopeTable<U>> : rotary_source_base<RopeSpec, Positions, compute_t<U>> {
+  template <class T>
+  static detail::RopeTableSource<U> engine(const RopeTable<U>& table, const Positions& positions) {
+    return detail::rotary_source(table, positions);
+  }
+};
 
+namespace detail {
+// A readable compile error for a source that is neither a RopeSpec nor a RopeTable of the
+// arithmetic type of storage type T.
+template <class Source, class T>
+constexpr bool require_rope_source() {
+  return require_scheme<RopeSpec, Source>() && require_rotary_source<Source, T>();
+}
 }  // namespace detail
 
 // ---------------------------------------------------------------------------------------------
-// Matrices and vectors. `source` is a RopeSpec (cos/sin computed per call) or a RopeTable.
-
-// x: [rows, head_dim], row r at positions[r]; or a column vector [head_dim] with one position.
-// `rotation`: Rotation::Inverse applies R(p)^T = R(-p).
-template <class Derived, class Source>
-void apply_rope_inplace(const Eigen::MatrixBase<Derived>& x, const PositionVector& positions,
-                        const Source& source, Rotation rotation = Rotation::Forward) {
-  detail::check_row_positions(x, positions);
-  detail::rotate_matrix_rows(x, detail::rotary_source(source, Positions(positions)), rotation);
-}
-
-// x: [rows, head_dim], every row at the same position (e.g. all heads of one decode token);
-// or a column vector [head_dim].
-template <class Derived, class Source>
-void apply_rope_inplace(const Eigen::MatrixBase<Derived>& x, std::int64_t position,
-                        const Source& source, Rotation rotation = Rotation::Forward) {
-  const Positions same = Positions::same(position);
-  detail::rotate_matrix_rows(x, detail::rotary_source(source, same), rotation);
-}
-
-// Out of place: returns the rotated copy as a plain matrix of x's shape.
-template <class Derived, class MatrixPositions, class Source>
-typename Derived::PlainObject apply_rope(const Eigen::MatrixBase<Derived>& x,
-                                         const MatrixPositions& positions, const Source& source,
-                                         Rotation rotation = Rotation::Forward) {
-  typename Derived::PlainObject out = x;
-  apply_rope_inplace(out, positions, source, rotation);
-  return out;
-}
-
-// ---------------------------------------------------------------------------------------------
-// 4-D tensors: Eigen::Tensor<T, 4, RowMajor> or a TensorMap of one (zero-copy on a model's own
-// buffer). x: [batch, seq, heads, head_dim] (BSHD) or [batch, heads, seq, head_dim] (BHSD).
+// RoPE's names for the rotate family (rotate.hpp), which they forward to; `source` is a RopeSpec
+// (cos/sin computed per call) or a RopeTable<T>.
+//
+// 4-D tensors: x [batch, seq, heads, head_dim] (BSHD) or [batch, heads, seq, head_dim] (BHSD);
 // `positions`: a scalar offset (token s at offset + s, as for KV-cache decode), or per token a
 // PositionMatrix / FractionalPositionMatrix [batch, seq] (or [1, seq]) or a PositionVector.
-// `source`: a RopeSpec or a RopeTable. `threads`: up to this many threads (large tensors only;
-// see Threads). `rotation`: Rotation::Inverse applies R(p)^T = R(-p), at the same speed.
-
-// In place; allocates nothing.
+// Matrices: x [rows, head_dim], row r at positions[r] (a PositionVector), or every row at one
+// position (e.g. all heads of one decode token); or a column vector [head_dim].
+// `rotation`: Rotation::Inverse applies R(p)^T = R(-p), at the same speed.
 //
 // Example:
 //   Eigen::TensorMap<Eigen::Tensor<float, 4, Eigen::RowMajor>> q(q_data, 1, seq, 32, 128);
 //   posemb::apply_rope_inplace(q, /*offset=*/cache_length, spec, posemb::TensorLayout::BSHD,
 //                              posemb::Threads{2});
-template <class X, class Source, IfNotMatrix<X> = 0>
-void apply_rope_inplace(X&& x, const Positions& positions, const Source& source,
-                        TensorLayout layout = TensorLayout::BSHD, Threads threads = {},
-                        Rotation rotation = Rotation::Forward) {
-  static_assert(require_activation_tensor<X>());
-  static_assert(detail::require_rope_source<Source, scalar_of_t<X>>());
-  detail::rotate_tensor_inplace(detail::rotary_source(source, positions),
-                                ActivationShape(x.dimensions(), layout), x.data(), threads,
-                                rotation);
-}
-
-// Out of place into a caller's tensor `out`; allocates nothing. `layouts` may differ between x
-// and out (rotate and transpose in one pass) and may place the tokens at a sequence offset of
-// out (a KV-cache slot).
-//
-// Example (projection output [1, seq, 8, 128] into a BHSD KV cache [1, 8, 4096, 128] at its
-// current length):
-//   posemb::apply_rope(k_proj, k_cache, positions, table,
+//   posemb::apply_rope(k_proj, k_cache, positions, table,      // into a BHSD KV-cache slot
 //                      posemb::Layouts(posemb::TensorLayout::BSHD, posemb::TensorLayout::BHSD,
 //                                      cache_length));
-template <class X, class Y, class Source, IfNotMatrix<X> = 0, IfNotMatrix<Y> = 0>
-void apply_rope(const X& x, Y&& out, const Positions& positions, const Source& source,
-                Layouts layouts = TensorLayout::BSHD, Threads threads = {},
-                Rotation rotation = Rotation::Forward) {
-  static_assert(require_activation_tensor<X>() && require_activation_tensor<Y>());
-  static_assert(detail::require_rope_source<Source, scalar_of_t<X>>());
-  detail::rotate_into(detail::rotary_source(source, positions), x, out, layouts, threads,
-                      rotation);
+
+// In place: rotate_inplace.
+template <class X, class Source>
+void apply_rope_inplace(X&& x, const positions_for_t<X, Source>& positions, const Source& source,
+                        TensorLayout layout = TensorLayout::BSHD, Threads threads = {},
+                        Rotation rotation = Rotation::Forward) {
+  rotate_inplace(x, positions, detail::scheme_source<RopeSpec>(source),
+                 {layout, threads, rotation});
+}
+template <class X, class Source>
+void apply_rope_inplace(X&& x, const positions_for_t<X, Source>& positions, const Source& source,
+                        Rotation rotation) {
+  rotate_inplace(x, positions, detail::scheme_source<RopeSpec>(source),
+                 RotateOptions().with_rotation(rotation));
 }
 
-// Out of place, returning a new tensor in x's layout.
-template <class X, class Source, IfNotMatrix<X> = 0>
-auto apply_rope(const X& x, const Positions& positions, const Source& source,
-                                   TensorLayout layout = TensorLayout::BSHD, Threads threads = {},
-                                   Rotation rotation = Rotation::Forward) {
-  static_assert(require_activation_tensor<X>());
-  static_assert(detail::require_rope_source<Source, scalar_of_t<X>>());
-  Tensor4<scalar_of_t<X>> out(x.dimensions());
-  apply_rope(x, out, positions, source, layout, threads, rotation);
-  return out;
+// Out of place into a caller's tensor `out`: rotate.
+template <class X, class Y, class Source>
+void apply_rope(const X& x, Y&& out, const positions_for_t<X, Source>& positions,
+                const Source& source, Layouts layouts = TensorLayout::BSHD, Threads threads = {},
+                Rotation rotation = Rotation::Forward) {
+  posemb::rotate(x, out, positions, detail::scheme_source<RopeSpec>(source),
+                 {layouts, threads, rotation});
+}
+
+// Out of place, returning a new tensor in x's layout (or a plain matrix): rotated.
+template <class X, class Source>
+auto apply_rope(const X& x, const positions_for_t<X, Source>& positions, const Source& source,
+                TensorLayout layout = TensorLayout::BSHD, Threads threads = {},
+                Rotation rotation = Rotation::Forward) {
+  return rotated(x, positions, detail::scheme_source<RopeSpec>(source),
+                 {layout, threads, rotation});
+}
+template <class X, class Source>
+auto apply_rope(const X& x, const positions_for_t<X, Source>& positions, const Source& source,
+                Rotation rotation) {
+  return rotated(x, positions, detail::scheme_source<RopeSpec>(source),
+                 RotateOptions().with_rotation(rotation));
 }
 
 }  // namespace posemb

@@ -28,6 +28,7 @@
 #include "posemb/rotary/frequencies.hpp"
 #include "posemb/rotary/mrope.hpp"
 #include "posemb/rotary/rope.hpp"
+#include "posemb/rotary/rotate.hpp"
 #include "posemb/tensor.hpp"
 
 namespace posemb {
@@ -141,38 +142,47 @@ inline PositionMatrix vision_patch_positions(const VisionRope& rope, std::int64_
   return positions;
 }
 
-// 4-D tensors, as apply_mrope (mrope.hpp): x [batch, patches, heads, head_dim] (BSHD) or
-// [batch, heads, patches, head_dim] (BHSD); a tower's [patches, heads, head_dim] is BSHD with
-// batch 1. `positions`: vision_patch_positions of the grid.
+// A vision tower is a source of the rotate family (rotate.hpp): its M-RoPE spec at the patches'
+// (t, h, w) positions. Tensors only.
+template <>
+struct rotary_source_traits<VisionRope>
+    : rotary_source_base<VisionRope, MropePositions, void, false> {
+  template <class T>
+  static detail::MropeSpecSource engine(const VisionRope& rope, const MropePositions& positions) {
+    return detail::rotary_source(rope.spec, positions);
+  }
+};
 
-// In place; allocates nothing.
-template <class X, IfNotMatrix<X> = 0>
-void apply_vision_rope_inplace(X&& x, const MropePositions& positions, const VisionRope& rope,
-                               TensorLayout layout = TensorLayout::BSHD, Threads threads = {},
-                               Rotation rotation = Rotation::Forward) {
-  apply_mrope_inplace(x, positions, rope.spec, layout, threads, rotation);
-}
-
-// Out of place into a caller's tensor.
-template <class X, class Y, IfNotMatrix<X> = 0, IfNotMatrix<Y> = 0>
-void apply_vision_rope(const X& x, Y&& out, const MropePositions& positions,
-                       const VisionRope& rope, Layouts layouts = TensorLayout::BSHD,
-                       Threads threads = {}, Rotation rotation = Rotation::Forward) {
-  apply_mrope(x, out, positions, rope.spec, layouts, threads, rotation);
-}
-
-// Out of place, returning a new tensor in x's layout.
+// The vision towers' names for the rotate family, which they forward to. x: [batch, patches,
+// heads, head_dim] (BSHD) or [batch, heads, patches, head_dim] (BHSD); a tower's [patches, heads,
+// head_dim] is BSHD with batch 1. `positions`: vision_patch_positions of the grid.
 //
 // Example (a tower's queries [patches, heads, head_dim] in a caller's buffer):
 //   const posemb::TensorMap4<float> q(q_data, 1, patches, heads, head_dim);
-//   const auto rotated = posemb::apply_vision_rope(q, patch_positions, rope);
-template <class X, IfNotMatrix<X> = 0>
-Tensor4<scalar_of_t<X>> apply_vision_rope(const X& x, const MropePositions& positions,
-                                          const VisionRope& rope,
-                                          TensorLayout layout = TensorLayout::BSHD,
-                                          Threads threads = {},
-                                          Rotation rotation = Rotation::Forward) {
-  return apply_mrope(x, positions, rope.spec, layout, threads, rotation);
+//   const auto q_rotated = posemb::rotated(q, patch_positions, rope);
+
+// In place: rotate_inplace.
+template <class X>
+void apply_vision_rope_inplace(X&& x, const positions_for_t<X, VisionRope>& positions,
+                               const VisionRope& rope, TensorLayout layout = TensorLayout::BSHD,
+                               Threads threads = {}, Rotation rotation = Rotation::Forward) {
+  rotate_inplace(x, positions, rope, {layout, threads, rotation});
+}
+
+// Out of place into a caller's tensor: rotate.
+template <class X, class Y>
+void apply_vision_rope(const X& x, Y&& out, const positions_for_t<X, VisionRope>& positions,
+                       const VisionRope& rope, Layouts layouts = TensorLayout::BSHD,
+                       Threads threads = {}, Rotation rotation = Rotation::Forward) {
+  posemb::rotate(x, out, positions, rope, {layouts, threads, rotation});
+}
+
+// Out of place, returning a new tensor in x's layout: rotated.
+template <class X>
+auto apply_vision_rope(const X& x, const positions_for_t<X, VisionRope>& positions,
+                       const VisionRope& rope, TensorLayout layout = TensorLayout::BSHD,
+                       Threads threads = {}, Rotation rotation = Rotation::Forward) {
+  return rotated(x, positions, rope, {layout, threads, rotation});
 }
 
 }  // namespace posemb

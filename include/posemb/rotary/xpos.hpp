@@ -28,6 +28,7 @@
 #include "posemb/detail/rotary_engine.hpp"
 #include "posemb/error.hpp"
 #include "posemb/rotary/rope.hpp"
+#include "posemb/rotary/rotate.hpp"
 #include "posemb/tensor.hpp"
 
 namespace posemb {
@@ -72,43 +73,6 @@ inline double xpos_scale(int pair, double position, int rotary_dim, const XposPa
 
 namespace detail {
 
-// RoPE's cos and sin times attention_scale times the pair's xPos scale, rounded once to C (a
-// Pairs source of the rotary engine). The inverse divides by the same magnitude and flips sin.
-struct XposSource {
-  static constexpr SourceKind kind = SourceKind::Pairs;
-  const XposSpec& spec;
-  XposRole role;
-  const Positions& positions;
-
-  int rotary_dim() const { return spec.rope.rotary_dim; }
-  int rotary_offset() const { return spec.rope.rotary_offset; }
-  Pairing pairing() const { return spec.rope.pairing; }
-  Eigen::Index head_group(Eigen::Index heads) const { return heads; }
-  void check(const ActivationShape& shape) const {
-    check_head_dim(spec.rope, shape);
-    positions.check(shape);
-  }
-  template <class C>
-  void fill(Eigen::Index b, Eigen::Index s, int begin, int end, C* cos, C* sin,
-            Rotation rotation) const {
-    const RopeSpec& rope = spec.rope;
-    const double position = positions.at(b, s);
-    const bool inverse = rotation == Rotation::Inverse;
-    if (end <= begin) return;  // also tells GCC the arrays below are written before use
-    double angle[cos_sin_chunk], magnitude[cos_sin_chunk];
-    for (int i = begin; i < end; ++i) {
-      angle[i - begin] = position * rope.inv_freq[i];
-      const double m =
-          rope.attention_scale * xpos_scale(i, position, rope.rotary_dim, spec.params, role);
-      magnitude[i - begin] = inverse ? 1.0 / m : m;
-    }
-    cos_sin_of(angle, magnitude, end - begin, cos, sin);
-    if (inverse) {
-      for (int i = 0; i < end - begin; ++i) sin[i] = -sin[i];
-    }
-  }
-};
-
 // Throws unless every xPos scale for positions in [min_position, max_position] lies within the
 // normal range of storage type T. Pair 0 has the smallest zeta, so it bounds every other pair.
 template <class T>
@@ -138,16 +102,6 @@ void check_xpos_range(const XposSpec& spec, XposRole role, double min_position,
   }
 }
 
-}  // namespace detail
-
-// ---------------------------------------------------------------------------------------------
-// 4-D tensors. x: [batch, seq, heads, head_dim] (BSHD) or [batch, heads, seq, head_dim] (BHSD),
-// queries or keys (`role`); positions: PositionMatrix [batch, seq] (or [1, seq]) or an offset.
-// Rotates and scales the first rotary_dim features of every head. `threads`: up to this many
-// threads (large tensors only; see Threads).
-
-namespace detail {
-
 // The smallest and largest position of a [batch, seq] grid, checked against the storage type T.
 template <class T>
 void check_xpos_positions(const XposSpec& spec, XposRole role, const Positions& positions,
@@ -166,74 +120,106 @@ void check_xpos_positions(const XposSpec& spec, XposRole role, const Positions& 
   check_xpos_range<T>(spec, role, lo, hi);
 }
 
+// RoPE's cos and sin times attention_scale times the pair's xPos scale, rounded once to C (a
+// Pairs source of the rotary engine). The inverse divides by the same magnitude and flips sin.
+// Its check also refuses a scale outside the normal range of storage type T.
+template <class T>
+struct XposSource {
+  static constexpr SourceKind kind = SourceKind::Pairs;
+  const XposSpec& spec;
+  XposRole role;
+  const Positions& positions;
+
+  int rotary_dim() const { return spec.rope.rotary_dim; }
+  int rotary_offset() const { return spec.rope.rotary_offset; }
+  Pairing pairing() const { return spec.rope.pairing; }
+  Eigen::Index head_group(Eigen::Index heads) const { return heads; }
+  void check(const ActivationShape& shape) const {
+    check_xpos_positions<T>(spec, role, positions, shape);
+    check_head_dim(spec.rope, shape);
+  }
+  template <class C>
+  void fill(Eigen::Index b, Eigen::Index s, int begin, int end, C* cos, C* sin,
+            Rotation rotation) const {
+    const RopeSpec& rope = spec.rope;
+    const double position = positions.at(b, s);
+    const bool inverse = rotation == Rotation::Inverse;
+    if (end <= begin) return;  // also tells GCC the arrays below are written before use
+    double angle[cos_sin_chunk], magnitude[cos_sin_chunk];
+    for (int i = begin; i < end; ++i) {
+      angle[i - begin] = position * rope.inv_freq[i];
+      const double m =
+          rope.attention_scale * xpos_scale(i, position, rope.rotary_dim, spec.params, role);
+      magnitude[i - begin] = inverse ? 1.0 / m : m;
+    }
+    cos_sin_of(angle, magnitude, end - begin, cos, sin);
+    if (inverse) {
+      for (int i = 0; i < end - begin; ++i) sin[i] = -sin[i];
+    }
+  }
+};
+
 }  // namespace detail
 
-// `rotation`: Rotation::Inverse undoes the rotation and the scale (R(p)^T / scale).
-
-// Out of place into a caller's tensor `out` (layouts as for apply_rope); allocates nothing.
+// xPos applied to queries or to keys: the rotate family's source (rotate.hpp). A view of `spec`.
+// Tensors [batch, seq, heads, head_dim] (BSHD) or [batch, heads, seq, head_dim] (BHSD), and
+// matrix rows. A scale out of the storage type's range throws before anything changes;
+// Rotation::Inverse undoes the rotation and the scale (R(p)^T / scale).
 //
 // Example:
 //   const posemb::XposSpec spec{posemb::default_rope_spec(64), posemb::XposParams{}};
-//   posemb::apply_xpos(q, q_out, /*offset=*/0, spec, posemb::XposRole::Query);
-//   posemb::apply_xpos(k, k_out, /*offset=*/0, spec, posemb::XposRole::Key);
-template <class X, class Y, IfNotMatrix<X> = 0, IfNotMatrix<Y> = 0>
-void apply_xpos(const X& x, Y&& out, const Positions& positions, const XposSpec& spec,
-                XposRole role, Layouts layouts = TensorLayout::BSHD, Threads threads = {},
-                Rotation rotation = Rotation::Forward) {
-  static_assert(require_activation_tensor<X>() && require_activation_tensor<Y>());
-  detail::check_output_tensor(x, out, layouts);
-  const ActivationShape shape(x.dimensions(), layouts.in);
-  detail::check_xpos_positions<scalar_of_t<X>>(spec, role, positions, shape);
-  detail::rotate_tensor(detail::XposSource{spec, role, positions}, shape, x.data(),
-                        ActivationShape(out.dimensions(), layouts.out), layouts.out_seq_offset,
-                        out.data(), threads, rotation);
-}
+//   posemb::rotate(q, q_out, /*offset=*/0, posemb::Xpos{spec, posemb::XposRole::Query});
+//   posemb::rotate(k, k_out, /*offset=*/0, posemb::Xpos{spec, posemb::XposRole::Key});
+struct Xpos {
+  const XposSpec& spec;
+  XposRole role;
+};
 
-// In place; allocates nothing. A scale out of the storage type's range throws before any
-// change.
-template <class X, IfNotMatrix<X> = 0>
-void apply_xpos_inplace(X&& x, const Positions& positions, const XposSpec& spec, XposRole role,
-                        TensorLayout layout = TensorLayout::BSHD, Threads threads = {},
-                        Rotation rotation = Rotation::Forward) {
-  static_assert(require_activation_tensor<X>());
-  const ActivationShape shape(x.dimensions(), layout);
-  detail::check_xpos_positions<scalar_of_t<X>>(spec, role, positions, shape);
-  detail::rotate_tensor_inplace(detail::XposSource{spec, role, positions}, shape, x.data(),
-                                threads, rotation);
-}
-
-// Out of place, returning a new tensor.
-template <class X, IfNotMatrix<X> = 0>
-auto apply_xpos(const X& x, const Positions& positions, const XposSpec& spec,
-                                   XposRole role, TensorLayout layout = TensorLayout::BSHD,
-                                   Threads threads = {}, Rotation rotation = Rotation::Forward) {
-  static_assert(require_activation_tensor<X>());
-  Tensor4<scalar_of_t<X>> out(x.dimensions());
-  apply_xpos(x, out, positions, spec, role, layout, threads, rotation);
-  return out;
-}
-
-// Matrices. x: [rows, head_dim], row r at positions[r]; or a column vector [head_dim].
-template <class Derived>
-void apply_xpos_inplace(const Eigen::MatrixBase<Derived>& x, const PositionVector& positions,
-                        const XposSpec& spec, XposRole role, Rotation rotation = Rotation::Forward) {
-  spec.validate();
-  detail::check_row_positions(x, positions);
-  if (positions.size() > 0) {
-    detail::check_xpos_range<typename Derived::Scalar>(spec, role, double(positions.minCoeff()),
-                                                       double(positions.maxCoeff()));
+template <>
+struct rotary_source_traits<Xpos> : rotary_source_base<Xpos> {
+  template <class T>
+  static detail::XposSource<T> engine(const Xpos& xpos, const Positions& positions) {
+    xpos.spec.validate();
+    return detail::XposSource<T>{xpos.spec, xpos.role, positions};
   }
-  const Positions rows(positions);
-  detail::rotate_matrix_rows(x, detail::XposSource{spec, role, rows}, rotation);
+};
+
+// xPos's names for the rotate family, which they forward to: Xpos{spec, role} as the source.
+// Tensors take layout(s), threads and rotation; matrices ([rows, head_dim], row r at
+// positions[r]; or a column vector) the rotation.
+
+// Out of place into a caller's tensor `out` (layouts as for apply_rope): rotate.
+template <class X, class Y>
+void apply_xpos(const X& x, Y&& out, const positions_for_t<X, Xpos>& positions,
+                const XposSpec& spec, XposRole role, Layouts layouts = TensorLayout::BSHD,
+                Threads threads = {}, Rotation rotation = Rotation::Forward) {
+  posemb::rotate(x, out, positions, Xpos{spec, role}, {layouts, threads, rotation});
 }
 
-template <class Derived>
-typename Derived::PlainObject apply_xpos(const Eigen::MatrixBase<Derived>& x,
-                                         const PositionVector& positions, const XposSpec& spec,
-                                         XposRole role, Rotation rotation = Rotation::Forward) {
-  typename Derived::PlainObject out = x;
-  apply_xpos_inplace(out, positions, spec, role, rotation);
-  return out;
+// In place: rotate_inplace.
+template <class X>
+void apply_xpos_inplace(X&& x, const positions_for_t<X, Xpos>& positions, const XposSpec& spec,
+                        XposRole role, TensorLayout layout = TensorLayout::BSHD,
+                        Threads threads = {}, Rotation rotation = Rotation::Forward) {
+  rotate_inplace(x, positions, Xpos{spec, role}, {layout, threads, rotation});
+}
+template <class X>
+void apply_xpos_inplace(X&& x, const positions_for_t<X, Xpos>& positions, const XposSpec& spec,
+                        XposRole role, Rotation rotation) {
+  rotate_inplace(x, positions, Xpos{spec, role}, RotateOptions().with_rotation(rotation));
+}
+
+// Out of place, returning a new tensor (or a plain matrix): rotated.
+template <class X>
+auto apply_xpos(const X& x, const positions_for_t<X, Xpos>& positions, const XposSpec& spec,
+                XposRole role, TensorLayout layout = TensorLayout::BSHD, Threads threads = {},
+                Rotation rotation = Rotation::Forward) {
+  return rotated(x, positions, Xpos{spec, role}, {layout, threads, rotation});
+}
+template <class X>
+auto apply_xpos(const X& x, const positions_for_t<X, Xpos>& positions, const XposSpec& spec,
+                XposRole role, Rotation rotation) {
+  return rotated(x, positions, Xpos{spec, role}, RotateOptions().with_rotation(rotation));
 }
 
 }  // namespace posemb

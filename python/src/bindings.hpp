@@ -1,0 +1,62 @@
+// What the binding files share: their registration functions and the rotation driver every
+// rotary entry point (RoPE, M-RoPE, vision, xPos, FoPE) runs through.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "arrays.hpp"
+
+namespace posemb::python {
+
+void bind_rotary(py::module_& m);
+void bind_model(py::module_& m);
+void bind_bias(py::module_& m);
+
+// A FoPE object with the coefficients it reads (the C++ Fope maps them; the holder owns them).
+struct FopeHolder {
+  std::shared_ptr<const std::vector<float>> coefficients;  // sin then cos, or null (owned by fope)
+  Fope fope;
+};
+
+// Rotates x (a numpy array or torch tensor, `rank` 4, or 3 when `allow_rank3` reads
+// [tokens, heads, head_dim] as [1, tokens, heads, head_dim]) in place or into a new array of x's
+// kind, without the GIL. kernel(in, out) is called with TensorMaps of x's storage type T:
+// in place, in and out are the same map; out of place, `in` maps x (read only) and `out` the new
+// array. Returns x (in place) or the new array.
+template <class Kernel>
+py::object rotate(const py::object& x, bool in_place, Kernel&& kernel, bool allow_rank3 = false) {
+  const int rank = allow_rank3 && view_of(x, "x").rank() == 3 ? 3 : 4;
+  const ArrayView in = activation(x, "x", rank, in_place);
+  const ArrayView fresh = in_place ? ArrayView{} : new_array_like(in, in.dtype, in.shape);
+  const ArrayView& out = in_place ? in : fresh;
+  // [batch, seq, heads, head_dim] (or the layout's order); rank 3 is one batch row.
+  std::array<Eigen::Index, 4> dims{1, 1, 1, 1};
+  std::copy(in.shape.begin(), in.shape.end(), dims.begin() + (4 - rank));
+  with_storage_type(in, [&](auto tag) {
+    using T = decltype(tag);
+    TensorMap4<T> in_map(static_cast<T*>(in.data), dims[0], dims[1], dims[2], dims[3]);
+    TensorMap4<T> out_map(static_cast<T*>(out.data), dims[0], dims[1], dims[2], dims[3]);
+    py::gil_scoped_release release;
+    kernel(in_map, out_map);
+    return 0;
+  });
+  return in_place ? x : out.object;
+}
+
+// The in-place call when in and out are one map, else the out-of-place one:
+//   run(x, out, [&](auto& y) { in_place(y); }, [&](const auto& a, auto& b) { out_of_place(a, b); })
+template <class X, class InPlace, class OutOfPlace>
+void in_or_out(X& in, X& out, InPlace&& in_place, OutOfPlace&& out_of_place) {
+  if (in.data() == out.data()) {
+    in_place(in);
+  } else {
+    out_of_place(in, out);
+  }
+}
+
+}  // namespace posemb::python
