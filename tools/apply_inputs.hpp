@@ -26,6 +26,7 @@ struct ApplyOptions {
   bool vision = false;   // the vision tower's 2-D RoPE on X [patches, heads, head_dim]
   std::string grid;      // --grid TxHxW
   bool verbose = false;  // print how X, the positions and the scheme were read
+  bool strict = false;   // refuse keys the config reader did not use
 
   // The names above as values (arguments.hpp).
   TensorLayout layout() const;

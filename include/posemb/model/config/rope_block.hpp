@@ -291,7 +291,7 @@ class RopeBlockReader {
     std::ostringstream text;
     text << block.name("high_freq_factor") << " = " << llama3->high_freq_factor
          << " is not greater than " << block.name("low_freq_factor") << " = "
-         << llama3->low_freq_factor << " (transformers warns; the band between them is empty)";
+         << llama3->low_freq_factor << ": the band between them is empty";
     std::string warning = text.str();
     for (const std::string& known : model_.warnings) {
       if (known == warning) return;
