@@ -84,6 +84,7 @@ class Fope:
 class QueryTemperature:
     floor_scale: float
     attn_scale: float
+    position_offset: int
     def factor(self, position: float) -> float: ...
 
 class LayerAttention:
@@ -91,6 +92,8 @@ class LayerAttention:
     sliding_window: Optional[int]
     attention_chunk_size: Optional[int]
     query_temperature: Optional[QueryTemperature]
+    logit_softcap: Optional[float]
+    attention_sinks: bool
     def __init__(self, *, softmax_scale: Optional[float] = ..., sliding_window: Optional[int] = ...,
                  attention_chunk_size: Optional[int] = ...) -> None: ...
 

@@ -14,7 +14,8 @@ using OptLength = std::optional<std::int64_t>;
 
 void bind_attention(py::module_& m) {
   py::class_<QueryTemperature>(m, "QueryTemperature", R"doc(Llama 4's query temperature on its
-layers without RoPE: q *= log1p(floor((p + 1) / floor_scale)) * attn_scale + 1.
+layers without RoPE: q *= log1p(floor((p + position_offset) / floor_scale)) * attn_scale + 1
+(position_offset 1; Ministral 3: 0).
 
 Example:
     >>> model.layers[3].attention.query_temperature.factor(8191)
@@ -22,10 +23,12 @@ Example:
 )doc")
       .def_readonly("floor_scale", &QueryTemperature::floor_scale)
       .def_readonly("attn_scale", &QueryTemperature::attn_scale)
+      .def_readonly("position_offset", &QueryTemperature::position_offset)
       .def("factor", &QueryTemperature::factor, py::arg("position"));
   py::class_<LayerAttention>(m, "LayerAttention", R"doc(One layer's attention-side parameters
 (None: not used): softmax_scale (logits = softmax_scale * q k^T; None means 1 / sqrt(head_dim)),
-sliding_window, attention_chunk_size, query_temperature.
+sliding_window, attention_chunk_size, query_temperature, logit_softcap (logits = c * tanh(logits / c)),
+attention_sinks (a learned logit per head in every softmax).
 
 Example:
     >>> attention = posemb.LayerAttention(softmax_scale=0.0625, sliding_window=4096)
@@ -43,7 +46,9 @@ Example:
       .def_readonly("softmax_scale", &LayerAttention::softmax_scale)
       .def_readonly("sliding_window", &LayerAttention::sliding_window)
       .def_readonly("attention_chunk_size", &LayerAttention::attention_chunk_size)
-      .def_readonly("query_temperature", &LayerAttention::query_temperature);
+      .def_readonly("query_temperature", &LayerAttention::query_temperature)
+      .def_readonly("logit_softcap", &LayerAttention::logit_softcap)
+      .def_readonly("attention_sinks", &LayerAttention::attention_sinks);
 }
 
 void bind_scheme(py::module_& m) {
