@@ -53,7 +53,9 @@ using Buffer = std::vector<float, Eigen::aligned_allocator<float>>;
 enum class Kind { Interleaved, RotateHalf, Yarn };
 
 const char* name_of(Kind kind) {
-  return kind == Kind::Interleaved ? "interleaved" : kind == Kind::RotateHalf ? "rotate_half" : "yarn";
+  return kind == Kind::Interleaved  ? "interleaved"
+         : kind == Kind::RotateHalf ? "rotate_half"
+                                    : "yarn";
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -280,8 +282,9 @@ int main() {
                 row.timing.posemb * unit, decode ? "us" : "ms", row.timing.speedup,
                 row.timing.ggml_of_memcpy, row.timing.posemb_of_memcpy);
   }
-  std::printf("\nerror: max |result - double reference| / max |x|; speedup: median of ggml time /\n"
-              "posemb time per iteration; x/copy: memcpy of the same bytes / time (out of place:\n"
-              "fraction of copy bandwidth).\n");
+  std::printf(
+      "\nerror: max |result - double reference| / max |x|; speedup: median of ggml time /\n"
+      "posemb time per iteration; x/copy: memcpy of the same bytes / time (out of place:\n"
+      "fraction of copy bandwidth).\n");
   return 0;
 }

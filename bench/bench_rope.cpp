@@ -33,10 +33,12 @@ bool check_all() {
   const CheckReport report = [&](const std::string& name, double error, double limit) {
     const bool pass = error <= limit;
     ok = ok && pass;
-    std::printf("check %-62s %.2e (limit %.0e) %s\n", name.c_str(), error, limit, pass ? "ok" : "FAILED");
+    std::printf("check %-62s %.2e (limit %.0e) %s\n", name.c_str(), error, limit,
+                pass ? "ok" : "FAILED");
   };
-  std::printf("Checks against the scalar reference: the largest |fast - reference| over every value,\n"
-              "divided by |a| + |b| of its pair for rotations, absolute where marked.\n");
+  std::printf(
+      "Checks against the scalar reference: the largest |fast - reference| over every value,\n"
+      "divided by |a| + |b| of its pair for rotations, absolute where marked.\n");
   check_rope_rows(report);
   check_decode(report);
   ok = check_table() && ok;
@@ -47,11 +49,12 @@ bool check_all() {
 }
 
 void print_summary(const RatioReporter& reporter) {
-  std::printf("\nSummary (%s, %s, %u hardware threads; %s build, kernels at level %s).\n"
-              "Ratio = baseline time / measured time for the same work, median over back-to-back\n"
-              "pairs.\n",
-              utc_date().c_str(), cpu_model().c_str(), std::thread::hardware_concurrency(),
-              POSEMB_BENCH_BUILD, posemb::to_string(posemb::isa_level()));
+  std::printf(
+      "\nSummary (%s, %s, %u hardware threads; %s build, kernels at level %s).\n"
+      "Ratio = baseline time / measured time for the same work, median over back-to-back\n"
+      "pairs.\n",
+      utc_date().c_str(), cpu_model().c_str(), std::thread::hardware_concurrency(),
+      POSEMB_BENCH_BUILD, posemb::to_string(posemb::isa_level()));
   std::printf("%-60s %7s  %s\n", "benchmark", "ratio", "meaning, target");
   print_rope_summary(reporter);
   print_fope_mrope_fused_summary(reporter);
@@ -67,8 +70,8 @@ int main(int argc, char** argv) {
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
 
   print_header(std::string(POSEMB_BENCH_BUILD) + " build, kernels at level " +
-               posemb::to_string(posemb::isa_level()) + " (best on this CPU: " +
-               posemb::to_string(posemb::best_isa_level()) + ")");
+               posemb::to_string(posemb::isa_level()) +
+               " (best on this CPU: " + posemb::to_string(posemb::best_isa_level()) + ")");
   if (!check_all()) {
     std::printf("a fast path disagrees with the scalar reference: not timing\n");
     return 1;

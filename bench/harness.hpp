@@ -86,7 +86,8 @@ struct PairSeries {
   double fastest_measured() const { return *std::min_element(measured.begin(), measured.end()); }
 
  private:
-  static std::vector<double> ratios(const std::vector<double>& over, const std::vector<double>& under) {
+  static std::vector<double> ratios(const std::vector<double>& over,
+                                    const std::vector<double>& under) {
     std::vector<double> out(over.size());
     for (std::size_t i = 0; i < over.size(); ++i) out[i] = over[i] / under[i];
     return out;

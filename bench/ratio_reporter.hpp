@@ -83,7 +83,8 @@ inline void print_ratio(const RatioReporter& reporter, const std::string& name, 
 }
 
 // A summary row without a target.
-inline void print_info(const RatioReporter& reporter, const std::string& name, const char* meaning) {
+inline void print_info(const RatioReporter& reporter, const std::string& name,
+                       const char* meaning) {
   const RatioReporter::Result* r = reporter.find(name);
   if (r == nullptr) return;
   std::printf("%-60s %7.3f  %s (informative)\n", name.c_str(), r->ratio(), meaning);

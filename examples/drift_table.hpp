@@ -33,7 +33,8 @@ struct Inputs {
 
 inline Eigen::VectorXf read_vector(const std::string& path) {
   const posemb::NpyArray array = posemb::read_npy(path);
-  if (array.shape != std::vector<std::int64_t>{dim}) throw posemb::Error(path + ": expected shape (64,)");
+  if (array.shape != std::vector<std::int64_t>{dim})
+    throw posemb::Error(path + ": expected shape (64,)");
   const std::vector<float> values = array.values<float>();
   return Eigen::Map<const Eigen::VectorXf>(values.data(), dim);
 }
@@ -87,7 +88,8 @@ inline posemb::EmbeddingTable<float> sinusoidal_table_float32(int positions) {
   const float log_base_over_dim = static_cast<float>(-std::log(10000.0) / dim);
   for (int p = 0; p < positions; ++p) {
     for (int i = 0; i < dim / 2; ++i) {
-      const float angle = static_cast<float>(p) * std::exp(static_cast<float>(2 * i) * log_base_over_dim);
+      const float angle =
+          static_cast<float>(p) * std::exp(static_cast<float>(2 * i) * log_base_over_dim);
       pe(p, 2 * i) = std::sin(angle);
       pe(p, 2 * i + 1) = std::cos(angle);
     }

@@ -39,17 +39,17 @@ void print_pairs(const posemb::report::PairFrequencies& f, int head_dim,
   const std::optional<std::int64_t> L0 = f.original_context;
   std::printf("theta: %g  rotary_dim: %d  pairing: %s  original context L0: %s  seq_len: %s\n",
               f.theta, f.rotary_dim, posemb::to_string(f.pairing),
-              L0 ? std::to_string(*L0).c_str() : "-", seq_len ? std::to_string(*seq_len).c_str() : "-");
+              L0 ? std::to_string(*L0).c_str() : "-",
+              seq_len ? std::to_string(*seq_len).c_str() : "-");
   std::printf("\n%4s  %14s  %14s  %9s  %16s  %12s  %s\n", "pair", "default", "scaled", "divisor",
               "wavelength", "turns_in_L0", "band");
   std::map<std::string, int> bands;
   for (std::size_t i = 0; i < f.pairs.size(); ++i) {
     const posemb::report::PairFrequency& pair = f.pairs[i];
     ++bands[pair.band];
-    const std::string turns =
-        L0 ? std::to_string(static_cast<long long>(
-                 std::floor(static_cast<double>(*L0) * pair.default_inv_freq / two_pi)))
-           : "-";
+    const std::string turns = L0 ? std::to_string(static_cast<long long>(std::floor(
+                                       static_cast<double>(*L0) * pair.default_inv_freq / two_pi)))
+                                 : "-";
     std::printf("%4zu  %14.8g  %14.8g  %9.5g  %16.6g  %12s  %s\n", i, pair.default_inv_freq,
                 pair.inv_freq, pair.default_inv_freq / pair.inv_freq, two_pi / pair.inv_freq,
                 turns.c_str(), pair.band.c_str());
@@ -76,12 +76,13 @@ int main(int argc, char** argv) {
   try {
     const posemb::ModelPositions m = posemb::load_model_positions(argv[1]);
     const posemb::PositionKind kind = m.kind();
-    std::printf("config: %s\nmodel_type: %s\nkind: %s\nheads: %d  kv_heads: %d  "
-                "max_position_embeddings: %s\n%s\n",
-                argv[1], m.model_type.empty() ? "(none)" : m.model_type.c_str(),
-                posemb::to_string(kind), m.n_heads, m.n_kv_heads,
-                m.max_position_embeddings ? std::to_string(*m.max_position_embeddings).c_str() : "-",
-                posemb::report::layer_pattern(m).c_str());
+    std::printf(
+        "config: %s\nmodel_type: %s\nkind: %s\nheads: %d  kv_heads: %d  "
+        "max_position_embeddings: %s\n%s\n",
+        argv[1], m.model_type.empty() ? "(none)" : m.model_type.c_str(), posemb::to_string(kind),
+        m.n_heads, m.n_kv_heads,
+        m.max_position_embeddings ? std::to_string(*m.max_position_embeddings).c_str() : "-",
+        posemb::report::layer_pattern(m).c_str());
     if (kind == posemb::PositionKind::Fope && m.fope) {
       print_pairs(posemb::report::fope_pair_frequencies(*m.fope), m.fope->head_dim, seq_len);
       return 0;
@@ -95,9 +96,9 @@ int main(int argc, char** argv) {
       if (seen) continue;
       std::printf("\nlayer %d (%s): rope_type %s\n", layer.index, layer.layer_type.c_str(),
                   layer.rope->rope_type.c_str());
-      print_pairs(posemb::report::rope_pair_frequencies(*layer.rope, seq_len,
-                                                        m.max_position_embeddings),
-                  layer.head_dim, seq_len);
+      print_pairs(
+          posemb::report::rope_pair_frequencies(*layer.rope, seq_len, m.max_position_embeddings),
+          layer.head_dim, seq_len);
       shown.push_back(&layer);
     }
   } catch (const posemb::Error& error) {

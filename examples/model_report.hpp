@@ -140,8 +140,8 @@ inline std::string variant_summary(const RopeScheme& scheme) {
 
 // One layer in a few words: "sliding (1e4, window 512)", "global (1e6, linear 8)".
 inline std::string describe_layer(const LayerPositions& layer, int common_head_dim) {
-  std::string type = !layer.stack.empty()                       ? layer.stack
-                     : layer.layer_type == "sliding_attention"   ? "sliding"
+  std::string type = !layer.stack.empty()                      ? layer.stack
+                     : layer.layer_type == "sliding_attention" ? "sliding"
                      : layer.layer_type == "chunked_attention" ? "chunked"
                      : layer.layer_type == "linear_attention"  ? "linear attention"
                                                                : "global";
@@ -161,11 +161,14 @@ inline std::string describe_layer(const LayerPositions& layer, int common_head_d
                          ? std::string("own table")
                          : "table of layer " + std::to_string(layer.relative_bias_table_layer)));
   } else {
-    parts.push_back(layer.kind == PositionKind::None ? "no positions" : posemb::to_string(layer.kind));
+    parts.push_back(layer.kind == PositionKind::None ? "no positions"
+                                                     : posemb::to_string(layer.kind));
   }
-  if (layer.head_dim != common_head_dim) parts.push_back("head_dim " + std::to_string(layer.head_dim));
+  if (layer.head_dim != common_head_dim)
+    parts.push_back("head_dim " + std::to_string(layer.head_dim));
   const LayerAttention& attention = layer.attention;
-  if (attention.sliding_window) parts.push_back("window " + std::to_string(*attention.sliding_window));
+  if (attention.sliding_window)
+    parts.push_back("window " + std::to_string(*attention.sliding_window));
   if (attention.attention_chunk_size) {
     parts.push_back("chunk " + std::to_string(*attention.attention_chunk_size));
   }

@@ -29,9 +29,12 @@ int usage() {
 
 const char* kind_name(posemb::MropeSegment::Kind kind) {
   switch (kind) {
-    case posemb::MropeSegment::Kind::Text: return "text";
-    case posemb::MropeSegment::Kind::Image: return "image";
-    default: return "video";
+    case posemb::MropeSegment::Kind::Text:
+      return "text";
+    case posemb::MropeSegment::Kind::Image:
+      return "image";
+    default:
+      return "video";
   }
 }
 
@@ -62,10 +65,10 @@ int main(int argc, char** argv) try {
   Eigen::Index n = 0;
   for (std::size_t i = 0; i < segments.size(); ++i) {
     const auto& segment = segments[i];
-    const Eigen::Index tokens =
-        segment.kind == posemb::MropeSegment::Kind::Text
-            ? segment.tokens
-            : segment.t * (segment.h / rules.spatial_merge_size) * (segment.w / rules.spatial_merge_size);
+    const Eigen::Index tokens = segment.kind == posemb::MropeSegment::Kind::Text
+                                    ? segment.tokens
+                                    : segment.t * (segment.h / rules.spatial_merge_size) *
+                                          (segment.w / rules.spatial_merge_size);
     for (Eigen::Index k = 0; k < tokens; ++k, ++n) {
       std::string advanced;
       for (int a = 0; a < 3; ++a) {
@@ -74,8 +77,8 @@ int main(int argc, char** argv) try {
       const std::string name = std::to_string(i + 1) + " " + kind_name(segment.kind);
       std::printf("%5ld  %-14s %6ld %6ld %6ld   %s\n", static_cast<long>(n),
                   k == 0 ? name.c_str() : "", static_cast<long>(index.positions(0, n)),
-                  static_cast<long>(index.positions(1, n)), static_cast<long>(index.positions(2, n)),
-                  advanced.c_str());
+                  static_cast<long>(index.positions(1, n)),
+                  static_cast<long>(index.positions(2, n)), advanced.c_str());
     }
   }
   std::printf("\nseq_len %ld, rope_delta %ld: decode token %ld sits at %ld on every axis\n\n",
@@ -86,7 +89,8 @@ int main(int argc, char** argv) try {
   // Text only: M-RoPE with t = h = w is 1-D RoPE.
   const posemb::MropeSpec mrope = posemb::make_mrope_spec(
       posemb::default_rope_spec(128, 1000000.0), {16, 24, 24}, posemb::MropeLayout::Chunked);
-  const posemb::MropeIndex text = posemb::mrope_position_ids({posemb::MropeSegment::text(64)}, rules);
+  const posemb::MropeIndex text =
+      posemb::mrope_position_ids({posemb::MropeSegment::text(64)}, rules);
   posemb::Tensor4<float> q(1, 64, 4, 128);
   std::mt19937 rng(1);
   std::normal_distribution<float> normal;

@@ -167,9 +167,8 @@ inline Eigen::MatrixXd score_matrix(const FieldContent& content, const posemb::R
   if (content.queries.rows() != content.keys.rows() ||
       content.queries.cols() != content.keys.cols()) {
     posemb::fail("keys.rows()", content.keys.rows(),
-                         "expected the shape of queries [" +
-                             std::to_string(content.queries.rows()) + ", " +
-                             std::to_string(content.queries.cols()) + "]");
+                 "expected the shape of queries [" + std::to_string(content.queries.rows()) + ", " +
+                     std::to_string(content.queries.cols()) + "]");
   }
   const Eigen::Index n = content.queries.rows();
   posemb::PositionVector positions(n);
@@ -195,11 +194,11 @@ inline void require_square_finite(const Eigen::MatrixXd& scores, Eigen::Index mi
                                   const std::string& why) {
   if (scores.rows() != scores.cols()) {
     posemb::fail("scores.cols()", scores.cols(),
-                         "expected a square matrix (rows = " + std::to_string(scores.rows()) + ")");
+                 "expected a square matrix (rows = " + std::to_string(scores.rows()) + ")");
   }
   if (scores.rows() < min_size) {
     posemb::fail("scores.rows()", scores.rows(),
-                         "expected >= " + std::to_string(min_size) + " (" + why + ")");
+                 "expected >= " + std::to_string(min_size) + " (" + why + ")");
   }
   if (!scores.allFinite()) {
     posemb::fail("scores", "a non-finite entry", "expected finite scores");

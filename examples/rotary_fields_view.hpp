@@ -91,8 +91,8 @@ inline DriftCurves drift_curves(const DriftConfig& config, const DriftContent& c
   if (content.x_q.size() != d || content.x_k.size() != d || content.wq.rows() != d ||
       content.wq.cols() != d || content.wk.rows() != d || content.wk.cols() != d) {
     posemb::fail("content.x_q.size()", content.x_q.size(),
-                         "expected x_q, x_k [" + std::to_string(d) + "] and Wq, Wk [" +
-                             std::to_string(d) + ", " + std::to_string(d) + "]");
+                 "expected x_q, x_k [" + std::to_string(d) + "] and Wq, Wk [" + std::to_string(d) +
+                     ", " + std::to_string(d) + "]");
   }
   const int n = config.positions;
   const Eigen::MatrixXd pe = posemb::sinusoidal_table<double>(n + config.gap, d, config.base);
@@ -170,8 +170,7 @@ inline long long parse_whole(const std::string& name, const std::string& text, l
     posemb::fail(name, "\"" + text + "\"", "expected a whole number");
   }
   if (value < low || value > high) {
-    posemb::fail(name, value,
-                         "expected " + std::to_string(low) + " .. " + std::to_string(high));
+    posemb::fail(name, value, "expected " + std::to_string(low) + " .. " + std::to_string(high));
   }
   return value;
 }

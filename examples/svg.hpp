@@ -216,11 +216,10 @@ inline std::string line_chart(const std::string& title, const std::string& x_lab
   for (const Series& s : series) {
     if (s.values.size() != x.size()) {
       posemb::fail("series \"" + s.name + "\" size", s.values.size(),
-                           "expected one value per x = " + std::to_string(x.size()));
+                   "expected one value per x = " + std::to_string(x.size()));
     }
     for (double v : s.values) {
-      if (!std::isfinite(v))
-        posemb::fail("series \"" + s.name + "\" value", v, "expected finite");
+      if (!std::isfinite(v)) posemb::fail("series \"" + s.name + "\" value", v, "expected finite");
       y_lo = std::min(y_lo, v);
       y_hi = std::max(y_hi, v);
     }
@@ -228,8 +227,7 @@ inline std::string line_chart(const std::string& title, const std::string& x_lab
   const double pad = y_hi > y_lo ? 0.05 * (y_hi - y_lo) : 1.0;
   const auto [x_min, x_max] = std::minmax_element(x.begin(), x.end());
   Frame frame{*x_min, *x_max, y_lo - pad, y_hi + pad, 70.0, 36.0, width - 90.0, height - 86.0};
-  if (!(frame.x_hi > frame.x_lo))
-    posemb::fail("x range", frame.x_hi, "expected distinct x values");
+  if (!(frame.x_hi > frame.x_lo)) posemb::fail("x range", frame.x_hi, "expected distinct x values");
   Picture picture(width, height, title);
   picture.text(width / 2, 22, title, 14, "middle");
   frame.draw_axes(picture, x_label, y_label);

@@ -2,7 +2,8 @@
 // posemb::Error (anything else escaping, or a hang, is a finding). Checked once per process.
 //   a directory                    TMPDIR itself
 //   an unreadable path             a path through a regular file (ENOTDIR): it fails for root
-//                                  too, where a chmod 000 file would not (fuzzing runs as root in CI)
+//                                  too, where a chmod 000 file would not (fuzzing runs as root in
+//                                  CI)
 //   an empty file, a missing file
 #pragma once
 
@@ -37,7 +38,8 @@ void check_unreadable_files(Read read) {
   const std::string directory = tmp != nullptr ? tmp : "/tmp";
   const std::string empty = scratch_path(".empty");
   write_file(empty, nullptr, 0);
-  for (const std::string& path : {directory, empty, empty + "/under_a_file", scratch_path(".missing")}) {
+  for (const std::string& path :
+       {directory, empty, empty + "/under_a_file", scratch_path(".missing")}) {
     bool refused = false;
     try {
       read(path);

@@ -14,7 +14,8 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   static const bool unreadable_checked = [] {
-    posemb_fuzz::check_unreadable_files([](const std::string& path) { posemb::read_gguf_positions(path); });
+    posemb_fuzz::check_unreadable_files(
+        [](const std::string& path) { posemb::read_gguf_positions(path); });
     return true;
   }();
   (void)unreadable_checked;

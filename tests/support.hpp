@@ -14,7 +14,8 @@ namespace test_support {
 
 // A PositionVector from a list: positions_of({5, 0, 2}).
 inline posemb::PositionVector positions_of(const std::vector<std::int64_t>& values) {
-  return Eigen::Map<const posemb::PositionVector>(values.data(), static_cast<Eigen::Index>(values.size()));
+  return Eigen::Map<const posemb::PositionVector>(values.data(),
+                                                  static_cast<Eigen::Index>(values.size()));
 }
 
 // Positions first, first + 1, ..., first + count - 1.

@@ -182,7 +182,8 @@ TEST_CASE("cache topology: CPUID where sysfs is absent") {
     CHECK(t.shared_by == 2);
     CHECK(t.usable_bytes == 32 * MiB);
   }
-  SECTION("AMD 0x8000001D: a CCX's L3, shared by 16 on the host, by 2 as a hypervisor rewrites it") {
+  SECTION(
+      "AMD 0x8000001D: a CCX's L3, shared by 16 on the host, by 2 as a hypervisor rewrites it") {
     in.cpuid = fake_cpuid(amd_zen4(16));
     CacheTopology t = detect_cache_topology(in);
     CHECK(t.source == CacheSource::Cpuid);
@@ -265,9 +266,11 @@ TEST_CASE("cache topology: the description names the source and the counted shar
         "L3 508 MiB (cpuid); usable CPUs: 2; counted: 32 MiB (at most 16 MiB per CPU)");
   in.cpuid = fake_cpuid(intel_guest());
   CHECK(posemb::describe(detect_cache_topology(in)) ==
-        "L3 480 MiB shared by 2 CPUs (cpuid); usable CPUs: 2; counted: 32 MiB (at most 16 MiB per CPU)");
+        "L3 480 MiB shared by 2 CPUs (cpuid); usable CPUs: 2; counted: 32 MiB (at most 16 MiB per "
+        "CPU)");
   CHECK(posemb::describe(detect_cache_topology(only_cpus(1))) ==
-        "last-level cache 16 MiB (fallback); usable CPUs: 1; counted: 16 MiB (at most 16 MiB per CPU)");
+        "last-level cache 16 MiB (fallback); usable CPUs: 1; counted: 16 MiB (at most 16 MiB per "
+        "CPU)");
 }
 
 TEST_CASE("cache topology: this machine") {

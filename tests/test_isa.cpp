@@ -172,7 +172,8 @@ std::int64_t check_rotation_bits(IsaLevel level, Pairing pairing, bool in_place,
     REQUIRE(bits_of(out[ia]) == bits_of(first));
     REQUIRE(bits_of(out[ib]) == bits_of(second));
     distinguishing += bits_of(first) != bits_of(static_cast<T>(expected_first(!fused, a, b, c, s)));
-    distinguishing += bits_of(second) != bits_of(static_cast<T>(expected_second(!fused, a, b, c, s)));
+    distinguishing +=
+        bits_of(second) != bits_of(static_cast<T>(expected_second(!fused, a, b, c, s)));
   }
   return distinguishing;
 }
@@ -221,13 +222,14 @@ double tensor_error(Pairing pairing, bool in_place, int head_dim, int rotary_dim
       for (int i = 0; i < rotary_dim / 2; ++i) {
         const int ia = pairing == Pairing::Interleaved ? 2 * i : i;
         const int ib = pairing == Pairing::Interleaved ? 2 * i + 1 : i + rotary_dim / 2;
-        const double norm = std::abs(double(original[at + ia])) +
-                            std::abs(double(original[at + ib])) + 1e-30;
+        const double norm =
+            std::abs(double(original[at + ia])) + std::abs(double(original[at + ib])) + 1e-30;
         for (int e : {ia, ib}) {
           worst = std::max(worst, std::abs(double(result[at + e]) - double(expected[e])) / norm);
         }
       }
-      for (int e = rotary_dim; e < head_dim; ++e) REQUIRE(bits_of(result[at + e]) == bits_of(original[at + e]));
+      for (int e = rotary_dim; e < head_dim; ++e)
+        REQUIRE(bits_of(result[at + e]) == bits_of(original[at + e]));
     }
   }
   return worst;
@@ -247,9 +249,9 @@ double tolerance_of_pair() {
 struct Range {
   int head_dim, rotary_dim, pair_begin, pair_end;
 };
-const std::vector<Range> ranges = {{2, 2, 0, 1},       {6, 4, 0, 2},      {40, 34, 0, 17},
-                                   {64, 64, 0, 32},    {128, 128, 0, 64}, {128, 100, 3, 50},
-                                   {130, 130, 0, 65},  {256, 250, 7, 118}, {256, 256, 64, 128},
+const std::vector<Range> ranges = {{2, 2, 0, 1},      {6, 4, 0, 2},       {40, 34, 0, 17},
+                                   {64, 64, 0, 32},   {128, 128, 0, 64},  {128, 100, 3, 50},
+                                   {130, 130, 0, 65}, {256, 250, 7, 118}, {256, 256, 64, 128},
                                    {96, 94, 1, 46}};
 
 template <class T>
@@ -265,10 +267,9 @@ void check_rotation_at_every_level() {
         for (bool in_place : {false, true}) {
           INFO("level " << posemb::to_string(level)
                         << (variant.bf16_instructions ? " (BF16 instructions) " : " ")
-                        << posemb::to_string(pairing)
-                        << (in_place ? " in place" : " out of place") << " head_dim "
-                        << r.head_dim << " rotary_dim " << r.rotary_dim << " pairs ["
-                        << r.pair_begin << ", " << r.pair_end << ")");
+                        << posemb::to_string(pairing) << (in_place ? " in place" : " out of place")
+                        << " head_dim " << r.head_dim << " rotary_dim " << r.rotary_dim
+                        << " pairs [" << r.pair_begin << ", " << r.pair_end << ")");
           distinguishing += check_rotation_bits<T>(level, pairing, in_place, r.head_dim,
                                                    r.rotary_dim, r.pair_begin, r.pair_end);
           if (r.pair_begin == 0 && r.pair_end == r.rotary_dim / 2) {
@@ -343,7 +344,9 @@ TEST_CASE("isa: forcing a level is honoured; unsupported or unknown levels throw
   else ::unsetenv("POSEMB_ISA");
 }
 
-TEST_CASE("isa: cos/sin at every level within 1 float ulp / 4 double ulps of libm; fused levels agree bit for bit") {
+TEST_CASE(
+    "isa: cos/sin at every level within 1 float ulp / 4 double ulps of libm; fused levels agree "
+    "bit for bit") {
   LevelGuard guard;
   const Eigen::VectorXd inv_freq = posemb::default_inv_freq(128);
   std::vector<std::vector<float>> fused_float;
@@ -358,8 +361,10 @@ TEST_CASE("isa: cos/sin at every level within 1 float ulp / 4 double ulps of lib
     std::vector<float> cos(64), sin(64);
     std::vector<double> cos_d(64), sin_d(64);
     for (std::int64_t position = -50000; position <= (std::int64_t(1) << 24); position += 40009) {
-      posemb::detail::cos_sin_at(inv_freq.data(), double(position), 1.0, 64, cos.data(), sin.data());
-      posemb::detail::cos_sin_at(inv_freq.data(), double(position), 1.0, 64, cos_d.data(), sin_d.data());
+      posemb::detail::cos_sin_at(inv_freq.data(), double(position), 1.0, 64, cos.data(),
+                                 sin.data());
+      posemb::detail::cos_sin_at(inv_freq.data(), double(position), 1.0, 64, cos_d.data(),
+                                 sin_d.data());
       for (int i = 0; i < 64; ++i) {
         const double angle = std::remainder(double(position) * inv_freq[i], two_pi);
         worst_ulp = std::max({worst_ulp, ulp_distance(cos[i], float(std::cos(angle))),
@@ -390,8 +395,10 @@ TEST_CASE("isa: cos/sin at every level within 1 float ulp / 4 double ulps of lib
     }
   }
   for (std::size_t k = 1; k < fused_float.size(); ++k) {
-    CHECK(std::memcmp(fused_float[k].data(), fused_float[0].data(), fused_float[0].size() * 4) == 0);
-    CHECK(std::memcmp(fused_double[k].data(), fused_double[0].data(), fused_double[0].size() * 8) == 0);
+    CHECK(std::memcmp(fused_float[k].data(), fused_float[0].data(), fused_float[0].size() * 4) ==
+          0);
+    CHECK(std::memcmp(fused_double[k].data(), fused_double[0].data(), fused_double[0].size() * 8) ==
+          0);
   }
 }
 
@@ -401,10 +408,12 @@ TEST_CASE("isa: float rotation at every level, bit for bit and against the scala
 TEST_CASE("isa: double rotation at every level, bit for bit and against the scalar reference") {
   check_rotation_at_every_level<double>();
 }
-TEST_CASE("isa: Eigen::half rotation at every level, bit for bit and against the scalar reference") {
+TEST_CASE(
+    "isa: Eigen::half rotation at every level, bit for bit and against the scalar reference") {
   check_rotation_at_every_level<Eigen::half>();
 }
-TEST_CASE("isa: Eigen::bfloat16 rotation at every level, bit for bit and against the scalar reference") {
+TEST_CASE(
+    "isa: Eigen::bfloat16 rotation at every level, bit for bit and against the scalar reference") {
   check_rotation_at_every_level<Eigen::bfloat16>();
 }
 

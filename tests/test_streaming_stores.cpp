@@ -37,7 +37,8 @@ using posemb::TensorLayout;
 std::vector<IsaLevel> supported_levels() {
   std::vector<IsaLevel> levels;
   for (IsaLevel level : {IsaLevel::Portable, IsaLevel::Avx2, IsaLevel::Avx512}) {
-    if (static_cast<int>(level) <= static_cast<int>(posemb::best_isa_level())) levels.push_back(level);
+    if (static_cast<int>(level) <= static_cast<int>(posemb::best_isa_level()))
+      levels.push_back(level);
   }
   return levels;
 }
@@ -60,7 +61,8 @@ template <class T>
 struct Buffer {
   std::vector<unsigned char> bytes;
   T* data = nullptr;
-  Buffer(std::size_t elements, std::size_t shift, std::uint32_t seed) : bytes(elements * sizeof(T) + 128) {
+  Buffer(std::size_t elements, std::size_t shift, std::uint32_t seed)
+      : bytes(elements * sizeof(T) + 128) {
     const auto base = reinterpret_cast<std::uintptr_t>(bytes.data());
     data = reinterpret_cast<T*>(bytes.data() + (64 - base % 64) % 64 + shift);
     std::mt19937 gen(seed);
@@ -79,7 +81,8 @@ std::vector<unsigned char> bytes_of(const T* data, Eigen::Index n) {
 
 // The index of the first byte where a and b differ, or -1 when they are equal (so that a failure
 // prints a number, not two vectors).
-std::ptrdiff_t first_difference(const std::vector<unsigned char>& a, const std::vector<unsigned char>& b) {
+std::ptrdiff_t first_difference(const std::vector<unsigned char>& a,
+                                const std::vector<unsigned char>& b) {
   if (a.size() != b.size()) return -2;
   const auto at = std::mismatch(a.begin(), a.end(), b.begin());
   return at.first == a.end() ? -1 : at.first - a.begin();
@@ -95,10 +98,14 @@ enum class SourceKind { Spec, Table, Fope, FopeTable };
 
 const char* name_of(SourceKind kind) {
   switch (kind) {
-    case SourceKind::Spec: return "spec";
-    case SourceKind::Table: return "table";
-    case SourceKind::Fope: return "fope";
-    default: return "fope_table";
+    case SourceKind::Spec:
+      return "spec";
+    case SourceKind::Table:
+      return "table";
+    case SourceKind::Fope:
+      return "fope";
+    default:
+      return "fope_table";
   }
 }
 
@@ -178,28 +185,33 @@ void check_streaming_matches_ordinary(const char* type) {
   // straight from the registers at level avx512 when their destination is 64-byte aligned.
   // 1100 tokens of 5 heads: BHSD in two blocks of 512 tokens and a partial one, in a group of
   // 4 heads and a partial one.
-  const Case cases[] = {{2, 37, 3, 40, 36, 2}, {1, 19, 2, 6, 6, 0}, {1, 9, 2, 160, 160, 0},
-                        {1, 1100, 5, 32, 32, 0}};
+  const Case cases[] = {
+      {2, 37, 3, 40, 36, 2}, {1, 19, 2, 6, 6, 0}, {1, 9, 2, 160, 160, 0}, {1, 1100, 5, 32, 32, 0}};
   for (IsaLevel level : supported_levels()) {
     posemb::set_isa_level(level);
     for (const Case& c : cases) {
-      for (SourceKind kind : {SourceKind::Spec, SourceKind::Table, SourceKind::Fope, SourceKind::FopeTable}) {
+      for (SourceKind kind :
+           {SourceKind::Spec, SourceKind::Table, SourceKind::Fope, SourceKind::FopeTable}) {
         const bool fope = kind == SourceKind::Fope || kind == SourceKind::FopeTable;
-        if (fope && (c.rotary_dim != c.head_dim || c.head_dim < 16)) continue;  // FoPE rotates whole heads
+        if (fope && (c.rotary_dim != c.head_dim || c.head_dim < 16))
+          continue;  // FoPE rotates whole heads
         for (Pairing pairing : {Pairing::Interleaved, Pairing::RotateHalf}) {
           if (fope && pairing == Pairing::Interleaved) continue;  // FoPE pairs rotate-half
           for (const LayoutCase& l : layout_cases()) {
             for (std::size_t shift : {std::size_t(0), unaligned_shift<T>()}) {
-              for (posemb::Rotation rotation : {posemb::Rotation::Forward, posemb::Rotation::Inverse}) {
+              for (posemb::Rotation rotation :
+                   {posemb::Rotation::Forward, posemb::Rotation::Inverse}) {
                 INFO(type << " level " << posemb::to_string(level) << " " << name_of(kind) << " "
                           << posemb::to_string(pairing) << " " << l.name << " head_dim "
                           << c.head_dim << " rotary " << c.rotary_dim << " shift " << shift
                           << (rotation == posemb::Rotation::Inverse ? " inverse" : ""));
                 const Eigen::Index out_seq = c.seq + l.extra_seq;
                 posemb::set_streaming_stores(StreamingStores::Never);
-                const auto ordinary = rotate_once<T>(c, kind, pairing, l.layouts, out_seq, shift, {}, rotation);
+                const auto ordinary =
+                    rotate_once<T>(c, kind, pairing, l.layouts, out_seq, shift, {}, rotation);
                 posemb::set_streaming_stores(StreamingStores::Always);
-                const auto streamed = rotate_once<T>(c, kind, pairing, l.layouts, out_seq, shift, {}, rotation);
+                const auto streamed =
+                    rotate_once<T>(c, kind, pairing, l.layouts, out_seq, shift, {}, rotation);
                 CHECK(first_difference(streamed, ordinary) == -1);
               }
             }
@@ -256,14 +268,18 @@ void check_pools_case(const char* type, const Case& c) {
   RecordingPool recording;
   // Tasks run one after another in order: the first takes every piece of the work, the later
   // ones find none left (a pool whose threads start late).
-  const posemb::ParallelFor in_order = [](std::size_t tasks, const std::function<void(std::size_t)>& task) {
+  const posemb::ParallelFor in_order = [](std::size_t tasks,
+                                          const std::function<void(std::size_t)>& task) {
     for (std::size_t i = 0; i < tasks; ++i) task(i);
   };
-  const posemb::Threads pools[] = {posemb::eigen_threads(device1), posemb::eigen_threads(device2),
+  const posemb::Threads pools[] = {posemb::eigen_threads(device1),
+                                   posemb::eigen_threads(device2),
                                    posemb::eigen_threads(device3),
-                                   posemb::Threads{3, recording.callable()}, posemb::Threads{2},
+                                   posemb::Threads{3, recording.callable()},
+                                   posemb::Threads{2},
                                    posemb::Threads{2, in_order}};
-  const char* pool_names[] = {"eigen 1", "eigen 2", "eigen 3", "callable 3", "Threads{2}", "in order 2"};
+  const char* pool_names[] = {"eigen 1",    "eigen 2",    "eigen 3",
+                              "callable 3", "Threads{2}", "in order 2"};
   for (IsaLevel level : supported_levels()) {
     posemb::set_isa_level(level);
     for (SourceKind kind : {SourceKind::Spec, SourceKind::Table}) {
@@ -280,7 +296,9 @@ void check_pools_case(const char* type, const Case& c) {
                           << posemb::to_string(pairing) << " " << l.name << " shift " << shift
                           << " streaming " << posemb::to_string(mode) << " pool " << pool_names[p]
                           << " head_dim " << c.head_dim);
-                CHECK(first_difference(rotate_once<T>(c, kind, pairing, l.layouts, out_seq, shift, pools[p]), single) == -1);
+                CHECK(first_difference(
+                          rotate_once<T>(c, kind, pairing, l.layouts, out_seq, shift, pools[p]),
+                          single) == -1);
               }
             }
           }
@@ -309,7 +327,8 @@ TEST_CASE("streaming stores: Eigen::bfloat16 outputs equal the ordinary stores b
   check_streaming_matches_ordinary<Eigen::bfloat16>("bfloat16");
 }
 
-TEST_CASE("thread pool: float with Eigen pools of 1, 2, 3 threads and a callable equals one thread") {
+TEST_CASE(
+    "thread pool: float with Eigen pools of 1, 2, 3 threads and a callable equals one thread") {
   check_pools_match_single_thread<float>("float");
 }
 TEST_CASE("thread pool: double with pools equals one thread") {
@@ -322,9 +341,11 @@ TEST_CASE("thread pool: Eigen::bfloat16 with pools equals one thread") {
   check_pools_match_single_thread<Eigen::bfloat16>("bfloat16");
 }
 
-TEST_CASE("thread pool: one part runs on the calling thread without the pool, as do small tensors") {
+TEST_CASE(
+    "thread pool: one part runs on the calling thread without the pool, as do small tensors") {
   std::atomic<int> calls{0};
-  const posemb::ParallelFor counting = [&](std::size_t tasks, const std::function<void(std::size_t)>& task) {
+  const posemb::ParallelFor counting = [&](std::size_t tasks,
+                                           const std::function<void(std::size_t)>& task) {
     ++calls;
     for (std::size_t i = 0; i < tasks; ++i) task(i);
   };
@@ -339,8 +360,9 @@ TEST_CASE("thread pool: one part runs on the calling thread without the pool, as
   CHECK(calls == 0);
   posemb::apply_rope(x, out, 0, spec, TensorLayout::BSHD, posemb::Threads{4, counting});
   CHECK(calls == 1);
-  CHECK_THROWS_WITH(posemb::apply_rope(x, out, 0, spec, TensorLayout::BSHD, posemb::Threads{0, counting}),
-                    Catch::Contains("threads.count = 0"));
+  CHECK_THROWS_WITH(
+      posemb::apply_rope(x, out, 0, spec, TensorLayout::BSHD, posemb::Threads{0, counting}),
+      Catch::Contains("threads.count = 0"));
 }
 
 TEST_CASE("streaming stores: the table builds give the same tables streamed or not") {
@@ -388,7 +410,8 @@ TEST_CASE("streaming stores: the table builds give the same tables streamed or n
 TEST_CASE("streaming stores: the streaming copy equals memcpy for every length and alignment") {
   SettingsGuard guard;
   std::vector<unsigned char> source(400), expected(400), target(400);
-  for (std::size_t i = 0; i < source.size(); ++i) source[i] = static_cast<unsigned char>(i * 37 + 11);
+  for (std::size_t i = 0; i < source.size(); ++i)
+    source[i] = static_cast<unsigned char>(i * 37 + 11);
   for (IsaLevel level : supported_levels()) {
     posemb::set_isa_level(level);
     for (std::size_t dst_at = 0; dst_at < 64; dst_at += 3) {
@@ -399,7 +422,8 @@ TEST_CASE("streaming stores: the streaming copy equals memcpy for every length a
           std::memcpy(expected.data() + dst_at, source.data() + src_at, n);
           posemb::detail::stream_copy(target.data() + dst_at, source.data() + src_at, n);
           posemb::detail::stream_fence();
-          INFO("level " << posemb::to_string(level) << " dst " << dst_at << " src " << src_at << " n " << n);
+          INFO("level " << posemb::to_string(level) << " dst " << dst_at << " src " << src_at
+                        << " n " << n);
           REQUIRE(target == expected);
         }
       }
@@ -428,11 +452,13 @@ TEST_CASE("streaming stores: settings, the default from the cache size, and the 
 
   const char* saved_bytes = std::getenv("POSEMB_STREAMING_STORES_MIN_BYTES");
   const char* saved_mode = std::getenv("POSEMB_STREAMING_STORES");
-  const std::string bytes_value = saved_bytes ? saved_bytes : "", mode_value = saved_mode ? saved_mode : "";
+  const std::string bytes_value = saved_bytes ? saved_bytes : "",
+                    mode_value = saved_mode ? saved_mode : "";
   ::setenv("POSEMB_STREAMING_STORES_MIN_BYTES", "4096", 1);
   CHECK(posemb::detail::initial_streaming_store_threshold() == 4096);
   ::setenv("POSEMB_STREAMING_STORES_MIN_BYTES", "", 1);
-  CHECK(posemb::detail::initial_streaming_store_threshold() == posemb::default_streaming_store_threshold());
+  CHECK(posemb::detail::initial_streaming_store_threshold() ==
+        posemb::default_streaming_store_threshold());
   ::setenv("POSEMB_STREAMING_STORES_MIN_BYTES", "4 MiB", 1);
   CHECK_THROWS_WITH(posemb::detail::initial_streaming_store_threshold(),
                     Catch::Contains("POSEMB_STREAMING_STORES_MIN_BYTES = 4 MiB") &&

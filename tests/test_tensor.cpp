@@ -35,7 +35,10 @@ TEST_CASE("ActivationShape: element offsets in both layouts") {
   CHECK(bshd.dims() == Eigen::array<Eigen::Index, 4>{2, 5, 3, 8});
   CHECK(bhsd.dims() == Eigen::array<Eigen::Index, 4>{2, 3, 5, 8});
   test_support::throws_with(
-      [] { (void)ActivationShape({1, 1, 1, 2}, static_cast<TensorLayout>(7)); }, "layout = 7");
+      [] {
+        (void)ActivationShape({1, 1, 1, 2}, static_cast<TensorLayout>(7));
+      },
+      "layout = 7");
 }
 
 TEST_CASE("Positions: an offset or a [batch, seq] matrix, checked against the grid") {

@@ -41,7 +41,8 @@ TokenGrid TokenGrid::of(const std::vector<std::int64_t>& shape, TensorLayout lay
 
 std::string TokenGrid::layout_hint(std::int64_t count) const {
   if (!layout || count == seq || count != heads) return "";
-  const TensorLayout other = *layout == TensorLayout::BSHD ? TensorLayout::BHSD : TensorLayout::BSHD;
+  const TensorLayout other =
+      *layout == TensorLayout::BSHD ? TensorLayout::BHSD : TensorLayout::BSHD;
   return "; " + std::to_string(count) + " is X's seq under --layout " + to_string(other) +
          ": if X " + x_shape + " is " + layout_axes(other) + ", pass --layout " + to_string(other) +
          (other == TensorLayout::BSHD ? " (the default)" : "");
@@ -73,7 +74,8 @@ TokenPositions offset_positions(std::int64_t offset, std::int64_t seq) {
   positions.integers.resize(1, seq);
   for (std::int64_t s = 0; s < seq; ++s) {
     if (s > 0 && offset > std::numeric_limits<std::int64_t>::max() - s) {
-      throw UsageError("--offset = " + std::to_string(offset) + ": expected offset + seq to fit in int64");
+      throw UsageError("--offset = " + std::to_string(offset) +
+                       ": expected offset + seq to fit in int64");
     }
     positions.integers(0, s) = offset + s;
   }
@@ -93,7 +95,8 @@ TokenPositions token_positions(const ApplyOptions& options, const TokenGrid& gri
   const std::int64_t cols = array.shape.back();
   if (cols != seq || (rows != 1 && rows != batch)) {
     throw Error(options.positions + ": shape = " + shape_string(array.shape) + ": expected " +
-                expected + (cols != seq ? " for " + grid.described() + grid.layout_hint(cols) : ""));
+                expected +
+                (cols != seq ? " for " + grid.described() + grid.layout_hint(cols) : ""));
   }
   if (array.dtype == "<f8") {
     const std::vector<double> values = array.values<double>();
@@ -145,8 +148,8 @@ MropeTokenPositions mrope_token_positions(const ApplyOptions& options, const Tok
       if (array.dtype != "<i8" || (!shared && array.shape[0] != 3) || array.shape.back() != seq ||
           (!shared && array.shape[1] != batch && array.shape[1] != 1)) {
         const std::int64_t cols = array.shape.back();
-        throw Error(options.positions + ": " + array.dtype + " shape = " +
-                    shape_string(array.shape) + ": expected " + expected +
+        throw Error(options.positions + ": " + array.dtype +
+                    " shape = " + shape_string(array.shape) + ": expected " + expected +
                     (cols != seq ? " for " + grid.described() + grid.layout_hint(cols) : ""));
       }
       const std::vector<std::int64_t> values = array.values<std::int64_t>();
@@ -173,9 +176,10 @@ std::array<std::int64_t, 3> parse_grid(const std::string& text) {
   for (std::size_t i = 0; i < 3; ++i) {
     const std::size_t end = i < 2 ? text.find('x', begin) : text.size();
     const std::string part = end == std::string::npos ? "" : text.substr(begin, end - begin);
-    if (part.empty() || part.size() > 7 || part.find_first_not_of("0123456789") != std::string::npos ||
-        std::stoll(part) < 1) {
-      throw UsageError("--grid = " + text + ": expected TxHxW, three positive integers (e.g. 1x4x6)");
+    if (part.empty() || part.size() > 7 ||
+        part.find_first_not_of("0123456789") != std::string::npos || std::stoll(part) < 1) {
+      throw UsageError("--grid = " + text +
+                       ": expected TxHxW, three positive integers (e.g. 1x4x6)");
     }
     grid[i] = std::stoll(part);
     begin = end + 1;

@@ -22,11 +22,14 @@ struct ApplyOptions {
   bool inverse = false;
   std::optional<std::string> pairing_name;  // --pairing: overrides the config's pairing
   std::string fope_sin_coef, fope_cos_coef;
+  std::string weights;  // --weights: a safetensors checkpoint with a learned position table
   std::optional<std::int64_t> layer;
-  bool vision = false;   // the vision tower's 2-D RoPE on X [patches, heads, head_dim]
-  std::string grid;      // --grid TxHxW
-  bool verbose = false;  // print how X, the positions and the scheme were read
-  bool strict = false;   // refuse keys the config reader did not use
+  bool vision = false;            // the vision tower's 2-D RoPE on X [patches, heads, head_dim]
+  std::string grid;               // --grid TxHxW
+  bool verbose = false;           // print how X, the positions and the scheme were read
+  bool strict = false;            // refuse keys the config reader did not use
+  std::string angles = "exact";   // --angles exact|hf-float32 (rope_rotation.hpp)
+  std::string dtype = "float32";  // --dtype: the storage type X's values are rotated in
 
   // The names above as values (arguments.hpp).
   TensorLayout layout() const;
@@ -41,8 +44,8 @@ struct ApplyOptions {
 struct TokenGrid {
   std::int64_t batch = 0, seq = 0;
   std::optional<TensorLayout> layout;  // 4-D X: --layout; none for 3-D X
-  std::int64_t heads = -1;             // 4-D X: the heads axis, the seq axis under the other --layout
-  std::string x_shape;                 // X's shape, "[1, 32, 8, 64]"
+  std::int64_t heads = -1;  // 4-D X: the heads axis, the seq axis under the other --layout
+  std::string x_shape;      // X's shape, "[1, 32, 8, 64]"
 
   static TokenGrid of(const std::vector<std::int64_t>& shape, TensorLayout layout);
 

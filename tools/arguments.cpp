@@ -55,7 +55,8 @@ Int parse_integer(const std::string& flag, const std::string& text, Int min, Int
 double parse_positive_number(const std::string& flag, const std::string& text) {
   char* stop = nullptr;
   const double value = text.empty() ? 0.0 : std::strtod(text.c_str(), &stop);
-  if (text.empty() || stop != text.c_str() + text.size() || !std::isfinite(value) || !(value > 0.0)) {
+  if (text.empty() || stop != text.c_str() + text.size() || !std::isfinite(value) ||
+      !(value > 0.0)) {
     throw UsageError(flag + " = " + text + ": expected a finite number > 0");
   }
   return value;
@@ -123,8 +124,7 @@ void add_strict_flag(CLI::App* app, bool& strict) {
 ModelPositions load_config(const std::string& config_path, bool strict) {
   ModelPositions model = load_model_positions(config_path);
   if (strict && !model.unused_keys.empty()) {
-    throw UsageError(config_path + ": --strict: " + model.unused_keys.front() +
-                     " is not used" +
+    throw UsageError(config_path + ": --strict: " + model.unused_keys.front() + " is not used" +
                      (model.unused_keys.size() > 1
                           ? " (and " + std::to_string(model.unused_keys.size() - 1) + " more)"
                           : ""));
@@ -191,7 +191,8 @@ std::int64_t QueryKeyOptions::query_offset() const {
 
 void QueryKeyOptions::check_size(std::optional<std::int64_t> heads) const {
   // q_len * k_len <= 2^28 first, so that heads (< 2^31) * q_len * k_len cannot overflow.
-  if (q_len <= max_output_elements / k_len && heads.value_or(1) * q_len * k_len <= max_output_elements) {
+  if (q_len <= max_output_elements / k_len &&
+      heads.value_or(1) * q_len * k_len <= max_output_elements) {
     return;
   }
   throw UsageError(std::string(heads ? "heads * " : "") + "--q-len * --k-len = " +

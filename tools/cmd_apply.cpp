@@ -1,7 +1,10 @@
 // posemb apply CONFIG.json --input X.npy --output Y.npy [--positions P.npy | --offset K]
 //              [--role query|key] [--layout bshd|bhsd] [--output-layout bshd|bhsd] [--inverse]
 //              [--pairing interleaved|rotate_half] [--layer I] [--seq-len N]
-//              [--fope-sin-coef S.npy --fope-cos-coef C.npy] [--verbose]
+//              [--fope-sin-coef S.npy --fope-cos-coef C.npy] [--angles exact|hf-float32]
+//              [--dtype float32|bfloat16|float16] [--verbose]
+// posemb apply CONFIG.json --weights W --input X.npy --output Y.npy [--positions P | --offset K]
+//              (checkpoint_weights.cpp)
 // posemb apply CONFIG.json --vision --grid TxHxW --input X.npy --output Y.npy [--inverse]
 //
 // Applies the config's positional scheme to X: a rotation (RoPE and its scaled variants, xPos,
@@ -10,12 +13,15 @@
 #include <cstdint>
 #include <cstdio>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "apply_inputs.hpp"
 #include "arguments.hpp"
+#include "checkpoint_weights.hpp"
 #include "command.hpp"
 #include "npy_files.hpp"
+#include "rope_rotation.hpp"
 #include "posemb/absolute/sinusoidal.hpp"
 #include "posemb/model/config.hpp"
 #include "posemb/rotary/fope.hpp"
@@ -64,9 +70,11 @@ struct Activation {
 // patches of a T x H x W grid in the tower's order.
 template <class T>
 void apply_vision(const ModelPositions& model, const ApplyOptions& options,
-                  const std::vector<std::int64_t>& shape, const std::vector<T>& x, std::vector<T>& y) {
+                  const std::vector<std::int64_t>& shape, const std::vector<T>& x,
+                  std::vector<T>& y) {
   if (!model.vision) {
-    throw Error(options.config + ": no vision tower with 2-D RoPE; expected a vision_config of a "
+    throw Error(options.config +
+                ": no vision tower with 2-D RoPE; expected a vision_config of a "
                 "Qwen2-VL family model or of Pixtral");
   }
   const VisionRope& rope = *model.vision;
@@ -116,12 +124,13 @@ void check_x_head_dim(const ApplyOptions& options, const std::vector<std::int64_
 // --verbose: the rotation applied (stdout).
 void print_rope_scheme(const char* kind, const RopeScheme& scheme, const RopeSpec& spec,
                        std::int64_t seq_len) {
-  std::printf("scheme: %s, rope_type %s, head_dim %d, rotary_dim %d%s, pairing %s, seq_len %lld, "
-              "attention_scale %s\n",
-              kind, scheme.rope_type.c_str(), spec.head_dim, spec.rotary_dim,
-              spec.partial() ? " (partial rotary: the other features pass through)" : "",
-              to_string(spec.pairing), static_cast<long long>(seq_len),
-              full_precision(spec.attention_scale).c_str());
+  std::printf(
+      "scheme: %s, rope_type %s, head_dim %d, rotary_dim %d%s, pairing %s, seq_len %lld, "
+      "attention_scale %s\n",
+      kind, scheme.rope_type.c_str(), spec.head_dim, spec.rotary_dim,
+      spec.partial() ? " (partial rotary: the other features pass through)" : "",
+      to_string(spec.pairing), static_cast<long long>(seq_len),
+      full_precision(spec.attention_scale).c_str());
 }
 
 // FoPE: the config's coefficients (initialised from its sigma and seed), or the checkpoint's
@@ -130,7 +139,8 @@ template <class T>
 void apply_fope_scheme(const Activation<T>& a) {
   const ApplyOptions& options = a.options;
   if (options.pairing() && *options.pairing() != Pairing::RotateHalf) {
-    throw UsageError("--pairing = " + *options.pairing_name + ": FoPE rotates with rotate_half pairing only");
+    throw UsageError("--pairing = " + *options.pairing_name +
+                     ": FoPE rotates with rotate_half pairing only");
   }
   const TokenPositions positions = token_positions(options, a.grid);
   if (options.verbose) std::printf("scheme: fope, head_dim %d\n", a.model.fope->head_dim);
@@ -146,8 +156,8 @@ void apply_fope_scheme(const Activation<T>& a) {
   const std::vector<float> sin_coef = sin_array.values<float>();
   const std::vector<float> cos_coef = cos_array.values<float>();
   const Fope fope = with_context(options.fope_sin_coef + ", " + options.fope_cos_coef, [&] {
-    return fope_with_coefficients(*a.model.fope, sin_coef.data(), sin_array.shape,
-                                  cos_coef.data(), cos_array.shape);
+    return fope_with_coefficients(*a.model.fope, sin_coef.data(), sin_array.shape, cos_coef.data(),
+                                  cos_array.shape);
   });
   apply_fope(a.in(), out, positions.view(), fope, a.layouts(), {}, options.rotation());
 }
@@ -166,23 +176,48 @@ void apply_mrope_scheme(const Activation<T>& a, const RopeScheme& scheme) {
   apply_mrope(a.in(), out, positions.view(), spec, a.layouts(), {}, options.rotation());
 }
 
+// --angles hf-float32 or --dtype bfloat16/float16: plain RoPE of float32 X in that mode and
+// storage type (rope_rotation.hpp), forward only.
+template <class T>
+void rotate_in_mode(const Activation<T>& a, const RopeScheme& scheme, std::int64_t seq_len,
+                    const TokenPositions& positions) {
+  const ApplyOptions& options = a.options;
+  if (a.model.xpos || options.inverse) {
+    throw UsageError(std::string(a.model.xpos ? "the config's xPos" : "--inverse") +
+                     ": --angles hf-float32 and --dtype other than float32 rotate plain RoPE "
+                     "forward only");
+  }
+  if constexpr (!std::is_same_v<T, float>) {
+    throw UsageError(options.input + ": float64 X: --angles hf-float32 and --dtype take float32 X");
+  } else {
+    const RopeRotation rotation{scheme, seq_len, options.pairing(),
+                                parse_angle_mode(options.angles, "--angles"), options.dtype};
+    a.y = rotation.rotate(a.x, a.shape, positions.view(), a.layouts(), options.input);
+  }
+}
+
 // RoPE, its scaled variants and xPos (--role picks the query's or the key's scale).
 template <class T>
 void apply_rope_scheme(const Activation<T>& a) {
   const ModelPositions& model = a.model;
   const ApplyOptions& options = a.options;
-  const RopeScheme& scheme = options.layer ? *model.layer(*options.layer).rope : model.rope_scheme();
+  const RopeScheme& scheme =
+      options.layer ? *model.layer(*options.layer).rope : model.rope_scheme();
   if (scheme.mrope_section) {
     apply_mrope_scheme(a, scheme);
     return;
   }
   const TokenPositions positions = token_positions(options, a.grid);
   const std::int64_t seq_len = sequence_length(options.seq_len, positions.max());
-  RopeSpec spec = options.layer ? model.layer(*options.layer).rope_spec(seq_len)
-                                : model.rope_spec(seq_len);
+  RopeSpec spec =
+      options.layer ? model.layer(*options.layer).rope_spec(seq_len) : model.rope_spec(seq_len);
   if (options.pairing()) spec.pairing = *options.pairing();
   if (options.verbose) print_rope_scheme(model.xpos ? "xpos" : "rope", scheme, spec, seq_len);
   check_x_head_dim(options, a.shape, spec);
+  if (options.angles != "exact" || options.dtype != "float32") {
+    rotate_in_mode(a, scheme, seq_len, positions);
+    return;
+  }
   auto out = a.out();
   if (model.xpos) {
     const XposSpec xpos{spec, *model.xpos};
@@ -216,7 +251,8 @@ void add_sinusoidal(const Activation<T>& a) {
   }
   const EmbeddingTable<T> table = sinusoidal_table<T>(rows, static_cast<int>(shape[2]));
   a.y = a.x;
-  Eigen::TensorMap<Eigen::Tensor<T, 3, Eigen::RowMajor>> map(a.y.data(), shape[0], shape[1], shape[2]);
+  Eigen::TensorMap<Eigen::Tensor<T, 3, Eigen::RowMajor>> map(a.y.data(), shape[0], shape[1],
+                                                             shape[2]);
   add_position_embeddings_inplace(map, positions, table);
 }
 
@@ -280,6 +316,7 @@ void apply_scheme(const ModelPositions& model, const ApplyOptions& options,
 int run_apply(const ApplyOptions& options) {
   const ModelPositions model = load_config(options.config, options.strict);
   check_layer(options.layer, model.layers.size(), options.config);
+  if (!options.weights.empty()) return apply_checkpoint_table(options, model);
   const NpyArray x = read_npy_checked(options.input, {"<f4", "<f8"}, {3, 4},
                                       "float32 or float64 [batch, seq, heads, head_dim]");
   std::vector<double> y64;
@@ -329,6 +366,19 @@ class ApplyCommand : public Command {
     add_seq_len_option(apply, o_.seq_len, "default: max position + 1");
     add_strict_flag(apply, o_.strict);
     add_fope_and_vision_options(apply);
+    add_weights_option(apply, o_);
+    apply
+        ->add_option("--angles", o_.angles,
+                     "exact (angles in double, the default) or hf-float32 (HuggingFace "
+                     "transformers' float32 arithmetic, op by op; plain RoPE only)")
+        ->check(CLI::IsMember({"exact", "hf-float32"}))
+        ->capture_default_str();
+    apply
+        ->add_option("--dtype", o_.dtype,
+                     "The storage type X is rotated in: float32, bfloat16 or float16 (X and Y "
+                     "stay float32 .npy holding values exact in it)")
+        ->check(CLI::IsMember(storage_dtypes()))
+        ->capture_default_str();
     apply->add_flag("--verbose", o_.verbose,
                     "Print how X is read (--layout and the shape's axes), where the positions come "
                     "from and the scheme applied");
@@ -352,17 +402,22 @@ class ApplyCommand : public Command {
     apply->add_option("--role", o_.role, "query or key (matters for xPos)")
         ->check(CLI::IsMember({"query", "key"}))
         ->capture_default_str();
-    apply->add_option("--layout", o_.layout_name,
-                      "bshd: [batch, seq, heads, head_dim]; bhsd: [batch, heads, seq, head_dim]")
+    apply
+        ->add_option("--layout", o_.layout_name,
+                     "bshd: [batch, seq, heads, head_dim]; bhsd: [batch, heads, seq, head_dim]")
         ->check(CLI::IsMember({"bshd", "bhsd"}))
         ->capture_default_str();
-    apply->add_option("--output-layout", o_.output_layout_name,
-                      "Y's layout, bshd or bhsd (default: --layout): rotate and transpose in one pass")
+    apply
+        ->add_option(
+            "--output-layout", o_.output_layout_name,
+            "Y's layout, bshd or bhsd (default: --layout): rotate and transpose in one pass")
         ->check(CLI::IsMember({"bshd", "bhsd"}));
-    apply->add_flag("--inverse", o_.inverse,
-                    "Apply the inverse rotation R(p)^T = R(-p) (undo a rotary scheme, with its scale)");
-    apply->add_option("--pairing", o_.pairing_name,
-                      "Override the config's pairing: interleaved (GPT-J) or rotate_half (GPT-NeoX)")
+    apply->add_flag(
+        "--inverse", o_.inverse,
+        "Apply the inverse rotation R(p)^T = R(-p) (undo a rotary scheme, with its scale)");
+    apply
+        ->add_option("--pairing", o_.pairing_name,
+                     "Override the config's pairing: interleaved (GPT-J) or rotate_half (GPT-NeoX)")
         ->check(CLI::IsMember({"interleaved", "rotate_half"}));
   }
 
@@ -371,15 +426,16 @@ class ApplyCommand : public Command {
         "--fope-sin-coef", o_.fope_sin_coef,
         "S.npy: FoPE sine coefficients, float32 [heads, D_in, D_out] (default: initialised from "
         "the config's sigma and seed)");
-    CLI::Option* cos_coef = apply->add_option(
-        "--fope-cos-coef", o_.fope_cos_coef, "C.npy: FoPE cosine coefficients, float32 [heads, D_in, D_out]");
+    CLI::Option* cos_coef =
+        apply->add_option("--fope-cos-coef", o_.fope_cos_coef,
+                          "C.npy: FoPE cosine coefficients, float32 [heads, D_in, D_out]");
     sin_coef->needs(cos_coef);
     cos_coef->needs(sin_coef);
     CLI::Option* vision = apply->add_flag(
         "--vision", o_.vision,
         "Apply the config's vision tower 2-D RoPE to X [patches, heads, head_dim] (needs --grid)");
-    CLI::Option* grid = apply->add_option(
-        "--grid", o_.grid, "TxHxW: the patch grid before the merge (HF's grid_thw)");
+    CLI::Option* grid = apply->add_option("--grid", o_.grid,
+                                          "TxHxW: the patch grid before the merge (HF's grid_thw)");
     vision->needs(grid);
     grid->needs(vision);
   }
@@ -392,4 +448,3 @@ class ApplyCommand : public Command {
 std::unique_ptr<Command> apply_command() { return std::make_unique<ApplyCommand>(); }
 
 }  // namespace posemb::tool
-

@@ -14,6 +14,7 @@
 
 #include "arguments.hpp"
 #include "command.hpp"
+#include "gguf_commands.hpp"
 #include "model_report.hpp"
 #include "posemb/model/config.hpp"
 
@@ -46,16 +47,17 @@ std::string layer_json(const ModelPositions& model, const LayerPositions& layer,
   }
   const LayerAttention& attention = layer.attention;
   const auto integer = [](std::int64_t value) { return std::to_string(value); };
-  std::string json = "{\"layer\": " + std::to_string(layer.index) +
-                     ", \"positions\": " + json_string(to_string(layer.kind)) +
-                     ", \"rope_type\": " + rope_type +
-                     ", \"head_dim\": " + std::to_string(layer.head_dim) +
-                     ", \"rotary_dim\": " + std::to_string(rotary ? rotary->rotary_dim : 0) +
-                     ", \"inv_freq\": [" + inv_freq + "]" +
-                     ", \"attention_scale\": " + full_precision(rotary ? rotary->attention_scale : 1.0) +
-                     ", \"pairing\": " + (rotary ? json_string(to_string(rotary->pairing)) : "null");
-  json += ", \"softmax_scale\": " +
-          (layer.softmax_attention() ? json_or_null(attention.softmax_scale, full_precision) : "null");
+  std::string json =
+      "{\"layer\": " + std::to_string(layer.index) +
+      ", \"positions\": " + json_string(to_string(layer.kind)) + ", \"rope_type\": " + rope_type +
+      ", \"head_dim\": " + std::to_string(layer.head_dim) +
+      ", \"rotary_dim\": " + std::to_string(rotary ? rotary->rotary_dim : 0) + ", \"inv_freq\": [" +
+      inv_freq + "]" +
+      ", \"attention_scale\": " + full_precision(rotary ? rotary->attention_scale : 1.0) +
+      ", \"pairing\": " + (rotary ? json_string(to_string(rotary->pairing)) : "null");
+  json +=
+      ", \"softmax_scale\": " +
+      (layer.softmax_attention() ? json_or_null(attention.softmax_scale, full_precision) : "null");
   json += ", \"sliding_window\": " + json_or_null(attention.sliding_window, integer);
   json += ", \"attention_chunk_size\": " + json_or_null(attention.attention_chunk_size, integer);
   json += ", \"query_temperature\": " +
@@ -72,8 +74,8 @@ std::string layer_json(const ModelPositions& model, const LayerPositions& layer,
   if (layer.rope && layer.rope->mrope_section) {
     const MropeSections& m = *layer.rope->mrope_section;
     json += ", \"mrope_section\": [" + std::to_string(m[0]) + ", " + std::to_string(m[1]) + ", " +
-            std::to_string(m[2]) + "], \"mrope_layout\": " +
-            json_string(to_string(layer.rope->mrope_layout));
+            std::to_string(m[2]) +
+            "], \"mrope_layout\": " + json_string(to_string(layer.rope->mrope_layout));
   } else {
     json += ", \"mrope_section\": null, \"mrope_layout\": null";
   }
@@ -117,21 +119,20 @@ std::string layer_row(const LayerPositions& layer, std::optional<std::int64_t> s
   if (a.logit_softcap) temperature += "; softcap " + full_precision(*a.logit_softcap);
   if (a.attention_sinks) temperature += "; sinks";
   char line[256];
-  std::snprintf(line, sizeof line, "%5d  %-18s  %-10s  %-12s  %8d  %10d  %-11s  %-24s  %8s  %8s  %s\n",
-                layer.index, layer.layer_type.c_str(), to_string(layer.kind),
-                layer.rope ? layer.rope->rope_type.c_str() : "-", layer.head_dim,
-                rotary_dim, pairing,
-                layer.softmax_attention() && a.softmax_scale
-                    ? full_precision(*a.softmax_scale).c_str() : "-",
-                count(a.sliding_window).c_str(), count(a.attention_chunk_size).c_str(),
-                temperature.c_str());
+  std::snprintf(
+      line, sizeof line, "%5d  %-18s  %-10s  %-12s  %8d  %10d  %-11s  %-24s  %8s  %8s  %s\n",
+      layer.index, layer.layer_type.c_str(), to_string(layer.kind),
+      layer.rope ? layer.rope->rope_type.c_str() : "-", layer.head_dim, rotary_dim, pairing,
+      layer.softmax_attention() && a.softmax_scale ? full_precision(*a.softmax_scale).c_str() : "-",
+      count(a.sliding_window).c_str(), count(a.attention_chunk_size).c_str(), temperature.c_str());
   return line;
 }
 
 std::string layers_table(const ModelPositions& model, std::optional<std::int64_t> seq_len) {
   char line[256];
-  std::snprintf(line, sizeof line, "%5s  %-18s  %-10s  %-12s  %8s  %10s  %-11s  %-24s  %8s  %8s  %s\n",
-                "layer", "type", "positions", "rope_type", "head_dim", "rotary_dim", "pairing",
+  std::snprintf(line, sizeof line,
+                "%5s  %-18s  %-10s  %-12s  %8s  %10s  %-11s  %-24s  %8s  %8s  %s\n", "layer",
+                "type", "positions", "rope_type", "head_dim", "rotary_dim", "pairing",
                 "softmax_scale", "window", "chunk", "query temperature; softcap; sinks");
   std::string out = line;
   for (const LayerPositions& layer : model.layers) out += layer_row(layer, seq_len);
@@ -148,7 +149,8 @@ class FreqsCommand : public Command {
         "\"softmax_scale\", \"sliding_window\", \"attention_chunk_size\", "
         "\"query_temperature\", \"logit_softcap\", \"attention_sinks\", \"bias_placement\", "
         "...) with 17 significant digits (FoPE: clipped frequencies are "
-        "0). Without --layer the layers must all be alike.");
+        "0). Without --layer the layers must all be alike. CONFIG may be a GGUF file: the "
+        "values llama.cpp runs it with, --seq-len its context size per sequence.");
     add_config_argument(freqs, config_path_);
     add_seq_len_option(freqs, seq_len_, "default: none known");
     add_integer(freqs, "--layer", layer_index_, std::int64_t{0}, int64_max,
@@ -158,6 +160,7 @@ class FreqsCommand : public Command {
   }
 
   int run() override {
+    if (is_gguf_path(config_path_)) return gguf_freqs(config_path_, layer_index_, seq_len_);
     const ModelPositions model = load_config(config_path_, strict_);
     check_layer(layer_index_, model.layers.size(), config_path_);
     if (!layer_index_ && !model.layers_alike()) {
@@ -181,7 +184,9 @@ class LayersCommand : public Command {
  public:
   CLI::App* add_to(CLI::App& app) override {
     CLI::App* layers = app.add_subcommand(
-        "layers", "Print every layer: a table, or with --json an array of freqs' objects.");
+        "layers",
+        "Print every layer: a table, or with --json an array of freqs' objects. CONFIG "
+        "may be a GGUF file (llama.cpp's run-time semantics).");
     add_config_argument(layers, config_path_);
     add_seq_len_option(layers, seq_len_, "default: none known");
     layers->add_flag("--json", as_json_, "A JSON array, one object per layer");
@@ -190,6 +195,7 @@ class LayersCommand : public Command {
   }
 
   int run() override {
+    if (is_gguf_path(config_path_)) return gguf_layers(config_path_, seq_len_, as_json_);
     const ModelPositions model = load_config(config_path_, strict_);
     std::cout << with_context(config_path_, [&] {
       return as_json_ ? layers_json(model, seq_len_) : layers_table(model, seq_len_);

@@ -10,6 +10,7 @@
 
 #include "arguments.hpp"
 #include "command.hpp"
+#include "gguf_commands.hpp"
 #include "model_report.hpp"
 #include "posemb/bias/alibi.hpp"
 #include "posemb/model/config.hpp"
@@ -30,15 +31,14 @@ void print_pair_table(const report::PairFrequencies& f) {
     const report::PairFrequency& pair = f.pairs[i];
     const std::string wavelength =
         pair.inv_freq > 0.0 ? fixed(posemb::two_pi / pair.inv_freq, 2) : "inf";
-    const std::string turns =
-        f.original_context
-            ? std::to_string(static_cast<long long>(
-                  std::floor(static_cast<double>(*f.original_context) * pair.default_inv_freq /
-                             posemb::two_pi)))
-            : "-";
+    const std::string turns = f.original_context ? std::to_string(static_cast<long long>(std::floor(
+                                                       static_cast<double>(*f.original_context) *
+                                                       pair.default_inv_freq / posemb::two_pi)))
+                                                 : "-";
     std::printf("%5zu  %-24s  %-24s  %14s  %11s  %s\n", i,
-                full_precision(pair.default_inv_freq).c_str(), full_precision(pair.inv_freq).c_str(),
-                wavelength.c_str(), turns.c_str(), pair.band.c_str());
+                full_precision(pair.default_inv_freq).c_str(),
+                full_precision(pair.inv_freq).c_str(), wavelength.c_str(), turns.c_str(),
+                pair.band.c_str());
   }
 }
 
@@ -51,10 +51,11 @@ void print_fope(const FopeConfig& config) {
   std::printf("train_length: %lld\nclip floor: %s rad/token (2 pi / N * %s)\n",
               static_cast<long long>(fope.train_length), full_precision(clip.floor).c_str(),
               full_precision(fope.floor_ratio).c_str());
-  std::printf("D_in: %d retained frequencies (%d clipped, %s)\nD_out: %d mixed slots, %d "
-              "padding slots (C = 1, S = %s)\n",
-              clip.d_in(), clip.clipped_count(), fope.drop_clipped ? "dropped" : "kept as 0",
-              fope.d_out, fope.head_dim / 2 - fope.d_out, full_precision(fope.padding_sin).c_str());
+  std::printf(
+      "D_in: %d retained frequencies (%d clipped, %s)\nD_out: %d mixed slots, %d "
+      "padding slots (C = 1, S = %s)\n",
+      clip.d_in(), clip.clipped_count(), fope.drop_clipped ? "dropped" : "kept as 0", fope.d_out,
+      fope.head_dim / 2 - fope.d_out, full_precision(fope.padding_sin).c_str());
   std::printf("attention factor: 1\n");
   print_pair_table(report::fope_pair_frequencies(config));
 }
@@ -148,7 +149,10 @@ class InspectCommand : public Command {
         "Print the layer pattern and a table of the config's rotary pairs: default and scaled "
         "inverse frequency, wavelength in tokens, full turns within the original context, band "
         "(kept / ramp / interpolated, or clipped for FoPE), and the attention factor, pairing and "
-        "rotary_dim; what transformers would warn about, and the keys the reader did not use.");
+        "rotary_dim; what transformers would warn about, and the keys the reader did not use "
+        "(--strict refuses them). CONFIG may be a GGUF file: the hyperparameters llama.cpp reads "
+        "and the "
+        "frequencies it runs.");
     add_config_argument(inspect, config_path_);
     add_seq_len_option(inspect, seq_len_, "default: none known");
     add_strict_flag(inspect, strict_);
@@ -156,6 +160,7 @@ class InspectCommand : public Command {
   }
 
   int run() override {
+    if (is_gguf_path(config_path_)) return gguf_inspect(config_path_, seq_len_);
     const ModelPositions model = load_config(config_path_, strict_);
     std::printf("config: %s\n", config_path_.c_str());
     with_context(config_path_, [&] { print_model(model, seq_len_); });

@@ -22,9 +22,10 @@ class MropeIndexCommand : public Command {
         "Write the M-RoPE positions int64 [3, seq] of a prompt layout and print {\"seq_len\", "
         "\"rope_delta\"}, by the config's get_rope_index rules (Qwen2-VL, Qwen2.5-VL, Qwen3-VL).");
     add_config_argument(mrope_index, config_path_);
-    mrope_index->add_option("--segments", segments_,
-                            "text:N,image:TxHxW,video:TxHxW[@S] (grids before the merge; S seconds "
-                            "per temporal grid)")
+    mrope_index
+        ->add_option("--segments", segments_,
+                     "text:N,image:TxHxW,video:TxHxW[@S] (grids before the merge; S seconds "
+                     "per temporal grid)")
         ->required();
     mrope_index->add_option("--output", output_, "P.npy: int64 [3, seq]")->required();
     return mrope_index;
@@ -33,7 +34,8 @@ class MropeIndexCommand : public Command {
   int run() override {
     const ModelPositions model = load_model_positions(config_path_);
     if (!model.mrope_index) {
-      throw Error(config_path_ + ": the model_type has no M-RoPE position rules; expected qwen2_vl, "
+      throw Error(config_path_ +
+                  ": the model_type has no M-RoPE position rules; expected qwen2_vl, "
                   "qwen2_5_vl, qwen3_vl, qwen3_vl_moe, qwen3_5 or qwen3_5_moe");
     }
     std::vector<MropeSegment> segments;

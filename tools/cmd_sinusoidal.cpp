@@ -19,10 +19,12 @@ class SinusoidalCommand : public Command {
         "Write the sinusoidal table T: float32 [max_len, dim] (Vaswani et al. 2017), sin(p w_i) "
         "and cos(p w_i) with w_i = base^(-2i/dim).");
     add_integer(sinusoidal, "--dim", dim_, 2, 1 << 30, "Embedding width (even)")->required();
-    add_integer(sinusoidal, "--max-len", max_len_, std::int64_t{1}, int64_max, "Number of positions")
+    add_integer(sinusoidal, "--max-len", max_len_, std::int64_t{1}, int64_max,
+                "Number of positions")
         ->required();
-    sinusoidal->add_option("--layout", layout_,
-                           "interleaved: sin at 2i, cos at 2i+1; concat: sin at i, cos at dim/2+i")
+    sinusoidal
+        ->add_option("--layout", layout_,
+                     "interleaved: sin at 2i, cos at 2i+1; concat: sin at i, cos at dim/2+i")
         ->check(CLI::IsMember({"interleaved", "concat"}))
         ->capture_default_str();
     add_positive_number(sinusoidal, "--base", base_, "Frequency base");
@@ -31,7 +33,8 @@ class SinusoidalCommand : public Command {
   }
 
   int run() override {
-    if (dim_ % 2 != 0) throw UsageError("--dim = " + std::to_string(dim_) + ": expected an even number");
+    if (dim_ % 2 != 0)
+      throw UsageError("--dim = " + std::to_string(dim_) + ": expected an even number");
     if (max_len_ > max_output_elements / dim_) {
       throw UsageError("--max-len * --dim = " + std::to_string(max_len_) + " * " +
                        std::to_string(dim_) + ": expected at most 2^28 elements");

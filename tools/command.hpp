@@ -29,5 +29,7 @@ std::unique_ptr<Command> alibi_command();        // cmd_bias.cpp
 std::unique_ptr<Command> buckets_command();      // cmd_bias.cpp
 std::unique_ptr<Command> bias_command();         // cmd_bias.cpp
 std::unique_ptr<Command> sinusoidal_command();   // cmd_sinusoidal.cpp
+std::unique_ptr<Command> diff_command();         // cmd_diff.cpp
+std::unique_ptr<Command> vectors_command();      // cmd_vectors.cpp
 
 }  // namespace posemb::tool

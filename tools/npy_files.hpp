@@ -34,7 +34,8 @@ inline std::string shape_string(const std::vector<std::int64_t>& shape) {
 }
 
 // Reads path and checks its dtype against `dtypes` ("<f4", "<f8", "<i8") and its rank against
-// `ranks`; `what` describes the expected array for the message, e.g. "float32 [heads, D_in, D_out]".
+// `ranks`; `what` describes the expected array for the message, e.g. "float32 [heads, D_in,
+// D_out]".
 inline NpyArray read_npy_checked(const std::string& path, const std::vector<std::string>& dtypes,
                                  const std::vector<std::size_t>& ranks, const std::string& what) {
   NpyArray array;
@@ -64,7 +65,8 @@ inline NpyArray read_npy_checked(const std::string& path, const std::vector<std:
 // temporary name in the same directory and renamed to `path` only when complete. On failure
 // nothing at `path` changes and the temporary file is removed.
 template <class T>
-void write_npy_atomic(const std::string& path, const T* data, const std::vector<std::int64_t>& shape) {
+void write_npy_atomic(const std::string& path, const T* data,
+                      const std::vector<std::int64_t>& shape) {
   const auto slash = path.find_last_of('/');
   const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash + 1);
   const std::string base = slash == std::string::npos ? path : path.substr(slash + 1);

@@ -3,16 +3,22 @@
 //   posemb inspect CONFIG.json [--seq-len N]                          cmd_inspect.cpp
 //   posemb freqs CONFIG.json [--layer I] [--seq-len N]                 cmd_freqs_layers.cpp
 //   posemb layers CONFIG.json [--seq-len N] [--json]                   cmd_freqs_layers.cpp
+//     (inspect, freqs, layers of MODEL.gguf: llama.cpp's semantics)    cmd_gguf.cpp
+//   posemb diff MODEL.gguf CONFIG.json [--seq-len N] [--json]          cmd_diff.cpp
 //   posemb apply CONFIG.json --input X.npy --output Y.npy ...          cmd_apply.cpp
+//     (--weights W.safetensors: a learned table; also bias --weights)  checkpoint_weights.cpp
 //   posemb mrope-index CONFIG.json --segments SPEC --output P.npy      cmd_mrope_index.cpp
 //   posemb alibi | buckets | bias ... --output B.npy                   cmd_bias.cpp
 //   posemb sinusoidal --dim D --max-len L ... --output T.npy           cmd_sinusoidal.cpp
+//   posemb vectors CONFIG.json --positions LIST --output DIR ...      cmd_vectors.cpp
 //   posemb --version [--verbose]
 //
-// Exit status: 0 on success, 2 for a usage error, 1 for anything else, with one line
-// "posemb: error: ..." on stderr naming the file, key or argument at fault. The tables the tool
-// builds hold at most 2^28 values (max_output_elements). Outputs are written to a temporary
-// file and renamed, so nothing is written to --output on failure.
+// Exit status: 0 on success (diff: 0 when the GGUF and the config agree, 3 when they differ),
+// 2 for a usage error, 1 for anything else (an unreadable, malformed or refused file among
+// them: a hostile GGUF or safetensors file, a missing tensor), with one line
+// "posemb: error: ..." on stderr naming the file, key, tensor, byte offset or argument at fault.
+// The tables the tool builds hold at most 2^28 values (max_output_elements). Outputs are
+// written to a temporary file and renamed, so nothing is written to --output on failure.
 //
 // Adding a subcommand:
 //   1. tools/cmd_<name>.cpp: a class deriving from Command (command.hpp) whose add_to() adds the
@@ -51,12 +57,14 @@ std::vector<std::unique_ptr<Command>> commands() {
   all.push_back(tool::inspect_command());
   all.push_back(tool::freqs_command());
   all.push_back(tool::layers_command());
+  all.push_back(tool::diff_command());
   all.push_back(tool::apply_command());
   all.push_back(tool::mrope_index_command());
   all.push_back(tool::alibi_command());
   all.push_back(tool::buckets_command());
   all.push_back(tool::bias_command());
   all.push_back(tool::sinusoidal_command());
+  all.push_back(tool::vectors_command());
   return all;
 }
 
@@ -90,9 +98,10 @@ int run(Command& command) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"Inspect and apply a model's positional scheme (HuggingFace config.json), with .npy "
-               "files in and out.",
-               "posemb"};
+  CLI::App app{
+      "Inspect and apply a model's positional scheme (HuggingFace config.json, or a GGUF "
+      "file with llama.cpp's semantics), with .npy files in and out.",
+      "posemb"};
   app.require_subcommand(1);
   app.fallthrough(false);
   // --version --verbose adds the kernels' instruction-set level and the streaming-store setting
@@ -100,8 +109,7 @@ int main(int argc, char** argv) {
   const bool verbose_version = std::any_of(
       argv + 1, argv + argc, [](const char* arg) { return std::string(arg) == "--verbose"; });
   app.set_version_flag(
-      "--version",
-      std::function<std::string()>([verbose_version] {
+      "--version", std::function<std::string()>([verbose_version] {
         std::string text = std::string("posemb ") + posemb::version_string;
         if (!verbose_version) return text;
         return text + "\nkernels: level " + posemb::to_string(posemb::isa_level()) +
@@ -110,10 +118,16 @@ int main(int argc, char** argv) {
       }),
       "Print the posemb version and exit (with --verbose: the kernels' instruction-set level, "
       "the streaming-store threshold and the last-level cache it comes from)");
-  app.footer("Size cap: the tables the tool builds (alibi, buckets, bias, sinusoidal, and the "
-             "table apply adds for a sinusoidal model) hold at most 2^28 values (1 GiB of float32); "
-             "a larger request is refused. Exit status: 0 on success, 2 for a usage error, "
-             "1 for anything else, with one line \"posemb: error: ...\" on stderr.");
+  app.footer(
+      "Size cap: the tables the tool builds (alibi, buckets, bias, sinusoidal, and the "
+      "table apply adds for a sinusoidal model) hold at most 2^28 values (1 GiB of float32); "
+      "a larger request is refused. MODEL.gguf (a name ending in .gguf, or a file starting "
+      "with \"GGUF\") is read with llama.cpp's run-time semantics by inspect, freqs, "
+      "layers and diff. Exit status: 0 on success (diff: 0 when the GGUF and the config "
+      "agree, 3 when they differ), 2 for a usage error, 1 for anything else: an "
+      "unreadable, malformed or refused file (a GGUF or safetensors file, the message "
+      "naming the key, tensor or byte offset), a missing tensor; always with one line "
+      "\"posemb: error: ...\" on stderr.");
   const std::vector<std::unique_ptr<Command>> all = commands();
   std::vector<CLI::App*> subcommands;
   for (const std::unique_ptr<Command>& command : all) subcommands.push_back(command->add_to(app));

@@ -73,9 +73,8 @@ __attribute__((optimize("no-tree-vectorize"))) inline void reference_rotate(
 
 // The decode step the way the scalar reference does it: cos/sin once, then every head.
 // x: [heads, head_dim]
-__attribute__((optimize("no-tree-vectorize"))) inline void reference_decode(const posemb::RopeSpec& spec,
-                                                                     std::int64_t position,
-                                                                     float* x) {
+__attribute__((optimize("no-tree-vectorize"))) inline void reference_decode(
+    const posemb::RopeSpec& spec, std::int64_t position, float* x) {
   float cos[64], sin[64];
   reference_cos_sin(spec, position, cos, sin);
   for (Eigen::Index h = 0; h < kHeads; ++h) reference_rotate(spec, cos, sin, x + h * kDim);
@@ -104,9 +103,13 @@ struct CacheLineAllocator {
   }
   void deallocate(T* p, std::size_t) { ::operator delete(p, std::align_val_t(kAlignment)); }
   template <class U>
-  bool operator==(const CacheLineAllocator<U>&) const { return true; }
+  bool operator==(const CacheLineAllocator<U>&) const {
+    return true;
+  }
   template <class U>
-  bool operator!=(const CacheLineAllocator<U>&) const { return false; }
+  bool operator!=(const CacheLineAllocator<U>&) const {
+    return false;
+  }
 };
 
 template <class T>
@@ -163,8 +166,10 @@ inline Pair<float>& large_f32() {
 }
 
 inline const posemb::RopeSpec& spec_for(Pairing pairing) {
-  static const posemb::RopeSpec interleaved = posemb::default_rope_spec(128, 10000.0, Pairing::Interleaved);
-  static const posemb::RopeSpec rotate_half = posemb::default_rope_spec(128, 10000.0, Pairing::RotateHalf);
+  static const posemb::RopeSpec interleaved =
+      posemb::default_rope_spec(128, 10000.0, Pairing::Interleaved);
+  static const posemb::RopeSpec rotate_half =
+      posemb::default_rope_spec(128, 10000.0, Pairing::RotateHalf);
   return pairing == Pairing::Interleaved ? interleaved : rotate_half;
 }
 
@@ -173,8 +178,10 @@ const posemb::RopeTable<T>& table_for(Pairing pairing, Eigen::Index seq = kSeq) 
   static const posemb::RopeTable<T> interleaved(spec_for(Pairing::Interleaved), 0, kSeq);
   static const posemb::RopeTable<T> rotate_half(spec_for(Pairing::RotateHalf), 0, kSeq);
   if (seq == kLargeSeq) {
-    static const posemb::RopeTable<T> large_interleaved(spec_for(Pairing::Interleaved), 0, kLargeSeq);
-    static const posemb::RopeTable<T> large_rotate_half(spec_for(Pairing::RotateHalf), 0, kLargeSeq);
+    static const posemb::RopeTable<T> large_interleaved(spec_for(Pairing::Interleaved), 0,
+                                                        kLargeSeq);
+    static const posemb::RopeTable<T> large_rotate_half(spec_for(Pairing::RotateHalf), 0,
+                                                        kLargeSeq);
     return pairing == Pairing::Interleaved ? large_interleaved : large_rotate_half;
   }
   return pairing == Pairing::Interleaved ? interleaved : rotate_half;

@@ -85,7 +85,8 @@ double check_fope(int threads) {
 // FoPE (one thread) against memcpy of the same bytes.
 void bm_fope_vs_memcpy(benchmark::State& state) {
   Pair<float>& p = buffers().f32;
-  run_paired(state, [&] { copy_tensor(p, 0); }, [&] { run_fope(p, 1); });
+  run_paired(
+      state, [&] { copy_tensor(p, 0); }, [&] { run_fope(p, 1); });
   state.SetBytesProcessed(state.iterations() * 2 * std::int64_t(kElements * sizeof(float)));
   std::copy(p.x.begin(), p.x.end(), p.out.begin());
 }
@@ -93,14 +94,16 @@ void bm_fope_vs_memcpy(benchmark::State& state) {
 // FoPE on two threads against one.
 void bm_fope_threads(benchmark::State& state) {
   Pair<float>& p = buffers().f32;
-  run_paired(state, [&] { run_fope(p, 1); }, [&] { run_fope(p, 2); });
+  run_paired(
+      state, [&] { run_fope(p, 1); }, [&] { run_fope(p, 2); });
   std::copy(p.x.begin(), p.x.end(), p.out.begin());
 }
 
 // FoPE on two threads against memcpy on two threads.
 void bm_fope_threads_vs_memcpy(benchmark::State& state) {
   Pair<float>& p = buffers().f32;
-  run_paired(state, [&] { copy_two_threads(p); }, [&] { run_fope(p, 2); });
+  run_paired(
+      state, [&] { copy_two_threads(p); }, [&] { run_fope(p, 2); });
   state.SetBytesProcessed(state.iterations() * 2 * std::int64_t(kElements * sizeof(float)));
   std::copy(p.x.begin(), p.x.end(), p.out.begin());
 }
@@ -108,7 +111,8 @@ void bm_fope_threads_vs_memcpy(benchmark::State& state) {
 // memcpy on two threads against one: how much a second thread can gain on this machine at all.
 void bm_memcpy_threads(benchmark::State& state) {
   Pair<float>& p = buffers().f32;
-  run_paired(state, [&] { copy_tensor(p, 0); }, [&] { copy_two_threads(p); });
+  run_paired(
+      state, [&] { copy_tensor(p, 0); }, [&] { copy_two_threads(p); });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -134,8 +138,10 @@ const posemb::MropeSpec& mrope_spec(posemb::MropeLayout layout) {
 
 const posemb::MropeTable<float>& mrope_table(posemb::MropeLayout layout) {
   const std::int64_t count = mrope_prompt().positions.maxCoeff() + 1;
-  static const posemb::MropeTable<float> chunked(mrope_spec(posemb::MropeLayout::Chunked), 0, count);
-  static const posemb::MropeTable<float> interleaved(mrope_spec(posemb::MropeLayout::Interleaved), 0, count);
+  static const posemb::MropeTable<float> chunked(mrope_spec(posemb::MropeLayout::Chunked), 0,
+                                                 count);
+  static const posemb::MropeTable<float> interleaved(mrope_spec(posemb::MropeLayout::Interleaved),
+                                                     0, count);
   return layout == posemb::MropeLayout::Chunked ? chunked : interleaved;
 }
 
@@ -169,7 +175,8 @@ double check_mrope(posemb::MropeLayout layout) {
       reference_rotate(spec.rope, cos, sin, head.data());
       for (int i = 0; i < spec.rope.pairs(); ++i) {
         const double norm = std::abs(p.x[at + i]) + std::abs(p.x[at + i + 64]) + 1e-30;
-        for (int e : {i, i + 64}) worst = std::max(worst, double(std::abs(p.out[at + e] - head[e])) / norm);
+        for (int e : {i, i + 64})
+          worst = std::max(worst, double(std::abs(p.out[at + e] - head[e])) / norm);
       }
     }
   }
@@ -180,7 +187,8 @@ double check_mrope(posemb::MropeLayout layout) {
 // M-RoPE (one thread, out of place) against memcpy of the same bytes.
 void bm_mrope_vs_memcpy(benchmark::State& state, posemb::MropeLayout layout) {
   Pair<float>& p = buffers().f32;
-  run_paired(state, [&] { copy_tensor(p, 0); }, [&] { run_mrope(p, layout); });
+  run_paired(
+      state, [&] { copy_tensor(p, 0); }, [&] { run_mrope(p, layout); });
   state.SetBytesProcessed(state.iterations() * 2 * std::int64_t(kElements * sizeof(float)));
   std::copy(p.x.begin(), p.x.end(), p.out.begin());
 }
@@ -232,8 +240,7 @@ constexpr double kScoreSlope = 0.0625;
 posemb::ScoreOptions score_options(bool alibi_causal) {
   posemb::ScoreOptions options;
   if (alibi_causal) {
-    options.scheme = posemb::ScoreScheme::Alibi;
-    options.alibi_slopes = Eigen::VectorXd::Constant(1, kScoreSlope);
+    options.bias = posemb::AlibiSlopes{Eigen::VectorXd::Constant(1, kScoreSlope)};
     options.causal = true;
   }
   return options;
@@ -243,8 +250,12 @@ void bm_fused_scores(benchmark::State& state, bool alibi_causal) {
   ScoreInputs& in = score_inputs();
   RowsF baseline(kScoreSeq, kScoreSeq);
   const posemb::ScoreOptions options = score_options(alibi_causal);
-  run_paired(state, [&] { gemm_scores(in, baseline); },
-             [&] { posemb::fused_rope_scores(in.q, in.positions, in.k, in.positions, in.scores, in.table, options); });
+  run_paired(
+      state, [&] { gemm_scores(in, baseline); },
+      [&] {
+        posemb::fused_rope_scores(in.q, in.positions, in.k, in.positions, in.scores, in.table,
+                                  options);
+      });
 }
 
 // Largest |fused - (GEMM on rotated q, k + bias, mask)| over all scores.
@@ -261,7 +272,8 @@ double check_fused(bool alibi_causal) {
         if (in.scores(i, j) != -std::numeric_limits<float>::infinity()) return 1e30;
         continue;
       }
-      const double want = double(expected(i, j)) - (alibi_causal ? kScoreSlope : 0.0) * double(i - j);
+      const double want =
+          double(expected(i, j)) - (alibi_causal ? kScoreSlope : 0.0) * double(i - j);
       worst = std::max(worst, std::abs(double(in.scores(i, j)) - want));
     }
   }
@@ -277,7 +289,8 @@ void check_fope_mrope_fused(const CheckReport& report) {
     report("fope/table/f32/rotate_half/bshd/out_of_place (threads " + std::to_string(threads) + ")",
            check_fope(threads), 4e-7);
   }
-  for (const posemb::MropeLayout layout : {posemb::MropeLayout::Chunked, posemb::MropeLayout::Interleaved}) {
+  for (const posemb::MropeLayout layout :
+       {posemb::MropeLayout::Chunked, posemb::MropeLayout::Interleaved}) {
     report(mrope_name(layout), check_mrope(layout), 4e-7);
   }
   for (bool alibi_causal : {false, true}) {
@@ -290,11 +303,15 @@ void register_fope_mrope_fused() {
   benchmark::RegisterBenchmark(fope_name.c_str(), bm_fope_vs_memcpy)->UseManualTime();
   benchmark::RegisterBenchmark((fope_name + "/threads:2/vs_one_thread").c_str(), bm_fope_threads)
       ->UseManualTime();
-  benchmark::RegisterBenchmark((fope_name + "/threads:2/vs_memcpy").c_str(), bm_fope_threads_vs_memcpy)
+  benchmark::RegisterBenchmark((fope_name + "/threads:2/vs_memcpy").c_str(),
+                               bm_fope_threads_vs_memcpy)
       ->UseManualTime();
-  benchmark::RegisterBenchmark("memcpy/f32/threads:2/vs_one_thread", bm_memcpy_threads)->UseManualTime();
-  for (const posemb::MropeLayout layout : {posemb::MropeLayout::Chunked, posemb::MropeLayout::Interleaved}) {
-    benchmark::RegisterBenchmark(mrope_name(layout).c_str(), bm_mrope_vs_memcpy, layout)->UseManualTime();
+  benchmark::RegisterBenchmark("memcpy/f32/threads:2/vs_one_thread", bm_memcpy_threads)
+      ->UseManualTime();
+  for (const posemb::MropeLayout layout :
+       {posemb::MropeLayout::Chunked, posemb::MropeLayout::Interleaved}) {
+    benchmark::RegisterBenchmark(mrope_name(layout).c_str(), bm_mrope_vs_memcpy, layout)
+        ->UseManualTime();
   }
   benchmark::RegisterBenchmark("fused/rope", bm_fused_scores, false)->UseManualTime();
   benchmark::RegisterBenchmark("fused/rope_alibi_causal", bm_fused_scores, true)->UseManualTime();
@@ -307,14 +324,18 @@ void print_fope_mrope_fused_summary(const RatioReporter& reporter) {
   print_info(reporter, "memcpy/f32/threads:2/vs_one_thread",
              "memcpy's own speedup on 2 threads: what a second thread can gain here");
   // M-RoPE: of memcpy, and relative to 1-D RoPE's ratio on the same tensor and table path.
-  const RatioReporter::Result* rope_1d = reporter.find("rope/table/f32/rotate_half/bshd/out_of_place");
-  for (const posemb::MropeLayout layout : {posemb::MropeLayout::Chunked, posemb::MropeLayout::Interleaved}) {
+  const RatioReporter::Result* rope_1d =
+      reporter.find("rope/table/f32/rotate_half/bshd/out_of_place");
+  for (const posemb::MropeLayout layout :
+       {posemb::MropeLayout::Chunked, posemb::MropeLayout::Interleaved}) {
     print_ratio(reporter, mrope_name(layout), "of memcpy bandwidth,", 0.8);
     const RatioReporter::Result* r = reporter.find(mrope_name(layout));
     if (r != nullptr && rope_1d != nullptr) {
       const double relative = r->ratio() / rope_1d->ratio();
-      std::printf("%-60s %7.3f  of 1-D RoPE's ratio (rope/table/f32/rotate_half/bshd/out_of_place), >= 0.90  %s\n",
-                  (mrope_name(layout) + "/vs_rope").c_str(), relative, relative >= 0.9 ? "met" : "MISSED");
+      std::printf(
+          "%-60s %7.3f  of 1-D RoPE's ratio (rope/table/f32/rotate_half/bshd/out_of_place), >= "
+          "0.90  %s\n",
+          (mrope_name(layout) + "/vs_rope").c_str(), relative, relative >= 0.9 ? "met" : "MISSED");
     }
   }
   for (const char* name : {"fused/rope", "fused/rope_alibi_causal"}) {

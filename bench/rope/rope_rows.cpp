@@ -49,7 +49,7 @@ double check(const Config& c) {
     reference_cos_sin(spec, s, cos.data(), sin.data());
     for (Eigen::Index h = 0; h < kHeads; ++h) {
       const Eigen::Index at = c.offset + (c.layout == TensorLayout::BSHD ? (s * kHeads + h) * kDim
-                                                                          : (h * c.seq + s) * kDim);
+                                                                         : (h * c.seq + s) * kDim);
       std::copy(p.x.begin() + at, p.x.begin() + at + kDim, head.begin());
       reference_rotate(spec, cos.data(), sin.data(), head.data());
       for (int i = 0; i < spec.pairs(); ++i) {
@@ -68,7 +68,8 @@ double check(const Config& c) {
 
 std::string name_of(const Config& c, const char* type) {
   std::string name = std::string("rope/") + (c.use_table ? "table/" : "in_call/") + type + "/" +
-                     posemb::to_string(c.pairing) + (c.layout == TensorLayout::BSHD ? "/bshd" : "/bhsd") +
+                     posemb::to_string(c.pairing) +
+                     (c.layout == TensorLayout::BSHD ? "/bshd" : "/bhsd") +
                      (c.in_place ? "/in_place" : "/out_of_place");
   if (c.seq != kSeq) name += "/seq:" + std::to_string(c.seq);
   if (c.threads > 1) name += "/threads:" + std::to_string(c.threads);
@@ -80,7 +81,8 @@ std::string name_of(const Config& c, const char* type) {
 template <class T>
 void bm_rope_vs_memcpy(benchmark::State& state, Config c) {
   Pair<T>& p = pair_for<T>(c);
-  run_paired(state, [&] { copy_tensor(p, c.offset, c.elements()); }, [&] { run_fast(c, p); });
+  run_paired(
+      state, [&] { copy_tensor(p, c.offset, c.elements()); }, [&] { run_fast(c, p); });
   state.SetBytesProcessed(state.iterations() * 2 * std::int64_t(c.elements() * sizeof(T)));
   std::copy(p.x.begin(), p.x.end(), p.out.begin());
 }
@@ -91,7 +93,8 @@ void bm_bhsd_vs_bshd(benchmark::State& state, Config c) {
   Pair<float>& p = pair_for<float>(c);
   Config bshd = c;
   bshd.layout = TensorLayout::BSHD;
-  run_paired(state, [&] { run_fast(bshd, p); }, [&] { run_fast(c, p); });
+  run_paired(
+      state, [&] { run_fast(bshd, p); }, [&] { run_fast(c, p); });
   state.SetBytesProcessed(state.iterations() * 2 * std::int64_t(c.elements() * sizeof(float)));
   std::copy(p.x.begin(), p.x.end(), p.out.begin());
 }
@@ -101,7 +104,8 @@ void bm_rope_threads(benchmark::State& state, Config c) {
   Pair<float>& p = buffers().f32;
   Config one = c;
   one.threads = 1;
-  run_paired(state, [&] { run_fast(one, p); }, [&] { run_fast(c, p); });
+  run_paired(
+      state, [&] { run_fast(one, p); }, [&] { run_fast(c, p); });
   state.SetBytesProcessed(state.iterations() * 2 * std::int64_t(kElements * sizeof(float)));
   std::copy(p.x.begin(), p.x.end(), p.out.begin());
 }
@@ -109,7 +113,8 @@ void bm_rope_threads(benchmark::State& state, Config c) {
 // Two threads against memcpy on two threads.
 void bm_rope_threads_vs_memcpy(benchmark::State& state, Config c) {
   Pair<float>& p = buffers().f32;
-  run_paired(state, [&] { copy_two_threads(p); }, [&] { run_fast(c, p); });
+  run_paired(
+      state, [&] { copy_two_threads(p); }, [&] { run_fast(c, p); });
   state.SetBytesProcessed(state.iterations() * 2 * std::int64_t(kElements * sizeof(float)));
   std::copy(p.x.begin(), p.x.end(), p.out.begin());
 }
@@ -120,8 +125,9 @@ void bm_decode(benchmark::State& state, Pairing pairing) {
   AlignedVector<float>& x = buffers().decode;
   const posemb::RopeSpec& spec = spec_for(pairing);
   posemb::TensorMap4<float> map4(x.data(), 1, 1, kHeads, kDim);
-  run_paired(state, [&] { reference_decode(spec, kDecodePosition, x.data()); },
-             [&] { posemb::apply_rope_inplace(map4, kDecodePosition, spec); });
+  run_paired(
+      state, [&] { reference_decode(spec, kDecodePosition, x.data()); },
+      [&] { posemb::apply_rope_inplace(map4, kDecodePosition, spec); });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -159,7 +165,8 @@ double check_transpose(Pairing pairing, bool use_table) {
 
 void bm_rope_transpose_vs_memcpy(benchmark::State& state, Pairing pairing, bool use_table) {
   Pair<float>& p = buffers().f32;
-  run_paired(state, [&] { copy_tensor(p, 0); }, [&] { run_transpose(pairing, use_table, p); });
+  run_paired(
+      state, [&] { copy_tensor(p, 0); }, [&] { run_transpose(pairing, use_table, p); });
   state.SetBytesProcessed(state.iterations() * 2 * std::int64_t(kElements * sizeof(float)));
   std::copy(p.x.begin(), p.x.end(), p.out.begin());
 }
@@ -176,8 +183,9 @@ void bm_rope_inverse_vs_forward(benchmark::State& state, Pairing pairing, bool u
       posemb::apply_rope(x, out, 0, spec_for(pairing), TensorLayout::BSHD, {}, rotation);
     }
   };
-  run_paired(state, [&] { rotate(posemb::Rotation::Forward); },
-             [&] { rotate(posemb::Rotation::Inverse); });
+  run_paired(
+      state, [&] { rotate(posemb::Rotation::Forward); },
+      [&] { rotate(posemb::Rotation::Inverse); });
   std::copy(p.x.begin(), p.x.end(), p.out.begin());
 }
 
@@ -199,7 +207,7 @@ void bm_table_fill(benchmark::State& state) {
   const posemb::RopeSpec& spec = spec_for(Pairing::RotateHalf);
   for (auto _ : state) {
     posemb::detail::fill_cos_sin_table(spec.inv_freq.data(), kTablePairs, 1.0, 0, positions,
-                                    b.table_cos.data(), b.table_sin.data());
+                                       b.table_cos.data(), b.table_sin.data());
     benchmark::ClobberMemory();
   }
 }
@@ -218,10 +226,10 @@ std::vector<Config> large_configs(bool use_table) {
   std::vector<Config> configs;
   for (Pairing pairing : {Pairing::Interleaved, Pairing::RotateHalf})
     for (TensorLayout layout : {TensorLayout::BSHD, TensorLayout::BHSD})
-      for (bool in_place : {false, true}) configs.push_back({pairing, layout, in_place, use_table, 1});
+      for (bool in_place : {false, true})
+        configs.push_back({pairing, layout, in_place, use_table, 1});
   return configs;
 }
-
 
 // The large-tensor rows: every configuration of rope/... and its storage type.
 std::vector<std::pair<Config, std::string>> rope_rows() {
@@ -277,8 +285,10 @@ void check_decode(const CheckReport& report) {
     posemb::apply_rope_inplace(map4, kDecodePosition, spec_for(pairing));
     reference_decode(spec_for(pairing), kDecodePosition, reference.data());
     double worst = 0;
-    for (std::size_t i = 0; i < fast.size(); ++i) worst = std::max(worst, double(std::abs(fast[i] - reference[i])));
-    report(std::string("decode/") + posemb::to_string(pairing) + " (absolute, |x| <= 2)", worst, 2e-6);
+    for (std::size_t i = 0; i < fast.size(); ++i)
+      worst = std::max(worst, double(std::abs(fast[i] - reference[i])));
+    report(std::string("decode/") + posemb::to_string(pairing) + " (absolute, |x| <= 2)", worst,
+           2e-6);
   }
 }
 
@@ -287,7 +297,7 @@ bool check_table() {
   Buffers& b = buffers();
   const posemb::RopeSpec& spec = spec_for(Pairing::RotateHalf);
   posemb::detail::fill_cos_sin_table(spec.inv_freq.data(), kTablePairs, 1.0, 0, kTablePositions,
-                                  b.table_cos.data(), b.table_sin.data());
+                                     b.table_cos.data(), b.table_sin.data());
   std::int64_t worst = 0, off_by_one = 0;
   for (Eigen::Index p = 0; p < kTablePositions; ++p) {
     for (Eigen::Index i = 0; i < kTablePairs; ++i) {
@@ -299,18 +309,19 @@ bool check_table() {
     }
   }
   const bool pass = worst <= 1;
-  std::printf("check table 131072 x 64 float: max %lld ulp from libm cos/sin of the double angle "
-              "(%lld of %lld values differ by 1 ulp) %s\n",
-              (long long)worst, (long long)off_by_one, (long long)(2 * kTablePositions * kTablePairs),
-              pass ? "ok" : "FAILED");
+  std::printf(
+      "check table 131072 x 64 float: max %lld ulp from libm cos/sin of the double angle "
+      "(%lld of %lld values differ by 1 ulp) %s\n",
+      (long long)worst, (long long)off_by_one, (long long)(2 * kTablePositions * kTablePairs),
+      pass ? "ok" : "FAILED");
   return pass;
 }
 
 void check_transpose_rows(const CheckReport& report) {
   for (Pairing pairing : {Pairing::Interleaved, Pairing::RotateHalf}) {
     for (bool use_table : {true, false}) {
-      report(transpose_name(pairing, use_table) + " (absolute / 4)", check_transpose(pairing, use_table),
-             4e-7);
+      report(transpose_name(pairing, use_table) + " (absolute / 4)",
+             check_transpose(pairing, use_table), 4e-7);
     }
   }
 }
@@ -319,21 +330,27 @@ void register_rope_rows() {
   for (const auto& [c, type] : rope_rows()) {
     const std::string name = name_of(c, type.c_str());
     if (c.threads > 1) {
-      benchmark::RegisterBenchmark((name + "/vs_one_thread").c_str(), bm_rope_threads, c)->UseManualTime();
-      benchmark::RegisterBenchmark((name + "/vs_memcpy").c_str(), bm_rope_threads_vs_memcpy, c)->UseManualTime();
+      benchmark::RegisterBenchmark((name + "/vs_one_thread").c_str(), bm_rope_threads, c)
+          ->UseManualTime();
+      benchmark::RegisterBenchmark((name + "/vs_memcpy").c_str(), bm_rope_threads_vs_memcpy, c)
+          ->UseManualTime();
     } else if (type == "f32") {
       benchmark::RegisterBenchmark(name.c_str(), bm_rope_vs_memcpy<float>, c)->UseManualTime();
       if (c.seq == kLargeSeq && c.layout == TensorLayout::BHSD) {
-        benchmark::RegisterBenchmark((name + "/vs_bshd").c_str(), bm_bhsd_vs_bshd, c)->UseManualTime();
+        benchmark::RegisterBenchmark((name + "/vs_bshd").c_str(), bm_bhsd_vs_bshd, c)
+            ->UseManualTime();
       }
     } else if (type == "f16") {
-      benchmark::RegisterBenchmark(name.c_str(), bm_rope_vs_memcpy<Eigen::half>, c)->UseManualTime();
+      benchmark::RegisterBenchmark(name.c_str(), bm_rope_vs_memcpy<Eigen::half>, c)
+          ->UseManualTime();
     } else {
-      benchmark::RegisterBenchmark(name.c_str(), bm_rope_vs_memcpy<Eigen::bfloat16>, c)->UseManualTime();
+      benchmark::RegisterBenchmark(name.c_str(), bm_rope_vs_memcpy<Eigen::bfloat16>, c)
+          ->UseManualTime();
     }
   }
   for (Pairing pairing : {Pairing::Interleaved, Pairing::RotateHalf}) {
-    benchmark::RegisterBenchmark((std::string("decode/") + posemb::to_string(pairing)).c_str(), bm_decode, pairing)
+    benchmark::RegisterBenchmark((std::string("decode/") + posemb::to_string(pairing)).c_str(),
+                                 bm_decode, pairing)
         ->UseManualTime();
   }
   for (Pairing pairing : {Pairing::Interleaved, Pairing::RotateHalf}) {
@@ -375,8 +392,7 @@ void print_rope_summary(const RatioReporter& reporter) {
   for (Pairing pairing : {Pairing::Interleaved, Pairing::RotateHalf}) {
     for (bool use_table : {true, false}) {
       print_ratio(reporter, transpose_name(pairing, use_table), "of memcpy bandwidth,", 0.8);
-      print_ratio(reporter, inverse_name(pairing, use_table),
-                  "forward time / inverse time,", 0.9);
+      print_ratio(reporter, inverse_name(pairing, use_table), "forward time / inverse time,", 0.9);
     }
   }
 }
@@ -387,14 +403,16 @@ void print_table_summary(const RatioReporter& reporter) {
     if (const RatioReporter::Result* r = reporter.find(name)) {
       const double entries = double(positions * kTablePairs);
       const double ns = r->real * 1e9 / entries;
-      std::printf("%-60s %7.3f  ns per (position, frequency) entry (CPU time: %.3f), target <= 1.50  %s\n",
-                  name.c_str(), ns, r->cpu * 1e9 / entries, ns <= 1.5 ? "met" : "MISSED");
+      std::printf(
+          "%-60s %7.3f  ns per (position, frequency) entry (CPU time: %.3f), target <= 1.50  %s\n",
+          name.c_str(), ns, r->cpu * 1e9 / entries, ns <= 1.5 ? "met" : "MISSED");
     }
   }
   if (const RatioReporter::Result* r = reporter.find("table/construct/2048")) {
     const double entries = double(kSeq * kTablePairs);
-    std::printf("%-60s %7.3f  ns per entry, RopeTable constructor incl. allocation (CPU time: %.3f)\n",
-                "table/construct/2048", r->real * 1e9 / entries, r->cpu * 1e9 / entries);
+    std::printf(
+        "%-60s %7.3f  ns per entry, RopeTable constructor incl. allocation (CPU time: %.3f)\n",
+        "table/construct/2048", r->real * 1e9 / entries, r->cpu * 1e9 / entries);
   }
 }
 

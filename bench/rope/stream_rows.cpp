@@ -1,6 +1,7 @@
 // bench_rope's streaming rows (posemb/streaming_stores.hpp) and the caller's thread pool
 // (Threads::pool through posemb::eigen_threads).
-// Needs EIGEN_USE_THREADS (set for bench_rope in bench/CMakeLists.txt) for Eigen's ThreadPoolDevice.
+// Needs EIGEN_USE_THREADS (set for bench_rope in bench/CMakeLists.txt) for Eigen's
+// ThreadPoolDevice.
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -120,11 +121,13 @@ struct StreamConfig {
 };
 
 void run_stream_rope(const StreamConfig& c, StreamTensor& t) {
-  posemb::TensorMap4<float> x(t.x, 1, t.tokens, kHeads, kDim), out(t.out, 1, t.tokens, kHeads, kDim);
+  posemb::TensorMap4<float> x(t.x, 1, t.tokens, kHeads, kDim),
+      out(t.out, 1, t.tokens, kHeads, kDim);
   const posemb::StreamingStores saved = posemb::streaming_stores();
   posemb::set_streaming_stores(c.mode);
   const posemb::Threads& threads = stream_threads(c.threads);
-  if (c.use_table) posemb::apply_rope(x, out, 0, stream_table<float>(c.pairing), TensorLayout::BSHD, threads);
+  if (c.use_table)
+    posemb::apply_rope(x, out, 0, stream_table<float>(c.pairing), TensorLayout::BSHD, threads);
   else posemb::apply_rope(x, out, 0, spec_for(c.pairing), TensorLayout::BSHD, threads);
   posemb::set_streaming_stores(saved);
 }
@@ -133,9 +136,11 @@ void run_stream_rope(const StreamConfig& c, StreamTensor& t) {
 // unless baseline is empty.
 std::string stream_name(const StreamConfig& c, const char* baseline) {
   std::string name = "stream/" + std::string(c.use_table ? "table" : "in_call") + "/f32/" +
-                     posemb::to_string(c.pairing) + "/bshd/out_of_place/tokens:" + std::to_string(c.tokens) +
+                     posemb::to_string(c.pairing) +
+                     "/bshd/out_of_place/tokens:" + std::to_string(c.tokens) +
                      "/threads:" + std::to_string(c.threads);
-  if (c.mode != posemb::StreamingStores::Auto) name += std::string("/streaming:") + posemb::to_string(c.mode);
+  if (c.mode != posemb::StreamingStores::Auto)
+    name += std::string("/streaming:") + posemb::to_string(c.mode);
   return *baseline == '\0' ? name : name + "/vs_" + baseline;
 }
 
@@ -148,7 +153,8 @@ double check_stream(const StreamConfig& c) {
   const posemb::RopeSpec& spec = spec_for(c.pairing);
   std::vector<float> cos(spec.pairs()), sin(spec.pairs()), head(kDim);
   double worst = 0;
-  for (Eigen::Index s = 0; s < t.tokens; s += (s + 61 < t.tokens ? 61 : std::max<Eigen::Index>(1, t.tokens - 1 - s))) {
+  for (Eigen::Index s = 0; s < t.tokens;
+       s += (s + 61 < t.tokens ? 61 : std::max<Eigen::Index>(1, t.tokens - 1 - s))) {
     reference_cos_sin(spec, s, cos.data(), sin.data());
     for (Eigen::Index h = 0; h < kHeads; ++h) {
       const Eigen::Index at = (s * kHeads + h) * kDim;
@@ -158,7 +164,8 @@ double check_stream(const StreamConfig& c) {
         const int ia = c.pairing == Pairing::Interleaved ? 2 * i : i;
         const int ib = c.pairing == Pairing::Interleaved ? 2 * i + 1 : i + spec.pairs();
         const double norm = std::abs(t.x[at + ia]) + std::abs(t.x[at + ib]) + 1e-30;
-        for (int e : {ia, ib}) worst = std::max(worst, std::abs(double(t.out[at + e]) - head[e]) / norm);
+        for (int e : {ia, ib})
+          worst = std::max(worst, std::abs(double(t.out[at + e]) - head[e]) / norm);
       }
     }
     if (s == t.tokens - 1) break;
@@ -170,13 +177,15 @@ double check_stream(const StreamConfig& c) {
 void bm_stream_vs_stream_copy(benchmark::State& state, StreamConfig c) {
   StreamTensor& t = stream_tensor(c.tokens);
   const posemb::Threads& threads = stream_threads(c.threads);
-  run_paired(state, [&] { stream_copy_tensor(t, threads); }, [&] { run_stream_rope(c, t); });
+  run_paired(
+      state, [&] { stream_copy_tensor(t, threads); }, [&] { run_stream_rope(c, t); });
   state.SetBytesProcessed(state.iterations() * 2 * std::int64_t(t.bytes()));
 }
 
 void bm_stream_vs_memcpy(benchmark::State& state, StreamConfig c) {
   StreamTensor& t = stream_tensor(c.tokens);
-  run_paired(state, [&] { memcpy_tensor(t); }, [&] { run_stream_rope(c, t); });
+  run_paired(
+      state, [&] { memcpy_tensor(t); }, [&] { run_stream_rope(c, t); });
   state.SetBytesProcessed(state.iterations() * 2 * std::int64_t(t.bytes()));
 }
 
@@ -184,7 +193,8 @@ void bm_stream_vs_memcpy(benchmark::State& state, StreamConfig c) {
 void bm_stream_copy_vs_memcpy(benchmark::State& state, Eigen::Index tokens) {
   StreamTensor& t = stream_tensor(tokens);
   const posemb::Threads& one = stream_threads(1);
-  run_paired(state, [&] { memcpy_tensor(t); }, [&] { stream_copy_tensor(t, one); });
+  run_paired(
+      state, [&] { memcpy_tensor(t); }, [&] { stream_copy_tensor(t, one); });
 }
 
 std::vector<StreamConfig> stream_configs() {
@@ -217,7 +227,8 @@ void parse_stream_threads(int& argc, char** argv) {
     at = comma + 1;
   }
   if (counts.empty()) {
-    for (int n = 1; n <= int(std::max(1u, std::thread::hardware_concurrency())); ++n) counts.push_back(n);
+    for (int n = 1; n <= int(std::max(1u, std::thread::hardware_concurrency())); ++n)
+      counts.push_back(n);
   }
 }
 
@@ -235,20 +246,26 @@ bool register_stream_benchmarks(const CheckReport& report) {
   }
   if (!ok) return false;
   for (Eigen::Index tokens : kStreamTokens) {
-    benchmark::RegisterBenchmark(("stream/copy/f32/tokens:" + std::to_string(tokens) + "/vs_memcpy").c_str(),
-                                 bm_stream_copy_vs_memcpy, tokens)->UseManualTime();
+    benchmark::RegisterBenchmark(
+        ("stream/copy/f32/tokens:" + std::to_string(tokens) + "/vs_memcpy").c_str(),
+        bm_stream_copy_vs_memcpy, tokens)
+        ->UseManualTime();
   }
   for (const StreamConfig& c : stream_configs()) {
-    benchmark::RegisterBenchmark(stream_name(c, "stream_copy").c_str(), bm_stream_vs_stream_copy, c)->UseManualTime();
+    benchmark::RegisterBenchmark(stream_name(c, "stream_copy").c_str(), bm_stream_vs_stream_copy, c)
+        ->UseManualTime();
     if (c.threads == 1) {
-      benchmark::RegisterBenchmark(stream_name(c, "memcpy").c_str(), bm_stream_vs_memcpy, c)->UseManualTime();
+      benchmark::RegisterBenchmark(stream_name(c, "memcpy").c_str(), bm_stream_vs_memcpy, c)
+          ->UseManualTime();
     }
   }
   // Ordinary stores forced, for comparison (one thread, table).
   for (Eigen::Index tokens : kStreamTokens) {
     for (Pairing pairing : {Pairing::Interleaved, Pairing::RotateHalf}) {
       const StreamConfig c{tokens, pairing, true, 1, posemb::StreamingStores::Never};
-      benchmark::RegisterBenchmark(stream_name(c, "stream_copy").c_str(), bm_stream_vs_stream_copy, c)->UseManualTime();
+      benchmark::RegisterBenchmark(stream_name(c, "stream_copy").c_str(), bm_stream_vs_stream_copy,
+                                   c)
+          ->UseManualTime();
     }
   }
   return true;
@@ -262,14 +279,15 @@ void print_stream_summary(const RatioReporter& reporter) {
                "streaming copy / memcpy bandwidth");
   }
   for (const StreamConfig& c : stream_configs()) {
-    print_ratio(reporter, stream_name(c, "stream_copy"), "of the streaming copy on as many threads,",
-                c.threads == 1 ? 0.9 : 0.85);
+    print_ratio(reporter, stream_name(c, "stream_copy"),
+                "of the streaming copy on as many threads,", c.threads == 1 ? 0.9 : 0.85);
     if (c.threads == 1) print_info(reporter, stream_name(c, "memcpy"), "of memcpy bandwidth");
   }
   for (Eigen::Index tokens : kStreamTokens) {
     for (Pairing pairing : {Pairing::Interleaved, Pairing::RotateHalf}) {
       const StreamConfig c{tokens, pairing, true, 1, posemb::StreamingStores::Never};
-      print_info(reporter, stream_name(c, "stream_copy"), "of the streaming copy, ordinary stores forced");
+      print_info(reporter, stream_name(c, "stream_copy"),
+                 "of the streaming copy, ordinary stores forced");
     }
   }
 }

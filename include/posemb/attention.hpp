@@ -1,3 +1,4 @@
-// posemb/attention.hpp is now posemb/attention/scores.hpp; this path keeps existing includes compiling.
+// posemb/attention.hpp is now posemb/attention/scores.hpp; this path keeps existing includes
+// compiling.
 #pragma once
 #include "posemb/attention/scores.hpp"

@@ -56,10 +56,14 @@ enum class CacheSource { Sysfs, Cpuid, Sysconf, Fallback };
 
 inline const char* to_string(CacheSource source) {
   switch (source) {
-    case CacheSource::Sysfs: return "sysfs";
-    case CacheSource::Cpuid: return "cpuid";
-    case CacheSource::Sysconf: return "sysconf";
-    default: return "fallback";
+    case CacheSource::Sysfs:
+      return "sysfs";
+    case CacheSource::Cpuid:
+      return "cpuid";
+    case CacheSource::Sysconf:
+      return "sysconf";
+    default:
+      return "fallback";
   }
 }
 
@@ -105,8 +109,10 @@ inline std::size_t sysfs_cache_bytes(const std::string& size) {
   const unsigned long long value = std::strtoull(size.c_str(), &end, 10);
   if (end == size.c_str()) return 0;
   const char unit = *end;
-  const unsigned long long scale =
-      unit == 'K' ? 1ull << 10 : unit == 'M' ? 1ull << 20 : unit == 'G' ? 1ull << 30 : 1ull;
+  const unsigned long long scale = unit == 'K'   ? 1ull << 10
+                                   : unit == 'M' ? 1ull << 20
+                                   : unit == 'G' ? 1ull << 30
+                                                 : 1ull;
   return static_cast<std::size_t>(value * scale);
 }
 
@@ -313,9 +319,9 @@ inline std::string describe(const CacheTopology& cache) {
       cache.level > 0 ? "L" + std::to_string(cache.level) + " " : "last-level cache ";
   text += detail::format_bytes(cache.reported_bytes);
   if (cache.shared_by > 0) text += " shared by " + std::to_string(cache.shared_by) + " CPUs";
-  text += std::string(" (") + to_string(cache.source) + "); usable CPUs: " +
-          std::to_string(cache.usable_cpus) + "; counted: " +
-          detail::format_bytes(cache.usable_bytes) + " (at most " +
+  text += std::string(" (") + to_string(cache.source) +
+          "); usable CPUs: " + std::to_string(cache.usable_cpus) +
+          "; counted: " + detail::format_bytes(cache.usable_bytes) + " (at most " +
           detail::format_bytes(detail::max_cache_bytes_per_cpu) + " per CPU)";
   return text;
 }

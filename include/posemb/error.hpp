@@ -16,7 +16,8 @@ namespace posemb {
 // what was expected, e.g. "posemb: rotary_dim = 7: expected an even number >= 2". Code that
 // knows where the value came from adds that on the way out, without rewriting the text:
 //   add_context("config.json")   puts a place in front: "posemb: config.json: rotary_dim = 7: ..."
-//   qualify("rope_scaling.")     puts a key path before the parameter: "rope_scaling.sigma = -1: ..."
+//   qualify("rope_scaling.")     puts a key path before the parameter: "rope_scaling.sigma = -1:
+//   ..."
 //
 // Example:
 //   try {

@@ -1,3 +1,4 @@
-// posemb/fused_attention.hpp is now posemb/attention/fused.hpp; this path keeps existing includes compiling.
+// posemb/fused_attention.hpp is now posemb/attention/fused.hpp; this path keeps existing includes
+// compiling.
 #pragma once
 #include "posemb/attention/fused.hpp"

@@ -66,9 +66,12 @@ enum class IsaLevel { Portable = 0, Avx2 = 1, Avx512 = 2 };
 
 inline const char* to_string(IsaLevel level) {
   switch (level) {
-    case IsaLevel::Avx2: return "avx2";
-    case IsaLevel::Avx512: return "avx512";
-    default: return "portable";
+    case IsaLevel::Avx2:
+      return "avx2";
+    case IsaLevel::Avx512:
+      return "avx512";
+    default:
+      return "portable";
   }
 }
 
@@ -130,8 +133,10 @@ inline constexpr IsaLevel compiled_isa_level = IsaLevel::Portable;
 
 // What the kernels instantiated for level L may use: L, or more if the build targets more.
 template <IsaLevel L>
-inline constexpr IsaLevel effective_level_v =
-    static_cast<int>(L) > static_cast<int>(compiled_isa_level) ? L : compiled_isa_level;
+inline constexpr IsaLevel effective_level_v = static_cast<int>(L) >
+                                                      static_cast<int>(compiled_isa_level)
+                                                  ? L
+                                                  : compiled_isa_level;
 
 // Whether the kernels for `level` are the ones compiled for the build's own target (inlined into
 // their callers), which run `level`'s code or better.

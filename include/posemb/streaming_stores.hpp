@@ -45,9 +45,12 @@ enum class StreamingStores { Auto, Always, Never };
 
 inline const char* to_string(StreamingStores mode) {
   switch (mode) {
-    case StreamingStores::Always: return "always";
-    case StreamingStores::Never: return "never";
-    default: return "auto";
+    case StreamingStores::Always:
+      return "always";
+    case StreamingStores::Never:
+      return "never";
+    default:
+      return "auto";
   }
 }
 
@@ -106,8 +109,9 @@ inline StreamingStores streaming_stores() {
 inline void set_streaming_stores(StreamingStores mode) {
   if (mode != StreamingStores::Auto && mode != StreamingStores::Always &&
       mode != StreamingStores::Never) {
-    detail::fail("mode", static_cast<int>(mode),
-                 "expected StreamingStores::Auto, StreamingStores::Always or StreamingStores::Never");
+    detail::fail(
+        "mode", static_cast<int>(mode),
+        "expected StreamingStores::Auto, StreamingStores::Always or StreamingStores::Never");
   }
   detail::streaming_mode_setting().store(mode, std::memory_order_relaxed);
 }
@@ -127,9 +131,12 @@ inline std::size_t initial_streaming_store_threshold() {
 // Whether an output of `bytes` bytes is written with streaming stores.
 inline bool use_streaming_stores(std::size_t bytes) {
   switch (streaming_stores()) {
-    case StreamingStores::Always: return true;
-    case StreamingStores::Never: return false;
-    default: return bytes >= streaming_store_threshold();
+    case StreamingStores::Always:
+      return true;
+    case StreamingStores::Never:
+      return false;
+    default:
+      return bytes >= streaming_store_threshold();
   }
 }
 

@@ -64,7 +64,8 @@ using TensorMap4 = Eigen::TensorMap<Eigen::Tensor<T, 4, Eigen::RowMajor>>;
 template <class X, int Rank>
 struct is_row_major_tensor : std::false_type {};
 template <class T, int Rank, class Index>
-struct is_row_major_tensor<Eigen::Tensor<T, Rank, Eigen::RowMajor, Index>, Rank> : std::true_type {};
+struct is_row_major_tensor<Eigen::Tensor<T, Rank, Eigen::RowMajor, Index>, Rank> : std::true_type {
+};
 template <class T, int Rank, class Index, int Options, template <class> class MakePointer>
 struct is_row_major_tensor<
     Eigen::TensorMap<Eigen::Tensor<T, Rank, Eigen::RowMajor, Index>, Options, MakePointer>, Rank>
@@ -153,8 +154,8 @@ void require_same_dims(const X& x, const Y& out) {
   for (std::size_t i = 0; i < static_cast<std::size_t>(X::NumDimensions); ++i) {
     if (x.dimensions()[i] != out.dimensions()[i]) {
       detail::fail("out.dimension(" + std::to_string(i) + ")", out.dimensions()[i],
-                   "expected x.dimension(" + std::to_string(i) + ") = " +
-                       std::to_string(x.dimensions()[i]));
+                   "expected x.dimension(" + std::to_string(i) +
+                       ") = " + std::to_string(x.dimensions()[i]));
     }
   }
 }
@@ -271,7 +272,9 @@ class Positions {
     return layout == TensorLayout::BSHD ? "TensorLayout::BSHD [batch, seq, heads, head_dim]"
                                         : "TensorLayout::BHSD [batch, heads, seq, head_dim]";
   }
-  Eigen::Index index(Eigen::Index b, Eigen::Index s) const { return (rows_ == 1 ? 0 : b) * cols_ + s; }
+  Eigen::Index index(Eigen::Index b, Eigen::Index s) const {
+    return (rows_ == 1 ? 0 : b) * cols_ + s;
+  }
 
   const std::int64_t* integers_ = nullptr;
   const double* fractions_ = nullptr;

@@ -1,7 +1,7 @@
 # Type stubs of the posemb package (the extension posemb._posemb). tests/python/test_api.py checks
 # that they name exactly what the module holds, with the bindings' parameter names.
 from os import PathLike
-from typing import Any, List, Optional, Sequence, Tuple, TypeVar, Union
+from typing import Any, List, Literal, Optional, Sequence, Tuple, TypeVar, Union, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -13,7 +13,10 @@ Array = Any
 ArrayT = TypeVar("ArrayT")
 # An int offset (token s at offset + s), or int64 / float64 positions [seq] or [batch, seq].
 PositionsLike = Union[int, Array, Sequence[int], Sequence[float]]
-RopeSource = Union["RopeSpec", "RopeTable"]
+RopeSource = Union["RopeSpec", "RopeTable", "HfFloat32Rope"]
+# Angle modes (the CLI's --angles): "exact" builds a RopeSpec, "hf-float32" an HfFloat32Rope.
+ExactAngles = Literal["exact"]
+HfFloat32Angles = Literal["hf-float32"]
 
 class Error(ValueError): ...
 
@@ -26,6 +29,15 @@ class RopeSpec:
     head_dim: int
     def __init__(self, inv_freq: npt.ArrayLike, head_dim: int, attention_scale: float = ...,
                  pairing: str = ..., rotary_offset: int = ...) -> None: ...
+
+class HfFloat32Rope:
+    inv_freq: npt.NDArray[np.float32]
+    attention_scale: float
+    pairing: str
+    rotary_dim: int
+    head_dim: int
+    def __init__(self, inv_freq: npt.ArrayLike, head_dim: int, attention_scale: float = ...,
+                 pairing: str = ...) -> None: ...
 
 class RopeTable:
     spec: RopeSpec
@@ -94,8 +106,10 @@ class LayerAttention:
     query_temperature: Optional[QueryTemperature]
     logit_softcap: Optional[float]
     attention_sinks: bool
+    bias_placement: str
     def __init__(self, *, softmax_scale: Optional[float] = ..., sliding_window: Optional[int] = ...,
-                 attention_chunk_size: Optional[int] = ...) -> None: ...
+                 attention_chunk_size: Optional[int] = ..., logit_softcap: Optional[float] = ...,
+                 attention_sinks: bool = ..., bias_placement: str = ...) -> None: ...
 
 class RopeScheme:
     rope_type: str
@@ -105,7 +119,10 @@ class RopeScheme:
     pairing: str
     mrope_section: Optional[List[int]]
     mrope_layout: Optional[str]
-    def spec(self, seq_len: Optional[int] = ...) -> RopeSpec: ...
+    @overload
+    def spec(self, seq_len: Optional[int] = ..., angles: ExactAngles = ...) -> RopeSpec: ...
+    @overload
+    def spec(self, seq_len: Optional[int] = ..., *, angles: HfFloat32Angles) -> HfFloat32Rope: ...
     def mrope_spec(self, seq_len: Optional[int] = ...) -> MropeSpec: ...
 
 class T5Buckets:
@@ -131,7 +148,10 @@ class LayerPositions:
     relative_bias: Optional[T5Buckets]
     relative_bias_table_layer: int
     softmax_attention: bool
-    def rope_spec(self, seq_len: Optional[int] = ...) -> RopeSpec: ...
+    @overload
+    def rope_spec(self, seq_len: Optional[int] = ..., angles: ExactAngles = ...) -> RopeSpec: ...
+    @overload
+    def rope_spec(self, seq_len: Optional[int] = ..., *, angles: HfFloat32Angles) -> HfFloat32Rope: ...
     def mrope_spec(self, seq_len: Optional[int] = ...) -> MropeSpec: ...
 
 class MropeIndexRules:
@@ -152,33 +172,79 @@ class ModelPositions:
     kind: str
     def layers_alike(self) -> bool: ...
     def rope_scheme(self) -> RopeScheme: ...
-    def rope_spec(self, seq_len: Optional[int] = ...) -> RopeSpec: ...
+    @overload
+    def rope_spec(self, seq_len: Optional[int] = ..., angles: ExactAngles = ...) -> RopeSpec: ...
+    @overload
+    def rope_spec(self, seq_len: Optional[int] = ..., *, angles: HfFloat32Angles) -> HfFloat32Rope: ...
     def xpos_spec(self, seq_len: Optional[int] = ...) -> XposSpec: ...
 
 def load_model(path: Union[str, PathLike[str]], pairing: Optional[str] = ...) -> ModelPositions: ...
 
-# ---- spec builders
-def default_rope_spec(head_dim: int, base: float = ..., pairing: str = ..., rotary_dim: Optional[int] = ...) -> RopeSpec: ...
+# ---- spec builders (angles="hf-float32": transformers' float32 arithmetic, an HfFloat32Rope)
+@overload
+def default_rope_spec(head_dim: int, base: float = ..., pairing: str = ..., rotary_dim: Optional[int] = ...,
+                      angles: ExactAngles = ...) -> RopeSpec: ...
+@overload
+def default_rope_spec(head_dim: int, base: float = ..., pairing: str = ..., rotary_dim: Optional[int] = ...,
+                      *, angles: HfFloat32Angles) -> HfFloat32Rope: ...
+@overload
 def linear_rope_spec(head_dim: int, base: float, factor: float, pairing: str = ...,
-                     rotary_dim: Optional[int] = ...) -> RopeSpec: ...
+                     rotary_dim: Optional[int] = ...,
+                     angles: ExactAngles = ...) -> RopeSpec: ...
+@overload
+def linear_rope_spec(head_dim: int, base: float, factor: float, pairing: str = ...,
+                     rotary_dim: Optional[int] = ...,
+                     *, angles: HfFloat32Angles) -> HfFloat32Rope: ...
 def ntk_rope_spec(head_dim: int, base: float, factor: float, pairing: str = ...,
                   rotary_dim: Optional[int] = ...) -> RopeSpec: ...
+@overload
 def dynamic_ntk_rope_spec(head_dim: int, base: float, factor: float, max_position_embeddings: int, seq_len: int,
-                          pairing: str = ..., rotary_dim: Optional[int] = ...) -> RopeSpec: ...
+                          pairing: str = ..., rotary_dim: Optional[int] = ...,
+                          angles: ExactAngles = ...) -> RopeSpec: ...
+@overload
+def dynamic_ntk_rope_spec(head_dim: int, base: float, factor: float, max_position_embeddings: int, seq_len: int,
+                          pairing: str = ..., rotary_dim: Optional[int] = ...,
+                          *, angles: HfFloat32Angles) -> HfFloat32Rope: ...
+@overload
 def yarn_rope_spec(head_dim: int, base: float, factor: float, original_max_position_embeddings: int,
                    beta_fast: float = ..., beta_slow: float = ..., truncate: bool = ...,
                    attention_factor: Optional[float] = ..., mscale: Optional[float] = ...,
                    mscale_all_dim: Optional[float] = ..., pairing: str = ...,
-                   rotary_dim: Optional[int] = ...) -> RopeSpec: ...
+                   rotary_dim: Optional[int] = ...,
+                   angles: ExactAngles = ...) -> RopeSpec: ...
+@overload
+def yarn_rope_spec(head_dim: int, base: float, factor: float, original_max_position_embeddings: int,
+                   beta_fast: float = ..., beta_slow: float = ..., truncate: bool = ...,
+                   attention_factor: Optional[float] = ..., mscale: Optional[float] = ...,
+                   mscale_all_dim: Optional[float] = ..., pairing: str = ...,
+                   rotary_dim: Optional[int] = ...,
+                   *, angles: HfFloat32Angles) -> HfFloat32Rope: ...
+@overload
 def llama3_rope_spec(head_dim: int, base: float, factor: float = ..., low_freq_factor: float = ...,
                      high_freq_factor: float = ..., original_max_position_embeddings: int = ...,
-                     pairing: str = ..., rotary_dim: Optional[int] = ...) -> RopeSpec: ...
+                     pairing: str = ..., rotary_dim: Optional[int] = ...,
+                     angles: ExactAngles = ...) -> RopeSpec: ...
+@overload
+def llama3_rope_spec(head_dim: int, base: float, factor: float = ..., low_freq_factor: float = ...,
+                     high_freq_factor: float = ..., original_max_position_embeddings: int = ...,
+                     pairing: str = ..., rotary_dim: Optional[int] = ...,
+                     *, angles: HfFloat32Angles) -> HfFloat32Rope: ...
+@overload
 def longrope_rope_spec(head_dim: int, base: float, short_factor: Sequence[float], long_factor: Sequence[float],
                        original_max_position_embeddings: int, factor: float = ...,
                        attention_factor: Optional[float] = ..., seq_len: Optional[int] = ...,
-                       pairing: str = ..., rotary_dim: Optional[int] = ...) -> RopeSpec: ...
+                       pairing: str = ..., rotary_dim: Optional[int] = ...,
+                       angles: ExactAngles = ...) -> RopeSpec: ...
+@overload
+def longrope_rope_spec(head_dim: int, base: float, short_factor: Sequence[float], long_factor: Sequence[float],
+                       original_max_position_embeddings: int, factor: float = ...,
+                       attention_factor: Optional[float] = ..., seq_len: Optional[int] = ...,
+                       pairing: str = ..., rotary_dim: Optional[int] = ...,
+                       *, angles: HfFloat32Angles) -> HfFloat32Rope: ...
 def proportional_rope_spec(head_dim: int, base: float, partial_rotary_factor: float = ..., factor: float = ...,
                            pairing: str = ...) -> RopeSpec: ...
+def hf_float32_rope(scheme: Union[RopeScheme, LayerPositions, ModelPositions],
+                    seq_len: Optional[int] = ...) -> HfFloat32Rope: ...
 def rope_cos_sin(spec: RopeSpec, position: int) -> Tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]: ...
 
 # ---- rotations: name_ in place (returns x), name out of place (a new array or tensor of x's kind)
@@ -238,5 +304,6 @@ def add_position_embeddings_(x: ArrayT, positions: PositionsLike, table: Array) 
 def add_position_embeddings(x: ArrayT, positions: PositionsLike, table: Array) -> ArrayT: ...
 def attention_scores(q: ArrayT, q_positions: PositionsLike, k: ArrayT, k_positions: PositionsLike, *,
                      rope: Optional[RopeSpec] = ..., alibi_slopes: Optional[npt.ArrayLike] = ...,
-                     relative_bias: Optional[T5BiasTable] = ..., attention: Optional[LayerAttention] = ...,
+                     relative_bias: Optional[T5BiasTable] = ..., sink_logits: Optional[npt.ArrayLike] = ...,
+                     attention: Optional[LayerAttention] = ...,
                      causal: bool = ..., softmax: bool = ..., layout: str = ...) -> ArrayT: ...

@@ -24,9 +24,10 @@ struct Torch {
     if (module == nullptr) return nullptr;
     py::module_ m = py::reinterpret_borrow<py::module_>(module);
     if (!py::hasattr(m, "Tensor") || !py::hasattr(m, "bfloat16")) return nullptr;  // importing
-    torch = new Torch{m.attr("Tensor"), m.attr("strided"),
-                      {m.attr("float32"), m.attr("float64"), m.attr("float16"),
-                       m.attr("bfloat16"), m.attr("int64")}};
+    torch = new Torch{m.attr("Tensor"),
+                      m.attr("strided"),
+                      {m.attr("float32"), m.attr("float64"), m.attr("float16"), m.attr("bfloat16"),
+                       m.attr("int64")}};
     return torch;
   }
 
@@ -40,11 +41,16 @@ struct Torch {
   }
   py::handle dtype_object(Dtype dtype) const {
     switch (dtype) {
-      case Dtype::Float32: return dtypes[0];
-      case Dtype::Float64: return dtypes[1];
-      case Dtype::Float16: return dtypes[2];
-      case Dtype::BFloat16: return dtypes[3];
-      default: return dtypes[4];
+      case Dtype::Float32:
+        return dtypes[0];
+      case Dtype::Float64:
+        return dtypes[1];
+      case Dtype::Float16:
+        return dtypes[2];
+      case Dtype::BFloat16:
+        return dtypes[3];
+      default:
+        return dtypes[4];
     }
   }
 };
@@ -134,8 +140,9 @@ void copy_elements(const ArrayView& p, T* out) {
   for (Eigen::Index i = 0; i < n; ++i) {
     Eigen::Index offset = 0;
     for (std::size_t d = 0; d < index.size(); ++d) offset += index[d] * p.strides[d];
-    out[i] = p.dtype == Dtype::Int64 ? static_cast<T>(static_cast<const std::int64_t*>(p.data)[offset])
-                                     : static_cast<T>(static_cast<const double*>(p.data)[offset]);
+    out[i] = p.dtype == Dtype::Int64
+                 ? static_cast<T>(static_cast<const std::int64_t*>(p.data)[offset])
+                 : static_cast<T>(static_cast<const double*>(p.data)[offset]);
     for (std::size_t d = index.size(); d-- > 0;) {
       if (++index[d] < p.shape[d]) break;
       index[d] = 0;
@@ -149,7 +156,8 @@ bool is_offset(py::handle p) {
 }
 
 std::int64_t offset_of(py::handle p, const std::string& name) {
-  if (PyBool_Check(p.ptr())) fail(name, "a bool", "expected an int offset or an array of positions");
+  if (PyBool_Check(p.ptr()))
+    fail(name, "a bool", "expected an int offset or an array of positions");
   try {
     return py::int_(py::reinterpret_borrow<py::object>(p)).cast<std::int64_t>();
   } catch (const py::cast_error&) {
@@ -178,12 +186,18 @@ Matrix matrix_of(const ArrayView& p, Eigen::Index rows, Eigen::Index cols) {
 
 std::string dtype_name(Dtype dtype) {
   switch (dtype) {
-    case Dtype::Float32: return "float32";
-    case Dtype::Float64: return "float64";
-    case Dtype::Float16: return "float16";
-    case Dtype::BFloat16: return "bfloat16";
-    case Dtype::Int64: return "int64";
-    default: return "other";
+    case Dtype::Float32:
+      return "float32";
+    case Dtype::Float64:
+      return "float64";
+    case Dtype::Float16:
+      return "float16";
+    case Dtype::BFloat16:
+      return "bfloat16";
+    case Dtype::Int64:
+      return "int64";
+    default:
+      return "other";
   }
 }
 
@@ -228,9 +242,10 @@ ArrayView activation(py::handle x, const std::string& name, int rank, bool in_pl
   if (view.rank() != rank) {
     fail(name + ".shape", view.shape_text(),
          "expected " + std::to_string(rank) + " dimensions" +
-             (rank == 4 ? " [batch, seq, heads, head_dim] (layout 'bshd') or [batch, heads, seq, "
-                          "head_dim] (layout 'bhsd')"
-                        : rank == 3 ? " [batch, seq, d]" : ""));
+             (rank == 4   ? " [batch, seq, heads, head_dim] (layout 'bshd') or [batch, heads, seq, "
+                            "head_dim] (layout 'bhsd')"
+              : rank == 3 ? " [batch, seq, d]"
+                          : ""));
   }
   if (view.requires_grad) {
     fail(name + ".requires_grad", "True",
@@ -239,17 +254,20 @@ ArrayView activation(py::handle x, const std::string& name, int rank, bool in_pl
   }
   if (in_place) {
     if (!view.contiguous()) {
-      fail(name, "a non-contiguous " + std::string(view.torch ? "tensor" : "array") + " of strides " +
-                     [&] {
-                       std::string s = "[";
-                       for (std::size_t d = 0; d < view.strides.size(); ++d)
-                         s += (d ? ", " : "") + std::to_string(view.strides[d]);
-                       return s + "]";
-                     }(),
-           "expected a C-contiguous one for an in-place call (x.contiguous() / "
-           "np.ascontiguousarray(x) copies; or call the out-of-place form)");
+      fail(
+          name,
+          "a non-contiguous " + std::string(view.torch ? "tensor" : "array") + " of strides " +
+              [&] {
+                std::string s = "[";
+                for (std::size_t d = 0; d < view.strides.size(); ++d)
+                  s += (d ? ", " : "") + std::to_string(view.strides[d]);
+                return s + "]";
+              }(),
+          "expected a C-contiguous one for an in-place call (x.contiguous() / "
+          "np.ascontiguousarray(x) copies; or call the out-of-place form)");
     }
-    if (!view.writable) fail(name, "a read-only array", "expected a writable array for an in-place call");
+    if (!view.writable)
+      fail(name, "a read-only array", "expected a writable array for an in-place call");
     return view;
   }
   if (!view.contiguous()) {
@@ -259,7 +277,8 @@ ArrayView activation(py::handle x, const std::string& name, int rank, bool in_pl
   return view;
 }
 
-ArrayView new_array_like(const ArrayView& like, Dtype dtype, const std::vector<Eigen::Index>& shape) {
+ArrayView new_array_like(const ArrayView& like, Dtype dtype,
+                         const std::vector<Eigen::Index>& shape) {
   if (!like.torch) return new_numpy(dtype, shape);
   const Torch& torch = *Torch::get();
   py::tuple dims(shape.size());
@@ -317,7 +336,8 @@ TokenPositions token_positions(py::handle positions, const std::string& name) {
 PositionVector position_vector(py::handle positions, const std::string& name) {
   if (is_offset(positions)) return PositionVector::Constant(1, offset_of(positions, name));
   const ArrayView p = view_of(positions, name);
-  if (p.dtype != Dtype::Int64) fail(name + ".dtype", p.dtype_text(), "expected int64 positions [n]");
+  if (p.dtype != Dtype::Int64)
+    fail(name + ".dtype", p.dtype_text(), "expected int64 positions [n]");
   if (p.rank() != 1) fail(name + ".shape", p.shape_text(), "expected one dimension [n]");
   PositionVector v(p.shape[0]);
   copy_elements(p, v.data());

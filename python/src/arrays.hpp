@@ -45,7 +45,7 @@ struct ArrayView {
   std::string dtype_text() const { return py::str(dtype_object); }
   Eigen::Index rank() const { return static_cast<Eigen::Index>(shape.size()); }
   Eigen::Index size() const;
-  bool contiguous() const;  // row-major (C) contiguous
+  bool contiguous() const;         // row-major (C) contiguous
   std::string shape_text() const;  // "[1, 32, 8, 64]"
 };
 
@@ -60,7 +60,8 @@ ArrayView view_of(py::handle x, const std::string& name);
 ArrayView activation(py::handle x, const std::string& name, int rank, bool in_place);
 
 // A new C-contiguous array or tensor of `like`'s kind (numpy or torch), of `dtype`, `shape`.
-ArrayView new_array_like(const ArrayView& like, Dtype dtype, const std::vector<Eigen::Index>& shape);
+ArrayView new_array_like(const ArrayView& like, Dtype dtype,
+                         const std::vector<Eigen::Index>& shape);
 // A new numpy array of `dtype`, `shape`.
 ArrayView new_numpy(Dtype dtype, const std::vector<Eigen::Index>& shape);
 
@@ -86,7 +87,8 @@ decltype(auto) with_storage_type(const ArrayView& x, Body&& body) {
 template <class T, int R>
 Eigen::TensorMap<Eigen::Tensor<T, R, Eigen::RowMajor>> tensor_map(const ArrayView& x) {
   Eigen::array<Eigen::Index, R> dims;
-  for (int i = 0; i < R; ++i) dims[static_cast<std::size_t>(i)] = x.shape[static_cast<std::size_t>(i)];
+  for (int i = 0; i < R; ++i)
+    dims[static_cast<std::size_t>(i)] = x.shape[static_cast<std::size_t>(i)];
   return Eigen::TensorMap<Eigen::Tensor<T, R, Eigen::RowMajor>>(static_cast<T*>(x.data), dims);
 }
 
@@ -98,7 +100,7 @@ struct TokenPositions {
   std::int64_t offset = 0;
   bool matrix = false;
   bool fractional = false;
-  PositionMatrix integers;            // [rows, seq]
+  PositionMatrix integers;             // [rows, seq]
   FractionalPositionMatrix fractions;  // [rows, seq]
 
   Positions view() const;
@@ -117,9 +119,9 @@ struct AxisPositions {
   TokenPositions text;
   int form = 0;  // 0 text, 1 [3, seq], 2 [3, batch, seq]
   bool fractional = false;
-  PositionMatrix integers;                  // [3, seq]
-  FractionalPositionMatrix fractions;       // [3, seq]
-  MropePositionTensor integer_rows;         // [3, batch, seq]
+  PositionMatrix integers;                      // [3, seq]
+  FractionalPositionMatrix fractions;           // [3, seq]
+  MropePositionTensor integer_rows;             // [3, batch, seq]
   FractionalMropePositionTensor fraction_rows;  // [3, batch, seq]
 
   MropePositions view() const;

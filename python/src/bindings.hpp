@@ -5,17 +5,28 @@
 #include <algorithm>
 #include <array>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "arrays.hpp"
+#include "posemb/model/hf_float32_scheme.hpp"
+#include "posemb/model/positions.hpp"
 
 namespace posemb::python {
 
 void bind_rotary(py::module_& m);
 void bind_model(py::module_& m);
 void bind_bias(py::module_& m);
+void bind_hf_float32(py::module_& m);
+
+// The layer's RoPE scheme (kind 'rope'), else posemb.Error.
+RopeScheme rope_scheme_of(const LayerPositions& layer);
+// The scheme at seq_len in angle mode `angles` ("exact": a RopeSpec; "hf-float32": an
+// HfFloat32Rope), the CLI's --angles.
+py::object rope_in_mode(const RopeScheme& scheme, std::optional<std::int64_t> seq_len,
+                        const std::string& angles);
 
 // A FoPE object with the coefficients it reads (the C++ Fope maps them; the holder owns them).
 struct FopeHolder {

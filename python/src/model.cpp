@@ -13,9 +13,9 @@ namespace {
 using OptLength = std::optional<std::int64_t>;
 
 void bind_attention(py::module_& m) {
-  py::class_<QueryTemperature>(m, "QueryTemperature", R"doc(Llama 4's query temperature on its
-layers without RoPE: q *= log1p(floor((p + position_offset) / floor_scale)) * attn_scale + 1
-(position_offset 1; Ministral 3: 0).
+  py::class_<QueryTemperature>(m, "QueryTemperature", R"doc(A query temperature:
+q *= log1p(floor((p + position_offset) / floor_scale)) * attn_scale + 1 (Llama 4's layers without
+RoPE: position_offset 1; Ministral 3: 0).
 
 Example:
     >>> model.layers[3].attention.query_temperature.factor(8191)
@@ -27,28 +27,43 @@ Example:
       .def("factor", &QueryTemperature::factor, py::arg("position"));
   py::class_<LayerAttention>(m, "LayerAttention", R"doc(One layer's attention-side parameters
 (None: not used): softmax_scale (logits = softmax_scale * q k^T; None means 1 / sqrt(head_dim)),
-sliding_window, attention_chunk_size, query_temperature, logit_softcap (logits = c * tanh(logits / c)),
-attention_sinks (a learned logit per head in every softmax).
+sliding_window, attention_chunk_size, query_temperature, logit_softcap (logits = cap *
+tanh(logits / cap) after scaling), attention_sinks (one extra logit per head in the softmax
+denominator), bias_placement ('after_scale' or 'before_scale': where ALiBi enters).
 
 Example:
     >>> attention = posemb.LayerAttention(softmax_scale=0.0625, sliding_window=4096)
 )doc")
       .def(py::init([](std::optional<double> softmax_scale, OptLength sliding_window,
-                       OptLength attention_chunk_size) {
+                       OptLength attention_chunk_size, std::optional<double> logit_softcap,
+                       bool attention_sinks, const std::string& bias_placement) {
              LayerAttention a;
              a.softmax_scale = softmax_scale;
              a.sliding_window = sliding_window;
              a.attention_chunk_size = attention_chunk_size;
+             a.logit_softcap = logit_softcap;
+             a.attention_sinks = attention_sinks;
+             if (bias_placement != "after_scale" && bias_placement != "before_scale") {
+               fail("bias_placement", "'" + bias_placement + "'",
+                    "expected 'after_scale' or 'before_scale'");
+             }
+             a.bias_placement = bias_placement == "before_scale" ? BiasPlacement::BeforeScale
+                                                                 : BiasPlacement::AfterScale;
              return a;
            }),
-           py::kw_only(), py::arg("softmax_scale") = py::none(), py::arg("sliding_window") = py::none(),
-           py::arg("attention_chunk_size") = py::none())
+           py::kw_only(), py::arg("softmax_scale") = py::none(),
+           py::arg("sliding_window") = py::none(), py::arg("attention_chunk_size") = py::none(),
+           py::arg("logit_softcap") = py::none(), py::arg("attention_sinks") = false,
+           py::arg("bias_placement") = "after_scale")
       .def_readonly("softmax_scale", &LayerAttention::softmax_scale)
       .def_readonly("sliding_window", &LayerAttention::sliding_window)
       .def_readonly("attention_chunk_size", &LayerAttention::attention_chunk_size)
       .def_readonly("query_temperature", &LayerAttention::query_temperature)
       .def_readonly("logit_softcap", &LayerAttention::logit_softcap)
-      .def_readonly("attention_sinks", &LayerAttention::attention_sinks);
+      .def_readonly("attention_sinks", &LayerAttention::attention_sinks)
+      .def_property_readonly("bias_placement", [](const LayerAttention& a) {
+        return std::string(to_string(a.bias_placement));
+      });
 }
 
 void bind_scheme(py::module_& m) {
@@ -66,11 +81,18 @@ Example:
       .def_readonly("rotary_dim", &RopeScheme::rotary_dim)
       .def_property_readonly("pairing", [](const RopeScheme& s) { return to_string(s.pairing); })
       .def_readonly("mrope_section", &RopeScheme::mrope_section)
-      .def_property_readonly("mrope_layout", [](const RopeScheme& s) -> py::object {
-        if (!s.mrope_section) return py::none();
-        return py::str(to_string(s.mrope_layout));
-      })
-      .def("spec", &RopeScheme::spec, py::arg("seq_len") = py::none())
+      .def_property_readonly("mrope_layout",
+                             [](const RopeScheme& s) -> py::object {
+                               if (!s.mrope_section) return py::none();
+                               return py::str(to_string(s.mrope_layout));
+                             })
+      .def("spec", &rope_in_mode, py::arg("seq_len") = py::none(), py::arg("angles") = "exact",
+           R"doc(The scheme's RopeSpec at seq_len, or with angles='hf-float32' its HfFloat32Rope
+(transformers' float32 arithmetic; the CLI's --angles).
+
+Example:
+    >>> spec = model.layers[0].rope.spec(seq_len=8192)
+)doc")
       .def("mrope_spec", &RopeScheme::mrope_spec, py::arg("seq_len") = py::none());
 }
 
@@ -94,20 +116,29 @@ Example:
       .def_readonly("relative_bias", &LayerPositions::relative_bias)
       .def_readonly("relative_bias_table_layer", &LayerPositions::relative_bias_table_layer)
       .def_property_readonly("softmax_attention", &LayerPositions::softmax_attention)
-      .def("rope_spec", &LayerPositions::rope_spec, py::arg("seq_len") = py::none(),
-           R"doc(The layer's RopeSpec at seq_len (dynamic NTK and LongRoPE depend on it; None:
-no length known). Raises posemb.Error unless kind == 'rope'.
+      .def(
+          "rope_spec",
+          [](const LayerPositions& l, OptLength seq_len, const std::string& angles) {
+            return rope_in_mode(rope_scheme_of(l), seq_len, angles);
+          },
+          py::arg("seq_len") = py::none(), py::arg("angles") = "exact",
+          R"doc(The layer's RopeSpec at seq_len (dynamic NTK and LongRoPE depend on it; None:
+no length known). Raises posemb.Error unless kind == 'rope'. angles: 'exact' (angles in double,
+a RopeSpec) or 'hf-float32' (transformers' float32 arithmetic, an HfFloat32Rope), the CLI's
+--angles.
 
 Example:
     >>> spec = model.layers[0].rope_spec()
+    >>> hf = model.layers[0].rope_spec(seq_len=8192, angles="hf-float32")  # HF's bits
 )doc")
-      .def("mrope_spec",
-           [](const LayerPositions& l, OptLength seq_len) {
-             if (!l.rope) fail("kind", to_string(l.kind), "expected rope for an M-RoPE spec");
-             return l.rope->mrope_spec(seq_len);
-           },
-           py::arg("seq_len") = py::none(),
-           R"doc(The layer's MropeSpec at seq_len (M-RoPE models: the config has mrope_section).
+      .def(
+          "mrope_spec",
+          [](const LayerPositions& l, OptLength seq_len) {
+            if (!l.rope) fail("kind", to_string(l.kind), "expected rope for an M-RoPE spec");
+            return l.rope->mrope_spec(seq_len);
+          },
+          py::arg("seq_len") = py::none(),
+          R"doc(The layer's MropeSpec at seq_len (M-RoPE models: the config has mrope_section).
 
 Example:
     >>> spec = model.layers[0].mrope_spec()
@@ -136,9 +167,15 @@ Example:
       .def_property_readonly("kind", [](const ModelPositions& m) { return to_string(m.kind()); })
       .def("layers_alike", &ModelPositions::layers_alike)
       .def("rope_scheme", &ModelPositions::rope_scheme, py::return_value_policy::copy)
-      .def("rope_spec", &ModelPositions::rope_spec, py::arg("seq_len") = py::none(),
-           R"doc(The RopeSpec of a model whose RoPE layers share one scheme (else posemb.Error:
-use layers[i].rope_spec()).
+      .def(
+          "rope_spec",
+          [](const ModelPositions& model, OptLength seq_len, const std::string& angles) {
+            return rope_in_mode(model.rope_scheme(), seq_len, angles);
+          },
+          py::arg("seq_len") = py::none(), py::arg("angles") = "exact",
+          R"doc(The RopeSpec of a model whose RoPE layers share one scheme (else posemb.Error:
+use layers[i].rope_spec()); angles='hf-float32' gives its HfFloat32Rope (as
+LayerPositions.rope_spec).
 
 Example:
     >>> spec = posemb.load_model("config.json").rope_spec(seq_len=4096)
@@ -149,16 +186,17 @@ Example:
 Example:
     >>> spec = model.xpos_spec()
 )doc");
-  m.def("load_model",
-        [](const py::object& path, std::optional<std::string> pairing) {
-          const std::string file = py::str(py::module_::import("os").attr("fspath")(path));
-          ConfigOptions options;
-          if (pairing) options.pairing = pairing_of(*pairing);
-          py::gil_scoped_release release;
-          return load_model_positions(file, options);
-        },
-        py::arg("path"), py::arg("pairing") = py::none(),
-        R"doc(Reads a HuggingFace config.json: every layer's positional scheme (family defaults,
+  m.def(
+      "load_model",
+      [](const py::object& path, std::optional<std::string> pairing) {
+        const std::string file = py::str(py::module_::import("os").attr("fspath")(path));
+        ConfigOptions options;
+        if (pairing) options.pairing = pairing_of(*pairing);
+        py::gil_scoped_release release;
+        return load_model_positions(file, options);
+      },
+      py::arg("path"), py::arg("pairing") = py::none(),
+      R"doc(Reads a HuggingFace config.json: every layer's positional scheme (family defaults,
 rope_scaling / rope_parameters, per-layer bases, NoPE layers, sliding windows, ...). pairing
 overrides the pairing the model_type implies. Errors (missing keys, bad values) raise
 posemb.Error naming the file and key.
@@ -179,39 +217,42 @@ MropeFamily family_of(const std::string& family) {
 }
 
 void bind_mrope_index(py::module_& m) {
-  py::class_<MropeIndexRules>(m, "MropeIndexRules", R"doc(get_rope_index's rules of a Qwen-VL family:
+  py::class_<MropeIndexRules>(m, "MropeIndexRules",
+                              R"doc(get_rope_index's rules of a Qwen-VL family:
 family ('qwen2_vl', 'qwen2_5_vl', 'qwen3_vl'), spatial_merge_size, tokens_per_second.
 
 Example:
     >>> rules = posemb.MropeIndexRules("qwen2_vl", spatial_merge_size=2)
 )doc")
-      .def(py::init([](const std::string& family, int spatial_merge_size, double tokens_per_second) {
-             return MropeIndexRules{family_of(family), spatial_merge_size, tokens_per_second};
-           }),
-           py::arg("family"), py::arg("spatial_merge_size") = 2, py::arg("tokens_per_second") = 4.0)
+      .def(
+          py::init([](const std::string& family, int spatial_merge_size, double tokens_per_second) {
+            return MropeIndexRules{family_of(family), spatial_merge_size, tokens_per_second};
+          }),
+          py::arg("family"), py::arg("spatial_merge_size") = 2, py::arg("tokens_per_second") = 4.0)
       .def_property_readonly("family", [](const MropeIndexRules& r) { return to_string(r.family); })
       .def_readonly("spatial_merge_size", &MropeIndexRules::spatial_merge_size)
       .def_readonly("tokens_per_second", &MropeIndexRules::tokens_per_second);
-  m.def("mrope_index",
-        [](const py::object& rules, const std::string& segments) {
-          MropeIndexRules r;
-          if (py::isinstance<ModelPositions>(rules)) {
-            const auto& model = rules.cast<const ModelPositions&>();
-            if (!model.mrope_index) {
-              fail("model.model_type", "'" + model.model_type + "'",
-                   "expected a model with M-RoPE position rules (qwen2_vl, qwen2_5_vl, qwen3_vl, "
-                   "qwen3_vl_moe, qwen3_5, qwen3_5_moe)");
-            }
-            r = *model.mrope_index;
-          } else {
-            r = rules.cast<MropeIndexRules>();
+  m.def(
+      "mrope_index",
+      [](const py::object& rules, const std::string& segments) {
+        MropeIndexRules r;
+        if (py::isinstance<ModelPositions>(rules)) {
+          const auto& model = rules.cast<const ModelPositions&>();
+          if (!model.mrope_index) {
+            fail("model.model_type", "'" + model.model_type + "'",
+                 "expected a model with M-RoPE position rules (qwen2_vl, qwen2_5_vl, qwen3_vl, "
+                 "qwen3_vl_moe, qwen3_5, qwen3_5_moe)");
           }
-          const MropeIndex index = mrope_position_ids(parse_mrope_segments(segments), r);
-          return std::make_pair(to_numpy(index.positions.data(), {3, index.seq_len()}),
-                                index.rope_delta);
-        },
-        py::arg("rules"), py::arg("segments"),
-        R"doc(The M-RoPE positions int64 [3, seq] of a prompt laid out as
+          r = *model.mrope_index;
+        } else {
+          r = rules.cast<MropeIndexRules>();
+        }
+        const MropeIndex index = mrope_position_ids(parse_mrope_segments(segments), r);
+        return std::make_pair(to_numpy(index.positions.data(), {3, index.seq_len()}),
+                              index.rope_delta);
+      },
+      py::arg("rules"), py::arg("segments"),
+      R"doc(The M-RoPE positions int64 [3, seq] of a prompt laid out as
 "text:N,image:TxHxW,video:TxHxW[@S]" (grids before the merge), by HF's get_rope_index rules of
 `rules` (a ModelPositions or MropeIndexRules), and the rope delta: decode token at cache length
 L sits at L + delta on every axis.
@@ -232,7 +273,8 @@ py::object permute_impl(py::handle w, int n_heads, const std::string& from, cons
                         std::optional<int> rotary_dim, bool in_place) {
   const ArrayView probe = view_of(w, "w");
   if (probe.rank() != 1 && probe.rank() != 2) {
-    fail("w.shape", probe.shape_text(), "expected [n_heads * head_dim, in_features] or [n_heads * head_dim]");
+    fail("w.shape", probe.shape_text(),
+         "expected [n_heads * head_dim, in_features] or [n_heads * head_dim]");
   }
   const ArrayView in = activation(w, "w", static_cast<int>(probe.rank()), in_place);
   const ArrayView out = in_place ? in : new_array_like(in, in.dtype, in.shape);
@@ -240,7 +282,8 @@ py::object permute_impl(py::handle w, int n_heads, const std::string& from, cons
   const Eigen::Index rows = in.shape[0], cols = in.rank() == 2 ? in.shape[1] : 1;
   with_storage_type(in, [&](auto tag) {
     using T = decltype(tag);
-    if (!in_place) std::copy_n(static_cast<const T*>(in.data), in.size(), static_cast<T*>(out.data));
+    if (!in_place)
+      std::copy_n(static_cast<const T*>(in.data), in.size(), static_cast<T*>(out.data));
     RowMajorMap<T> map(static_cast<T*>(out.data), rows, cols);
     py::gil_scoped_release release;
     permute_pairing_inplace(map, n_heads, a, b, rotary_dim);
@@ -258,26 +301,33 @@ key-value heads for Wk. permute_pairing_ works in place; permute_pairing returns
 Example:
     >>> wk_hf = posemb.permute_pairing(wk_meta, 8, "interleaved", "rotate_half")
 )doc";
-  m.def("permute_pairing_",
-        [](const py::object& w, int n_heads, const std::string& from, const std::string& to,
-           std::optional<int> rotary_dim) { return permute_impl(w, n_heads, from, to, rotary_dim, true); },
-        py::arg("w"), py::arg("n_heads"), py::arg("from_pairing"), py::arg("to_pairing"),
-        py::arg("rotary_dim") = py::none(), doc);
-  m.def("permute_pairing",
-        [](const py::object& w, int n_heads, const std::string& from, const std::string& to,
-           std::optional<int> rotary_dim) { return permute_impl(w, n_heads, from, to, rotary_dim, false); },
-        py::arg("w"), py::arg("n_heads"), py::arg("from_pairing"), py::arg("to_pairing"),
-        py::arg("rotary_dim") = py::none(), doc);
-  m.def("packed_positions",
-        [](std::vector<std::int64_t> cu_seqlens, std::vector<std::int64_t> offsets,
-           std::optional<std::int64_t> tokens) {
-          const PositionMatrix p = tokens ? packed_positions(cu_seqlens, *tokens, offsets)
-                                          : packed_positions(cu_seqlens, offsets);
-          return to_numpy(p.data(), {p.rows(), p.cols()});
-        },
-        py::arg("cu_seqlens"), py::arg("offsets") = std::vector<std::int64_t>{},
-        py::arg("tokens") = py::none(),
-        R"doc(Positions int64 [1, T] of packed documents (flash-attention's cu_seqlens): token t of
+  m.def(
+      "permute_pairing_",
+      [](const py::object& w, int n_heads, const std::string& from, const std::string& to,
+         std::optional<int> rotary_dim) {
+        return permute_impl(w, n_heads, from, to, rotary_dim, true);
+      },
+      py::arg("w"), py::arg("n_heads"), py::arg("from_pairing"), py::arg("to_pairing"),
+      py::arg("rotary_dim") = py::none(), doc);
+  m.def(
+      "permute_pairing",
+      [](const py::object& w, int n_heads, const std::string& from, const std::string& to,
+         std::optional<int> rotary_dim) {
+        return permute_impl(w, n_heads, from, to, rotary_dim, false);
+      },
+      py::arg("w"), py::arg("n_heads"), py::arg("from_pairing"), py::arg("to_pairing"),
+      py::arg("rotary_dim") = py::none(), doc);
+  m.def(
+      "packed_positions",
+      [](std::vector<std::int64_t> cu_seqlens, std::vector<std::int64_t> offsets,
+         std::optional<std::int64_t> tokens) {
+        const PositionMatrix p = tokens ? packed_positions(cu_seqlens, *tokens, offsets)
+                                        : packed_positions(cu_seqlens, offsets);
+        return to_numpy(p.data(), {p.rows(), p.cols()});
+      },
+      py::arg("cu_seqlens"), py::arg("offsets") = std::vector<std::int64_t>{},
+      py::arg("tokens") = py::none(),
+      R"doc(Positions int64 [1, T] of packed documents (flash-attention's cu_seqlens): token t of
 document d is at offsets[d] + t - cu_seqlens[d] (offsets default to 0). tokens: the packed
 tensor's T, checked against cu_seqlens[-1].
 
@@ -285,13 +335,14 @@ Example:
     >>> posemb.packed_positions([0, 3, 5, 9])
     array([[0, 1, 2, 0, 1, 0, 1, 2, 3]])
 )doc");
-  m.def("context_parallel_positions",
-        [](std::int64_t seq_len, int rank, int ranks, std::int64_t first_position) {
-          const PositionMatrix p = context_parallel_positions(seq_len, rank, ranks, first_position);
-          return to_numpy(p.data(), {p.rows(), p.cols()});
-        },
-        py::arg("seq_len"), py::arg("rank"), py::arg("ranks"), py::arg("first_position") = 0,
-        R"doc(Positions int64 [1, seq_len / ranks] that context-parallel rank `rank` holds (chunk
+  m.def(
+      "context_parallel_positions",
+      [](std::int64_t seq_len, int rank, int ranks, std::int64_t first_position) {
+        const PositionMatrix p = context_parallel_positions(seq_len, rank, ranks, first_position);
+        return to_numpy(p.data(), {p.rows(), p.cols()});
+      },
+      py::arg("seq_len"), py::arg("rank"), py::arg("ranks"), py::arg("first_position") = 0,
+      R"doc(Positions int64 [1, seq_len / ranks] that context-parallel rank `rank` holds (chunk
 rank and chunk 2 * ranks - 1 - rank of 2 * ranks chunks).
 
 Example:

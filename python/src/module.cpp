@@ -39,11 +39,14 @@ PYBIND11_MODULE(_posemb, m) {
       error(e.what());
     }
   });
-  error.doc() = "Bad input to posemb: the message names the parameter, the value and what was expected.";
+  error.doc() =
+      "Bad input to posemb: the message names the parameter, the value and what was expected.";
   bind_rotary(m);
   bind_model(m);
   bind_bias(m);
-  m.def("_time_apply_rope_", &time_apply_rope, py::arg("x"), py::arg("offset"), py::arg("spec"),
-        py::arg("repeats"),
-        "Seconds per call of the C++ in-place RoPE on float32 x (bench/python_bench.py's baseline).");
+  bind_hf_float32(m);
+  m.def(
+      "_time_apply_rope_", &time_apply_rope, py::arg("x"), py::arg("offset"), py::arg("spec"),
+      py::arg("repeats"),
+      "Seconds per call of the C++ in-place RoPE on float32 x (bench/python_bench.py's baseline).");
 }

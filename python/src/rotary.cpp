@@ -28,6 +28,14 @@ RotaryDims dims_of(int head_dim, OptInt rotary_dim) {
   return RotaryDims{head_dim, rotary_dim.value_or(head_dim)};
 }
 
+// A builder's result in angle mode `angles` (the CLI's --angles): exact() a RopeSpec,
+// hf() an HfFloat32Rope (transformers' float32 arithmetic).
+template <class Exact, class Hf>
+py::object in_mode(const std::string& angles, Exact&& exact, Hf&& hf) {
+  if (parse_angle_mode(angles) == AngleMode::HfFloat32) return py::cast(hf());
+  return py::cast(exact());
+}
+
 std::string repr(const RopeSpec& spec) {
   std::string text = "RopeSpec(head_dim=" + std::to_string(spec.head_dim) +
                      ", rotary_dim=" + std::to_string(spec.rotary_dim);
@@ -38,17 +46,41 @@ std::string repr(const RopeSpec& spec) {
   return text + ", pairing='" + to_string(spec.pairing) + "', attention_scale=" + scale.str() + ")";
 }
 
-// A rotation's source, resolved while the GIL is held: a RopeSpec or a RopeTable.
+// A rotation's source, resolved while the GIL is held: a RopeSpec, a RopeTable or an
+// HfFloat32Rope.
 struct RopeSource {
   const RopeSpec* spec = nullptr;
   const RopeTableHolder* table = nullptr;
+  const HfFloat32Rope* hf = nullptr;
 };
 
 RopeSource rope_source_of(const py::object& source) {
-  if (py::isinstance<RopeSpec>(source)) return {&source.cast<const RopeSpec&>(), nullptr};
-  if (py::isinstance<RopeTableHolder>(source)) return {nullptr, &source.cast<const RopeTableHolder&>()};
+  if (py::isinstance<RopeSpec>(source)) return {&source.cast<const RopeSpec&>(), nullptr, nullptr};
+  if (py::isinstance<RopeTableHolder>(source)) {
+    return {nullptr, &source.cast<const RopeTableHolder&>(), nullptr};
+  }
+  if (py::isinstance<HfFloat32Rope>(source)) {
+    return {nullptr, nullptr, &source.cast<const HfFloat32Rope&>()};
+  }
   fail("source", std::string(py::str(py::type::handle_of(source).attr("__qualname__"))),
-       "expected a RopeSpec or a RopeTable");
+       "expected a RopeSpec, a RopeTable or an HfFloat32Rope");
+}
+
+// x rotated by transformers' float32 arithmetic in x's storage type T (float, half, bfloat16;
+// HF's float64 models are not covered), forward, one thread.
+template <class T, class X>
+void rotate_hf_float32(const HfFloat32Rope& rope, X& in, X& out, const Positions& positions,
+                       TensorLayout layout) {
+  if constexpr (std::is_same_v<T, double>) {
+    fail("x.dtype", "float64",
+         "expected float32, float16 or bfloat16 for an HfFloat32Rope (transformers' float32 "
+         "arithmetic)");
+  } else {
+    const RotateOptions options = RotateOptions().with_layouts(layout);
+    in_or_out(
+        in, out, [&](auto& y) { rotate_inplace(y, positions, rope, options); },
+        [&](const auto& a, auto& b) { posemb::rotate(a, b, positions, rope, options); });
+  }
 }
 
 // Calls body(spec) or body(table), the table's type checked against the tensor's storage type T
@@ -62,7 +94,9 @@ void with_rope_source(const RopeSource& source, Body&& body) {
   using TableT = compute_t<T>;
   const auto* table = std::get_if<RopeTable<TableT>>(&source.table->table);
   if (table == nullptr) {
-    fail("source", std::string("a RopeTable of dtype ") + (std::is_same_v<TableT, float> ? "float64" : "float32"),
+    fail("source",
+         std::string("a RopeTable of dtype ") +
+             (std::is_same_v<TableT, float> ? "float64" : "float32"),
          std::string("expected dtype='") + (std::is_same_v<TableT, float> ? "float32" : "float64") +
              "' for this x (float32 tables serve float32, float16 and bfloat16 x; float64 tables "
              "float64 x)");
@@ -77,7 +111,9 @@ x: a numpy array (float32, float64, float16) or a CPU torch tensor (also bfloat1
    (layout='bhsd'); head_dim must be the source's head_dim. Written in place, never copied.
 positions: an int offset (token s at offset + s), or int64 / float64 positions [seq] or
    [batch, seq] (numpy or torch).
-source: a RopeSpec (cos/sin formed in double per call) or a RopeTable.
+source: a RopeSpec (cos/sin formed in double per call), a RopeTable, or an HfFloat32Rope
+   (transformers' float32 arithmetic, rotating in x's dtype as PyTorch does; forward only,
+   float32 / float16 / bfloat16 x, one thread).
 inverse: apply R(p)^T = R(-p) (undoes the rotation, attention scale included).
 threads: up to this many threads for large tensors. The GIL is released during the rotation.
 
@@ -85,6 +121,8 @@ Example:
     >>> spec = posemb.default_rope_spec(64, 10000.0)
     >>> q = torch.randn(1, 16, 8, 64)
     >>> posemb.apply_rope_(q, 0, spec)  # q rotated in place, token s at position s
+    >>> hf = posemb.default_rope_spec(64, 10000.0, angles="hf-float32")
+    >>> k = posemb.apply_rope(q.bfloat16(), 0, hf)  # transformers' bits for a bfloat16 model
 )doc";
 
 constexpr const char* apply_rope_out_doc = R"doc(Returns a rotated copy of x (numpy in, numpy out;
@@ -94,18 +132,27 @@ Example:
     >>> k_rot = posemb.apply_rope(k, torch.arange(100, 116), spec)
 )doc";
 
-py::object apply_rope_impl(const py::object& x, const py::object& positions, const py::object& source,
-                           const std::string& layout, bool inverse, int threads, bool in_place) {
+py::object apply_rope_impl(const py::object& x, const py::object& positions,
+                           const py::object& source, const std::string& layout, bool inverse,
+                           int threads, bool in_place) {
   const TokenPositions p = token_positions(positions);
   const TensorLayout l = layout_of(layout);
   const Rotation r = rotation_of(inverse);
   const Threads t = threads_of(threads);
   const RopeSource resolved = rope_source_of(source);
+  if (resolved.hf != nullptr && inverse) {
+    fail("inverse", "True", "expected False for an HfFloat32Rope (transformers' forward only)");
+  }
   return rotate(x, in_place, [&](auto& in, auto& out) {
     using T = scalar_of_t<decltype(in)>;
+    if (resolved.hf != nullptr) {
+      rotate_hf_float32<T>(*resolved.hf, in, out, p.view(), l);
+      return;
+    }
     with_rope_source<T>(resolved, [&](const auto& src) {
-      in_or_out(in, out, [&](auto& y) { apply_rope_inplace(y, p.view(), src, l, t, r); },
-                [&](const auto& a, auto& b) { apply_rope(a, b, p.view(), src, l, t, r); });
+      in_or_out(
+          in, out, [&](auto& y) { apply_rope_inplace(y, p.view(), src, l, t, r); },
+          [&](const auto& a, auto& b) { apply_rope(a, b, p.view(), src, l, t, r); });
     });
   });
 }
@@ -124,7 +171,8 @@ Example:
 )doc")
       .def(py::init([](const py::object& inv_freq, int head_dim, double attention_scale,
                        const std::string& pairing, int rotary_offset) {
-             const ArrayView v = view_of(py::module_::import("numpy").attr("asarray")(inv_freq, "float64"), "inv_freq");
+             const ArrayView v = view_of(
+                 py::module_::import("numpy").attr("asarray")(inv_freq, "float64"), "inv_freq");
              if (v.rank() != 1) fail("inv_freq.shape", v.shape_text(), "expected [rotary_dim / 2]");
              RopeSpec spec;
              spec.inv_freq.resize(v.shape[0]);
@@ -156,52 +204,74 @@ Example:
 }
 
 void bind_spec_builders(py::module_& m) {
-  m.def("default_rope_spec",
-        [](int head_dim, double base, const std::string& pairing, OptInt rotary_dim) {
-          return default_rope_spec(dims_of(head_dim, rotary_dim), base, pairing_of(pairing));
-        },
-        py::arg("head_dim"), py::arg("base") = 10000.0, py::arg("pairing") = "rotate_half",
-        py::arg("rotary_dim") = py::none(),
-        R"doc(Plain RoPE (RoFormer): inv_freq[i] = base^(-2i / rotary_dim), attention scale 1.
+  m.def(
+      "default_rope_spec",
+      [](int head_dim, double base, const std::string& pairing, OptInt rotary_dim,
+         const std::string& angles) {
+        const RotaryDims dims = dims_of(head_dim, rotary_dim);
+        const Pairing pair = pairing_of(pairing);
+        return in_mode(
+            angles, [&] { return default_rope_spec(dims, base, pair); },
+            [&] { return hf_float32_default(dims, base, pair); });
+      },
+      py::arg("head_dim"), py::arg("base") = 10000.0, py::arg("pairing") = "rotate_half",
+      py::arg("rotary_dim") = py::none(), py::arg("angles") = "exact",
+      R"doc(Plain RoPE (RoFormer): inv_freq[i] = base^(-2i / rotary_dim), attention scale 1.
 
 rotary_dim < head_dim is partial rotary: the first rotary_dim features of each head rotate,
-the rest pass through.
+the rest pass through. angles='hf-float32' returns an HfFloat32Rope instead: transformers'
+float32 arithmetic (so do the linear, dynamic NTK, YaRN, Llama 3 and LongRoPE builders).
 
 Example:
     >>> spec = posemb.default_rope_spec(128, 500000.0)               # Llama 3
     >>> neox = posemb.default_rope_spec(96, 10000.0, rotary_dim=24)  # GPT-NeoX-20B
 )doc");
-  m.def("linear_rope_spec",
-        [](int head_dim, double base, double factor, const std::string& pairing, OptInt rotary_dim) {
-          return linear_rope_spec(dims_of(head_dim, rotary_dim), base, factor, pairing_of(pairing));
-        },
-        py::arg("head_dim"), py::arg("base"), py::arg("factor"), py::arg("pairing") = "rotate_half",
-        py::arg("rotary_dim") = py::none(),
-        R"doc(Linear position interpolation: the default inv_freq / factor.
+  m.def(
+      "linear_rope_spec",
+      [](int head_dim, double base, double factor, const std::string& pairing, OptInt rotary_dim,
+         const std::string& angles) {
+        const RotaryDims dims = dims_of(head_dim, rotary_dim);
+        const Pairing pair = pairing_of(pairing);
+        return in_mode(
+            angles, [&] { return linear_rope_spec(dims, base, factor, pair); },
+            [&] { return hf_float32_linear(dims, base, factor, pair); });
+      },
+      py::arg("head_dim"), py::arg("base"), py::arg("factor"), py::arg("pairing") = "rotate_half",
+      py::arg("rotary_dim") = py::none(), py::arg("angles") = "exact",
+      R"doc(Linear position interpolation: the default inv_freq / factor.
 
 Example:
     >>> spec = posemb.linear_rope_spec(128, 10000.0, factor=4.0)
 )doc");
-  m.def("ntk_rope_spec",
-        [](int head_dim, double base, double factor, const std::string& pairing, OptInt rotary_dim) {
-          return ntk_rope_spec(dims_of(head_dim, rotary_dim), base, factor, pairing_of(pairing));
-        },
-        py::arg("head_dim"), py::arg("base"), py::arg("factor"), py::arg("pairing") = "rotate_half",
-        py::arg("rotary_dim") = py::none(),
-        R"doc(NTK-aware scaling: base * factor^(d / (d - 2)), d = rotary_dim.
+  m.def(
+      "ntk_rope_spec",
+      [](int head_dim, double base, double factor, const std::string& pairing, OptInt rotary_dim) {
+        return ntk_rope_spec(dims_of(head_dim, rotary_dim), base, factor, pairing_of(pairing));
+      },
+      py::arg("head_dim"), py::arg("base"), py::arg("factor"), py::arg("pairing") = "rotate_half",
+      py::arg("rotary_dim") = py::none(),
+      R"doc(NTK-aware scaling: base * factor^(d / (d - 2)), d = rotary_dim.
 
 Example:
     >>> spec = posemb.ntk_rope_spec(128, 10000.0, factor=2.0)
 )doc");
-  m.def("dynamic_ntk_rope_spec",
-        [](int head_dim, double base, double factor, std::int64_t max_position_embeddings,
-           std::int64_t seq_len, const std::string& pairing, OptInt rotary_dim) {
-          return dynamic_ntk_rope_spec(dims_of(head_dim, rotary_dim), base, factor,
-                                       max_position_embeddings, seq_len, pairing_of(pairing));
-        },
-        py::arg("head_dim"), py::arg("base"), py::arg("factor"), py::arg("max_position_embeddings"),
-        py::arg("seq_len"), py::arg("pairing") = "rotate_half", py::arg("rotary_dim") = py::none(),
-        R"doc(Dynamic NTK (HuggingFace's "dynamic"): the base grows with seq_len beyond
+  m.def(
+      "dynamic_ntk_rope_spec",
+      [](int head_dim, double base, double factor, std::int64_t max_position_embeddings,
+         std::int64_t seq_len, const std::string& pairing, OptInt rotary_dim,
+         const std::string& angles) {
+        const RotaryDims dims = dims_of(head_dim, rotary_dim);
+        const Pairing pair = pairing_of(pairing);
+        const std::int64_t length = max_position_embeddings;
+        return in_mode(
+            angles,
+            [&] { return dynamic_ntk_rope_spec(dims, base, factor, length, seq_len, pair); },
+            [&] { return hf_float32_dynamic_ntk(dims, base, factor, length, seq_len, pair); });
+      },
+      py::arg("head_dim"), py::arg("base"), py::arg("factor"), py::arg("max_position_embeddings"),
+      py::arg("seq_len"), py::arg("pairing") = "rotate_half", py::arg("rotary_dim") = py::none(),
+      py::arg("angles") = "exact",
+      R"doc(Dynamic NTK (HuggingFace's "dynamic"): the base grows with seq_len beyond
 max_position_embeddings; the default frequencies up to it. No hidden state: pass seq_len.
 
 Example:
@@ -211,29 +281,34 @@ Example:
 
 // The long-context variants with a ramp between frequency bands.
 void bind_band_specs(py::module_& m) {
-  m.def("yarn_rope_spec",
-        [](int head_dim, double base, double factor, std::int64_t original_max_position_embeddings,
-           double beta_fast, double beta_slow, bool truncate, std::optional<double> attention_factor,
-           std::optional<double> mscale, std::optional<double> mscale_all_dim,
-           const std::string& pairing, OptInt rotary_dim) {
-          YarnParams params;
-          params.factor = factor;
-          params.original_max_position_embeddings = original_max_position_embeddings;
-          params.beta_fast = beta_fast;
-          params.beta_slow = beta_slow;
-          params.truncate = truncate;
-          params.attention_factor = attention_factor;
-          params.mscale = mscale;
-          params.mscale_all_dim = mscale_all_dim;
-          return yarn_rope_spec(dims_of(head_dim, rotary_dim), base, params, pairing_of(pairing));
-        },
-        py::arg("head_dim"), py::arg("base"), py::arg("factor"),
-        py::arg("original_max_position_embeddings"), py::arg("beta_fast") = 32.0,
-        py::arg("beta_slow") = 1.0, py::arg("truncate") = true,
-        py::arg("attention_factor") = py::none(), py::arg("mscale") = py::none(),
-        py::arg("mscale_all_dim") = py::none(), py::arg("pairing") = "rotate_half",
-        py::arg("rotary_dim") = py::none(),
-        R"doc(YaRN (Peng et al. 2023; HuggingFace's _compute_yarn_parameters): a ramp between
+  m.def(
+      "yarn_rope_spec",
+      [](int head_dim, double base, double factor, std::int64_t original_max_position_embeddings,
+         double beta_fast, double beta_slow, bool truncate, std::optional<double> attention_factor,
+         std::optional<double> mscale, std::optional<double> mscale_all_dim,
+         const std::string& pairing, OptInt rotary_dim, const std::string& angles) {
+        YarnParams params;
+        params.factor = factor;
+        params.original_max_position_embeddings = original_max_position_embeddings;
+        params.beta_fast = beta_fast;
+        params.beta_slow = beta_slow;
+        params.truncate = truncate;
+        params.attention_factor = attention_factor;
+        params.mscale = mscale;
+        params.mscale_all_dim = mscale_all_dim;
+        const RotaryDims dims = dims_of(head_dim, rotary_dim);
+        const Pairing pair = pairing_of(pairing);
+        return in_mode(
+            angles, [&] { return yarn_rope_spec(dims, base, params, pair); },
+            [&] { return hf_float32_yarn(dims, base, params, pair); });
+      },
+      py::arg("head_dim"), py::arg("base"), py::arg("factor"),
+      py::arg("original_max_position_embeddings"), py::arg("beta_fast") = 32.0,
+      py::arg("beta_slow") = 1.0, py::arg("truncate") = true,
+      py::arg("attention_factor") = py::none(), py::arg("mscale") = py::none(),
+      py::arg("mscale_all_dim") = py::none(), py::arg("pairing") = "rotate_half",
+      py::arg("rotary_dim") = py::none(), py::arg("angles") = "exact",
+      R"doc(YaRN (Peng et al. 2023; HuggingFace's _compute_yarn_parameters): a ramp between
 the kept high frequencies and the interpolated low ones, and the attention factor
 0.1 ln(factor) + 1 (or attention_factor / DeepSeek's mscale ratio) in attention_scale.
 
@@ -242,19 +317,24 @@ Example:
     >>> round(spec.attention_scale, 6)
     1.138629
 )doc");
-  m.def("llama3_rope_spec",
-        [](int head_dim, double base, double factor, double low_freq_factor,
-           double high_freq_factor, std::int64_t original_max_position_embeddings,
-           const std::string& pairing, OptInt rotary_dim) {
-          const Llama3Params params{factor, low_freq_factor, high_freq_factor,
-                                    original_max_position_embeddings};
-          return llama3_rope_spec(dims_of(head_dim, rotary_dim), base, params, pairing_of(pairing));
-        },
-        py::arg("head_dim"), py::arg("base"), py::arg("factor") = 8.0,
-        py::arg("low_freq_factor") = 1.0, py::arg("high_freq_factor") = 4.0,
-        py::arg("original_max_position_embeddings") = 8192, py::arg("pairing") = "rotate_half",
-        py::arg("rotary_dim") = py::none(),
-        R"doc(Llama 3.1's frequency bands: high frequencies kept, low ones divided by factor,
+  m.def(
+      "llama3_rope_spec",
+      [](int head_dim, double base, double factor, double low_freq_factor, double high_freq_factor,
+         std::int64_t original_max_position_embeddings, const std::string& pairing,
+         OptInt rotary_dim, const std::string& angles) {
+        const Llama3Params params{factor, low_freq_factor, high_freq_factor,
+                                  original_max_position_embeddings};
+        const RotaryDims dims = dims_of(head_dim, rotary_dim);
+        const Pairing pair = pairing_of(pairing);
+        return in_mode(
+            angles, [&] { return llama3_rope_spec(dims, base, params, pair); },
+            [&] { return hf_float32_llama3(dims, base, params, pair); });
+      },
+      py::arg("head_dim"), py::arg("base"), py::arg("factor") = 8.0,
+      py::arg("low_freq_factor") = 1.0, py::arg("high_freq_factor") = 4.0,
+      py::arg("original_max_position_embeddings") = 8192, py::arg("pairing") = "rotate_half",
+      py::arg("rotary_dim") = py::none(), py::arg("angles") = "exact",
+      R"doc(Llama 3.1's frequency bands: high frequencies kept, low ones divided by factor,
 a smooth ramp between (defaults: Llama 3.1's values).
 
 Example:
@@ -264,40 +344,46 @@ Example:
 
 // The variants with per-pair factors or a rotating fraction of the pairs.
 void bind_factor_specs(py::module_& m) {
-  m.def("longrope_rope_spec",
-        [](int head_dim, double base, std::vector<double> short_factor,
-           std::vector<double> long_factor, std::int64_t original_max_position_embeddings,
-           double factor, std::optional<double> attention_factor,
-           std::optional<std::int64_t> seq_len, const std::string& pairing, OptInt rotary_dim) {
-          LongRopeParams params;
-          params.short_factor = std::move(short_factor);
-          params.long_factor = std::move(long_factor);
-          params.original_max_position_embeddings = original_max_position_embeddings;
-          params.factor = factor;
-          params.attention_factor = attention_factor;
-          return longrope_rope_spec(dims_of(head_dim, rotary_dim), base, params, seq_len,
-                                    pairing_of(pairing));
-        },
-        py::arg("head_dim"), py::arg("base"), py::arg("short_factor"), py::arg("long_factor"),
-        py::arg("original_max_position_embeddings"), py::arg("factor") = 1.0,
-        py::arg("attention_factor") = py::none(), py::arg("seq_len") = py::none(),
-        py::arg("pairing") = "rotate_half", py::arg("rotary_dim") = py::none(),
-        R"doc(LongRoPE (Phi-3): inv_freq[i] / ext[i], ext = long_factor when seq_len exceeds
+  m.def(
+      "longrope_rope_spec",
+      [](int head_dim, double base, std::vector<double> short_factor,
+         std::vector<double> long_factor, std::int64_t original_max_position_embeddings,
+         double factor, std::optional<double> attention_factor, std::optional<std::int64_t> seq_len,
+         const std::string& pairing, OptInt rotary_dim, const std::string& angles) {
+        LongRopeParams params;
+        params.short_factor = std::move(short_factor);
+        params.long_factor = std::move(long_factor);
+        params.original_max_position_embeddings = original_max_position_embeddings;
+        params.factor = factor;
+        params.attention_factor = attention_factor;
+        const RotaryDims dims = dims_of(head_dim, rotary_dim);
+        const Pairing pair = pairing_of(pairing);
+        return in_mode(
+            angles, [&] { return longrope_rope_spec(dims, base, params, seq_len, pair); },
+            [&] { return hf_float32_longrope(dims, base, params, seq_len, pair); });
+      },
+      py::arg("head_dim"), py::arg("base"), py::arg("short_factor"), py::arg("long_factor"),
+      py::arg("original_max_position_embeddings"), py::arg("factor") = 1.0,
+      py::arg("attention_factor") = py::none(), py::arg("seq_len") = py::none(),
+      py::arg("pairing") = "rotate_half", py::arg("rotary_dim") = py::none(),
+      py::arg("angles") = "exact",
+      R"doc(LongRoPE (Phi-3): inv_freq[i] / ext[i], ext = long_factor when seq_len exceeds
 original_max_position_embeddings, else short_factor; attention factor
 sqrt(1 + ln(factor) / ln(original_max_position_embeddings)) unless attention_factor is given.
 
 Example:
     >>> spec = posemb.longrope_rope_spec(8, 10000.0, [1, 1, 1, 1], [1, 2, 4, 8], 4096, seq_len=8192)
 )doc");
-  m.def("proportional_rope_spec",
-        [](int head_dim, double base, double partial_rotary_factor, double factor,
-           const std::string& pairing) {
-          return proportional_rope_spec(head_dim, base, ProportionalParams{partial_rotary_factor, factor},
-                                        pairing_of(pairing));
-        },
-        py::arg("head_dim"), py::arg("base"), py::arg("partial_rotary_factor") = 1.0,
-        py::arg("factor") = 1.0, py::arg("pairing") = "rotate_half",
-        R"doc(Proportional RoPE: int(p * head_dim // 2) pairs rotate with the exponents of the
+  m.def(
+      "proportional_rope_spec",
+      [](int head_dim, double base, double partial_rotary_factor, double factor,
+         const std::string& pairing) {
+        return proportional_rope_spec(
+            head_dim, base, ProportionalParams{partial_rotary_factor, factor}, pairing_of(pairing));
+      },
+      py::arg("head_dim"), py::arg("base"), py::arg("partial_rotary_factor") = 1.0,
+      py::arg("factor") = 1.0, py::arg("pairing") = "rotate_half",
+      R"doc(Proportional RoPE: int(p * head_dim // 2) pairs rotate with the exponents of the
 whole head (divided by factor); the other pairs have inv_freq 0.
 
 Example:
@@ -323,51 +409,68 @@ Example:
              }
              return RopeTableHolder{RopeTable<double>(spec, first_position, count)};
            }),
-           py::arg("spec"), py::arg("first_position"), py::arg("count"), py::arg("dtype") = "float32")
+           py::arg("spec"), py::arg("first_position"), py::arg("count"),
+           py::arg("dtype") = "float32")
       .def_property_readonly("spec", &RopeTableHolder::spec)
-      .def_property_readonly("dtype", [](const RopeTableHolder& h) {
-        return h.table.index() == 0 ? "float32" : "float64";
-      })
-      .def_property_readonly("first_position", [](const RopeTableHolder& h) {
-        return std::visit([](const auto& t) { return t.first_position(); }, h.table);
-      })
-      .def_property_readonly("count", [](const RopeTableHolder& h) {
-        return std::visit([](const auto& t) { return t.count(); }, h.table);
-      })
-      .def_property_readonly("cos", [](const RopeTableHolder& h) {
-        return std::visit([](const auto& t) -> py::object {
-          return to_numpy(t.cos().data(), {t.count(), t.spec().pairs()});
-        }, h.table);
-      }, "cos rows [count, rotary_dim / 2] (attention scale included)")
-      .def_property_readonly("sin", [](const RopeTableHolder& h) {
-        return std::visit([](const auto& t) -> py::object {
-          return to_numpy(t.sin().data(), {t.count(), t.spec().pairs()});
-        }, h.table);
-      }, "sin rows [count, rotary_dim / 2] (attention scale included)");
+      .def_property_readonly(
+          "dtype",
+          [](const RopeTableHolder& h) { return h.table.index() == 0 ? "float32" : "float64"; })
+      .def_property_readonly("first_position",
+                             [](const RopeTableHolder& h) {
+                               return std::visit([](const auto& t) { return t.first_position(); },
+                                                 h.table);
+                             })
+      .def_property_readonly("count",
+                             [](const RopeTableHolder& h) {
+                               return std::visit([](const auto& t) { return t.count(); }, h.table);
+                             })
+      .def_property_readonly(
+          "cos",
+          [](const RopeTableHolder& h) {
+            return std::visit(
+                [](const auto& t) -> py::object {
+                  return to_numpy(t.cos().data(), {t.count(), t.spec().pairs()});
+                },
+                h.table);
+          },
+          "cos rows [count, rotary_dim / 2] (attention scale included)")
+      .def_property_readonly(
+          "sin",
+          [](const RopeTableHolder& h) {
+            return std::visit(
+                [](const auto& t) -> py::object {
+                  return to_numpy(t.sin().data(), {t.count(), t.spec().pairs()});
+                },
+                h.table);
+          },
+          "sin rows [count, rotary_dim / 2] (attention scale included)");
 }
 
 void bind_rope(py::module_& m) {
-  m.def("apply_rope_",
-        [](const py::object& x, const py::object& positions, const py::object& source, const std::string& layout,
-           bool inverse, int threads) {
-          return apply_rope_impl(x, positions, source, layout, inverse, threads, true);
-        },
-        py::arg("x"), py::arg("positions"), py::arg("source"), py::arg("layout") = "bshd",
-        py::arg("inverse") = false, py::arg("threads") = 1, apply_rope_doc);
-  m.def("apply_rope",
-        [](const py::object& x, const py::object& positions, const py::object& source, const std::string& layout,
-           bool inverse, int threads) {
-          return apply_rope_impl(x, positions, source, layout, inverse, threads, false);
-        },
-        py::arg("x"), py::arg("positions"), py::arg("source"), py::arg("layout") = "bshd",
-        py::arg("inverse") = false, py::arg("threads") = 1, apply_rope_out_doc);
-  m.def("rope_cos_sin",
-        [](const RopeSpec& spec, std::int64_t position) {
-          const auto [cos, sin] = rope_cos_sin<double>(spec, position);
-          return std::make_pair(to_numpy(cos), to_numpy(sin));
-        },
-        py::arg("spec"), py::arg("position"),
-        R"doc(cos and sin of every pair at one position (attention scale included), in float64:
+  m.def(
+      "apply_rope_",
+      [](const py::object& x, const py::object& positions, const py::object& source,
+         const std::string& layout, bool inverse, int threads) {
+        return apply_rope_impl(x, positions, source, layout, inverse, threads, true);
+      },
+      py::arg("x"), py::arg("positions"), py::arg("source"), py::arg("layout") = "bshd",
+      py::arg("inverse") = false, py::arg("threads") = 1, apply_rope_doc);
+  m.def(
+      "apply_rope",
+      [](const py::object& x, const py::object& positions, const py::object& source,
+         const std::string& layout, bool inverse, int threads) {
+        return apply_rope_impl(x, positions, source, layout, inverse, threads, false);
+      },
+      py::arg("x"), py::arg("positions"), py::arg("source"), py::arg("layout") = "bshd",
+      py::arg("inverse") = false, py::arg("threads") = 1, apply_rope_out_doc);
+  m.def(
+      "rope_cos_sin",
+      [](const RopeSpec& spec, std::int64_t position) {
+        const auto [cos, sin] = rope_cos_sin<double>(spec, position);
+        return std::make_pair(to_numpy(cos), to_numpy(sin));
+      },
+      py::arg("spec"), py::arg("position"),
+      R"doc(cos and sin of every pair at one position (attention scale included), in float64:
 two arrays [rotary_dim / 2].
 
 Example:
@@ -391,10 +494,14 @@ py::object apply_axes_impl(const py::object& x, const py::object& positions, con
   const TensorLayout l = layout_of(layout);
   const Rotation r = rotation_of(inverse);
   const Threads t = threads_of(threads);
-  return rotate(x, in_place, [&](auto& in, auto& out) {
-    in_or_out(in, out, [&](auto& y) { apply_mrope_inplace(y, p.view(), spec, l, t, r); },
-              [&](const auto& a, auto& b) { apply_mrope(a, b, p.view(), spec, l, t, r); });
-  }, allow_rank3);
+  return rotate(
+      x, in_place,
+      [&](auto& in, auto& out) {
+        in_or_out(
+            in, out, [&](auto& y) { apply_mrope_inplace(y, p.view(), spec, l, t, r); },
+            [&](const auto& a, auto& b) { apply_mrope(a, b, p.view(), spec, l, t, r); });
+      },
+      allow_rank3);
 }
 
 void bind_mrope(py::module_& m) {
@@ -416,33 +523,35 @@ Example:
   const char* positions_doc = R"doc(
 positions: int64 / float64 [3, seq] or [3, batch, seq] (axes t, h, w), or text positions as for
 apply_rope_ (an int offset, [seq], or [batch, seq] whose first dimension is not 3).)doc";
-  m.def("apply_mrope_",
-        [](const py::object& x, const py::object& positions, const MropeSpec& spec, const std::string& layout,
-           bool inverse, int threads) {
-          return apply_axes_impl(x, positions, spec, layout, inverse, threads, true, false);
-        },
-        py::arg("x"), py::arg("positions"), py::arg("spec"), py::arg("layout") = "bshd",
-        py::arg("inverse") = false, py::arg("threads") = 1,
-        (std::string("Rotates x in place by M-RoPE and returns x (x as for apply_rope_).") +
-         positions_doc + R"doc(
+  m.def(
+      "apply_mrope_",
+      [](const py::object& x, const py::object& positions, const MropeSpec& spec,
+         const std::string& layout, bool inverse, int threads) {
+        return apply_axes_impl(x, positions, spec, layout, inverse, threads, true, false);
+      },
+      py::arg("x"), py::arg("positions"), py::arg("spec"), py::arg("layout") = "bshd",
+      py::arg("inverse") = false, py::arg("threads") = 1,
+      (std::string("Rotates x in place by M-RoPE and returns x (x as for apply_rope_).") +
+       positions_doc + R"doc(
 
 Example:
     >>> positions, delta = posemb.mrope_index(model, "text:3,image:1x4x6,text:5")
     >>> posemb.apply_mrope_(q, positions, model.layers[0].mrope_spec())
-)doc").c_str());
-  m.def("apply_mrope",
-        [](const py::object& x, const py::object& positions, const MropeSpec& spec, const std::string& layout,
-           bool inverse, int threads) {
-          return apply_axes_impl(x, positions, spec, layout, inverse, threads, false, false);
-        },
-        py::arg("x"), py::arg("positions"), py::arg("spec"), py::arg("layout") = "bshd",
-        py::arg("inverse") = false, py::arg("threads") = 1,
-        R"doc(Returns an M-RoPE-rotated copy of x (arguments as for apply_mrope_).
+)doc")
+          .c_str());
+  m.def(
+      "apply_mrope",
+      [](const py::object& x, const py::object& positions, const MropeSpec& spec,
+         const std::string& layout, bool inverse, int threads) {
+        return apply_axes_impl(x, positions, spec, layout, inverse, threads, false, false);
+      },
+      py::arg("x"), py::arg("positions"), py::arg("spec"), py::arg("layout") = "bshd",
+      py::arg("inverse") = false, py::arg("threads") = 1,
+      R"doc(Returns an M-RoPE-rotated copy of x (arguments as for apply_mrope_).
 
 Example:
     >>> q_rot = posemb.apply_mrope(q, positions, spec)
 )doc");
-
 }
 
 void bind_vision(py::module_& m) {
@@ -458,26 +567,29 @@ Example:
       .def_property_readonly("order", [](const VisionRope& r) {
         return r.order == VisionPatchOrder::MergeBlocks ? "merge_blocks" : "row_major";
       });
-  m.def("qwen2_vl_vision_rope", &qwen2_vl_vision_rope, py::arg("head_dim"),
-        py::arg("spatial_merge_size") = 2, py::arg("theta") = 10000.0,
-        R"doc(The Qwen2-VL / Qwen2.5-VL / Qwen3-VL vision tower's 2-D RoPE (patches in merge blocks).
+  m.def(
+      "qwen2_vl_vision_rope", &qwen2_vl_vision_rope, py::arg("head_dim"),
+      py::arg("spatial_merge_size") = 2, py::arg("theta") = 10000.0,
+      R"doc(The Qwen2-VL / Qwen2.5-VL / Qwen3-VL vision tower's 2-D RoPE (patches in merge blocks).
 
 Example:
     >>> rope = posemb.qwen2_vl_vision_rope(80, spatial_merge_size=2)
 )doc");
-  m.def("pixtral_vision_rope", &pixtral_vision_rope, py::arg("head_dim"), py::arg("theta") = 10000.0,
+  m.def("pixtral_vision_rope", &pixtral_vision_rope, py::arg("head_dim"),
+        py::arg("theta") = 10000.0,
         R"doc(Pixtral's vision 2-D RoPE (patches row-major, one image per grid).
 
 Example:
     >>> rope = posemb.pixtral_vision_rope(64)
 )doc");
-  m.def("vision_patch_positions",
-        [](const VisionRope& rope, std::int64_t t, std::int64_t h, std::int64_t w) {
-          const PositionMatrix p = vision_patch_positions(rope, t, h, w);
-          return to_numpy(p.data(), {p.rows(), p.cols()});
-        },
-        py::arg("rope"), py::arg("t"), py::arg("h"), py::arg("w"),
-        R"doc(The positions int64 [3, t * h * w] of a t x h x w patch grid in the tower's order.
+  m.def(
+      "vision_patch_positions",
+      [](const VisionRope& rope, std::int64_t t, std::int64_t h, std::int64_t w) {
+        const PositionMatrix p = vision_patch_positions(rope, t, h, w);
+        return to_numpy(p.data(), {p.rows(), p.cols()});
+      },
+      py::arg("rope"), py::arg("t"), py::arg("h"), py::arg("w"),
+      R"doc(The positions int64 [3, t * h * w] of a t x h x w patch grid in the tower's order.
 
 Example:
     >>> positions = posemb.vision_patch_positions(rope, 1, 4, 6)  # [3, 24]
@@ -490,21 +602,23 @@ the tower's order; positions: vision_patch_positions(rope, t, h, w).
 Example:
     >>> posemb.apply_vision_rope_(q, posemb.vision_patch_positions(rope, 1, 4, 6), rope)
 )doc";
-  m.def("apply_vision_rope_",
-        [](const py::object& x, const py::object& positions, const VisionRope& rope, const std::string& layout,
-           bool inverse, int threads) {
-          return apply_axes_impl(x, positions, rope.spec, layout, inverse, threads, true, true);
-        },
-        py::arg("x"), py::arg("positions"), py::arg("rope"), py::arg("layout") = "bshd",
-        py::arg("inverse") = false, py::arg("threads") = 1, vision_doc);
-  m.def("apply_vision_rope",
-        [](const py::object& x, const py::object& positions, const VisionRope& rope, const std::string& layout,
-           bool inverse, int threads) {
-          return apply_axes_impl(x, positions, rope.spec, layout, inverse, threads, false, true);
-        },
-        py::arg("x"), py::arg("positions"), py::arg("rope"), py::arg("layout") = "bshd",
-        py::arg("inverse") = false, py::arg("threads") = 1,
-        R"doc(Returns a copy of x rotated by a vision tower's 2-D RoPE (as apply_vision_rope_).
+  m.def(
+      "apply_vision_rope_",
+      [](const py::object& x, const py::object& positions, const VisionRope& rope,
+         const std::string& layout, bool inverse, int threads) {
+        return apply_axes_impl(x, positions, rope.spec, layout, inverse, threads, true, true);
+      },
+      py::arg("x"), py::arg("positions"), py::arg("rope"), py::arg("layout") = "bshd",
+      py::arg("inverse") = false, py::arg("threads") = 1, vision_doc);
+  m.def(
+      "apply_vision_rope",
+      [](const py::object& x, const py::object& positions, const VisionRope& rope,
+         const std::string& layout, bool inverse, int threads) {
+        return apply_axes_impl(x, positions, rope.spec, layout, inverse, threads, false, true);
+      },
+      py::arg("x"), py::arg("positions"), py::arg("rope"), py::arg("layout") = "bshd",
+      py::arg("inverse") = false, py::arg("threads") = 1,
+      R"doc(Returns a copy of x rotated by a vision tower's 2-D RoPE (as apply_vision_rope_).
 
 Example:
     >>> q_rot = posemb.apply_vision_rope(q, positions, rope)
@@ -528,8 +642,9 @@ py::object apply_xpos_impl(const py::object& x, const py::object& positions, con
   const Rotation r = rotation_of(inverse);
   const Threads t = threads_of(threads);
   return rotate(x, in_place, [&](auto& in, auto& out) {
-    in_or_out(in, out, [&](auto& y) { apply_xpos_inplace(y, p.view(), spec, who, l, t, r); },
-              [&](const auto& a, auto& b) { apply_xpos(a, b, p.view(), spec, who, l, t, r); });
+    in_or_out(
+        in, out, [&](auto& y) { apply_xpos_inplace(y, p.view(), spec, who, l, t, r); },
+        [&](const auto& a, auto& b) { apply_xpos(a, b, p.view(), spec, who, l, t, r); });
   });
 }
 
@@ -552,27 +667,29 @@ Example:
       .def_property_readonly("gamma", [](const XposSpec& s) { return s.params.gamma; })
       .def_property_readonly("scale_base", [](const XposSpec& s) { return s.params.scale_base; })
       .def_property_readonly("centre", [](const XposSpec& s) { return s.params.centre; });
-  m.def("apply_xpos_",
-        [](const py::object& x, const py::object& positions, const XposSpec& spec, const std::string& role,
-           const std::string& layout, bool inverse, int threads) {
-          return apply_xpos_impl(x, positions, spec, role, layout, inverse, threads, true);
-        },
-        py::arg("x"), py::arg("positions"), py::arg("spec"), py::arg("role"),
-        py::arg("layout") = "bshd", py::arg("inverse") = false, py::arg("threads") = 1,
-        R"doc(Rotates and scales x in place by xPos and returns x. role: 'query' or 'key'
+  m.def(
+      "apply_xpos_",
+      [](const py::object& x, const py::object& positions, const XposSpec& spec,
+         const std::string& role, const std::string& layout, bool inverse, int threads) {
+        return apply_xpos_impl(x, positions, spec, role, layout, inverse, threads, true);
+      },
+      py::arg("x"), py::arg("positions"), py::arg("spec"), py::arg("role"),
+      py::arg("layout") = "bshd", py::arg("inverse") = false, py::arg("threads") = 1,
+      R"doc(Rotates and scales x in place by xPos and returns x. role: 'query' or 'key'
 (the scale's sign differs); other arguments as for apply_rope_.
 
 Example:
     >>> posemb.apply_xpos_(q, 0, spec, "query"); posemb.apply_xpos_(k, 0, spec, "key")
 )doc");
-  m.def("apply_xpos",
-        [](const py::object& x, const py::object& positions, const XposSpec& spec, const std::string& role,
-           const std::string& layout, bool inverse, int threads) {
-          return apply_xpos_impl(x, positions, spec, role, layout, inverse, threads, false);
-        },
-        py::arg("x"), py::arg("positions"), py::arg("spec"), py::arg("role"),
-        py::arg("layout") = "bshd", py::arg("inverse") = false, py::arg("threads") = 1,
-        R"doc(Returns an xPos-rotated copy of x (arguments as for apply_xpos_).
+  m.def(
+      "apply_xpos",
+      [](const py::object& x, const py::object& positions, const XposSpec& spec,
+         const std::string& role, const std::string& layout, bool inverse, int threads) {
+        return apply_xpos_impl(x, positions, spec, role, layout, inverse, threads, false);
+      },
+      py::arg("x"), py::arg("positions"), py::arg("spec"), py::arg("role"),
+      py::arg("layout") = "bshd", py::arg("inverse") = false, py::arg("threads") = 1,
+      R"doc(Returns an xPos-rotated copy of x (arguments as for apply_xpos_).
 
 Example:
     >>> k_rot = posemb.apply_xpos(k, 0, spec, "key")
@@ -591,15 +708,17 @@ std::vector<float> coefficient_values(py::handle a, const std::string& name,
   return std::vector<float>(values.data(), values.data() + values.size());
 }
 
-py::object apply_fope_impl(const py::object& x, const py::object& positions, const FopeHolder& holder,
-                           const std::string& layout, bool inverse, int threads, bool in_place) {
+py::object apply_fope_impl(const py::object& x, const py::object& positions,
+                           const FopeHolder& holder, const std::string& layout, bool inverse,
+                           int threads, bool in_place) {
   const TokenPositions p = token_positions(positions);
   const TensorLayout l = layout_of(layout);
   const Rotation r = rotation_of(inverse);
   const Threads t = threads_of(threads);
   return rotate(x, in_place, [&](auto& in, auto& out) {
-    in_or_out(in, out, [&](auto& y) { apply_fope_inplace(y, p.view(), holder.fope, l, t, r); },
-              [&](const auto& a, auto& b) { apply_fope(a, b, p.view(), holder.fope, l, t, r); });
+    in_or_out(
+        in, out, [&](auto& y) { apply_fope_inplace(y, p.view(), holder.fope, l, t, r); },
+        [&](const auto& a, auto& b) { apply_fope(a, b, p.view(), holder.fope, l, t, r); });
   });
 }
 
@@ -614,8 +733,8 @@ Example:
       .def(py::init([](int head_dim, int n_heads, int n_kv_heads, double theta,
                        std::int64_t train_length, double floor_ratio, bool drop_clipped, int d_out,
                        double sigma, std::uint64_t seed, double padding_sin) {
-             return FopeConfig{head_dim, n_heads, n_kv_heads, theta, train_length, floor_ratio,
-                               drop_clipped, d_out, sigma, seed, padding_sin};
+             return FopeConfig{head_dim,     n_heads, n_kv_heads, theta, train_length, floor_ratio,
+                               drop_clipped, d_out,   sigma,      seed,  padding_sin};
            }),
            py::kw_only(), py::arg("head_dim"), py::arg("n_heads"), py::arg("n_kv_heads") = 0,
            py::arg("theta") = 10000.0, py::arg("train_length"), py::arg("floor_ratio") = 1.0,
@@ -648,36 +767,44 @@ Example:
       .def_property_readonly("n_kv_heads", [](const FopeHolder& h) { return h.fope.n_kv_heads(); })
       .def_property_readonly("d_in", [](const FopeHolder& h) { return h.fope.d_in(); })
       .def_property_readonly("d_out", [](const FopeHolder& h) { return h.fope.d_out(); })
-      .def_property_readonly("inv_freq", [](const FopeHolder& h) { return to_numpy(h.fope.inv_freq()); })
-      .def_property_readonly("sin_coef", [](const FopeHolder& h) {
-        const auto& c = h.fope.sin_coef();
-        return to_numpy(c.data(), {c.dimension(0), c.dimension(1), c.dimension(2)});
-      })
+      .def_property_readonly("inv_freq",
+                             [](const FopeHolder& h) { return to_numpy(h.fope.inv_freq()); })
+      .def_property_readonly(
+          "sin_coef",
+          [](const FopeHolder& h) {
+            const auto& c = h.fope.sin_coef();
+            return to_numpy(c.data(), {c.dimension(0), c.dimension(1), c.dimension(2)});
+          })
       .def_property_readonly("cos_coef", [](const FopeHolder& h) {
         const auto& c = h.fope.cos_coef();
         return to_numpy(c.data(), {c.dimension(0), c.dimension(1), c.dimension(2)});
       });
-  m.def("make_fope", [](const FopeConfig& config) { return FopeHolder{nullptr, make_fope(config)}; },
-        py::arg("config"), R"doc(A FoPE layer with the coefficients initialised as the reference
+  m.def(
+      "make_fope",
+      [](const FopeConfig& config) {
+        return FopeHolder{nullptr, make_fope(config)};
+      },
+      py::arg("config"), R"doc(A FoPE layer with the coefficients initialised as the reference
 code does (an identity-like step plus sigma-scaled noise from the seed).
 
 Example:
     >>> fope = posemb.make_fope(posemb.load_model("config.json").fope)
 )doc");
-  m.def("fope_with_coefficients",
-        [](const FopeConfig& config, const py::object& sin_coef, const py::object& cos_coef) {
-          std::vector<std::int64_t> sin_shape, cos_shape;
-          std::vector<float> sin_values = coefficient_values(sin_coef, "sin_coef", sin_shape);
-          std::vector<float> cos_values = coefficient_values(cos_coef, "cos_coef", cos_shape);
-          auto storage = std::make_shared<std::vector<float>>(std::move(sin_values));
-          const std::size_t sin_size = storage->size();
-          storage->insert(storage->end(), cos_values.begin(), cos_values.end());
-          Fope fope = fope_with_coefficients(config, storage->data(), sin_shape,
-                                             storage->data() + sin_size, cos_shape);
-          return FopeHolder{storage, std::move(fope)};
-        },
-        py::arg("config"), py::arg("sin_coef"), py::arg("cos_coef"),
-        R"doc(A FoPE layer with a checkpoint's coefficients sin_coef, cos_coef: float32
+  m.def(
+      "fope_with_coefficients",
+      [](const FopeConfig& config, const py::object& sin_coef, const py::object& cos_coef) {
+        std::vector<std::int64_t> sin_shape, cos_shape;
+        std::vector<float> sin_values = coefficient_values(sin_coef, "sin_coef", sin_shape);
+        std::vector<float> cos_values = coefficient_values(cos_coef, "cos_coef", cos_shape);
+        auto storage = std::make_shared<std::vector<float>>(std::move(sin_values));
+        const std::size_t sin_size = storage->size();
+        storage->insert(storage->end(), cos_values.begin(), cos_values.end());
+        Fope fope = fope_with_coefficients(config, storage->data(), sin_shape,
+                                           storage->data() + sin_size, cos_shape);
+        return FopeHolder{storage, std::move(fope)};
+      },
+      py::arg("config"), py::arg("sin_coef"), py::arg("cos_coef"),
+      R"doc(A FoPE layer with a checkpoint's coefficients sin_coef, cos_coef: float32
 [n_kv_heads, D_in, D_out] each (copied).
 
 Example:
@@ -686,27 +813,29 @@ Example:
 }
 
 void bind_apply_fope(py::module_& m) {
-  m.def("apply_fope_",
-        [](const py::object& x, const py::object& positions, const FopeHolder& fope, const std::string& layout,
-           bool inverse, int threads) {
-          return apply_fope_impl(x, positions, fope, layout, inverse, threads, true);
-        },
-        py::arg("x"), py::arg("positions"), py::arg("fope"), py::arg("layout") = "bshd",
-        py::arg("inverse") = false, py::arg("threads") = 1,
-        R"doc(Rotates x in place by FoPE and returns x; heads = n_heads (queries) or n_kv_heads
+  m.def(
+      "apply_fope_",
+      [](const py::object& x, const py::object& positions, const FopeHolder& fope,
+         const std::string& layout, bool inverse, int threads) {
+        return apply_fope_impl(x, positions, fope, layout, inverse, threads, true);
+      },
+      py::arg("x"), py::arg("positions"), py::arg("fope"), py::arg("layout") = "bshd",
+      py::arg("inverse") = false, py::arg("threads") = 1,
+      R"doc(Rotates x in place by FoPE and returns x; heads = n_heads (queries) or n_kv_heads
 (keys); other arguments as for apply_rope_.
 
 Example:
     >>> posemb.apply_fope_(q, positions, fope)
 )doc");
-  m.def("apply_fope",
-        [](const py::object& x, const py::object& positions, const FopeHolder& fope, const std::string& layout,
-           bool inverse, int threads) {
-          return apply_fope_impl(x, positions, fope, layout, inverse, threads, false);
-        },
-        py::arg("x"), py::arg("positions"), py::arg("fope"), py::arg("layout") = "bshd",
-        py::arg("inverse") = false, py::arg("threads") = 1,
-        R"doc(Returns a FoPE-rotated copy of x (arguments as for apply_fope_).
+  m.def(
+      "apply_fope",
+      [](const py::object& x, const py::object& positions, const FopeHolder& fope,
+         const std::string& layout, bool inverse, int threads) {
+        return apply_fope_impl(x, positions, fope, layout, inverse, threads, false);
+      },
+      py::arg("x"), py::arg("positions"), py::arg("fope"), py::arg("layout") = "bshd",
+      py::arg("inverse") = false, py::arg("threads") = 1,
+      R"doc(Returns a FoPE-rotated copy of x (arguments as for apply_fope_).
 
 Example:
     >>> y = posemb.apply_fope(x, positions, fope)

@@ -135,9 +135,11 @@ TEST_CASE("learned: errors") {
   throws_with([] { LearnedPositionTable<float>(-2, 4, 1); }, "max_len = -2");
   throws_with([] { LearnedPositionTable<float>(4, 0, 1); }, "d = 0: expected a number > 0");
   throws_with([] { LearnedPositionTable<float>(4, -1, 1); }, "d = -1");
-  throws_with([] { LearnedPositionTable<float>(std::numeric_limits<std::int64_t>::max() / 2, 4, 1); },
-              "to fit in Eigen::Index");
-  throws_with([] { LearnedPositionTable<float>(4, 4, 1, 0.0); }, "init_std = 0: expected a finite number > 0");
+  throws_with(
+      [] { LearnedPositionTable<float>(std::numeric_limits<std::int64_t>::max() / 2, 4, 1); },
+      "to fit in Eigen::Index");
+  throws_with([] { LearnedPositionTable<float>(4, 4, 1, 0.0); },
+              "init_std = 0: expected a finite number > 0");
   throws_with([] { LearnedPositionTable<float>(4, 4, 1, -0.02); }, "init_std = -0.02");
   throws_with([] { LearnedPositionTable<float>(4, 4, 1, std::nan("")); }, "init_std = nan");
   throws_with([] { LearnedPositionTable<float>::map(nullptr, 4, 4); },
@@ -148,9 +150,11 @@ TEST_CASE("learned: errors") {
 
   const LearnedPositionTable<float> table(4, 2, 1);
   Eigen::MatrixXf x = Eigen::MatrixXf::Zero(1, 2);
-  throws_with([&] { posemb::add_position_embeddings_inplace(x, positions_of({4}), table.weights()); },
-              "position = 4: outside the position table's range [0, 4)");
+  throws_with(
+      [&] { posemb::add_position_embeddings_inplace(x, positions_of({4}), table.weights()); },
+      "position = 4: outside the position table's range [0, 4)");
   Eigen::MatrixXf wide = Eigen::MatrixXf::Zero(1, 3);
-  throws_with([&] { posemb::add_position_embeddings_inplace(wide, positions_of({0}), table.weights()); },
-              "x.cols() = 3: expected the table width d = 2");
+  throws_with(
+      [&] { posemb::add_position_embeddings_inplace(wide, positions_of({0}), table.weights()); },
+      "x.cols() = 3: expected the table width d = 2");
 }

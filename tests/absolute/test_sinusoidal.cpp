@@ -77,10 +77,12 @@ TEST_CASE("sinusoidal: a far position is exact in double and rounded once in flo
 }
 
 TEST_CASE("sinusoidal: the embedding of one position equals its table row") {
-  const EmbeddingTable<double> pe = posemb::sinusoidal_table<double>(50, 16, 500.0, SinusoidalLayout::Concat);
+  const EmbeddingTable<double> pe =
+      posemb::sinusoidal_table<double>(50, 16, 500.0, SinusoidalLayout::Concat);
   for (std::int64_t p : {0, 1, 17, 49}) {
     CAPTURE(p);
-    const Eigen::VectorXd row = posemb::sinusoidal_embedding(p, 16, 500.0, SinusoidalLayout::Concat);
+    const Eigen::VectorXd row =
+        posemb::sinusoidal_embedding(p, 16, 500.0, SinusoidalLayout::Concat);
     CHECK((row.transpose() - pe.row(p)).cwiseAbs().maxCoeff() == 0.0);
   }
 }
@@ -122,11 +124,15 @@ TEST_CASE("sinusoidal: storage types half and bfloat16 round the double values")
 // decimals from float32 PyTorch; our table is double-accurate, so allow 5e-4.
 TEST_CASE("sinusoidal: reproduces the published drift-table scores") {
   const std::string dir = std::string(POSEMB_DATA_DIR) + "/drift_table";
-  const auto load = [&](const std::string& name) { return posemb::read_npy(dir + "/" + name).values<float>(); };
-  const std::vector<float> xq = load("x_q.npy"), xk = load("x_k.npy"), wq = load("Wq.npy"), wk = load("Wk.npy");
+  const auto load = [&](const std::string& name) {
+    return posemb::read_npy(dir + "/" + name).values<float>();
+  };
+  const std::vector<float> xq = load("x_q.npy"), xk = load("x_k.npy"), wq = load("Wq.npy"),
+                           wk = load("Wk.npy");
   REQUIRE(xq.size() == 64);
   REQUIRE(wq.size() == 64 * 64);
-  const Eigen::Map<const Eigen::Matrix<float, 64, 64, Eigen::RowMajor>> Wq(wq.data()), Wk(wk.data());
+  const Eigen::Map<const Eigen::Matrix<float, 64, 64, Eigen::RowMajor>> Wq(wq.data()),
+      Wk(wk.data());
   Eigen::Matrix<float, 2, 64, Eigen::RowMajor> tokens;  // row 0: x_q, row 1: x_k
   for (int c = 0; c < 64; ++c) {
     tokens(0, c) = xq[static_cast<std::size_t>(c)];
@@ -144,7 +150,7 @@ TEST_CASE("sinusoidal: reproduces the published drift-table scores") {
     std::int64_t m, n;
     double published;
   };
-  const Row rows[] = {{5, 0, -15.1073},     {105, 100, -15.4347}, {1005, 1000, -7.3550},
+  const Row rows[] = {{5, 0, -15.1073},      {105, 100, -15.4347}, {1005, 1000, -7.3550},
                       {2005, 2000, 12.5488}, {0, 0, -18.7137},     {100, 100, -20.1633},
                       {1000, 1000, -4.1606}, {2000, 2000, 11.9834}};
   for (const Row& row : rows) {
@@ -200,7 +206,8 @@ TEST_CASE("sinusoidal: adding to a [batch, seq, d] tensor with positions, [1, se
       CHECK(out(b, s, c) == x(b, s, c) + pe(p, c));
     }
   };
-  SECTION("per-token PositionMatrix [batch, seq] (left padding: rows start at different positions)") {
+  SECTION(
+      "per-token PositionMatrix [batch, seq] (left padding: rows start at different positions)") {
     PositionMatrix positions(2, 3);
     positions << 0, 1, 2, 0, 0, 1;
     const auto out = posemb::add_position_embeddings(x, positions, pe);
@@ -249,13 +256,16 @@ TEST_CASE("sinusoidal: errors") {
   throws_with([] { posemb::sinusoidal_embedding(3, 5); }, "d = 5: expected an even number >= 2");
   throws_with([] { posemb::sinusoidal_table<float>(0, 8); }, "max_len = 0: expected a number > 0");
   throws_with([] { posemb::sinusoidal_table<float>(-3, 8); }, "max_len = -3");
-  throws_with([] { posemb::sinusoidal_table<float>(std::numeric_limits<std::int64_t>::max() / 2, 8); },
-              "to fit in Eigen::Index");
-  throws_with([] { posemb::sinusoidal_table<float>(8, 8, 0.0); }, "base = 0: expected a finite number > 0");
+  throws_with(
+      [] { posemb::sinusoidal_table<float>(std::numeric_limits<std::int64_t>::max() / 2, 8); },
+      "to fit in Eigen::Index");
+  throws_with([] { posemb::sinusoidal_table<float>(8, 8, 0.0); },
+              "base = 0: expected a finite number > 0");
   throws_with([] { posemb::sinusoidal_table<float>(8, 8, -2.0); }, "base = -2");
   throws_with([] { posemb::sinusoidal_table<float>(8, 8, std::nan("")); }, "base = nan");
-  throws_with([] { posemb::sinusoidal_table<float>(8, 8, std::numeric_limits<double>::infinity()); },
-              "base = inf");
+  throws_with(
+      [] { posemb::sinusoidal_table<float>(8, 8, std::numeric_limits<double>::infinity()); },
+      "base = inf");
   throws_with([] { posemb::sinusoidal_table<float>(8, 8, 1e4, static_cast<SinusoidalLayout>(7)); },
               "layout = 7: expected SinusoidalLayout::Interleaved or SinusoidalLayout::Concat");
   throws_with([] { posemb::sinusoidal_embedding(0, 8, 1e4, static_cast<SinusoidalLayout>(-1)); },
@@ -264,22 +274,32 @@ TEST_CASE("sinusoidal: errors") {
   const EmbeddingTable<float> pe = posemb::sinusoidal_table<float>(10, 4);
   Eigen::MatrixXf x = Eigen::MatrixXf::Ones(2, 4);
   const Eigen::MatrixXf before = x;
-  throws_with([&] { posemb::add_position_embeddings_inplace(x, positions_of({0, 10}), pe); },
-              "position = 10: outside the position table's range [0, 10)");
-  throws_with([&] { posemb::add_position_embeddings_inplace(x, positions_of({-1, 0}), pe); },
-              "position = -1");
+  throws_with(
+      [&] {
+        posemb::add_position_embeddings_inplace(x, positions_of({0, 10}), pe);
+      },
+      "position = 10: outside the position table's range [0, 10)");
+  throws_with(
+      [&] {
+        posemb::add_position_embeddings_inplace(x, positions_of({-1, 0}), pe);
+      },
+      "position = -1");
   CHECK(x == before);  // positions are checked before anything is added
   throws_with([&] { posemb::add_position_embeddings_inplace(x, positions_of({0}), pe); },
               "positions.size() = 1: expected one position per row of x = 2");
   Eigen::MatrixXf wide = Eigen::MatrixXf::Ones(2, 5);
-  throws_with([&] { posemb::add_position_embeddings(wide, positions_of({0, 1}), pe); },
-              "x.cols() = 5: expected the table width d = 4");
+  throws_with(
+      [&] {
+        posemb::add_position_embeddings(wide, positions_of({0, 1}), pe);
+      },
+      "x.cols() = 5: expected the table width d = 4");
 
   posemb::EmbeddingTensor<float> t(2, 3, 4);
   t.setZero();
   throws_with([&] { posemb::add_position_embeddings_inplace(t, std::int64_t{8}, pe); },
               "position = 10: outside the position table's range [0, 10)");
-  throws_with([&] { posemb::add_position_embeddings_inplace(t, std::int64_t{-1}, pe); }, "position = -1");
+  throws_with([&] { posemb::add_position_embeddings_inplace(t, std::int64_t{-1}, pe); },
+              "position = -1");
   Eigen::Tensor<float, 0, Eigen::RowMajor> total = t.abs().sum();
   CHECK(total() == 0.0f);  // nothing was added before the error
   PositionMatrix wrong(2, 2);
@@ -297,6 +317,7 @@ TEST_CASE("an oversized sinusoidal table is a posemb::Error naming max_len") {
                     Catch::Contains("max_len = 2305843009213693952"));
 #if !defined(__SANITIZE_ADDRESS__)  // ASan reports a failed allocation instead of throwing
   CHECK_THROWS_WITH(posemb::sinusoidal_table<float>(std::int64_t(1) << 42, 64),
-                    Catch::Contains("max_len = 4398046511104") && Catch::Contains("can be allocated"));
+                    Catch::Contains("max_len = 4398046511104") &&
+                        Catch::Contains("can be allocated"));
 #endif
 }

@@ -1,7 +1,8 @@
-// fused_rope_scores against the unfused recipe written out here (rotate q and k with
-// apply_rope, multiply in double, add -slope |qpos - kpos|, mask), against attention.hpp's
-// reference loop for the layer options, the relative bias, 4-D q and k with grouped-query heads
-// and half storage, and its properties.
+// RoPE inside the product (attention_scores with a rotation, through the fused_rope_scores
+// forms that take it as a source argument) against the unfused recipe written out here (rotate
+// q and k with apply_rope, multiply in double, add -slope |qpos - kpos|, mask), against the
+// reference loop (attention_oracle.hpp) for the layer options, the relative bias, 4-D q and k
+// with grouped-query heads and half storage, and its properties.
 #include <catch2/catch.hpp>
 
 #include <Eigen/Core>
@@ -12,8 +13,10 @@
 #include <random>
 #include <type_traits>
 
-#include "posemb/attention/scores.hpp"
 #include "posemb/attention/fused.hpp"
+#include "posemb/attention/scores.hpp"
+
+#include "attention/attention_oracle.hpp"
 
 namespace {
 
@@ -32,12 +35,13 @@ Rows<T> random_rows(Eigen::Index rows, Eigen::Index cols, std::uint32_t seed) {
 // The unfused recipe, products in double.
 template <class T>
 Rows<double> unfused(const Rows<T>& q, const posemb::PositionVector& qpos, const Rows<T>& k,
-                     const posemb::PositionVector& kpos, const posemb::RopeSpec& spec,
-                     double scale, double slope, bool causal) {
+                     const posemb::PositionVector& kpos, const posemb::RopeSpec& spec, double scale,
+                     double slope, bool causal) {
   Rows<T> q_rot = q, k_rot = k;
   posemb::apply_rope_inplace(q_rot, qpos, spec);
   posemb::apply_rope_inplace(k_rot, kpos, spec);
-  Rows<double> s = scale * (q_rot.template cast<double>() * k_rot.template cast<double>().transpose());
+  Rows<double> s =
+      scale * (q_rot.template cast<double>() * k_rot.template cast<double>().transpose());
   for (Eigen::Index i = 0; i < s.rows(); ++i) {
     for (Eigen::Index j = 0; j < s.cols(); ++j) {
       s(i, j) -= slope * std::abs(double(qpos[i] - kpos[j]));
@@ -58,10 +62,7 @@ void check_against_unfused(Eigen::Index seq_q, Eigen::Index seq_k, int head_dim,
   for (Eigen::Index j = 0; j < seq_k; ++j) kpos[j] = 5000 + j;
   for (Eigen::Index i = 0; i < seq_q; ++i) qpos[i] = 5000 + seq_k - seq_q + i;
   posemb::ScoreOptions options;
-  if (slope != 0.0) {
-    options.scheme = posemb::ScoreScheme::Alibi;
-    options.alibi_slopes = Eigen::VectorXd::Constant(1, slope);
-  }
+  if (slope != 0.0) options.bias = posemb::AlibiSlopes{Eigen::VectorXd::Constant(1, slope)};
   options.causal = causal;
   Rows<T> fused;
   if (use_table) {
@@ -79,8 +80,10 @@ void check_against_unfused(Eigen::Index seq_q, Eigen::Index seq_k, int head_dim,
     for (Eigen::Index j = 0; j < seq_k; ++j) {
       if (std::isinf(expected(i, j))) {
         REQUIRE(fused(i, j) == -std::numeric_limits<T>::infinity());
-      } else if (std::abs(double(fused(i, j)) - expected(i, j)) > tolerance * (1 + std::abs(expected(i, j)))) {
-        FAIL("score (" << i << ", " << j << "): fused " << fused(i, j) << " expected " << expected(i, j));
+      } else if (std::abs(double(fused(i, j)) - expected(i, j)) >
+                 tolerance * (1 + std::abs(expected(i, j)))) {
+        FAIL("score (" << i << ", " << j << "): fused " << fused(i, j) << " expected "
+                       << expected(i, j));
       }
     }
   }
@@ -92,7 +95,8 @@ TEST_CASE("fused scores equal rotate-then-multiply plus ALiBi and the causal mas
   for (posemb::Pairing pairing : {posemb::Pairing::Interleaved, posemb::Pairing::RotateHalf}) {
     for (bool causal : {false, true}) {
       for (bool use_table : {false, true}) {
-        INFO(posemb::to_string(pairing) << (causal ? " causal" : "") << (use_table ? " table" : ""));
+        INFO(posemb::to_string(pairing)
+             << (causal ? " causal" : "") << (use_table ? " table" : ""));
         // Several tiles in both directions, ragged last tiles, partial rotary.
         check_against_unfused<float>(300, 600, 80, 48, pairing, 0.0625, causal, use_table);
         check_against_unfused<double>(260, 270, 64, 64, pairing, 0.0, causal, use_table);
@@ -109,8 +113,7 @@ TEST_CASE("fused scores depend on position differences only (RoPE and ALiBi are 
   for (int i = 0; i < 20; ++i) qpos[i] = 20 + i;
   for (int j = 0; j < 40; ++j) kpos[j] = j;
   posemb::ScoreOptions options;
-  options.scheme = posemb::ScoreScheme::Alibi;
-  options.alibi_slopes = Eigen::VectorXd::Constant(1, 0.25);
+  options.bias = posemb::AlibiSlopes{Eigen::VectorXd::Constant(1, 0.25)};
   options.causal = true;
   Rows<double> near, far;
   posemb::fused_rope_scores(q, qpos, k, kpos, near, spec, options);
@@ -139,7 +142,8 @@ TEST_CASE("fused scores depend on position differences only (RoPE and ALiBi are 
 
 TEST_CASE("fused scores reject bad input with the parameter named") {
   const posemb::RopeSpec spec = posemb::default_rope_spec(8);
-  const Rows<float> q = Rows<float>::Zero(2, 8), k = Rows<float>::Zero(3, 8), k6 = Rows<float>::Zero(3, 6);
+  const Rows<float> q = Rows<float>::Zero(2, 8), k = Rows<float>::Zero(3, 8),
+                    k6 = Rows<float>::Zero(3, 6);
   posemb::PositionVector qpos(2), kpos(3);
   qpos << 0, 1;
   kpos << 0, 1, 2;
@@ -151,29 +155,31 @@ TEST_CASE("fused scores reject bad input with the parameter named") {
                     Catch::Contains("q_positions.size() = 3"));
   CHECK_THROWS_WITH(posemb::fused_rope_scores(q, qpos, k, qpos, out, spec, options),
                     Catch::Contains("k_positions.size() = 2"));
-  CHECK_THROWS_WITH(posemb::fused_rope_scores(q, qpos, k, kpos, out, posemb::default_rope_spec(10), options),
-                    Catch::Contains("head_dim = 8"));
-  options.scheme = posemb::ScoreScheme::Alibi;
-  options.alibi_slopes = Eigen::VectorXd::Constant(1, -1.0);
+  CHECK_THROWS_WITH(
+      posemb::fused_rope_scores(q, qpos, k, kpos, out, posemb::default_rope_spec(10), options),
+      Catch::Contains("head_dim = 8"));
+  options.bias = posemb::AlibiSlopes{Eigen::VectorXd::Constant(1, -1.0)};
   CHECK_THROWS_WITH(posemb::fused_rope_scores(q, qpos, k, kpos, out, spec, options),
-                    Catch::Contains("alibi_slopes[0] = -1"));
+                    Catch::Contains("AlibiSlopes.slopes[0] = -1"));
   options = posemb::ScoreOptions{};
   options.layer.softmax_scale = std::nan("");
   CHECK_THROWS_WITH(posemb::fused_rope_scores(q, qpos, k, kpos, out, spec, options),
                     Catch::Contains("layer.softmax_scale = nan"));
   options = posemb::ScoreOptions{};
-  options.rope = spec;  // the rotation is the source argument
+  options.rotation = spec;  // the rotation is the source argument
   CHECK_THROWS_WITH(posemb::fused_rope_scores(q, qpos, k, kpos, out, spec, options),
-                    Catch::Contains("rope.rotary_dim = 8: expected an empty RopeSpec: fused_rope_scores rotates with its source"));
+                    Catch::Contains("options.rotation = set: expected NoRotation: "
+                                    "fused_rope_scores rotates with its source"));
   options = posemb::ScoreOptions{};
   options.layer.sliding_window = 0;
   CHECK_THROWS_WITH(posemb::fused_rope_scores(q, qpos, k, kpos, out, spec, options),
                     Catch::Contains("layer.sliding_window = 0"));
   options = posemb::ScoreOptions{};
-  options.scheme = posemb::ScoreScheme::RelativeBias;
-  options.relative_bias = posemb::T5BiasTable<float>({32, 128, true}, posemb::T5BiasTable<float>::Table::Zero(32, 2));
-  CHECK_THROWS_WITH(posemb::fused_rope_scores(q, qpos, k, kpos, out, spec, options),
-                    Catch::Contains("relative_bias heads = 2: expected one table column per query head = 1"));
+  options.bias =
+      posemb::T5BiasTable<float>({32, 128, true}, posemb::T5BiasTable<float>::Table::Zero(32, 2));
+  CHECK_THROWS_WITH(
+      posemb::fused_rope_scores(q, qpos, k, kpos, out, spec, options),
+      Catch::Contains("T5BiasTable heads = 2: expected one table column per query head = 1"));
   options = posemb::ScoreOptions{};
   const posemb::RopeTable<float> table(spec, 0, 2);  // does not cover key position 2
   CHECK_THROWS_WITH(posemb::fused_rope_scores(q, qpos, k, kpos, out, table, options),
@@ -183,7 +189,8 @@ TEST_CASE("fused scores reject bad input with the parameter named") {
 TEST_CASE("fused scores equal the reference loop with the layer's options and a relative bias") {
   const Eigen::Index seq_k = 600, seq_q = 300, dim = 64;
   const posemb::RopeSpec spec = posemb::default_rope_spec(dim);
-  const Rows<double> q = random_rows<double>(seq_q, dim, 5u), k = random_rows<double>(seq_k, dim, 6u);
+  const Rows<double> q = random_rows<double>(seq_q, dim, 5u),
+                     k = random_rows<double>(seq_k, dim, 6u);
   // Queries are the last seq_q keys' positions, at a KV-cache offset of 8000 (the temperature
   // steps at 8191 inside the range).
   posemb::PositionVector kpos(seq_k), qpos(seq_q);
@@ -195,35 +202,38 @@ TEST_CASE("fused scores equal the reference loop with the layer's options and a 
     CAPTURE(variant);
     posemb::ScoreOptions options;
     switch (variant) {
-      case 0: options.layer.sliding_window = 100; break;
-      case 1: options.layer.attention_chunk_size = 128; options.softmax = true; break;
-      case 2: options.layer.query_temperature = posemb::QueryTemperature{}; options.causal = true; break;
-      case 3: options.layer.softmax_scale = 0.5; options.softmax = true; options.causal = true; break;
+      case 0:
+        options.layer.sliding_window = 100;
+        break;
+      case 1:
+        options.layer.attention_chunk_size = 128;
+        options.softmax = true;
+        break;
+      case 2:
+        options.layer.query_temperature = posemb::QueryTemperature{};
+        options.causal = true;
+        break;
+      case 3:
+        options.layer.softmax_scale = 0.5;
+        options.softmax = true;
+        options.causal = true;
+        break;
       case 4:
-        options.scheme = posemb::ScoreScheme::RelativeBias;
-        options.relative_bias = posemb::T5BiasTable<float>({32, 128, false}, weights);
+        options.bias = posemb::T5BiasTable<float>({32, 128, false}, weights);
         options.causal = true;
         break;
       case 5:
-        options.scheme = posemb::ScoreScheme::RelativeBias;
-        options.relative_bias = posemb::T5BiasTable<float>({32, 128, true}, weights);
+        options.bias = posemb::T5BiasTable<float>({32, 128, true}, weights);
         options.layer.sliding_window = 257;
         options.softmax = true;
         break;
     }
     Rows<double> fused;
     posemb::fused_rope_scores(q, qpos, k, kpos, fused, spec, options);
+    // Rotation and bias are independent options: the oracle rotates q and k with the same spec.
     posemb::ScoreOptions reference = options;
-    reference.rope = spec;
-    if (reference.scheme == posemb::ScoreScheme::None) reference.scheme = posemb::ScoreScheme::Rope;
-    // The reference adds no bias with scheme Rope; for the relative bias rotate q and k first.
-    Rows<double> q_in = q, k_in = k;
-    if (reference.scheme == posemb::ScoreScheme::RelativeBias) {
-      reference.rope = posemb::RopeSpec{};
-      posemb::apply_rope_inplace(q_in, qpos, spec);
-      posemb::apply_rope_inplace(k_in, kpos, spec);
-    }
-    const Rows<double> expected = posemb::detail::attention_scores_reference(q_in, qpos, k_in, kpos, reference);
+    reference.rotation = spec;
+    const Rows<double> expected = attention_oracle::scores(q, qpos, k, kpos, reference);
     REQUIRE(fused.rows() == seq_q);
     REQUIRE(fused.cols() == seq_k);
     Eigen::Index masked = 0;
@@ -232,8 +242,10 @@ TEST_CASE("fused scores equal the reference loop with the layer's options and a 
         if (std::isinf(expected(i, j)) || (options.softmax && expected(i, j) == 0.0)) {
           ++masked;
           REQUIRE(fused(i, j) == expected(i, j));
-        } else if (std::abs(fused(i, j) - expected(i, j)) > 1e-12 * (1 + std::abs(expected(i, j)))) {
-          FAIL("score (" << i << ", " << j << "): fused " << fused(i, j) << " expected " << expected(i, j));
+        } else if (std::abs(fused(i, j) - expected(i, j)) >
+                   1e-12 * (1 + std::abs(expected(i, j)))) {
+          FAIL("score (" << i << ", " << j << "): fused " << fused(i, j) << " expected "
+                         << expected(i, j));
         }
       }
     }
@@ -243,13 +255,15 @@ TEST_CASE("fused scores equal the reference loop with the layer's options and a 
 
 TEST_CASE("fused scores read q and k through any matrix expression, strided blocks included") {
   const posemb::RopeSpec spec = posemb::default_rope_spec(32);
-  const Rows<float> wide_q = random_rows<float>(10, 48, 7u), wide_k = random_rows<float>(12, 48, 8u);
+  const Rows<float> wide_q = random_rows<float>(10, 48, 7u),
+                    wide_k = random_rows<float>(12, 48, 8u);
   posemb::PositionVector qpos(10), kpos(12);
   for (int i = 0; i < 10; ++i) qpos[i] = 2 + i;
   for (int j = 0; j < 12; ++j) kpos[j] = j;
   const Rows<float> q = wide_q.rightCols(32), k = wide_k.rightCols(32);  // contiguous copies
   Rows<float> from_blocks, from_copies;
-  posemb::fused_rope_scores(wide_q.rightCols(32), qpos, wide_k.rightCols(32), kpos, from_blocks, spec);
+  posemb::fused_rope_scores(wide_q.rightCols(32), qpos, wide_k.rightCols(32), kpos, from_blocks,
+                            spec);
   posemb::fused_rope_scores(q, qpos, k, kpos, from_copies, spec);
   CHECK(from_blocks == from_copies);
 }
@@ -285,67 +299,80 @@ double worst_error(const posemb::Tensor4<C>& fused, const posemb::Tensor4<C>& re
   return worst;
 }
 
+// The bias of a check_fused_tensor case.
+enum class Bias { None, Alibi, RelativeBias };
+
 // fused_rope_scores on 4-D q, k (spec and table) against the reference loop with RoPE from the
-// same spec; with a bias, against the loop on q and k rotated beforehand (in storage type).
+// same spec, and with a bias against the loop on q and k rotated beforehand (in storage type).
 template <class T>
-void check_fused_tensor(Eigen::Index seq_q, Eigen::Index seq_k, Eigen::Index heads, Eigen::Index kv_heads,
-                        posemb::TensorLayout layout, posemb::Pairing pairing, posemb::ScoreScheme bias,
-                        bool causal, std::int64_t k_offset) {
+void check_fused_tensor(Eigen::Index seq_q, Eigen::Index seq_k, Eigen::Index heads,
+                        Eigen::Index kv_heads, posemb::TensorLayout layout, posemb::Pairing pairing,
+                        Bias bias, bool causal, std::int64_t k_offset) {
   using C = posemb::compute_t<T>;
   CAPTURE(seq_q, seq_k, heads, kv_heads, posemb::to_string(layout), posemb::to_string(pairing),
           static_cast<int>(bias), causal, k_offset);
   const Eigen::Index dim = 32;
   const bool bshd = layout == posemb::TensorLayout::BSHD;
-  const auto q = bshd ? random_tensor<T>(1, seq_q, heads, dim, 11u) : random_tensor<T>(1, heads, seq_q, dim, 11u);
-  const auto k = bshd ? random_tensor<T>(1, seq_k, kv_heads, dim, 12u) : random_tensor<T>(1, kv_heads, seq_k, dim, 12u);
+  const auto q = bshd ? random_tensor<T>(1, seq_q, heads, dim, 11u)
+                      : random_tensor<T>(1, heads, seq_q, dim, 11u);
+  const auto k = bshd ? random_tensor<T>(1, seq_k, kv_heads, dim, 12u)
+                      : random_tensor<T>(1, kv_heads, seq_k, dim, 12u);
   const std::int64_t q_offset = k_offset + seq_k - seq_q;  // the last seq_q keys' positions
-  const posemb::RopeSpec spec = posemb::default_rope_spec(posemb::RotaryDims{32, 24}, 10000.0, pairing);  // partial
+  const posemb::RopeSpec spec =
+      posemb::default_rope_spec(posemb::RotaryDims{32, 24}, 10000.0, pairing);  // partial
   posemb::ScoreOptions options;
   options.causal = causal;
-  options.scheme = bias;
-  if (bias == posemb::ScoreScheme::Alibi) options.alibi_slopes = posemb::alibi_slopes(heads);
-  if (bias == posemb::ScoreScheme::RelativeBias) {
+  if (bias == Bias::Alibi) options.bias = posemb::AlibiSlopes{posemb::alibi_slopes(heads)};
+  if (bias == Bias::RelativeBias) {
     posemb::T5BiasTable<float>::Table weights(32, heads);
-    for (Eigen::Index n = 0; n < weights.size(); ++n) weights.data()[n] = 0.01f * static_cast<float>(n % 37) - 0.2f;
-    options.relative_bias = posemb::T5BiasTable<float>({32, 128, !causal}, weights);
+    for (Eigen::Index n = 0; n < weights.size(); ++n)
+      weights.data()[n] = 0.01f * static_cast<float>(n % 37) - 0.2f;
+    options.bias = posemb::T5BiasTable<float>({32, 128, !causal}, weights);
   }
   posemb::Tensor4<C> from_spec(1, heads, seq_q, seq_k), from_table(1, heads, seq_q, seq_k);
   posemb::fused_rope_scores(q, q_offset, k, k_offset, from_spec, spec, options, layout);
   const posemb::RopeTable<T> table(spec, k_offset, seq_k);
   posemb::fused_rope_scores(q, q_offset, k, k_offset, from_table, table, options, layout);
-  posemb::Tensor4<C> reference;
-  if (bias == posemb::ScoreScheme::None) {
-    posemb::ScoreOptions rope = options;
-    rope.scheme = posemb::ScoreScheme::Rope;
-    rope.rope = spec;
-    reference = posemb::detail::attention_scores_reference(q, q_offset, k, k_offset, rope, layout);
-  } else {
+  posemb::ScoreOptions rope = options;
+  rope.rotation = spec;
+  const posemb::Tensor4<C> reference =
+      attention_oracle::scores(q, q_offset, k, k_offset, rope, layout);
+  if (bias != Bias::None) {  // the same as the loop on q and k rotated beforehand
     const posemb::Tensor4<T> q_rot = posemb::apply_rope(q, q_offset, spec, layout);
     const posemb::Tensor4<T> k_rot = posemb::apply_rope(k, k_offset, spec, layout);
-    reference = posemb::detail::attention_scores_reference(q_rot, q_offset, k_rot, k_offset, options, layout);
+    const auto prerotated =
+        attention_oracle::scores(q_rot, q_offset, k_rot, k_offset, options, layout);
+    for (Eigen::Index n = 0; n < reference.size(); ++n)
+      REQUIRE(prerotated.data()[n] == reference.data()[n]);
   }
   const double tolerance = std::is_same_v<T, double> ? 1e-13 : 4e-6;
   CHECK(worst_error(from_spec, reference) <= tolerance);
   // The table holds the spec's cos/sin bit for bit: the same scores.
-  for (Eigen::Index n = 0; n < from_spec.size(); ++n) REQUIRE(from_table.data()[n] == from_spec.data()[n]);
+  for (Eigen::Index n = 0; n < from_spec.size(); ++n)
+    REQUIRE(from_table.data()[n] == from_spec.data()[n]);
 }
 
 }  // namespace
 
-TEST_CASE("fused 4-D scores equal the reference loop: GQA ratios, layouts, pairings, bias, storage types") {
+TEST_CASE(
+    "fused 4-D scores equal the reference loop: GQA ratios, layouts, pairings, bias, storage "
+    "types") {
   using posemb::Pairing;
-  using posemb::ScoreScheme;
   using posemb::TensorLayout;
   for (Pairing pairing : {Pairing::Interleaved, Pairing::RotateHalf}) {
     for (TensorLayout layout : {TensorLayout::BSHD, TensorLayout::BHSD}) {
-      check_fused_tensor<float>(130, 140, 4, 4, layout, pairing, ScoreScheme::None, true, 0);      // ratio 1
-      check_fused_tensor<float>(129, 257, 8, 2, layout, pairing, ScoreScheme::None, false, 0);     // ratio 4
-      check_fused_tensor<double>(131, 131, 8, 1, layout, pairing, ScoreScheme::None, true, 1000000);  // ratio 8
-      check_fused_tensor<float>(1, 300, 8, 1, layout, pairing, ScoreScheme::Alibi, true, 1000000);  // decode
-      check_fused_tensor<float>(140, 140, 4, 2, layout, pairing, ScoreScheme::RelativeBias, true, 0);
-      check_fused_tensor<Eigen::bfloat16>(135, 150, 8, 2, layout, pairing, ScoreScheme::None, true, 999000);
-      check_fused_tensor<Eigen::half>(135, 150, 8, 2, layout, pairing, ScoreScheme::Alibi, false, 0);
-      check_fused_tensor<Eigen::bfloat16>(70, 70, 4, 1, layout, pairing, ScoreScheme::RelativeBias, false, 5);
+      check_fused_tensor<float>(130, 140, 4, 4, layout, pairing, Bias::None, true, 0);   // ratio 1
+      check_fused_tensor<float>(129, 257, 8, 2, layout, pairing, Bias::None, false, 0);  // ratio 4
+      check_fused_tensor<double>(131, 131, 8, 1, layout, pairing, Bias::None, true,
+                                 1000000);  // ratio 8
+      check_fused_tensor<float>(1, 300, 8, 1, layout, pairing, Bias::Alibi, true,
+                                1000000);  // decode
+      check_fused_tensor<float>(140, 140, 4, 2, layout, pairing, Bias::RelativeBias, true, 0);
+      check_fused_tensor<Eigen::bfloat16>(135, 150, 8, 2, layout, pairing, Bias::None, true,
+                                          999000);
+      check_fused_tensor<Eigen::half>(135, 150, 8, 2, layout, pairing, Bias::Alibi, false, 0);
+      check_fused_tensor<Eigen::bfloat16>(70, 70, 4, 1, layout, pairing, Bias::RelativeBias, false,
+                                          5);
     }
   }
 }
@@ -389,15 +416,15 @@ TEST_CASE("fused one-head scores of bfloat16 q and k are float") {
   Rows<float> fused;
   posemb::fused_rope_scores(q, qpos, k, kpos, fused, spec, options);
   posemb::ScoreOptions rope = options;
-  rope.scheme = posemb::ScoreScheme::Rope;
-  rope.rope = spec;
-  const Rows<float> expected = posemb::detail::attention_scores_reference(q, qpos, k, kpos, rope);
+  rope.rotation = spec;
+  const Rows<float> expected = attention_oracle::scores(q, qpos, k, kpos, rope);
   for (Eigen::Index i = 0; i < 40; ++i) {
     for (Eigen::Index j = 0; j < 50; ++j) {
       if (std::isinf(expected(i, j))) {
         REQUIRE(fused(i, j) == expected(i, j));
       } else {
-        REQUIRE(std::abs(fused(i, j) - expected(i, j)) <= 4e-6f * (1.0f + std::abs(expected(i, j))));
+        REQUIRE(std::abs(fused(i, j) - expected(i, j)) <=
+                4e-6f * (1.0f + std::abs(expected(i, j))));
       }
     }
   }
@@ -410,21 +437,28 @@ TEST_CASE("fused 4-D scores reject bad input with the parameter named") {
   const std::int64_t zero = 0;
   posemb::ScoreOptions options;
   posemb::Tensor4<float> out(1, 4, 6, 6), wrong(1, 2, 6, 6);
-  CHECK_THROWS_WITH(posemb::fused_rope_scores(q, zero, k, zero, wrong, spec, options),
-                    Catch::Contains("out.dimension(1) = 2: expected [batch, heads, seq_q, seq_k] = [1, 4, 6, 6]"));
-  CHECK_THROWS_WITH(posemb::fused_rope_scores(q, zero, random_tensor<float>(1, 6, 3, 8, 43u), zero, out, spec, options),
-                    Catch::Contains("k.dimension(2) (kv_heads) = 3: expected a divisor of the query head count 4"));
-  CHECK_THROWS_WITH(posemb::fused_rope_scores(q, zero, k, zero, out, posemb::default_rope_spec(10), options),
-                    Catch::Contains("head_dim = 8"));
+  CHECK_THROWS_WITH(
+      posemb::fused_rope_scores(q, zero, k, zero, wrong, spec, options),
+      Catch::Contains(
+          "out.dimension(1) = 2: expected [batch, heads, seq_q, seq_k] = [1, 4, 6, 6]"));
+  CHECK_THROWS_WITH(
+      posemb::fused_rope_scores(q, zero, random_tensor<float>(1, 6, 3, 8, 43u), zero, out, spec,
+                                options),
+      Catch::Contains(
+          "k.dimension(2) (kv_heads) = 3: expected a divisor of the query head count 4"));
+  CHECK_THROWS_WITH(
+      posemb::fused_rope_scores(q, zero, k, zero, out, posemb::default_rope_spec(10), options),
+      Catch::Contains("head_dim = 8"));
   const posemb::RopeTable<float> short_table(spec, 0, 5);  // does not cover position 5
   CHECK_THROWS_WITH(posemb::fused_rope_scores(q, zero, k, zero, out, short_table, options),
                     Catch::Contains("position = 5"));
-  options.rope = spec;
-  CHECK_THROWS_WITH(posemb::fused_rope_scores(q, zero, k, zero, out, spec, options),
-                    Catch::Contains("rope.rotary_dim = 8: expected an empty RopeSpec: fused_rope_scores rotates"));
+  options.rotation = spec;
+  CHECK_THROWS_WITH(
+      posemb::fused_rope_scores(q, zero, k, zero, out, spec, options),
+      Catch::Contains("options.rotation = set: expected NoRotation: fused_rope_scores rotates"));
   options = posemb::ScoreOptions{};
-  options.scheme = posemb::ScoreScheme::Alibi;
-  options.alibi_slopes = posemb::alibi_slopes(2);
-  CHECK_THROWS_WITH(posemb::fused_rope_scores(q, zero, k, zero, out, spec, options),
-                    Catch::Contains("alibi_slopes.size() = 2: expected one slope per query head = 4"));
+  options.bias = posemb::AlibiSlopes{posemb::alibi_slopes(2)};
+  CHECK_THROWS_WITH(
+      posemb::fused_rope_scores(q, zero, k, zero, out, spec, options),
+      Catch::Contains("AlibiSlopes.slopes.size() = 2: expected one slope per query head = 4"));
 }

@@ -29,7 +29,8 @@ void check_slopes(int n_heads, const std::vector<double>& exponents) {
   REQUIRE(slopes.size() == static_cast<Eigen::Index>(exponents.size()));
   for (std::size_t h = 0; h < exponents.size(); ++h) {
     CAPTURE(h);
-    CHECK(slopes[static_cast<Eigen::Index>(h)] == Approx(std::pow(2.0, exponents[h])).epsilon(1e-15));
+    CHECK(slopes[static_cast<Eigen::Index>(h)] ==
+          Approx(std::pow(2.0, exponents[h])).epsilon(1e-15));
   }
 }
 
@@ -40,10 +41,11 @@ TEST_CASE("alibi: slopes for power-of-two head counts, 2^(-8h/n)") {
   check_slopes(2, {-4, -8});
   check_slopes(4, {-2, -4, -6, -8});
   check_slopes(8, {-1, -2, -3, -4, -5, -6, -7, -8});
-  check_slopes(16, {-0.5, -1, -1.5, -2, -2.5, -3, -3.5, -4, -4.5, -5, -5.5, -6, -6.5, -7, -7.5, -8});
-  check_slopes(32, {-0.25, -0.5, -0.75, -1,   -1.25, -1.5, -1.75, -2,   -2.25, -2.5, -2.75,
-                    -3,    -3.25, -3.5, -3.75, -4,   -4.25, -4.5, -4.75, -5,   -5.25, -5.5,
-                    -5.75, -6,    -6.25, -6.5, -6.75, -7,   -7.25, -7.5, -7.75, -8});
+  check_slopes(16,
+               {-0.5, -1, -1.5, -2, -2.5, -3, -3.5, -4, -4.5, -5, -5.5, -6, -6.5, -7, -7.5, -8});
+  check_slopes(32, {-0.25, -0.5,  -0.75, -1,    -1.25, -1.5,  -1.75, -2,    -2.25, -2.5,  -2.75,
+                    -3,    -3.25, -3.5,  -3.75, -4,    -4.25, -4.5,  -4.75, -5,    -5.25, -5.5,
+                    -5.75, -6,    -6.25, -6.5,  -6.75, -7,    -7.25, -7.5,  -7.75, -8});
   // n = 8 in decimals (the paper's example): 1/2, 1/4, ..., 1/256.
   const Eigen::VectorXd eight = posemb::alibi_slopes(8);
   CHECK(eight[0] == 0.5);
@@ -52,10 +54,10 @@ TEST_CASE("alibi: slopes for power-of-two head counts, 2^(-8h/n)") {
 
 TEST_CASE("alibi: slopes for other head counts follow get_slopes") {
   // c = largest power of two below n: the c-recipe, then slopes 1, 3, 5, ... of the 2c-recipe.
-  check_slopes(3, {-4, -8, -2});                                    // c = 2; 2c = 4: 2^-2
-  check_slopes(5, {-2, -4, -6, -8, -1});                            // c = 4; 2c = 8: 2^-1
-  check_slopes(6, {-2, -4, -6, -8, -1, -3});                        // 2^-1, 2^-3
-  check_slopes(7, {-2, -4, -6, -8, -1, -3, -5});                    // 2^-1, 2^-3, 2^-5
+  check_slopes(3, {-4, -8, -2});                  // c = 2; 2c = 4: 2^-2
+  check_slopes(5, {-2, -4, -6, -8, -1});          // c = 4; 2c = 8: 2^-1
+  check_slopes(6, {-2, -4, -6, -8, -1, -3});      // 2^-1, 2^-3
+  check_slopes(7, {-2, -4, -6, -8, -1, -3, -5});  // 2^-1, 2^-3, 2^-5
   check_slopes(12, {-1, -2, -3, -4, -5, -6, -7, -8, -0.5, -1.5, -2.5, -3.5});  // c = 8; 2c = 16
   // n = 40: c = 32, then the first 8 odd slopes of the 64-head recipe, 2^(-(2k+1)/8).
   std::vector<double> forty;
@@ -114,7 +116,8 @@ TEST_CASE("alibi: max_bias 8 reproduces the reference get_slopes for n = 1 .. 80
       CHECK(explicit_eight[h] == slopes[h]);
       // Bit for bit the slopes posemb gave before max_bias existed: 2^(-8 (h + 1) / c), then
       // 2^(-8 (2k + 1) / (2c)).
-      const double before = h < c ? std::exp2(-8.0 * (h + 1) / c) : std::exp2(-8.0 * (2 * (h - c) + 1) / (2 * c));
+      const double before =
+          h < c ? std::exp2(-8.0 * (h + 1) / c) : std::exp2(-8.0 * (2 * (h - c) + 1) / (2 * c));
       CHECK(slopes[h] == before);
     }
   }
@@ -153,7 +156,8 @@ TEST_CASE("alibi: tensor-parallel shards concatenate to the full slopes for n = 
         Eigen::VectorXd joined(n);
         for (int r = 0; r < ranks; ++r) {
           const int begin = r * n / ranks, end = (r + 1) * n / ranks;
-          const Eigen::VectorXd shard = posemb::alibi_slopes(n, max_bias, posemb::HeadRange{begin, end});
+          const Eigen::VectorXd shard =
+              posemb::alibi_slopes(n, max_bias, posemb::HeadRange{begin, end});
           REQUIRE(shard.size() == end - begin);
           joined.segment(begin, end - begin) = shard;
         }
@@ -162,9 +166,11 @@ TEST_CASE("alibi: tensor-parallel shards concatenate to the full slopes for n = 
     }
   }
   // The bias of a shard is the shard's heads of the full bias.
-  const auto full = posemb::alibi_bias<double>(posemb::alibi_slopes(12), position_range(0, 5), position_range(0, 5));
-  const auto shard = posemb::alibi_bias<double>(posemb::alibi_slopes(12, 8.0, posemb::HeadRange{9, 12}),
-                                                position_range(0, 5), position_range(0, 5));
+  const auto full = posemb::alibi_bias<double>(posemb::alibi_slopes(12), position_range(0, 5),
+                                               position_range(0, 5));
+  const auto shard =
+      posemb::alibi_bias<double>(posemb::alibi_slopes(12, 8.0, posemb::HeadRange{9, 12}),
+                                 position_range(0, 5), position_range(0, 5));
   REQUIRE(shard.dimension(0) == 3);
   for (int h = 0; h < 3; ++h)
     for (int i = 0; i < 5; ++i)
@@ -173,7 +179,8 @@ TEST_CASE("alibi: tensor-parallel shards concatenate to the full slopes for n = 
 
 TEST_CASE("alibi: causal bias at hand-computed entries, -inf above the diagonal") {
   // n = 2: slopes 1/16, 1/256. Query and key positions 0, 1, 2.
-  const auto bias = posemb::alibi_bias<double>(posemb::alibi_slopes(2), position_range(0, 3), position_range(0, 3));
+  const auto bias = posemb::alibi_bias<double>(posemb::alibi_slopes(2), position_range(0, 3),
+                                               position_range(0, 3));
   REQUIRE(bias.dimension(0) == 2);
   REQUIRE(bias.dimension(1) == 3);
   REQUIRE(bias.dimension(2) == 3);
@@ -191,8 +198,8 @@ TEST_CASE("alibi: causal bias at hand-computed entries, -inf above the diagonal"
 
 TEST_CASE("alibi: symmetric bias is -slope * |qpos - kpos| with nothing masked") {
   // n = 3: slopes 2^-4, 2^-8, 2^-2.
-  const auto bias = posemb::alibi_bias<double>(posemb::alibi_slopes(3), positions_of({4}), positions_of({0, 4, 10}),
-                                               AlibiForm::Symmetric);
+  const auto bias = posemb::alibi_bias<double>(posemb::alibi_slopes(3), positions_of({4}),
+                                               positions_of({0, 4, 10}), AlibiForm::Symmetric);
   CHECK(bias(0, 0, 0) == -4.0 / 16);
   CHECK(bias(0, 0, 1) == 0.0);
   CHECK(bias(0, 0, 2) == -6.0 / 16);
@@ -206,8 +213,10 @@ TEST_CASE("alibi: the decode row equals the last row of the full bias") {
   const std::int64_t len = 9;
   for (AlibiForm form : {AlibiForm::Causal, AlibiForm::Symmetric}) {
     CAPTURE(posemb::to_string(form));
-    const auto full = posemb::alibi_bias<float>(posemb::alibi_slopes(heads), position_range(0, len), position_range(0, len), form);
-    const auto row = posemb::alibi_bias_row<float>(posemb::alibi_slopes(heads), len - 1, position_range(0, len), form);
+    const auto full = posemb::alibi_bias<float>(posemb::alibi_slopes(heads), position_range(0, len),
+                                                position_range(0, len), form);
+    const auto row = posemb::alibi_bias_row<float>(posemb::alibi_slopes(heads), len - 1,
+                                                   position_range(0, len), form);
     REQUIRE(row.rows() == heads);
     REQUIRE(row.cols() == len);
     for (int h = 0; h < heads; ++h) {
@@ -222,14 +231,18 @@ TEST_CASE("alibi: the decode row equals the last row of the full bias") {
 }
 
 TEST_CASE("alibi: KV-cache queries at offset positions get the rows of the full bias") {
-  // Prefill keys 0 .. 11; two new queries at positions 10, 11 equal rows 10, 11 of the 12 x 12 bias.
-  const auto full = posemb::alibi_bias<double>(posemb::alibi_slopes(5), position_range(0, 12), position_range(0, 12));
-  const auto tail = posemb::alibi_bias<double>(posemb::alibi_slopes(5), position_range(10, 2), position_range(0, 12));
+  // Prefill keys 0 .. 11; two new queries at positions 10, 11 equal rows 10, 11 of the 12 x 12
+  // bias.
+  const auto full = posemb::alibi_bias<double>(posemb::alibi_slopes(5), position_range(0, 12),
+                                               position_range(0, 12));
+  const auto tail = posemb::alibi_bias<double>(posemb::alibi_slopes(5), position_range(10, 2),
+                                               position_range(0, 12));
   for (int h = 0; h < 5; ++h)
     for (int i = 0; i < 2; ++i)
       for (int j = 0; j < 12; ++j) CHECK(tail(h, i, j) == full(h, 10 + i, j));
   // Shifting every position by the same amount changes nothing (the bias is relative).
-  const auto shifted = posemb::alibi_bias<double>(posemb::alibi_slopes(5), position_range(1000010, 2), position_range(1000000, 12));
+  const auto shifted = posemb::alibi_bias<double>(
+      posemb::alibi_slopes(5), position_range(1000010, 2), position_range(1000000, 12));
   for (int h = 0; h < 5; ++h)
     for (int i = 0; i < 2; ++i)
       for (int j = 0; j < 12; ++j) CHECK(shifted(h, i, j) == tail(h, i, j));
@@ -238,38 +251,69 @@ TEST_CASE("alibi: KV-cache queries at offset positions get the rows of the full 
 TEST_CASE("alibi: extreme positions do not overflow") {
   const std::int64_t big = std::numeric_limits<std::int64_t>::max();
   const std::int64_t small = std::numeric_limits<std::int64_t>::min();
-  const auto row = posemb::alibi_bias_row<double>(posemb::alibi_slopes(1), big, positions_of({small, big}), AlibiForm::Symmetric);
+  const auto row = posemb::alibi_bias_row<double>(posemb::alibi_slopes(1), big,
+                                                  positions_of({small, big}), AlibiForm::Symmetric);
   CHECK(row(0, 0) == Approx(-std::ldexp(1.0, 64) / 256.0).epsilon(1e-15));
   CHECK(row(0, 1) == 0.0);
 }
 
 TEST_CASE("alibi: half-precision storage keeps -inf and rounds the values") {
-  const auto bias = posemb::alibi_bias<Eigen::half>(posemb::alibi_slopes(2), position_range(0, 3), position_range(0, 3));
+  const auto bias = posemb::alibi_bias<Eigen::half>(posemb::alibi_slopes(2), position_range(0, 3),
+                                                    position_range(0, 3));
   CHECK(std::isinf(static_cast<float>(bias(0, 0, 2))));
   CHECK(static_cast<float>(bias(0, 2, 0)) == -0.125f);
-  const auto bf16 = posemb::alibi_bias_row<Eigen::bfloat16>(posemb::alibi_slopes(2), 0, position_range(0, 2));
+  const auto bf16 =
+      posemb::alibi_bias_row<Eigen::bfloat16>(posemb::alibi_slopes(2), 0, position_range(0, 2));
   CHECK(std::isinf(static_cast<float>(bf16(1, 1))));
 }
 
 TEST_CASE("alibi: errors") {
   throws_with([] { posemb::alibi_slopes(0); }, "n_heads = 0: expected a number > 0");
   throws_with([] { posemb::alibi_slopes(-4); }, "n_heads = -4");
-  throws_with([] { posemb::alibi_bias<float>(posemb::alibi_slopes(0), position_range(0, 2), position_range(0, 2)); }, "n_heads = 0");
-  throws_with([] { posemb::alibi_bias_row<float>(posemb::alibi_slopes(0), 1, position_range(0, 2)); }, "n_heads = 0");
-  throws_with([] { posemb::alibi_bias<float>(posemb::alibi_slopes(4), position_range(0, 2), position_range(0, 2), static_cast<AlibiForm>(5)); },
-              "form = 5: expected AlibiForm::Causal or AlibiForm::Symmetric");
-  throws_with([] { posemb::alibi_bias_row<float>(posemb::alibi_slopes(4), 1, position_range(0, 2), static_cast<AlibiForm>(-1)); },
-              "form = -1");
+  throws_with(
+      [] {
+        posemb::alibi_bias<float>(posemb::alibi_slopes(0), position_range(0, 2),
+                                  position_range(0, 2));
+      },
+      "n_heads = 0");
+  throws_with(
+      [] { posemb::alibi_bias_row<float>(posemb::alibi_slopes(0), 1, position_range(0, 2)); },
+      "n_heads = 0");
+  throws_with(
+      [] {
+        posemb::alibi_bias<float>(posemb::alibi_slopes(4), position_range(0, 2),
+                                  position_range(0, 2), static_cast<AlibiForm>(5));
+      },
+      "form = 5: expected AlibiForm::Causal or AlibiForm::Symmetric");
+  throws_with(
+      [] {
+        posemb::alibi_bias_row<float>(posemb::alibi_slopes(4), 1, position_range(0, 2),
+                                      static_cast<AlibiForm>(-1));
+      },
+      "form = -1");
   throws_with([] { posemb::alibi_slopes(8, 0.0); }, "max_bias = 0: expected a finite number > 0");
   throws_with([] { posemb::alibi_slopes(8, -8.0); }, "max_bias = -8");
   throws_with([] { posemb::alibi_slopes(8, std::nan("")); }, "max_bias = nan");
-  throws_with([] { posemb::alibi_slopes(8, 8.0, posemb::HeadRange{4, 9}); },
-              "head range = [4, 9): expected 0 <= begin < end <= n_heads = 8");
-  throws_with([] { posemb::alibi_slopes(8, 8.0, posemb::HeadRange{-1, 2}); }, "head range = [-1, 2)");
+  throws_with(
+      [] {
+        posemb::alibi_slopes(8, 8.0, posemb::HeadRange{4, 9});
+      },
+      "head range = [4, 9): expected 0 <= begin < end <= n_heads = 8");
+  throws_with(
+      [] {
+        posemb::alibi_slopes(8, 8.0, posemb::HeadRange{-1, 2});
+      },
+      "head range = [-1, 2)");
   throws_with([] { posemb::alibi_slopes(8, 8.0, posemb::HeadRange{3, 3}); }, "head range = [3, 3)");
   throws_with([] { posemb::alibi_slopes(8, 8.0, posemb::HeadRange{8, 9}); }, "head range = [8, 9)");
-  throws_with([] { posemb::alibi_bias<float>(Eigen::VectorXd(), position_range(0, 2), position_range(0, 2)); },
-              "slopes.size() = 0");
-  throws_with([] { posemb::alibi_bias_row<float>(Eigen::VectorXd::Constant(2, -1.0), 0, position_range(0, 2)); },
-              "slopes[0] = -1");
+  throws_with(
+      [] {
+        posemb::alibi_bias<float>(Eigen::VectorXd(), position_range(0, 2), position_range(0, 2));
+      },
+      "slopes.size() = 0");
+  throws_with(
+      [] {
+        posemb::alibi_bias_row<float>(Eigen::VectorXd::Constant(2, -1.0), 0, position_range(0, 2));
+      },
+      "slopes[0] = -1");
 }

@@ -40,8 +40,10 @@ std::int64_t reference_bucket(std::int64_t relative_position, bool bidirectional
   }
   const int max_exact = num_buckets / 2;
   const bool is_small = relative_position < max_exact;
-  const float log_ratio = std::log(static_cast<float>(relative_position) / static_cast<float>(max_exact));
-  const float denominator = static_cast<float>(std::log(static_cast<double>(max_distance) / max_exact));
+  const float log_ratio =
+      std::log(static_cast<float>(relative_position) / static_cast<float>(max_exact));
+  const float denominator =
+      static_cast<float>(std::log(static_cast<double>(max_distance) / max_exact));
   const float product = log_ratio / denominator * static_cast<float>(num_buckets - max_exact);
   std::int64_t if_large = max_exact + static_cast<std::int64_t>(product);
   if_large = std::min<std::int64_t>(if_large, num_buckets - 1);
@@ -68,20 +70,26 @@ TEST_CASE("relative bias: buckets equal the float32 reference over rel -1000..10
     }
   }
   // Other shapes: 64 buckets / 256 (bidirectional 4 .. 16 exact), 8 buckets / 20, 2 causal buckets.
-  for (const T5Buckets& b : {T5Buckets{64, 256, true}, T5Buckets{8, 20, false}, T5Buckets{2, 5, false},
-                             T5Buckets{4, 3, true}, T5Buckets{128, 1000, false}}) {
+  for (const T5Buckets& b :
+       {T5Buckets{64, 256, true}, T5Buckets{8, 20, false}, T5Buckets{2, 5, false},
+        T5Buckets{4, 3, true}, T5Buckets{128, 1000, false}}) {
     CAPTURE(b.num_buckets, b.max_distance, b.bidirectional);
     for (std::int64_t rel = -3000; rel <= 3000; ++rel) {
       CAPTURE(rel);
-      REQUIRE(posemb::t5_relative_position_bucket(rel, b.num_buckets, b.max_distance, b.bidirectional) ==
+      REQUIRE(posemb::t5_relative_position_bucket(rel, b.num_buckets, b.max_distance,
+                                                  b.bidirectional) ==
               reference_bucket(rel, b.bidirectional, b.num_buckets, b.max_distance));
     }
   }
 }
 
 TEST_CASE("relative bias: hand-checked bucket edges at 32 buckets, max distance 128") {
-  const auto bi = [](std::int64_t rel) { return posemb::t5_relative_position_bucket(rel, 32, 128, true); };
-  const auto causal = [](std::int64_t rel) { return posemb::t5_relative_position_bucket(rel, 32, 128, false); };
+  const auto bi = [](std::int64_t rel) {
+    return posemb::t5_relative_position_bucket(rel, 32, 128, true);
+  };
+  const auto causal = [](std::int64_t rel) {
+    return posemb::t5_relative_position_bucket(rel, 32, 128, false);
+  };
   CHECK(bi(-128) == 15);
   CHECK(bi(-64) == 14);
   CHECK(bi(-9) == 8);
@@ -121,9 +129,12 @@ TEST_CASE("relative bias: the bucket matrix and the bias are Toeplitz (depend on
       for (int i = 0; i < 70; ++i) {
         for (int j = 0; j < 300; ++j) {
           const std::int64_t rel = k[j] - q[i];
-          const float want = static_cast<float>(100 * h + reference_bucket(rel, bidirectional, 32, 128));
-          if (bias(h, i, j) != want) FAIL("bias(" << h << ", " << i << ", " << j << ") = " << bias(h, i, j));
-          if (i > 0 && j > 0 && bias(h, i, j) != bias(h, i - 1, j - 1)) FAIL("not Toeplitz at " << i << ", " << j);
+          const float want =
+              static_cast<float>(100 * h + reference_bucket(rel, bidirectional, 32, 128));
+          if (bias(h, i, j) != want)
+            FAIL("bias(" << h << ", " << i << ", " << j << ") = " << bias(h, i, j));
+          if (i > 0 && j > 0 && bias(h, i, j) != bias(h, i - 1, j - 1))
+            FAIL("not Toeplitz at " << i << ", " << j);
         }
       }
     }
@@ -152,19 +163,21 @@ TEST_CASE("relative bias: the decode row equals the last row of the full bias") 
   const posemb::BucketMatrix full = posemb::t5_bucket_matrix({32, 128, false}, 50, 50, 0);
   const posemb::BucketMatrix tail = posemb::t5_bucket_matrix({32, 128, false}, 3, 50, 47);
   CHECK(tail == full.bottomRows(3));
-  CHECK(posemb::t5_bucket_matrix({32, 128, false}, positions_of({47, 48, 49}), position_range(0, 50)) == tail);
+  CHECK(posemb::t5_bucket_matrix({32, 128, false}, positions_of({47, 48, 49}),
+                                 position_range(0, 50)) == tail);
 }
 
 TEST_CASE("relative bias: a mapped table reads the caller's weights in place") {
   std::vector<float> weights(32 * 2);
-  for (std::size_t n = 0; n < weights.size(); ++n) weights[n] = static_cast<float>(n);  // [b, h] = 2b + h
+  for (std::size_t n = 0; n < weights.size(); ++n)
+    weights[n] = static_cast<float>(n);  // [b, h] = 2b + h
   const T5BiasTable<float> mapped({32, 128, true}, weights.data(), 32, 2);
   CHECK(mapped.table().data() == weights.data());
   CHECK(mapped.heads() == 2);
   const auto row = posemb::t5_bias_row(mapped, 10, positions_of({10, 11, 2}));
-  CHECK(row(0, 0) == 0.0f);   // bucket 0
-  CHECK(row(1, 1) == 35.0f);  // bucket 17, head 1
-  CHECK(row(0, 2) == 16.0f);  // rel -8: bucket 8
+  CHECK(row(0, 0) == 0.0f);     // bucket 0
+  CHECK(row(1, 1) == 35.0f);    // bucket 17, head 1
+  CHECK(row(0, 2) == 16.0f);    // rel -8: bucket 8
   weights[2 * 17 + 1] = -1.0f;  // no copy: a change in the weights shows
   CHECK(posemb::t5_bias_row(mapped, 10, positions_of({11}))(1, 0) == -1.0f);
   // Copies of an owned table own their own storage; head(h) is one column.
@@ -179,7 +192,8 @@ TEST_CASE("relative bias: a mapped table reads the caller's weights in place") {
 TEST_CASE("relative bias: errors name the parameter") {
   throws_with([] { posemb::t5_relative_position_bucket(0, 3, 128, true); },
               "num_buckets = 3: expected a number >= 4 for bidirectional buckets");
-  throws_with([] { posemb::t5_relative_position_bucket(0, 1, 128, false); }, "num_buckets = 1: expected a number >= 2");
+  throws_with([] { posemb::t5_relative_position_bucket(0, 1, 128, false); },
+              "num_buckets = 1: expected a number >= 2");
   throws_with([] { posemb::t5_relative_position_bucket(0, 32, 8, true); },
               "max_distance = 8: expected a number > max_exact = 8");
   throws_with([] { posemb::t5_relative_position_bucket(0, 32, 16, false); },
@@ -187,13 +201,28 @@ TEST_CASE("relative bias: errors name the parameter") {
   throws_with([] { posemb::t5_bucket_matrix({32, 0, true}, 2, 2, 0); }, "max_distance = 0");
   throws_with([] { posemb::t5_bucket_matrix({32, 128, true}, -1, 2, 0); }, "q_len = -1");
   throws_with([] { posemb::t5_bucket_matrix({32, 128, true}, 2, -2, 0); }, "k_len = -2");
-  throws_with([] { posemb::t5_bucket_matrix({32, 128, true}, 3, 2, std::numeric_limits<std::int64_t>::max() - 1); },
-              "q_offset = 9223372036854775806: expected q_offset + q_len - 1 to fit in int64");
-  throws_with([] { T5BiasTable<float>({32, 128, true}, counting_table(16, 4)); },
-              "table shape = [16, 4]: expected [num_buckets, heads] with num_buckets = 32");
-  throws_with([] { T5BiasTable<float>({32, 128, true}, counting_table(32, 0)); }, "table shape = [32, 0]");
+  throws_with(
+      [] {
+        posemb::t5_bucket_matrix({32, 128, true}, 3, 2,
+                                 std::numeric_limits<std::int64_t>::max() - 1);
+      },
+      "q_offset = 9223372036854775806: expected q_offset + q_len - 1 to fit in int64");
+  throws_with(
+      [] {
+        T5BiasTable<float>({32, 128, true}, counting_table(16, 4));
+      },
+      "table shape = [16, 4]: expected [num_buckets, heads] with num_buckets = 32");
+  throws_with(
+      [] {
+        T5BiasTable<float>({32, 128, true}, counting_table(32, 0));
+      },
+      "table shape = [32, 0]");
   std::vector<float> w(64);
-  throws_with([&] { T5BiasTable<float>({32, 128, true}, w.data(), 64, 1); }, "table shape = [64, 1]");
+  throws_with(
+      [&] {
+        T5BiasTable<float>({32, 128, true}, w.data(), 64, 1);
+      },
+      "table shape = [64, 1]");
   throws_with([&] { T5BiasTable<float>({32, 128, true}, nullptr, 32, 2); }, "table data = null");
   throws_with([&] { T5BiasTable<float>({2, 128, true}, w.data(), 2, 32); }, "num_buckets = 2");
   const T5BiasTable<float> table({32, 128, true}, counting_table(32, 3));

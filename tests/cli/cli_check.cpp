@@ -2,8 +2,8 @@
 // scalar RoPE formula and with the library's own calls. Exit status 0 when the check passes.
 //
 //   freqs GOT.json EXPECTED.json
-//       rotary_dim equal; inv_freq and attention_scale within 1e-6 relative (tests/data/hf/README.md);
-//       pairing is "interleaved" or "rotate_half".
+//       rotary_dim equal; inv_freq and attention_scale within 1e-6 relative
+//       (tests/data/hf/README.md); pairing is "interleaved" or "rotate_half".
 //   layers GOT.json EXPECTED.json
 //       GOT is `posemb layers --json`: one object per layer of EXPECTED's "layers", each matching
 //       by tests/data/models/README.md's criterion (layer_check.hpp).
@@ -14,8 +14,8 @@
 //   close GOT.npy EXPECTED.npy
 //       same dtype and shape, |got - expected| <= 1e-5 * max(1, max |expected|) (tests/data/fope).
 //   values GOT.npy EXPECTED.json TOLERANCE
-//       float32 or int64 GOT equal to {"shape": [...], "values": [...]} within TOLERANCE (absolute);
-//       the string "-inf" stands for minus infinity, which must match exactly.
+//       float32 or int64 GOT equal to {"shape": [...], "values": [...]} within TOLERANCE
+//       (absolute); the string "-inf" stands for minus infinity, which must match exactly.
 //   rope-formula X.npy GOT.npy THETA ROTARY_DIM PAIRING LAYOUT OFFSET
 //       GOT is plain RoPE of X at positions OFFSET + s, computed here in double from RoFormer's
 //       formula (theta_i = p * THETA^(-2i/ROTARY_DIM)), not by the library; tolerance
@@ -79,19 +79,23 @@ bool check_freqs(const std::string& got_path, const std::string& expected_path) 
   const nlohmann::json got = read_json(got_path);
   const nlohmann::json expected = read_json(expected_path);
   if (got.at("rotary_dim") != expected.at("rotary_dim")) {
-    return fail("rotary_dim " + got.at("rotary_dim").dump() + " != " + expected.at("rotary_dim").dump());
+    return fail("rotary_dim " + got.at("rotary_dim").dump() +
+                " != " + expected.at("rotary_dim").dump());
   }
   const std::string pairing = got.at("pairing").get<std::string>();
   if (pairing != "interleaved" && pairing != "rotate_half") return fail("pairing = " + pairing);
   const auto& g = got.at("inv_freq");
   const auto& e = expected.at("inv_freq");
-  if (g.size() != e.size()) return fail("inv_freq has " + std::to_string(g.size()) + " values, expected " + std::to_string(e.size()));
+  if (g.size() != e.size())
+    return fail("inv_freq has " + std::to_string(g.size()) + " values, expected " +
+                std::to_string(e.size()));
   double worst = 0.0;
   for (std::size_t i = 0; i < e.size(); ++i) {
     const double expected_value = e[i].get<double>();
     const double error = std::fabs(g[i].get<double>() - expected_value);
     if (!(error <= 1e-6 * std::fabs(expected_value))) {
-      return fail("inv_freq[" + std::to_string(i) + "] = " + g[i].dump() + ", expected " + e[i].dump());
+      return fail("inv_freq[" + std::to_string(i) + "] = " + g[i].dump() + ", expected " +
+                  e[i].dump());
     }
     if (expected_value != 0.0) worst = std::max(worst, error / std::fabs(expected_value));
   }
@@ -143,19 +147,23 @@ bool check_close(const std::string& got_path, const std::string& expected_path) 
   for (std::size_t i = 0; i < e.size(); ++i) {
     const double error = std::fabs(g[i] - e[i]);
     if (!(error <= 1e-5 * scale)) {
-      return fail("element " + std::to_string(i) + ": " + std::to_string(g[i]) + " vs " + std::to_string(e[i]));
+      return fail("element " + std::to_string(i) + ": " + std::to_string(g[i]) + " vs " +
+                  std::to_string(e[i]));
     }
     worst = std::max(worst, error);
   }
-  std::printf("ok: %zu values, max |difference| %.3g (bound %.3g)\n", e.size(), worst, 1e-5 * scale);
+  std::printf("ok: %zu values, max |difference| %.3g (bound %.3g)\n", e.size(), worst,
+              1e-5 * scale);
   return true;
 }
 
 bool check_values(const std::string& got_path, const std::string& expected_path, double tolerance) {
   const NpyArray got = posemb::read_npy(got_path);
   const nlohmann::json expected = read_json(expected_path);
-  if (got.dtype != "<f4" && got.dtype != "<i8") return fail("dtype " + got.dtype + ", expected <f4 or <i8");
-  if (got.shape != expected.at("shape").get<std::vector<std::int64_t>>()) return fail("shape differs");
+  if (got.dtype != "<f4" && got.dtype != "<i8")
+    return fail("dtype " + got.dtype + ", expected <f4 or <i8");
+  if (got.shape != expected.at("shape").get<std::vector<std::int64_t>>())
+    return fail("shape differs");
   std::vector<double> g;
   if (got.dtype == "<i8") {
     for (std::int64_t value : got.values<std::int64_t>()) g.push_back(static_cast<double>(value));
@@ -163,17 +171,21 @@ bool check_values(const std::string& got_path, const std::string& expected_path,
     for (float value : got.values<float>()) g.push_back(value);
   }
   const auto& e = expected.at("values");
-  if (e.size() != g.size()) return fail("expected file has " + std::to_string(e.size()) + " values");
+  if (e.size() != g.size())
+    return fail("expected file has " + std::to_string(e.size()) + " values");
   double worst = 0.0;
   for (std::size_t i = 0; i < g.size(); ++i) {
     if (e[i].is_string()) {
       if (e[i] != "-inf") return fail("bad expected value " + e[i].dump());
-      if (!(std::isinf(g[i]) && g[i] < 0)) return fail("element " + std::to_string(i) + " = " + std::to_string(g[i]) + ", expected -inf");
+      if (!(std::isinf(g[i]) && g[i] < 0))
+        return fail("element " + std::to_string(i) + " = " + std::to_string(g[i]) +
+                    ", expected -inf");
       continue;
     }
     const double error = std::fabs(g[i] - e[i].get<double>());
     if (!(error <= tolerance)) {
-      return fail("element " + std::to_string(i) + " = " + std::to_string(g[i]) + ", expected " + e[i].dump());
+      return fail("element " + std::to_string(i) + " = " + std::to_string(g[i]) + ", expected " +
+                  e[i].dump());
     }
     worst = std::max(worst, error);
   }
@@ -220,11 +232,14 @@ bool check_rope_formula(const std::string& x_path, const std::string& got_path, 
   const double bound = x.dtype == "<f4" ? 1e-5 * scale : 1e-12 * scale;
   for (std::size_t i = 0; i < want.size(); ++i) {
     const double error = std::fabs(gv[i] - want[i]);
-    if (!(error <= bound)) return fail("element " + std::to_string(i) + ": " + std::to_string(gv[i]) + " vs " + std::to_string(want[i]));
+    if (!(error <= bound))
+      return fail("element " + std::to_string(i) + ": " + std::to_string(gv[i]) + " vs " +
+                  std::to_string(want[i]));
     worst = std::max(worst, error);
   }
   if (gv == xv) return fail("the output equals the input");
-  std::printf("ok: %zu values, max |difference| from the formula %.3g (bound %.3g)\n", want.size(), worst, bound);
+  std::printf("ok: %zu values, max |difference| from the formula %.3g (bound %.3g)\n", want.size(),
+              worst, bound);
   return true;
 }
 
@@ -237,10 +252,12 @@ bool library_matches(const posemb::ModelPositions& model, const NpyArray& x, con
   const std::int64_t seq = layout == "bshd" ? s[1] : s[2];
   posemb::RopeSpec spec = model.rope_spec(offset + seq);
   if (pairing != "config") {
-    spec.pairing = pairing == "interleaved" ? posemb::Pairing::Interleaved : posemb::Pairing::RotateHalf;
+    spec.pairing =
+        pairing == "interleaved" ? posemb::Pairing::Interleaved : posemb::Pairing::RotateHalf;
   }
   posemb::TensorMap4<T> map(want.data(), s[0], s[1], s[2], s[3]);
-  const auto tensor_layout = layout == "bshd" ? posemb::TensorLayout::BSHD : posemb::TensorLayout::BHSD;
+  const auto tensor_layout =
+      layout == "bshd" ? posemb::TensorLayout::BSHD : posemb::TensorLayout::BHSD;
   if (model.xpos) {
     posemb::apply_xpos_inplace(map, offset, posemb::XposSpec{spec, *model.xpos},
                                role == "key" ? posemb::XposRole::Key : posemb::XposRole::Query,
@@ -255,8 +272,8 @@ bool library_matches(const posemb::ModelPositions& model, const NpyArray& x, con
 }
 
 bool check_rope_library(const std::string& config_path, const std::string& x_path,
-                        const std::string& got_path, const std::string& layout,
-                        std::int64_t offset, const std::string& pairing, const std::string& role) {
+                        const std::string& got_path, const std::string& layout, std::int64_t offset,
+                        const std::string& pairing, const std::string& role) {
   const posemb::ModelPositions model = posemb::load_model_positions(config_path);
   const NpyArray x = posemb::read_npy(x_path), got = posemb::read_npy(got_path);
   if (!same_layout(got, x)) return false;
@@ -281,11 +298,13 @@ bool check_same(const std::string& got_path, const std::string& expected_path, b
     if (transposed) {  // i indexes expected [b, s, h, d]; at indexes got [b, h, s, d]
       const auto& d = expected.shape;
       const std::int64_t k = std::int64_t(i) % d[3], h = std::int64_t(i) / d[3] % d[2],
-                         s = std::int64_t(i) / (d[3] * d[2]) % d[1], b = std::int64_t(i) / (d[3] * d[2] * d[1]);
+                         s = std::int64_t(i) / (d[3] * d[2]) % d[1],
+                         b = std::int64_t(i) / (d[3] * d[2] * d[1]);
       at = static_cast<std::size_t>(((b * d[2] + h) * d[1] + s) * d[3] + k);
     }
     if (!(g[at] == e[i])) {
-      return fail("element " + std::to_string(i) + ": " + std::to_string(g[at]) + " vs " + std::to_string(e[i]));
+      return fail("element " + std::to_string(i) + ": " + std::to_string(g[at]) + " vs " +
+                  std::to_string(e[i]));
     }
   }
   std::printf("ok: %zu values identical%s\n", e.size(), transposed ? " (transposed)" : "");
@@ -328,7 +347,8 @@ bool check_multimodal(const std::string& case_dir, const std::string& out_dir) {
     }
     for (const char* key : {"seq_len", "rope_delta"}) {
       if (got.at(key) != expect.at(key)) {
-        return fail(std::string(key) + " = " + got.at(key).dump() + ", expected " + expect.at(key).dump());
+        return fail(std::string(key) + " = " + got.at(key).dump() + ", expected " +
+                    expect.at(key).dump());
       }
     }
     return true;
@@ -340,16 +360,19 @@ bool check_multimodal(const std::string& case_dir, const std::string& out_dir) {
     if (g.size() != e.size()) return fail("inv_freq has another length");
     for (std::size_t i = 0; i < e.size(); ++i) {
       const double error = std::fabs(g[i].get<double>() - e[i].get<double>());
-        if (!(error <= meta.at("rtol").get<double>() * std::fabs(e[i].get<double>()))) {
-        return fail("inv_freq[" + std::to_string(i) + "] = " + g[i].dump() + ", expected " + e[i].dump());
+      if (!(error <= meta.at("rtol").get<double>() * std::fabs(e[i].get<double>()))) {
+        return fail("inv_freq[" + std::to_string(i) + "] = " + g[i].dump() + ", expected " +
+                    e[i].dump());
       }
     }
-    if (!(std::fabs(got.at("attention_scale").get<double>() - expect.at("attention_scale").get<double>()) <= 1e-6)) {
+    if (!(std::fabs(got.at("attention_scale").get<double>() -
+                    expect.at("attention_scale").get<double>()) <= 1e-6)) {
       return fail("attention_scale differs");
     }
     for (const char* key : {"mrope_section", "mrope_layout"}) {
       if (got.at(key) != expect.at(key)) {
-        return fail(std::string(key) + " = " + got.at(key).dump() + ", expected " + expect.at(key).dump());
+        return fail(std::string(key) + " = " + got.at(key).dump() + ", expected " +
+                    expect.at(key).dump());
       }
     }
     return true;
@@ -374,7 +397,8 @@ int main(int argc, char** argv) {
     } else if (a.size() == 4 && a[0] == "values") {
       ok = check_values(a[1], a[2], std::stod(a[3]));
     } else if (a.size() == 8 && a[0] == "rope-formula") {
-      ok = check_rope_formula(a[1], a[2], std::stod(a[3]), std::stoi(a[4]), a[5], a[6], std::stoll(a[7]));
+      ok = check_rope_formula(a[1], a[2], std::stod(a[3]), std::stoi(a[4]), a[5], a[6],
+                              std::stoll(a[7]));
     } else if (a.size() == 8 && a[0] == "rope-library") {
       ok = check_rope_library(a[1], a[2], a[3], a[4], std::stoll(a[5]), a[6], a[7]);
     } else if (a.size() == 3 && (a[0] == "same" || a[0] == "transposed")) {
@@ -400,7 +424,9 @@ int main(int argc, char** argv) {
       for (std::size_t i = 3; i < a.size(); ++i) count *= shape.emplace_back(std::stoll(a[i]));
       const std::vector<float> values = x.values<float>();
       if (count != static_cast<std::int64_t>(values.size())) {
-        return fail("reshape: " + std::to_string(values.size()) + " values do not fill the shape") ? 0 : 1;
+        return fail("reshape: " + std::to_string(values.size()) + " values do not fill the shape")
+                   ? 0
+                   : 1;
       }
       posemb::write_npy(a[2], values.data(), shape);
       ok = true;

@@ -559,3 +559,6 @@ posemb_cli_test("inspect deepseek rope slice is not partial"
 posemb_cli_test("inspect gpt-neox partial rotary"
   ARGS inspect ${posemb_SOURCE_DIR}/examples/configs/gpt_neox_20b_partial.json
   STDOUT_MATCHES "head_dim: 96.rotary_dim: 24 \\(partial rotary\\).pairing: rotate_half")
+
+# ---- GGUF files, diff and --weights checkpoints: gguf_cli_tests.cmake.
+include(${cli_source}/gguf_cli_tests.cmake)

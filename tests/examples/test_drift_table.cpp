@@ -32,9 +32,9 @@ TEST_CASE("the published gap-5 table is reproduced to every printed decimal") {
     const char* rope;
   };
   const Row published[] = {
-      {5, 0, "-15.1073", "-0.6102"},     {105, 100, "-15.4347", "-0.6102"},
+      {5, 0, "-15.1073", "-0.6102"},      {105, 100, "-15.4347", "-0.6102"},
       {1005, 1000, "-7.3550", "-0.6102"}, {2005, 2000, "12.5488", "-0.6101"},
-      {0, 0, "-18.7137", "-5.8183"},     {100, 100, "-20.1633", "-5.8183"},
+      {0, 0, "-18.7137", "-5.8183"},      {100, 100, "-20.1633", "-5.8183"},
       {1000, 1000, "-4.1606", "-5.8183"}, {2000, 2000, "11.9834", "-5.8183"},
   };
   for (const Row& row : published) {
@@ -51,7 +51,8 @@ TEST_CASE("the published sweeps over n = 0..2047") {
   const auto& in = inputs();
   const auto pe = drift::sinusoidal_table_float32(2048 + 5);
 
-  const auto sinusoidal = drift::sweep([&](auto m, auto n) { return drift::sinusoidal_score(in, pe, m, n); }, 5);
+  const auto sinusoidal =
+      drift::sweep([&](auto m, auto n) { return drift::sinusoidal_score(in, pe, m, n); }, 5);
   CHECK(sinusoidal.min == Approx(-33.9097).margin(5e-5));
   CHECK(sinusoidal.max == Approx(21.6053).margin(5e-5));
   CHECK(sinusoidal.spread() == Approx(55.5150).margin(5e-5));
@@ -60,13 +61,15 @@ TEST_CASE("the published sweeps over n = 0..2047") {
 
   // Float32 angles: the published -0.610445 .. -0.609907 (spread 5.4e-4), to the summation
   // order's last float32 bits.
-  const auto float32_rope = drift::sweep([&](auto m, auto n) { return drift::rope_score_float32_angles(in, m, n); }, 5);
+  const auto float32_rope =
+      drift::sweep([&](auto m, auto n) { return drift::rope_score_float32_angles(in, m, n); }, 5);
   CHECK(float32_rope.min == Approx(-0.610445).margin(3e-6));
   CHECK(float32_rope.max == Approx(-0.609907).margin(3e-6));
   CHECK(float32_rope.spread() == Approx(5.4e-4).margin(0.1e-4));
   CHECK(float32_rope.sign_changes == 0);
 
-  const auto scaled = drift::sweep([&](auto m, auto n) { return drift::sinusoidal_score(in, pe, m, n, 8.0f); }, 5);
+  const auto scaled =
+      drift::sweep([&](auto m, auto n) { return drift::sinusoidal_score(in, pe, m, n, 8.0f); }, 5);
   CHECK(scaled.min == Approx(-560.898).margin(5e-4));
   CHECK(scaled.max == Approx(-179.402).margin(5e-4));
   CHECK(scaled.spread() == Approx(381.496).margin(5e-4));
@@ -77,7 +80,8 @@ TEST_CASE("the published sweeps over n = 0..2047") {
 TEST_CASE("posemb RoPE: double angles keep the gap-5 score flat") {
   const auto& in = inputs();
   const auto interleaved = posemb::default_rope_spec(64, 10000.0, posemb::Pairing::Interleaved);
-  const auto rope = drift::sweep([&](auto m, auto n) { return drift::rope_score(in, interleaved, m, n); }, 5);
+  const auto rope =
+      drift::sweep([&](auto m, auto n) { return drift::rope_score(in, interleaved, m, n); }, 5);
   // float32 storage of q and k is all that is left: two orders of magnitude below the
   // published float32-angle spread of 5.4e-4.
   CHECK(rope.spread() < 1e-5);

@@ -118,8 +118,8 @@ class GgufWriter {
 };
 
 // The metadata every loadable model has: arch, layers, context, width, heads.
-inline GgufWriter model_writer(const std::string& arch, std::uint32_t layers,
-                               std::uint32_t context, std::uint32_t embd, std::uint32_t heads) {
+inline GgufWriter model_writer(const std::string& arch, std::uint32_t layers, std::uint32_t context,
+                               std::uint32_t embd, std::uint32_t heads) {
   GgufWriter w;
   w.str("general.architecture", arch)
       .u32(arch + ".block_count", layers)

@@ -97,8 +97,10 @@ TEST_CASE("GGUF tensor infos are checked") {
   refused(llama().info("w", {}, 0, 0).bytes(), "w.n_dims = 0: expected 1..4");
   refused(llama().info("w", {1, 1, 1, 1, 1}, 0, 0).bytes(), "w.n_dims = 5");
   refused(llama().info("w", {4}, 40, 0).bytes(), "w.type = 40: expected < 40");
-  refused(llama().info("w", {4}, 0, 8).bytes(), "w.offset = 8: expected a multiple of the alignment 32");
-  refused(llama().info("w", {4}, 0, 0).info("w", {4}, 0, 32).bytes(), "expected a name not used before");
+  refused(llama().info("w", {4}, 0, 8).bytes(),
+          "w.offset = 8: expected a multiple of the alignment 32");
+  refused(llama().info("w", {4}, 0, 0).info("w", {4}, 0, 32).bytes(),
+          "expected a name not used before");
   refused(llama().info(std::string(64, 'n'), {4}, 0, 0).bytes(), "name length = 64");
   // A rope tensor whose data lies past the end of the file.
   refused(llama().info("rope_freqs.weight", {32}, 0, 1 << 20).bytes(),
@@ -116,12 +118,15 @@ TEST_CASE("llama.cpp's loader refusals name the key") {
           "llama.rope.scaling.type = \"dynamic\"");
   refused(llama().u32("llama.rope.dimension_count", 32).bytes(),
           "llama.rope.dimension_count = 32: expected head_dim = 64 for llama");
-  refused(test_gguf::model_writer("gptneox", 2, 512, 256, 4).u32("gptneox.rope.dimension_count", 15).bytes(),
+  refused(test_gguf::model_writer("gptneox", 2, 512, 256, 4)
+              .u32("gptneox.rope.dimension_count", 15)
+              .bytes(),
           "gptneox.rope.dimension_count = 15: expected an even number");
   refused(test_gguf::model_writer("qwen2vl", 2, 512, 256, 4).bytes(),
           "qwen2vl.rope.dimension_sections: missing");
   refused(test_gguf::model_writer("qwen2vl", 2, 512, 256, 4)
-              .ints("qwen2vl.rope.dimension_sections", {16, 24, 0, 0}).bytes(),
+              .ints("qwen2vl.rope.dimension_sections", {16, 24, 0, 0})
+              .bytes(),
           "1 to 4 sections summing to 1 .. n_rot / 2 = 32");
   refused(llama().tensor("rope_freqs.weight", std::vector<float>(16, 1.0f)).bytes(),
           "rope_freqs.weight = type 0 with 1 dims, ne[0] = 16");
@@ -138,8 +143,12 @@ TEST_CASE("every GGUF value type is read") {
   std::string u64;
   put(u64, 9223372036854775813ull, 8);
   GgufWriter w = llama();
-  w.u32("u32", 4000000000u).f32("f32", 0.5f).str("s", "caf\xc3\xa9").raw("u64", 10, u64)
-      .ints("arr", {-3, 7}).raw("i8", 1, "\xfe");
+  w.u32("u32", 4000000000u)
+      .f32("f32", 0.5f)
+      .str("s", "caf\xc3\xa9")
+      .raw("u64", 10, u64)
+      .ints("arr", {-3, 7})
+      .raw("i8", 1, "\xfe");
   w.write(path);
   const posemb::GgufFile file(path);
   CHECK(file.version() == 3);
@@ -185,11 +194,13 @@ TEST_CASE("reading the plan touches only the header and the rope tensor") {
   void* map = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
   REQUIRE(map != MAP_FAILED);
   const long page = ::sysconf(_SC_PAGESIZE);
-  std::vector<unsigned char> resident((size + static_cast<std::uint64_t>(page) - 1) / static_cast<std::uint64_t>(page));
+  std::vector<unsigned char> resident((size + static_cast<std::uint64_t>(page) - 1) /
+                                      static_cast<std::uint64_t>(page));
   REQUIRE(::mincore(map, size, resident.data()) == 0);
   std::size_t resident_in_hole = 0;
   // The hole: from the page after the header to the page before the rope tensor.
-  const std::size_t first = 1, last = static_cast<std::size_t>((data_start + gib) / static_cast<std::uint64_t>(page));
+  const std::size_t first = 1, last = static_cast<std::size_t>((data_start + gib) /
+                                                               static_cast<std::uint64_t>(page));
   for (std::size_t p = first; p + 1 < last; ++p) resident_in_hole += resident[p] & 1u;
   CHECK(resident_in_hole == 0);
   ::munmap(map, size);

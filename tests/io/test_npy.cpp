@@ -107,8 +107,10 @@ TEST_CASE("reads the drift-table arrays NumPy wrote", "[npy]") {
   const std::vector<float> wq_values = wq.values<float>();
   const std::vector<float> wk_values = wk.values<float>();
   const std::vector<float> xk = x_k.values<float>();
-  const Eigen::MatrixXd wq_m = Eigen::Map<const RowMajorXf>(wq_values.data(), 64, 64).cast<double>();
-  const Eigen::MatrixXd wk_m = Eigen::Map<const RowMajorXf>(wk_values.data(), 64, 64).cast<double>();
+  const Eigen::MatrixXd wq_m =
+      Eigen::Map<const RowMajorXf>(wq_values.data(), 64, 64).cast<double>();
+  const Eigen::MatrixXd wk_m =
+      Eigen::Map<const RowMajorXf>(wk_values.data(), 64, 64).cast<double>();
   const Eigen::VectorXd k_in = Eigen::Map<const Eigen::VectorXf>(xk.data(), 64).cast<double>();
   const double score = (wq_m.transpose() * q_in).dot(wk_m.transpose() * k_in);
   CHECK(score == Approx(-5.8183).margin(1e-4));
@@ -131,7 +133,8 @@ TEST_CASE("reads int64 and 3-D float32 arrays NumPy wrote", "[npy]") {
   CHECK(coef.shape == std::vector<std::int64_t>{2, 3, 3});
   const std::vector<float> coef_values = coef.values<float>();
   REQUIRE(coef_values.size() == 18);
-  // The first data bytes of the file are c9 d4 87 3f: the float32 with bits 0x3f87d4c9 (1.06118...).
+  // The first data bytes of the file are c9 d4 87 3f: the float32 with bits 0x3f87d4c9
+  // (1.06118...).
   std::uint32_t bits = 0;
   std::memcpy(&bits, &coef_values[0], sizeof bits);
   CHECK(bits == 0x3f87d4c9u);
@@ -160,7 +163,8 @@ TEST_CASE("write_npy reproduces NumPy's files byte for byte", "[npy]") {
 
 TEMPLATE_TEST_CASE("write_npy / read_npy round trip", "[npy]", float, double, std::int64_t) {
   TempDir tmp;
-  const std::vector<std::vector<std::int64_t>> shapes = {{}, {5}, {2, 3}, {1, 2, 3, 4}, {0}, {3, 0}};
+  const std::vector<std::vector<std::int64_t>> shapes = {{},           {5}, {2, 3},
+                                                         {1, 2, 3, 4}, {0}, {3, 0}};
   for (const auto& shape : shapes) {
     std::int64_t count = 1;
     for (auto d : shape) count *= d;
@@ -257,8 +261,8 @@ TEST_CASE("malformed .npy files throw an Error naming the file and the problem",
                       Contains("fortran_order = True") && Contains("expected False"));
   }
   SECTION("malformed shape") {
-    for (const std::string shape : {"(2, -3)", "(2, x)", "[2, 3]", "2, 3", "(2,,3)", "(,)",
-                                    "(2 3)", "(2.0, 3)", "(1234567890123456,)", ""}) {
+    for (const std::string shape : {"(2, -3)", "(2, x)", "[2, 3]", "2, 3", "(2,,3)", "(,)", "(2 3)",
+                                    "(2.0, 3)", "(1234567890123456,)", ""}) {
       INFO(shape);
       const std::string dict = "{'descr': '<f4', 'fortran_order': False, 'shape': " + shape + ", }";
       const std::string path = tmp.write("shape.npy", npy_bytes(dict, six_floats));
@@ -267,14 +271,14 @@ TEST_CASE("malformed .npy files throw an Error naming the file and the problem",
     }
   }
   SECTION("missing header entries") {
-    CHECK_THROWS_WITH(posemb::read_npy(tmp.write(
-                          "no_shape.npy", npy_bytes("{'descr': '<f4', 'fortran_order': False, }",
-                                                    six_floats))),
-                      Contains("no 'shape' entry"));
-    CHECK_THROWS_WITH(posemb::read_npy(tmp.write(
-                          "no_descr.npy", npy_bytes("{'fortran_order': False, 'shape': (2, 3), }",
-                                                    six_floats))),
-                      Contains("no 'descr' entry"));
+    CHECK_THROWS_WITH(
+        posemb::read_npy(tmp.write(
+            "no_shape.npy", npy_bytes("{'descr': '<f4', 'fortran_order': False, }", six_floats))),
+        Contains("no 'shape' entry"));
+    CHECK_THROWS_WITH(
+        posemb::read_npy(tmp.write(
+            "no_descr.npy", npy_bytes("{'fortran_order': False, 'shape': (2, 3), }", six_floats))),
+        Contains("no 'descr' entry"));
   }
   SECTION("truncated header") {
     const std::string full = npy_bytes(kFloat2x3, six_floats);
@@ -294,7 +298,8 @@ TEST_CASE("malformed .npy files throw an Error naming the file and the problem",
     const std::string path = tmp.write("data.npy", npy_bytes(kFloat2x3, zero_bytes(23)));
     CHECK_THROWS_WITH(posemb::read_npy(path),
                       Contains(path) && Contains("truncated npy data: 23 bytes, expected 24"));
-    const std::string dict = "{'descr': '<f8', 'fortran_order': False, 'shape': (1099511627776, 2), }";
+    const std::string dict =
+        "{'descr': '<f8', 'fortran_order': False, 'shape': (1099511627776, 2), }";
     CHECK_THROWS_WITH(posemb::read_npy(tmp.write("too_large.npy", npy_bytes(dict, ""))),
                       Contains("too large"));
   }
@@ -350,7 +355,8 @@ TEST_CASE("values<T>() with the wrong T throws", "[npy]") {
   const float f[2] = {1.0f, 2.0f};
   posemb::write_npy(tmp.file("f.npy"), f, {2});
   const posemb::NpyArray floats = posemb::read_npy(tmp.file("f.npy"));
-  CHECK_THROWS_WITH(floats.values<double>(), Contains("npy dtype = <f4") && Contains("expected <f8"));
+  CHECK_THROWS_WITH(floats.values<double>(),
+                    Contains("npy dtype = <f4") && Contains("expected <f8"));
   CHECK_THROWS_WITH(floats.values<std::int64_t>(), Contains("expected <i8"));
   const std::int64_t i[1] = {3};
   posemb::write_npy(tmp.file("i.npy"), i, {1});

@@ -35,13 +35,16 @@ std::string f32_bytes(const std::vector<float>& values) {
 }
 
 std::string scratch(const std::string& name) {
-  return (std::filesystem::temp_directory_path() / ("posemb_st_" + std::to_string(::getpid()) + "_" + name)).string();
+  return (std::filesystem::temp_directory_path() /
+          ("posemb_st_" + std::to_string(::getpid()) + "_" + name))
+      .string();
 }
 
 void write_raw(const std::string& path, const std::string& header, const std::string& data) {
   std::string bytes(8, '\0');
   const std::uint64_t n = header.size();
-  for (int k = 0; k < 8; ++k) bytes[static_cast<std::size_t>(k)] = static_cast<char>((n >> (8 * k)) & 0xFF);
+  for (int k = 0; k < 8; ++k)
+    bytes[static_cast<std::size_t>(k)] = static_cast<char>((n >> (8 * k)) & 0xFF);
   std::ofstream(path, std::ios::binary) << bytes << header << data;
 }
 
@@ -50,7 +53,9 @@ void write_safetensors(const std::string& path, const std::map<std::string, Entr
   nlohmann::json header = nlohmann::json::object();
   std::string data;
   for (const auto& [name, e] : entries) {
-    header[name] = {{"dtype", e.dtype}, {"shape", e.shape}, {"data_offsets", {data.size(), data.size() + e.bytes.size()}}};
+    header[name] = {{"dtype", e.dtype},
+                    {"shape", e.shape},
+                    {"data_offsets", {data.size(), data.size() + e.bytes.size()}}};
     data += e.bytes;
   }
   header["__metadata__"] = {{"format", "pt"}};
@@ -81,9 +86,11 @@ TEST_CASE("safetensors F32, F16 and BF16 tensors by name") {
   const std::string path = scratch("one.safetensors");
   // 1.0, -2.0, 0.5, 65504, the smallest subnormal 2^-24 and -0 in binary16; 1.0, 2.0 in
   // bfloat16. Written in name order: b (4 bytes), h (12), wpe.weight.
-  write_safetensors(path, {{"wpe.weight", {"F32", {3, 2}, f32_bytes({0, 1, 2, 3, 4, 5})}},
-                           {"h", {"F16", {6}, std::string("\x00\x3c\x00\xc0\x00\x38\xff\x7b\x01\x00\x00\x80", 12)}},
-                           {"b", {"BF16", {2}, std::string("\x80\x3f\x00\x40", 4)}}});
+  write_safetensors(
+      path,
+      {{"wpe.weight", {"F32", {3, 2}, f32_bytes({0, 1, 2, 3, 4, 5})}},
+       {"h", {"F16", {6}, std::string("\x00\x3c\x00\xc0\x00\x38\xff\x7b\x01\x00\x00\x80", 12)}},
+       {"b", {"BF16", {2}, std::string("\x80\x3f\x00\x40", 4)}}});
   const posemb::SafetensorsFile file(path);
   CHECK(file.metadata().at("format") == "pt");
   const posemb::RowMatrixXf wpe = file.matrix("wpe.weight");
@@ -103,7 +110,8 @@ TEST_CASE("safetensors F32, F16 and BF16 tensors by name") {
   CHECK(std::signbit(h(0, 5)));  // -0
   CHECK(file.matrix("b")(0, 1) == 2.0f);
   CHECK_FALSE(file.f32_view("h"));
-  CHECK_THROWS_WITH(file.matrix("missing"), Catch::Contains(path) && Catch::Contains("missing: no such tensor"));
+  CHECK_THROWS_WITH(file.matrix("missing"),
+                    Catch::Contains(path) && Catch::Contains("missing: no such tensor"));
   std::filesystem::remove(path);
 }
 
@@ -114,14 +122,21 @@ TEST_CASE("malformed safetensors files name the file and the tensor") {
     const std::string path = scratch("short.safetensors");
     std::ofstream(path, std::ios::binary) << std::string("\xff\x00\x00\x00\x00\x00\x00\x00{}", 10);
     std::string message;
-    try { posemb::SafetensorsFile file(path); } catch (const posemb::Error& e) { message = e.what(); }
+    try {
+      posemb::SafetensorsFile file(path);
+    } catch (const posemb::Error& e) {
+      message = e.what();
+    }
     CHECK(message.find("header length = 255") != std::string::npos);
     std::filesystem::remove(path);
   }
-  refused(R"({"w": {"dtype": "F32", "shape": [4], "data_offsets": [0, 32]}})", data, "w.data_offsets = [0,32]");
-  refused(R"({"w": {"dtype": "F32", "shape": [3], "data_offsets": [0, 16]}})", data, "expected 3 x 4 bytes");
-  refused(R"({"w": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}, "v": {"dtype": "F32", "shape": [2], "data_offsets": [4, 12]}})",
-          data, "v: data overlaps w's");
+  refused(R"({"w": {"dtype": "F32", "shape": [4], "data_offsets": [0, 32]}})", data,
+          "w.data_offsets = [0,32]");
+  refused(R"({"w": {"dtype": "F32", "shape": [3], "data_offsets": [0, 16]}})", data,
+          "expected 3 x 4 bytes");
+  refused(
+      R"({"w": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}, "v": {"dtype": "F32", "shape": [2], "data_offsets": [4, 12]}})",
+      data, "v: data overlaps w's");
   refused(R"({"w": {"dtype": "Q4", "shape": [2], "data_offsets": [0, 8]}})", data, "w.dtype = Q4");
   refused(R"({"w": {"dtype": "F32", "shape": [-2], "data_offsets": [0, 8]}})", data, "w.shape");
 }
@@ -130,10 +145,13 @@ TEST_CASE("sharded checkpoints and the positional tensors by their names") {
   const std::string dir = scratch("sharded");
   std::filesystem::create_directories(dir);
   write_safetensors(dir + "/model-00001-of-00002.safetensors",
-                    {{"model.decoder.embed_positions.weight", {"F32", {4, 2}, f32_bytes({0, 0, 0, 0, 7, 8, 9, 10})}}});
+                    {{"model.decoder.embed_positions.weight",
+                      {"F32", {4, 2}, f32_bytes({0, 0, 0, 0, 7, 8, 9, 10})}}});
   write_safetensors(dir + "/model-00002-of-00002.safetensors",
-                    {{"encoder.block.0.layer.0.SelfAttention.relative_attention_bias.weight", {"F32", {2, 3}, f32_bytes({1, 2, 3, 4, 5, 6})}},
-                     {"decoder.block.0.layer.0.SelfAttention.relative_attention_bias.weight", {"BF16", {1, 1}, std::string("\x80\x3f", 2)}}});
+                    {{"encoder.block.0.layer.0.SelfAttention.relative_attention_bias.weight",
+                      {"F32", {2, 3}, f32_bytes({1, 2, 3, 4, 5, 6})}},
+                     {"decoder.block.0.layer.0.SelfAttention.relative_attention_bias.weight",
+                      {"BF16", {1, 1}, std::string("\x80\x3f", 2)}}});
   std::ofstream(dir + "/model.safetensors.index.json")
       << R"({"metadata": {}, "weight_map": {"model.decoder.embed_positions.weight": "model-00001-of-00002.safetensors",
             "encoder.block.0.layer.0.SelfAttention.relative_attention_bias.weight": "model-00002-of-00002.safetensors",
@@ -151,7 +169,9 @@ TEST_CASE("sharded checkpoints and the positional tensors by their names") {
   CHECK_THROWS_WITH(posemb::learned_position_table(weights, "gpt2"),
                     Catch::Contains("no tensor named wpe.weight, transformer.wpe.weight"));
   CHECK_THROWS_WITH(weights.matrix("listed.but.absent"),
-                    Catch::Contains("model-00002-of-00002.safetensors") && Catch::Contains("listed.but.absent: no such tensor"));
-  CHECK_THROWS_WITH(posemb::t5_relative_bias_table(weights, false, 1), Catch::Contains("encoder.block.1"));
+                    Catch::Contains("model-00002-of-00002.safetensors") &&
+                        Catch::Contains("listed.but.absent: no such tensor"));
+  CHECK_THROWS_WITH(posemb::t5_relative_bias_table(weights, false, 1),
+                    Catch::Contains("encoder.block.1"));
   std::filesystem::remove_all(dir);
 }

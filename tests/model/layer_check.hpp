@@ -27,15 +27,14 @@ inline std::string layer_mismatch(const nlohmann::json& got, const nlohmann::jso
     const nlohmann::json& want = item.value();
     if (!got.contains(key)) return key + ": missing";
     const nlohmann::json& have = got.at(key);
-    const std::string where = key + ": got " + have.dump().substr(0, 200) + ", expected " +
-                              want.dump().substr(0, 200);
+    const std::string where =
+        key + ": got " + have.dump().substr(0, 200) + ", expected " + want.dump().substr(0, 200);
     if (want.is_null() || have.is_null()) {
       if (want.is_null() != have.is_null()) return where;
     } else if (key == "inv_freq") {
       if (!have.is_array() || have.size() != want.size()) return where;
       for (std::size_t i = 0; i < want.size(); ++i) {
-        if (!have[i].is_number() ||
-            !close(have[i].get<double>(), want[i].get<double>(), 1e-12)) {
+        if (!have[i].is_number() || !close(have[i].get<double>(), want[i].get<double>(), 1e-12)) {
           return "inv_freq[" + std::to_string(i) + "]: got " + have[i].dump() + ", expected " +
                  want[i].dump();
         }

@@ -149,7 +149,8 @@ TEST_CASE("pairing follows the model family and can be overridden", "[config]") 
   options.pairing = posemb::Pairing::RotateHalf;
   CHECK(parse(gptj, options).rope_scheme().pairing == posemb::Pairing::RotateHalf);
   CHECK(parse(R"({"model_type": "codegen", "n_embd": 1024, "n_head": 16, "rotary_dim": 32})")
-            .rope_scheme().pairing == posemb::Pairing::Interleaved);
+            .rope_scheme()
+            .pairing == posemb::Pairing::Interleaved);
   CHECK(parse(std::string(llama_like) + "}").rope_scheme().pairing == posemb::Pairing::RotateHalf);
   options.pairing = posemb::Pairing::Interleaved;
   CHECK(parse(std::string(llama_like) + "}", options).rope_spec().pairing ==
@@ -350,10 +351,10 @@ TEST_CASE("bad configs throw posemb::Error naming the key", "[config][errors]") 
   CHECK_THAT(error_of("[1, 2]"), Catch::Contains("JSON object"));
   CHECK_THAT(error_of(head + R"(, "xpos_rel_pos": true, "xpos_scale_base": -1})"),
              Catch::Contains("xpos_scale_base = -1"));
-  CHECK_THAT(
-      error_of(head + R"(, "rope_parameters": {"full_attention": {"rope_type": "default"},
+  CHECK_THAT(error_of(head + R"(, "rope_parameters": {"full_attention": {"rope_type": "default"},
                                  "global_attention": {"rope_type": "default"}}})"),
-      Catch::Contains("rope_parameters.global_attention") && Catch::Contains("per layer type"));
+             Catch::Contains("rope_parameters.global_attention") &&
+                 Catch::Contains("per layer type"));
 }
 
 TEST_CASE("errors from a file name the file", "[config][errors]") {
@@ -364,9 +365,9 @@ TEST_CASE("errors from a file name the file", "[config][errors]") {
     std::ofstream out(bad);
     out << std::string(llama_like) + R"(, "rope_scaling": {"rope_type": "wavy"}})";
   }
-  CHECK_THROWS_WITH(
-      posemb::load_model_positions(bad.string()),
-      Catch::Contains("bad_config.json") && Catch::Contains("rope_scaling.rope_type"));
+  CHECK_THROWS_WITH(posemb::load_model_positions(bad.string()),
+                    Catch::Contains("bad_config.json") &&
+                        Catch::Contains("rope_scaling.rope_type"));
   CHECK_THROWS_WITH(posemb::load_model_positions(bad.string()).rope_spec(),
                     Catch::Contains("bad_config.json"));
   const fs::path broken = dir / "broken.json";
@@ -408,7 +409,8 @@ TEST_CASE("config files that cannot be read throw an Error naming the file", "[c
 
   // nlohmann-json reports a number beyond double as out_of_range, not parse_error.
   const fs::path overflow = dir / "overflow.json";
-  std::ofstream(overflow) << R"({"hidden_size": 64, "num_attention_heads": 1, "rope_theta": 1e400})";
+  std::ofstream(overflow)
+      << R"({"hidden_size": 64, "num_attention_heads": 1, "rope_theta": 1e400})";
   CHECK_THROWS_AS(posemb::load_model_positions(overflow.string()), posemb::Error);
   CHECK_THROWS_WITH(posemb::load_model_positions(overflow.string()),
                     Catch::Contains(overflow.string() + ": malformed JSON: ") &&
@@ -446,8 +448,9 @@ TEST_CASE("FoPE configs (rope_type fope) give the authors' settings", "[config][
   }
   CHECK(rotating == 16);
 
-  const posemb::report::PairFrequencies pairs = posemb::report::pair_frequencies(
-      posemb::load_model_positions((fope_dir / "c2_stepeye_hd64_h4_N4096_S48" / "config.json").string()));
+  const posemb::report::PairFrequencies pairs =
+      posemb::report::pair_frequencies(posemb::load_model_positions(
+          (fope_dir / "c2_stepeye_hd64_h4_N4096_S48" / "config.json").string()));
   int clipped = 0;
   for (const auto& pair : pairs.pairs) clipped += pair.band == "clipped";
   CHECK(clipped == 32 - 23);
@@ -457,10 +460,11 @@ TEST_CASE("FoPE configs (rope_type fope) give the authors' settings", "[config][
   const std::string fope_head =
       R"({"num_attention_heads": 8, "head_dim": 64, "rope_scaling": {"rope_type": "fope")";
   CHECK_THAT(error_of(fope_head + "}}"), Catch::Contains("rope_scaling.train_length: missing"));
-  CHECK(posemb::model_positions_from_json(
-            json::parse(R"({"num_attention_heads": 8, "head_dim": 64, "max_position_embeddings": 1024,
+  CHECK(
+      posemb::model_positions_from_json(
+          json::parse(R"({"num_attention_heads": 8, "head_dim": 64, "max_position_embeddings": 1024,
                             "rope_scaling": {"rope_type": "fope"}})"))
-            .fope->train_length == 1024);
+          .fope->train_length == 1024);
   CHECK_THAT(error_of(fope_head + R"(, "train_length": 512, "clip_floor_to_zero": false}})"),
              Catch::Contains("rope_scaling.clip_floor_to_zero"));
   CHECK_THAT(error_of(fope_head + R"(, "train_length": 512, "sigma": -1}})"),
@@ -469,9 +473,10 @@ TEST_CASE("FoPE configs (rope_type fope) give the authors' settings", "[config][
              Catch::Contains("d_out = 40"));
   CHECK_THAT(error_of(fope_head + R"(, "train_length": 512}, "partial_rotary_factor": 0.5})"),
              Catch::Contains("FoPE rotates whole heads"));
-  CHECK_THROWS_WITH(posemb::model_positions_from_json(json::parse(fope_head + R"(, "train_length": 512}})"),
-                                                      {posemb::Pairing::Interleaved}),
-                    Catch::Contains("FoPE rotates whole heads"));
+  CHECK_THROWS_WITH(
+      posemb::model_positions_from_json(json::parse(fope_head + R"(, "train_length": 512}})"),
+                                        {posemb::Pairing::Interleaved}),
+      Catch::Contains("FoPE rotates whole heads"));
 }
 
 TEST_CASE("every rope variant has its reader, in the same row", "[config][registry]") {
@@ -536,7 +541,8 @@ posemb::Tensor4<T> tensor4_of(const posemb::NpyArray& array) {
 TEST_CASE("multimodal: the freqs cases (sections, layout, default frequencies of type mrope)") {
   for (const char* name : {"freqs_chunked_hd16", "freqs_partial_interleaved_hd64"}) {
     CAPTURE(name);
-    const auto model = posemb::load_model_positions((multimodal_dir / name / "config.json").string());
+    const auto model =
+        posemb::load_model_positions((multimodal_dir / name / "config.json").string());
     std::ifstream in(multimodal_dir / name / "case.json");
     const auto expect = nlohmann::json::parse(in).at("expect");
     const posemb::RopeScheme& scheme = model.rope_scheme();
@@ -560,9 +566,9 @@ TEST_CASE("multimodal: the freqs cases (sections, layout, default frequencies of
 }
 
 TEST_CASE("multimodal: every apply case through the loaded M-RoPE spec") {
-  for (const char* name : {"apply_chunked_text_hd16", "apply_chunked_mixed_hd16",
-                           "apply_interleaved_mixed_hd32", "apply_partial_interleaved_hd64",
-                           "apply_batch2_bhsd_hd32"}) {
+  for (const char* name :
+       {"apply_chunked_text_hd16", "apply_chunked_mixed_hd16", "apply_interleaved_mixed_hd32",
+        "apply_partial_interleaved_hd64", "apply_batch2_bhsd_hd32"}) {
     CAPTURE(name);
     const fs::path dir = multimodal_dir / name;
     const auto model = posemb::load_model_positions((dir / "config.json").string());
@@ -623,12 +629,15 @@ TEST_CASE("multimodal: get_rope_index rules and vision towers from the config") 
   CHECK(pixtral.vision->order == posemb::VisionPatchOrder::RowMajor);
 
   // Sections that do not sum to rotary_dim / 2 are named with their block.
-  nlohmann::json bad = nlohmann::json::parse(std::ifstream(multimodal_dir / "freqs_chunked_hd16" / "config.json"));
+  nlohmann::json bad =
+      nlohmann::json::parse(std::ifstream(multimodal_dir / "freqs_chunked_hd16" / "config.json"));
   bad["rope_scaling"]["mrope_section"] = {2, 3, 2};
   CHECK_THROWS_WITH(posemb::model_positions_from_json(bad),
-                    Catch::Contains("rope_scaling") && Catch::Contains("mrope_section = [2, 3, 2] (sum 7)"));
+                    Catch::Contains("rope_scaling") &&
+                        Catch::Contains("mrope_section = [2, 3, 2] (sum 7)"));
   bad["rope_scaling"]["mrope_section"] = {2, 6};
-  CHECK_THROWS_WITH(posemb::model_positions_from_json(bad), Catch::Contains("expected three integers"));
+  CHECK_THROWS_WITH(posemb::model_positions_from_json(bad),
+                    Catch::Contains("expected three integers"));
   bad["rope_scaling"]["mrope_section"] = {2, 3, 3};
   bad["vision_config"]["spatial_merge_size"] = 0;
   CHECK_THROWS_WITH(posemb::model_positions_from_json(bad),

@@ -78,7 +78,8 @@ void check_object(const json& got, const json& expected) {
       if (value.is_number()) CHECK(relative_close(actual.get<double>(), value.get<double>()));
     } else if (key == "query_temperature" && !value.is_null()) {
       REQUIRE(actual.is_object());
-      CHECK(relative_close(actual["floor_scale"].get<double>(), value["floor_scale"].get<double>()));
+      CHECK(
+          relative_close(actual["floor_scale"].get<double>(), value["floor_scale"].get<double>()));
       CHECK(relative_close(actual["attn_scale"].get<double>(), value["attn_scale"].get<double>()));
     } else {
       CHECK(actual == value);
@@ -152,9 +153,9 @@ TEST_CASE("every public GGUF case holds as its README states") {
 }
 
 TEST_CASE("the faithful conversions' differences carry llama.cpp's reasons") {
-  const auto mistral = posemb::diff_gguf_config(data_dir + "mistral-7b-v0.1/model.gguf",
-                                                data_dir + "mistral-7b-v0.1/config.json",
-                                                std::nullopt);
+  const auto mistral =
+      posemb::diff_gguf_config(data_dir + "mistral-7b-v0.1/model.gguf",
+                               data_dir + "mistral-7b-v0.1/config.json", std::nullopt);
   REQUIRE(mistral.size() == 32);
   for (const posemb::PlanDifference& d : mistral) {
     CHECK(d.field == "sliding_window");
@@ -163,13 +164,14 @@ TEST_CASE("the faithful conversions' differences carry llama.cpp's reasons") {
     CHECK(d.note.find("no sliding window") != std::string::npos);
   }
   const std::string phi = data_dir + "phi-3.5-mini-instruct/";
-  for (const auto& d : posemb::diff_gguf_config(phi + "model.gguf", phi + "config.json", std::nullopt)) {
+  for (const auto& d :
+       posemb::diff_gguf_config(phi + "model.gguf", phi + "config.json", std::nullopt)) {
     CHECK_FALSE(d.note.empty());
   }
   // The broken conversion's differences have no excuse.
   const std::string codellama = data_dir + "codellama-7b-instruct-freq-base-missing/";
-  const auto broken = posemb::diff_gguf_config(codellama + "model.gguf",
-                                               codellama + "config.json", std::nullopt);
+  const auto broken =
+      posemb::diff_gguf_config(codellama + "model.gguf", codellama + "config.json", std::nullopt);
   REQUIRE(broken.size() == 32);
   for (const auto& d : broken) CHECK(d.note.empty());
   CHECK(posemb::differences_text(broken).find("layer 0 inv_freq: gguf ") == 0);
@@ -179,12 +181,15 @@ TEST_CASE("the vocabulary's RoPE specs reproduce llama.cpp's frequencies on ever
   for (const std::string& name : case_names()) {
     if (name.rfind("malformed", 0) == 0) continue;
     CAPTURE(name);
-    for (const std::optional<std::int64_t> n_ctx : {std::optional<std::int64_t>(), std::optional<std::int64_t>(4096)}) {
-      const posemb::GgufPositions plan = posemb::read_gguf_positions(data_dir + name + "/model.gguf", n_ctx);
+    for (const std::optional<std::int64_t> n_ctx :
+         {std::optional<std::int64_t>(), std::optional<std::int64_t>(4096)}) {
+      const posemb::GgufPositions plan =
+          posemb::read_gguf_positions(data_dir + name + "/model.gguf", n_ctx);
       for (std::size_t il = 0; il < plan.ropes.size(); ++il) {
         if (!plan.ropes[il]) continue;
         // The spec does not depend on the sequence length: llama.cpp chose at load time.
-        for (const auto seq_len : {std::optional<std::int64_t>(), std::optional<std::int64_t>(1 << 20)}) {
+        for (const auto seq_len :
+             {std::optional<std::int64_t>(), std::optional<std::int64_t>(1 << 20)}) {
           const posemb::RopeSpec spec = plan.model.layers[il].rope_spec(seq_len);
           REQUIRE(spec.inv_freq.size() == plan.ropes[il]->inv_freq.size());
           for (Eigen::Index i = 0; i < spec.inv_freq.size(); ++i) {
@@ -197,7 +202,8 @@ TEST_CASE("the vocabulary's RoPE specs reproduce llama.cpp's frequencies on ever
   }
 }
 
-TEST_CASE("llama4: NoPE every 4th layer with query temperature, chunked layers, interleaved pairs") {
+TEST_CASE(
+    "llama4: NoPE every 4th layer with query temperature, chunked layers, interleaved pairs") {
   // load_hparams for LLM_ARCH_LLAMA4: n_no_rope_layer_step 4, chunked SWA 8192 with pattern 4
   // (il % 4 < 3); chunked layers use rope.freq_base_swa. llama_model_rope_type: NORM, and
   // Llama4Model does not permute, so the pairs are interleaved in the HF checkpoint too.
@@ -213,14 +219,17 @@ TEST_CASE("llama4: NoPE every 4th layer with query temperature, chunked layers, 
     const bool nope = (il + 1) % 4 == 0;
     CHECK((layer.kind == posemb::PositionKind::None) == nope);
     CHECK(layer.attention.query_temperature.has_value() == nope);
-    CHECK(layer.attention.attention_chunk_size == (nope ? std::nullopt : std::optional<std::int64_t>(8192)));
+    CHECK(layer.attention.attention_chunk_size ==
+          (nope ? std::nullopt : std::optional<std::int64_t>(8192)));
     CHECK(*layer.attention.softmax_scale == Approx(1.0 / std::sqrt(128.0)));
     if (nope) continue;
     CHECK(layer.rope->pairing == posemb::Pairing::Interleaved);
     CHECK(plan.ropes[il]->inv_freq[1] == Approx(std::pow(10000.0, -2.0 / 128.0)).epsilon(1e-15));
   }
   // With attention.sliding_window 0: no chunks, only the last layer without RoPE.
-  test_gguf::model_writer("llama4", 8, 8192, 512, 4).u32("llama4.attention.sliding_window", 0).write(path);
+  test_gguf::model_writer("llama4", 8, 8192, 512, 4)
+      .u32("llama4.attention.sliding_window", 0)
+      .write(path);
   const posemb::GgufPositions full = posemb::read_gguf_positions(path);
   for (std::size_t il = 0; il < 8; ++il) {
     CHECK((full.model.layers[il].kind == posemb::PositionKind::None) == (il == 7));

@@ -27,7 +27,8 @@ using nlohmann::json;
 namespace {
 
 const fs::path models_dir = fs::path(POSEMB_TEST_DATA_DIR) / "models";
-const fs::path example_configs = fs::path(POSEMB_TEST_DATA_DIR) / ".." / ".." / "examples" / "configs";
+const fs::path example_configs =
+    fs::path(POSEMB_TEST_DATA_DIR) / ".." / ".." / "examples" / "configs";
 
 json read_json(const fs::path& path) {
   std::ifstream file(path);
@@ -50,7 +51,8 @@ json api_object(const posemb::LayerPositions& layer, std::optional<std::int64_t>
     const posemb::RopeSpec spec = layer.rope_spec(seq_len);
     object["rope_type"] = layer.rope->rope_type;
     object["rotary_dim"] = spec.rotary_dim;
-    for (Eigen::Index i = 0; i < spec.inv_freq.size(); ++i) object["inv_freq"].push_back(spec.inv_freq[i]);
+    for (Eigen::Index i = 0; i < spec.inv_freq.size(); ++i)
+      object["inv_freq"].push_back(spec.inv_freq[i]);
     object["attention_scale"] = spec.attention_scale;
     object["pairing"] = posemb::to_string(spec.pairing);
   }
@@ -58,16 +60,19 @@ json api_object(const posemb::LayerPositions& layer, std::optional<std::int64_t>
   object["softmax_scale"] = layer.softmax_attention() && attention.softmax_scale
                                 ? json(*attention.softmax_scale)
                                 : json(nullptr);
-  object["sliding_window"] = attention.sliding_window ? json(*attention.sliding_window) : json(nullptr);
+  object["sliding_window"] =
+      attention.sliding_window ? json(*attention.sliding_window) : json(nullptr);
   object["attention_chunk_size"] =
       attention.attention_chunk_size ? json(*attention.attention_chunk_size) : json(nullptr);
   object["query_temperature"] = nullptr;
   if (attention.query_temperature) {
-    object["query_temperature"] = {{"floor_scale", attention.query_temperature->floor_scale},
-                                   {"attn_scale", attention.query_temperature->attn_scale},
-                                   {"position_offset", attention.query_temperature->position_offset}};
+    object["query_temperature"] = {
+        {"floor_scale", attention.query_temperature->floor_scale},
+        {"attn_scale", attention.query_temperature->attn_scale},
+        {"position_offset", attention.query_temperature->position_offset}};
   }
-  object["logit_softcap"] = attention.logit_softcap ? json(*attention.logit_softcap) : json(nullptr);
+  object["logit_softcap"] =
+      attention.logit_softcap ? json(*attention.logit_softcap) : json(nullptr);
   object["attention_sinks"] = attention.attention_sinks;
   object["bias_placement"] = layer.kind == posemb::PositionKind::Alibi
                                  ? json(posemb::to_string(attention.bias_placement))
@@ -138,7 +143,8 @@ TEST_CASE("every model conformance case matches through the C++ API", "[config][
     REQUIRE(model.layers.size() == want.size());
     bool alike = true;
     for (std::size_t i = 0; i < want.size(); ++i) {
-      const std::string mismatch = posemb_test::layer_mismatch(api_object(model.layers[i], seq_len), want[i]);
+      const std::string mismatch =
+          posemb_test::layer_mismatch(api_object(model.layers[i], seq_len), want[i]);
       INFO("layer " << i << ": " << mismatch);
       CHECK(mismatch.empty());
       json a = want[i], b = want[0];
@@ -247,7 +253,8 @@ TEST_CASE("interleaved families score as rotate-half after permuting Wq and Wk",
   for (const char* name : {"llama-4-scout-17b-16e", "ernie-4.5-0.3b-pt", "c4ai-command-r-v01",
                            "syn-cohere2-pattern", "syn-glm-partial-default", "gpt-j-6b"}) {
     INFO(name);
-    const auto m = posemb::load_model_positions((models_dir / (std::string(name) + ".json")).string());
+    const auto m =
+        posemb::load_model_positions((models_dir / (std::string(name) + ".json")).string());
     const posemb::RopeSpec interleaved = m.rope_spec();
     REQUIRE(interleaved.pairing == posemb::Pairing::Interleaved);
     posemb::RopeSpec rotate_half = interleaved;
@@ -283,20 +290,24 @@ TEST_CASE("interleaved families score as rotate-half after permuting Wq and Wk",
 }
 
 TEST_CASE("the shipped per-layer example configs", "[config][examples][models]") {
-  const auto gemma = posemb::load_model_positions((example_configs / "gemma3_27b_sliding_global.json").string());
+  const auto gemma =
+      posemb::load_model_positions((example_configs / "gemma3_27b_sliding_global.json").string());
   REQUIRE(gemma.layers.size() == 62);
   CHECK(gemma.model_type == "gemma3_text");
   CHECK(gemma.layers[5].rope->rope_type == "linear");
-  CHECK(gemma.layers[5].rope_spec().inv_freq[1] == Approx(std::pow(1e6, -2.0 / 128) / 8).epsilon(1e-15));
+  CHECK(gemma.layers[5].rope_spec().inv_freq[1] ==
+        Approx(std::pow(1e6, -2.0 / 128) / 8).epsilon(1e-15));
   CHECK(gemma.layers[0].rope->rope_type == "default");
   CHECK(gemma.layers[0].attention.sliding_window == 1024);
   CHECK(*gemma.layers[0].attention.softmax_scale == Approx(1.0 / std::sqrt(168.0)).epsilon(1e-15));
-  const auto oss = posemb::load_model_positions((example_configs / "gpt_oss_20b_sliding_yarn.json").string());
+  const auto oss =
+      posemb::load_model_positions((example_configs / "gpt_oss_20b_sliding_yarn.json").string());
   CHECK(oss.layers[0].attention.sliding_window == 128);
   CHECK_FALSE(oss.layers[1].attention.sliding_window);
   CHECK(oss.rope_scheme().rope_type == "yarn");
   CHECK_FALSE(std::get<posemb::YarnParams>(oss.rope_scheme().params).truncate);
-  const auto llama4 = posemb::load_model_positions((example_configs / "llama4_scout_nope_chunked.json").string());
+  const auto llama4 =
+      posemb::load_model_positions((example_configs / "llama4_scout_nope_chunked.json").string());
   CHECK(llama4.layers.size() == 48);
 }
 
@@ -304,7 +315,8 @@ TEST_CASE("per-layer config errors name the key", "[config][models][errors]") {
   const std::string head = small_llama;
   SECTION("layer_types of the wrong length") {
     CHECK_THAT(error_of(head + R"(, "layer_types": ["full_attention"]})"),
-               Catch::Contains("layer_types.size() = 1") && Catch::Contains("num_hidden_layers = 4"));
+               Catch::Contains("layer_types.size() = 1") &&
+                   Catch::Contains("num_hidden_layers = 4"));
   }
   SECTION("an unknown layer type") {
     CHECK_THAT(error_of(head + R"(, "layer_types": ["full_attention", "banded_attention",
@@ -333,7 +345,8 @@ TEST_CASE("per-layer config errors name the key", "[config][models][errors]") {
                Catch::Contains("attention_types"));
     CHECK_THAT(error_of(R"({"model_type": "gpt_neo", "hidden_size": 256, "num_heads": 4,
                             "num_layers": 3, "attention_types": [[["global", "local"], 2]]})"),
-               Catch::Contains("attention_types (expanded) = 4") && Catch::Contains("num_layers = 3"));
+               Catch::Contains("attention_types (expanded) = 4") &&
+                   Catch::Contains("num_layers = 3"));
   }
   SECTION("a layer list naming a layer that does not exist") {
     CHECK_THAT(error_of(R"({"model_type": "mllama", "text_config": {"hidden_size": 256,
@@ -359,8 +372,11 @@ TEST_CASE("per-layer config errors name the key", "[config][models][errors]") {
   SECTION("partial_rotary_factor outside (0, 1]") {
     CHECK_THAT(error_of(head + R"(, "partial_rotary_factor": 0})"),
                Catch::Contains("partial_rotary_factor = 0"));
-    CHECK_THAT(error_of(head + R"(, "rope_parameters": {"rope_type": "default", "partial_rotary_factor": 1.25}})"),
-               Catch::Contains("rope_parameters.partial_rotary_factor = 1.25"));
+    CHECK_THAT(
+        error_of(
+            head +
+            R"(, "rope_parameters": {"rope_type": "default", "partial_rotary_factor": 1.25}})"),
+        Catch::Contains("rope_parameters.partial_rotary_factor = 1.25"));
   }
   SECTION("a proportional factor that leaves no rotating pair") {
     CHECK_THAT(error_of(head + R"(, "head_dim": 32, "rope_parameters": {"rope_type": "proportional",
@@ -397,13 +413,15 @@ TEST_CASE("T5 configs: relative bias layers, encoder bidirectional, decoder caus
     CHECK_FALSE(layer.rope);
   }
   // The buckets the layers carry give the edge values of modeling_t5.py.
-  const posemb::T5Buckets encoder = *flan.layers[0].relative_bias, decoder = *flan.layers[12].relative_bias;
+  const posemb::T5Buckets encoder = *flan.layers[0].relative_bias,
+                          decoder = *flan.layers[12].relative_bias;
   CHECK(posemb::t5_relative_position_bucket(-64, encoder.num_buckets, encoder.max_distance,
                                             encoder.bidirectional) == 14);
   CHECK(posemb::t5_relative_position_bucket(-64, decoder.num_buckets, decoder.max_distance,
                                             decoder.bidirectional) == 26);
 
-  const auto encoder_only = posemb::load_model_positions((t5_dir / "t5_encoder_only.json").string());
+  const auto encoder_only =
+      posemb::load_model_positions((t5_dir / "t5_encoder_only.json").string());
   REQUIRE(encoder_only.layers.size() == 6);
   CHECK(encoder_only.layers_alike());
   CHECK(encoder_only.layers[5].relative_bias->bidirectional);
@@ -423,12 +441,14 @@ TEST_CASE("T5 configs: relative bias layers, encoder bidirectional, decoder caus
 }
 
 TEST_CASE("T5 config errors name the key", "[config][models][t5][errors]") {
-  const std::string head = R"({"model_type": "t5", "d_model": 64, "d_kv": 16, "num_heads": 4, "num_layers": 2)";
+  const std::string head =
+      R"({"model_type": "t5", "d_model": 64, "d_kv": 16, "num_heads": 4, "num_layers": 2)";
   CHECK_THAT(error_of(head + R"(, "relative_attention_num_buckets": 3})"),
              Catch::Contains("relative_attention_num_buckets = 3"));
   CHECK_THAT(error_of(head + R"(, "relative_attention_max_distance": 8})"),
              Catch::Contains("relative_attention_max_distance = 8"));
-  CHECK_THAT(error_of(head + R"(, "num_decoder_layers": 0})"), Catch::Contains("num_decoder_layers = 0"));
+  CHECK_THAT(error_of(head + R"(, "num_decoder_layers": 0})"),
+             Catch::Contains("num_decoder_layers = 0"));
 }
 
 TEST_CASE("the text, the file and the parsed JSON load the same model", "[config][models]") {
@@ -539,7 +559,8 @@ TEST_CASE("an odd partial rotary width rotates the next even width", "[config][m
 }
 
 TEST_CASE("class defaults apply when a key is absent, not when it is null", "[config][models]") {
-  const auto oss = parse(R"({"model_type": "gpt_oss", "num_hidden_layers": 2, "sliding_window": null})");
+  const auto oss =
+      parse(R"({"model_type": "gpt_oss", "num_hidden_layers": 2, "sliding_window": null})");
   CHECK_FALSE(oss.layers[0].attention.sliding_window);
   CHECK(oss.layers[0].attention.attention_sinks);
   const auto gemma2 = parse(R"({"model_type": "gemma2", "num_hidden_layers": 2,
@@ -547,7 +568,8 @@ TEST_CASE("class defaults apply when a key is absent, not when it is null", "[co
   CHECK_FALSE(gemma2.layers[0].attention.logit_softcap);
   CHECK(gemma2.layers[0].attention.sliding_window == 4096);
   // EXAONE 4 without a window: every layer full, with RoPE (configuration_exaone4.py).
-  const auto exaone = parse(R"({"model_type": "exaone4", "num_hidden_layers": 4, "sliding_window": null})");
+  const auto exaone =
+      parse(R"({"model_type": "exaone4", "num_hidden_layers": 4, "sliding_window": null})");
   for (const auto& layer : exaone.layers) {
     CHECK(layer.layer_type == "full_attention");
     CHECK(layer.kind == posemb::PositionKind::Rope);
@@ -600,7 +622,8 @@ TEST_CASE("unused keys are listed", "[config][models][unused]") {
   const auto llama3 = parse(head + R"(, "rope_scaling": {"rope_type": "llama3", "factor": 8,
       "low_freq_factor": 1, "high_freq_factor": 4, "original_max_position_embeddings": 1024,
       "beta_fast": 32, "banana": 3}})");
-  CHECK(llama3.unused_keys == std::vector<std::string>{"rope_scaling.banana", "rope_scaling.beta_fast"});
+  CHECK(llama3.unused_keys ==
+        std::vector<std::string>{"rope_scaling.banana", "rope_scaling.beta_fast"});
   CHECK(llama3.warnings.empty());
   // Both blocks: rope_scaling wins (convert_rope_params_to_dict), rope_parameters is unused;
   // the block's rope_theta wins over the top level's.
@@ -612,7 +635,8 @@ TEST_CASE("unused keys are listed", "[config][models][unused]") {
   CHECK(parse(head + R"(, "sliding_window": 4096})").unused_keys ==
         std::vector<std::string>{"sliding_window"});
   CHECK(parse(head + R"(, "model_type": "mistral", "sliding_window": 4096})").unused_keys.empty());
-  CHECK(parse(head + R"(, "model_type": "qwen2", "sliding_window": 4096, "use_sliding_window": false})")
+  CHECK(parse(head +
+              R"(, "model_type": "qwen2", "sliding_window": 4096, "use_sliding_window": false})")
             .unused_keys == std::vector<std::string>{"sliding_window"});
   // Inside text_config, with the wrapper's own decoy.
   const auto wrapped = parse(R"({"model_type": "llama4", "rope_theta": 1, "text_config": {
@@ -621,7 +645,8 @@ TEST_CASE("unused keys are listed", "[config][models][unused]") {
   CHECK(wrapped.unused_keys ==
         std::vector<std::string>{"rope_theta", "text_config.rope_parameters.mscale"});
   // Nested by layer type: a layer type no layer has is unused as a whole.
-  const auto nested = parse(head + R"(, "model_type": "gemma3_text", "sliding_window": 8, "sliding_window_pattern": 2,
+  const auto nested = parse(
+      head + R"(, "model_type": "gemma3_text", "sliding_window": 8, "sliding_window_pattern": 2,
       "rope_parameters": {"sliding_attention": {"rope_type": "default", "rope_theta": 10000, "x": 1},
                           "full_attention": {"rope_type": "default", "rope_theta": 1000000},
                           "chunked_attention": {"rope_type": "default"}}})");

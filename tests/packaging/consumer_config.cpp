@@ -29,8 +29,9 @@ int main() {
   for (int i = 0; i < 2 && i < spec.inv_freq.size(); ++i) {
     max_error = std::fmax(max_error, std::fabs(spec.inv_freq[i] - expected[i]));
   }
-  std::printf("posemb config.json reader (%s): %zu layer(s), rotary_dim %d, inv_freq max error "
-              "%.1e\n",
-              route, model.layers.size(), spec.rotary_dim, max_error);
+  std::printf(
+      "posemb config.json reader (%s): %zu layer(s), rotary_dim %d, inv_freq max error "
+      "%.1e\n",
+      route, model.layers.size(), spec.rotary_dim, max_error);
   return max_error <= 1e-15 ? 0 : 1;
 }

@@ -29,8 +29,9 @@ int main() {
   } catch (const posemb::Error& error) {
     malformed_refused = std::string(error.what()).find("malformed JSON") != std::string::npos;
   }
-  std::printf("posemb::config, compiled reader: %zu layer(s), inv_freq max error %.1e, "
-              "malformed JSON refused: %s\n",
-              model.layers.size(), max_error, malformed_refused ? "yes" : "no");
+  std::printf(
+      "posemb::config, compiled reader: %zu layer(s), inv_freq max error %.1e, "
+      "malformed JSON refused: %s\n",
+      model.layers.size(), max_error, malformed_refused ? "yes" : "no");
   return max_error <= 1e-15 && malformed_refused ? 0 : 1;
 }

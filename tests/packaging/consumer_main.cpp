@@ -18,7 +18,8 @@ int main() {
                               0.9999500004166653};
   double max_error = 0.0;
   for (int i = 0; i < 4; ++i) max_error = std::fmax(max_error, std::fabs(y[i] - expected[i]));
-  std::printf("posemb %s: rope(x = (1, 0, 0, 1), p = 1) = (%.7f, %.7f, %.7f, %.7f), max error %.1e\n",
-              posemb::version_string, y[0], y[1], y[2], y[3], max_error);
+  std::printf(
+      "posemb %s: rope(x = (1, 0, 0, 1), p = 1) = (%.7f, %.7f, %.7f, %.7f), max error %.1e\n",
+      posemb::version_string, y[0], y[1], y[2], y[3], max_error);
   return max_error <= 1e-7 ? 0 : 1;
 }

@@ -97,7 +97,7 @@ def test_read_only_and_requires_grad():
 
 
 def test_source_and_table_dtype():
-    raises(r"source = str: expected a RopeSpec or a RopeTable", posemb.apply_rope_, x32(), 0, "spec")
+    raises(r"source = str: expected a RopeSpec, a RopeTable or an HfFloat32Rope", posemb.apply_rope_, x32(), 0, "spec")
     table = posemb.RopeTable(SPEC, 0, 16, dtype="float64")
     raises(r"source = a RopeTable of dtype float64: expected dtype='float32'", posemb.apply_rope_, x32(), 0, table)
     raises(r"position = 20: outside the RoPE table's range \[0, 16\)", posemb.apply_rope_, x32(), 20,
@@ -136,5 +136,6 @@ def test_other_errors():
     raises(r"cu_seqlens\[0\] = 1: expected 0", posemb.packed_positions, [1, 3])
     raises(r"table\.dtype = float64: expected x's dtype float32", posemb.add_position_embeddings_,
            np.zeros((1, 2, 8), np.float32), 0, posemb.sinusoidal_table(4, 8, dtype="float64"))
-    raises(r"rope, alibi_slopes, relative_bias = 2 given", posemb.attention_scores, x32(), 0, x32(), 0,
-           rope=SPEC, alibi_slopes=[0.5, 0.25])
+    t5 = posemb.T5BiasTable(posemb.T5Buckets(32, 128, True), np.zeros((32, 2), np.float32))
+    raises(r"alibi_slopes, relative_bias = both given: expected at most one bias",
+           posemb.attention_scores, x32(), 0, x32(), 0, alibi_slopes=[0.5, 0.25], relative_bias=t5)

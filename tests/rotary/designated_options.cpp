@@ -4,8 +4,10 @@
 
 void rotate_back(posemb::Tensor4<float>& k, const posemb::RopeSpec& spec) {
   posemb::rotate_inplace(k, 0, spec, {.rotation = posemb::Rotation::Inverse});
-  posemb::rotate_inplace(k, 0, spec, {.threads = posemb::Threads{2}, .rotation = posemb::Rotation::Forward});
+  posemb::rotate_inplace(k, 0, spec,
+                         {.threads = posemb::Threads{2}, .rotation = posemb::Rotation::Forward});
   const posemb::Tensor4<float> bhsd = posemb::rotated(
-      k, 0, spec, {.layouts = posemb::Layouts(posemb::TensorLayout::BSHD, posemb::TensorLayout::BHSD)});
+      k, 0, spec,
+      {.layouts = posemb::Layouts(posemb::TensorLayout::BSHD, posemb::TensorLayout::BHSD)});
   (void)bhsd;
 }

@@ -17,10 +17,9 @@ namespace {
 using posemb::Pairing;
 
 // Positions from 0 to a few million, negative ones, and both sides of 2^24.
-const std::vector<std::int64_t> probe_positions = {0,      1,       2,        7,        100,
-                                                   2047,   4096,    65535,    131071,   1000003,
-                                                   -1,     -4097,   16777215, 16777216, 16777217,
-                                                   3000000};
+const std::vector<std::int64_t> probe_positions = {
+    0,      1,       2,  7,     100,      2047,     4096,     65535,
+    131071, 1000003, -1, -4097, 16777215, 16777216, 16777217, 3000000};
 
 // The cos/sin the kernel uses at `position`: rotating the unit vectors e_a (a the first feature
 // of each pair) gives a' = cos * 1 - sin * 0 = cos and b' = sin * 1 + cos * 0 = sin exactly.

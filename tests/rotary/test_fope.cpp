@@ -421,8 +421,7 @@ TEST_CASE("the table path equals the direct path and rejects positions outside t
                     Contains("position = 36") && Contains("[10, 36)"));
 }
 
-TEST_CASE("FoPE runs on threads through the rotary engine, bit-identical to one thread",
-          "[fope]") {
+TEST_CASE("FoPE runs on threads through the rotary engine, bit-identical to one thread", "[fope]") {
   const Fope fope = posemb::make_fope(small_config());
   // [4, 512, 4, 64]: 2^19 elements, enough for two threads (2^18 per thread).
   const Tensor4<float> x = random_tensor<float>(4, 512, 4, 64, 11);

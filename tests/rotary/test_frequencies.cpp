@@ -16,7 +16,8 @@ TEST_CASE("default inverse frequencies are base^(-2i/d)") {
   CHECK(llama.size() == 64);
   CHECK(llama[63] == Approx(std::exp(-126.0 / 128.0 * std::log(500000.0))).epsilon(1e-14));
   // Strictly decreasing, ratio base^(-2/d) between neighbours.
-  for (int i = 1; i < 64; ++i) CHECK(llama[i] / llama[i - 1] == Approx(std::pow(500000.0, -2.0 / 128)).epsilon(1e-13));
+  for (int i = 1; i < 64; ++i)
+    CHECK(llama[i] / llama[i - 1] == Approx(std::pow(500000.0, -2.0 / 128)).epsilon(1e-13));
 }
 
 TEST_CASE("default inverse frequencies reject bad input") {

@@ -111,9 +111,9 @@ TEST_CASE("KV-cache helpers reject mismatched specs and shapes", "[kv_cache][err
                         keys, std::int64_t{0}, a,
                         posemb::default_rope_spec(32, 1e4, posemb::Pairing::Interleaved)),
                     Catch::Contains("to.pairing"));
-  CHECK_THROWS_WITH(posemb::rerotate_keys_inplace(keys, std::int64_t{0}, a,
-                                                  posemb::default_rope_spec({48, 32})),
-                    Catch::Contains("to.head_dim = 48: expected from.head_dim = 32"));
+  CHECK_THROWS_WITH(
+      posemb::rerotate_keys_inplace(keys, std::int64_t{0}, a, posemb::default_rope_spec({48, 32})),
+      Catch::Contains("to.head_dim = 48: expected from.head_dim = 32"));
   CHECK_THROWS_WITH(posemb::shift_keys_inplace(keys, 3, posemb::default_rope_spec(64)),
                     Catch::Contains("head_dim = 32"));
   posemb::PositionMatrix wrong(1, 3);

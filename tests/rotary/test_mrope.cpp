@@ -72,8 +72,7 @@ bool bit_equal(const A& a, const B& b) {
 
 MropeSpec spec_of(posemb::RotaryDims dims, double theta, posemb::MropeSections sections,
                   MropeLayout layout, Pairing pairing = Pairing::RotateHalf) {
-  return posemb::make_mrope_spec(posemb::default_rope_spec(dims, theta, pairing), sections,
-                                 layout);
+  return posemb::make_mrope_spec(posemb::default_rope_spec(dims, theta, pairing), sections, layout);
 }
 
 // Sections of 8 pairs that fit either layout: interleaved w pairs are 2, 5 only.
@@ -93,7 +92,8 @@ PositionMatrix equal_axes(const posemb::PositionVector& p) {
 
 // ---------------------------------------------------------------------------------------------
 // Conformance: each apply case's X, P and Y with the spec its config.json describes (text fields,
-// rope_theta, mrope_section, mrope_interleaved, partial_rotary_factor; README "Reading the config").
+// rope_theta, mrope_section, mrope_interleaved, partial_rotary_factor; README "Reading the
+// config").
 
 struct ApplyCase {
   const char* name;
@@ -112,8 +112,8 @@ TEST_CASE("conformance: the multimodal apply cases, float32 within 1e-5 and floa
       {"apply_interleaved_mixed_hd32", spec_of(32, 5e6, {6, 5, 5}, MropeLayout::Interleaved),
        TensorLayout::BSHD},
       // Qwen3.5-style: head_dim 64, partial 0.25 -> rotary_dim 16, theta 1e7, [3, 3, 2]
-      {"apply_partial_interleaved_hd64", spec_of({64, 16}, 1e7, {3, 3, 2}, MropeLayout::Interleaved),
-       TensorLayout::BSHD},
+      {"apply_partial_interleaved_hd64",
+       spec_of({64, 16}, 1e7, {3, 3, 2}, MropeLayout::Interleaved), TensorLayout::BSHD},
       // Qwen2.5-VL-style: 128 / 4 = 32, theta 1e6, [4, 6, 6]
       {"apply_batch2_bhsd_hd32", spec_of(32, 1e6, {4, 6, 6}, MropeLayout::Chunked),
        TensorLayout::BHSD},
@@ -160,9 +160,10 @@ TEST_CASE("conformance: the multimodal apply cases, float32 within 1e-5 and floa
 
 TEST_CASE("equal axes give 1-D RoPE bit for bit: both layouts, both pairings, partial rotary") {
   const auto x = random_tensor<float>(2, 37, 3, 24);
-  const auto p = test_support::positions_of(
-      {0, 1, 2, 5, 9, 100, 2047, 2048, 70000, 3, 3, 3, 4, 4, 4, 8, 8, 9, 10, 11, 12, 13, 14, 15, 16,
-       17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 1000000, 123456789});
+  const auto p = test_support::positions_of({0,  1,  2,  5,  9,  100,     2047,     2048, 70000, 3,
+                                             3,  3,  4,  4,  4,  8,       8,        9,    10,    11,
+                                             12, 13, 14, 15, 16, 17,      18,       19,   20,    21,
+                                             22, 23, 24, 25, 26, 1000000, 123456789});
   const PositionMatrix thw = equal_axes(p);
   for (const Pairing pairing : {Pairing::RotateHalf, Pairing::Interleaved}) {
     for (const MropeLayout layout : {MropeLayout::Chunked, MropeLayout::Interleaved}) {
@@ -187,7 +188,8 @@ TEST_CASE("equal axes through tables: MropeTable equals RopeTable bit for bit") 
     const MropeSpec spec = spec_of(16, 1e4, {4, 2, 2}, layout);
     const posemb::RopeTable<float> rope_table(spec.rope, 0, 400);
     const posemb::MropeTable<float> mrope_table(spec, 0, 400);
-    CHECK(bit_equal(posemb::apply_mrope(x, thw, mrope_table), posemb::apply_rope(x, p, rope_table)));
+    CHECK(
+        bit_equal(posemb::apply_mrope(x, thw, mrope_table), posemb::apply_rope(x, p, rope_table)));
     CHECK(bit_equal(posemb::apply_mrope(x, thw, mrope_table), posemb::apply_mrope(x, thw, spec)));
   }
 }
@@ -203,8 +205,11 @@ std::string observed_axes(const MropeSpec& spec) {
     thw(a, 0) = 7;
     const auto y = posemb::apply_mrope(x, thw, spec);
     for (int j = 0; j < pairs; ++j) {
-      const bool turned = y(0, 0, 0, j) != x(0, 0, 0, j) || y(0, 0, 0, j + pairs) != x(0, 0, 0, j + pairs);
-      if (turned) axes[static_cast<std::size_t>(j)] = axes[static_cast<std::size_t>(j)] == '.' ? "thw"[a] : '?';
+      const bool turned =
+          y(0, 0, 0, j) != x(0, 0, 0, j) || y(0, 0, 0, j + pairs) != x(0, 0, 0, j + pairs);
+      if (turned)
+        axes[static_cast<std::size_t>(j)] =
+            axes[static_cast<std::size_t>(j)] == '.' ? "thw"[a] : '?';
     }
   }
   return axes;
@@ -241,8 +246,8 @@ TEST_CASE("shifting all three axes by d equals a 1-D RoPE shift by d") {
       CAPTURE(posemb::to_string(layout), d);
       const PositionMatrix shifted = (thw.array() + d).matrix();
       const auto direct = posemb::apply_mrope(x, shifted, spec);
-      const auto composed =
-          posemb::apply_rope(posemb::apply_mrope(x, thw, spec), posemb::Positions::same(d), spec.rope);
+      const auto composed = posemb::apply_rope(posemb::apply_mrope(x, thw, spec),
+                                               posemb::Positions::same(d), spec.rope);
       // The double angles round to ulp(d * inv_freq): about 1e-16 d.
       CHECK(max_abs_diff(direct, composed) <= 1e-13 + 1e-15 * double(d));
     }
@@ -285,8 +290,9 @@ TEST_CASE("the inverse undoes the rotation, for the spec and the table, with an 
       MropeSpec scaled = spec;
       scaled.rope.attention_scale = scale;
       const posemb::MropeTable<double> scaled_table(scaled, 0, 5000);
-      CHECK(bit_equal(posemb::apply_mrope(y, thw, scaled_table, TensorLayout::BSHD, {}, Rotation::Inverse),
-                      posemb::apply_mrope(y, thw, scaled, TensorLayout::BSHD, {}, Rotation::Inverse)));
+      CHECK(bit_equal(
+          posemb::apply_mrope(y, thw, scaled_table, TensorLayout::BSHD, {}, Rotation::Inverse),
+          posemb::apply_mrope(y, thw, scaled, TensorLayout::BSHD, {}, Rotation::Inverse)));
     }
   }
 }
@@ -361,7 +367,8 @@ TEST_CASE("fractional positions: whole values give the integer bits, halves the 
   const auto y = posemb::apply_mrope(x, halves, spec);
   for (int s = 0; s < 3; ++s) {
     for (int j = 0; j < 8; ++j) {
-      const double angle = (double(thw(posemb::mrope_axis(spec, j), s)) + 0.5) * spec.rope.inv_freq[j];
+      const double angle =
+          (double(thw(posemb::mrope_axis(spec, j), s)) + 0.5) * spec.rope.inv_freq[j];
       const double a = x(0, s, 0, j), b = x(0, s, 0, j + 8);
       CHECK(std::fabs(y(0, s, 0, j) - (a * std::cos(angle) - b * std::sin(angle))) <= 1e-13);
     }
@@ -380,8 +387,10 @@ TEST_CASE("engine features: two threads, half storage, layout change and a KV-ca
 
   // Half storage: computed in float from the half input, rounded once.
   Tensor4<Eigen::half> x_half = x.cast<Eigen::half>();
-  const Tensor4<float> from_half = posemb::apply_mrope(Tensor4<float>(x_half.cast<float>()), thw, spec);
-  CHECK(bit_equal(posemb::apply_mrope(x_half, thw, spec), Tensor4<Eigen::half>(from_half.cast<Eigen::half>())));
+  const Tensor4<float> from_half =
+      posemb::apply_mrope(Tensor4<float>(x_half.cast<float>()), thw, spec);
+  CHECK(bit_equal(posemb::apply_mrope(x_half, thw, spec),
+                  Tensor4<Eigen::half>(from_half.cast<Eigen::half>())));
 
   // BSHD in, BHSD out at a sequence offset of a longer cache.
   const auto small = random_tensor<float>(1, 5, 2, 128);
@@ -401,17 +410,29 @@ TEST_CASE("engine features: two threads, half storage, layout change and a KV-ca
 
 TEST_CASE("bad input throws posemb::Error naming the parameter") {
   const posemb::RopeSpec rope = posemb::default_rope_spec(16, 1e4);
-  throws_with([&] { (void)posemb::make_mrope_spec(rope, {2, 3, 2}, MropeLayout::Chunked); },
-              "mrope_section = [2, 3, 2] (sum 7): expected a sum of rotary_dim / 2 = 8");
-  throws_with([&] { (void)posemb::make_mrope_spec(rope, {-1, 5, 4}, MropeLayout::Chunked); },
-              "mrope_section[0] = -1: expected >= 0");
+  throws_with(
+      [&] {
+        (void)posemb::make_mrope_spec(rope, {2, 3, 2}, MropeLayout::Chunked);
+      },
+      "mrope_section = [2, 3, 2] (sum 7): expected a sum of rotary_dim / 2 = 8");
+  throws_with(
+      [&] {
+        (void)posemb::make_mrope_spec(rope, {-1, 5, 4}, MropeLayout::Chunked);
+      },
+      "mrope_section[0] = -1: expected >= 0");
   // 8 pairs: h pairs 1, 4, 7 and w pairs 2, 5 fit; s1 = 4 needs pair 10, s2 = 3 pair 8.
   CHECK_NOTHROW(posemb::make_mrope_spec(rope, {3, 3, 2}, MropeLayout::Interleaved));
   CHECK_NOTHROW(posemb::make_mrope_spec(rope, {2, 3, 3}, MropeLayout::Chunked));
-  throws_with([&] { (void)posemb::make_mrope_spec(rope, {2, 4, 2}, MropeLayout::Interleaved); },
-              "expected interleaved h pairs");
-  throws_with([&] { (void)posemb::make_mrope_spec(rope, {2, 3, 3}, MropeLayout::Interleaved); },
-              "expected interleaved w pairs");
+  throws_with(
+      [&] {
+        (void)posemb::make_mrope_spec(rope, {2, 4, 2}, MropeLayout::Interleaved);
+      },
+      "expected interleaved h pairs");
+  throws_with(
+      [&] {
+        (void)posemb::make_mrope_spec(rope, {2, 3, 3}, MropeLayout::Interleaved);
+      },
+      "expected interleaved w pairs");
 
   const MropeSpec spec = spec_of(16, 1e4, {2, 3, 3}, MropeLayout::Chunked);
   auto x = random_tensor<float>(1, 4, 2, 16);
@@ -419,9 +440,11 @@ TEST_CASE("bad input throws posemb::Error naming the parameter") {
   throws_with([&] { (void)posemb::apply_mrope(x, two_axes, spec); },
               "positions.dimension(0) = 2: expected 3 axes (t, h, w)");
   const PositionMatrix short_thw = PositionMatrix::Zero(3, 3);
-  throws_with([&] { (void)posemb::apply_mrope(x, short_thw, spec); }, "positions shape = [3, 1, 3]");
+  throws_with([&] { (void)posemb::apply_mrope(x, short_thw, spec); },
+              "positions shape = [3, 1, 3]");
   const MropePositionTensor batch3(3, 3, 4);
-  throws_with([&] { (void)posemb::apply_mrope(x, batch3, spec); }, "expected [3, batch, seq] = [3, 1, 4]");
+  throws_with([&] { (void)posemb::apply_mrope(x, batch3, spec); },
+              "expected [3, batch, seq] = [3, 1, 4]");
   FractionalPositionMatrix nan_thw = FractionalPositionMatrix::Zero(3, 4);
   nan_thw(1, 2) = std::nan("");
   throws_with([&] { (void)posemb::apply_mrope(x, nan_thw, spec); }, "positions[1, 0, 2]");

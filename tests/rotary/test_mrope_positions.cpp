@@ -39,7 +39,8 @@ PositionMatrix expected_positions(const std::string& case_name, std::int64_t row
   const std::int64_t rows = p.shape.size() == 3 ? p.shape[1] : 1;
   PositionMatrix out(3, seq);
   for (int a = 0; a < 3; ++a)
-    for (std::int64_t s = 0; s < seq; ++s) out(a, s) = values[std::size_t((a * rows + row) * seq + s)];
+    for (std::int64_t s = 0; s < seq; ++s)
+      out(a, s) = values[std::size_t((a * rows + row) * seq + s)];
   return out;
 }
 
@@ -92,11 +93,12 @@ TEST_CASE("conformance: the positions of every apply case come from its segments
     SECTION(c.name) {
       const auto meta = read_json(multimodal_data + c.name + "/case.json");
       const auto& from = meta.at("positions_from_segments");
-      const std::vector<std::string> rows =
-          from.is_array() ? from.get<std::vector<std::string>>()
-                          : std::vector<std::string>{from.get<std::string>()};
+      const std::vector<std::string> rows = from.is_array()
+                                                ? from.get<std::vector<std::string>>()
+                                                : std::vector<std::string>{from.get<std::string>()};
       for (std::size_t row = 0; row < rows.size(); ++row) {
-        const auto index = posemb::mrope_position_ids(posemb::parse_mrope_segments(rows[row]), c.rules);
+        const auto index =
+            posemb::mrope_position_ids(posemb::parse_mrope_segments(rows[row]), c.rules);
         CHECK(index.positions == expected_positions(c.name, std::int64_t(row)));
       }
     }
@@ -148,7 +150,8 @@ TEST_CASE("text only gives 1-D positions and rope_delta 0") {
 }
 
 TEST_CASE("decode continues at cache_length + delta on every axis") {
-  for (const MropeFamily family : {MropeFamily::Qwen2VL, MropeFamily::Qwen25VL, MropeFamily::Qwen3VL}) {
+  for (const MropeFamily family :
+       {MropeFamily::Qwen2VL, MropeFamily::Qwen25VL, MropeFamily::Qwen3VL}) {
     CAPTURE(posemb::to_string(family));
     const MropeIndexRules rules{family, 2, 2.0};
     const std::vector<MropeSegment> prompt = {MropeSegment::text(2), MropeSegment::image(1, 4, 6),
@@ -173,7 +176,8 @@ TEST_CASE("decode continues at cache_length + delta on every axis") {
     const Eigen::Index cache = prefill.seq_len();
     posemb::Tensor4<double> tail = x.slice(Eigen::array<Eigen::Index, 4>{0, cache, 0, 0},
                                            Eigen::array<Eigen::Index, 4>{1, 5, 1, 16});
-    posemb::apply_mrope_inplace(tail, posemb::MropePositions::text(prefill.decode_offset(cache)), spec);
+    posemb::apply_mrope_inplace(tail, posemb::MropePositions::text(prefill.decode_offset(cache)),
+                                spec);
     bool same = true;
     for (Eigen::Index s = 0; s < 5; ++s)
       for (int d = 0; d < 16; ++d) same = same && tail(0, s, 0, d) == all(0, cache + s, 0, d);
@@ -182,7 +186,8 @@ TEST_CASE("decode continues at cache_length + delta on every axis") {
 }
 
 TEST_CASE("the segment parser reads every form and names the segment that does not parse") {
-  const auto segments = posemb::parse_mrope_segments("text:3,image:1x4x6,video:2x4x8@0.5,video:1x2x2");
+  const auto segments =
+      posemb::parse_mrope_segments("text:3,image:1x4x6,video:2x4x8@0.5,video:1x2x2");
   REQUIRE(segments.size() == 4);
   CHECK(segments[0].kind == MropeSegment::Kind::Text);
   CHECK(segments[0].tokens == 3);
@@ -193,7 +198,9 @@ TEST_CASE("the segment parser reads every form and names the segment that does n
   CHECK(segments[2].seconds_per_grid == 0.5);
   CHECK(segments[3].seconds_per_grid == 1.0);
 
-  const auto parse = [](const char* spec) { return [spec] { (void)posemb::parse_mrope_segments(spec); }; };
+  const auto parse = [](const char* spec) {
+    return [spec] { (void)posemb::parse_mrope_segments(spec); };
+  };
   throws_with(parse("text:3,image:1x4,text:5"), "segment 2 = 'image:1x4': expected text:N");
   throws_with(parse("text:3,video:2x4x4@fast"), "segment 2 = 'video:2x4x4@fast'");
   throws_with(parse("text:3,video:2x4x4@-1"), "segment 2 = 'video:2x4x4@-1'");
@@ -208,21 +215,34 @@ TEST_CASE("the segment parser reads every form and names the segment that does n
 
 TEST_CASE("the builder rejects grids the merge does not divide and bad rules") {
   const MropeIndexRules rules{MropeFamily::Qwen2VL, 2, 2.0};
-  throws_with([&] { (void)posemb::mrope_position_ids({MropeSegment::text(2), MropeSegment::image(1, 5, 4)}, rules); },
-              "segments[1].h = 5: expected a multiple of spatial_merge_size = 2");
+  throws_with(
+      [&] {
+        (void)posemb::mrope_position_ids({MropeSegment::text(2), MropeSegment::image(1, 5, 4)},
+                                         rules);
+      },
+      "segments[1].h = 5: expected a multiple of spatial_merge_size = 2");
   throws_with([&] { (void)posemb::mrope_position_ids({MropeSegment::video(0, 4, 4)}, rules); },
               "segments[0].t = 0");
   throws_with([&] { (void)posemb::mrope_position_ids({}, rules); }, "segments.size() = 0");
   // 2^40 tokens are refused before anything is allocated.
-  throws_with([&] { (void)posemb::mrope_position_ids({MropeSegment::image(1 << 20, 1 << 20, 1 << 20)}, rules); },
-              "seq_len = 288230376151711744: expected at most 2^40 tokens");
-#if !defined(__SANITIZE_ADDRESS__)  // ASan reports a failed allocation instead of throwing
-  throws_with([&] { (void)posemb::mrope_position_ids({MropeSegment::text(std::int64_t(1) << 39)}, rules); },
-              "seq_len = 549755813888: expected a size whose a table of");
-#endif
-  throws_with([&] { (void)posemb::mrope_position_ids({MropeSegment::text(1)}, {MropeFamily::Qwen2VL, 0}); },
-              "spatial_merge_size = 0");
   throws_with(
-      [&] { (void)posemb::mrope_position_ids({MropeSegment::text(1)}, {MropeFamily::Qwen25VL, 2, 0.0}); },
+      [&] {
+        (void)posemb::mrope_position_ids({MropeSegment::image(1 << 20, 1 << 20, 1 << 20)}, rules);
+      },
+      "seq_len = 288230376151711744: expected at most 2^40 tokens");
+#if !defined(__SANITIZE_ADDRESS__)  // ASan reports a failed allocation instead of throwing
+  throws_with(
+      [&] { (void)posemb::mrope_position_ids({MropeSegment::text(std::int64_t(1) << 39)}, rules); },
+      "seq_len = 549755813888: expected a size whose a table of");
+#endif
+  throws_with(
+      [&] {
+        (void)posemb::mrope_position_ids({MropeSegment::text(1)}, {MropeFamily::Qwen2VL, 0});
+      },
+      "spatial_merge_size = 0");
+  throws_with(
+      [&] {
+        (void)posemb::mrope_position_ids({MropeSegment::text(1)}, {MropeFamily::Qwen25VL, 2, 0.0});
+      },
       "tokens_per_second = 0");
 }

@@ -30,7 +30,8 @@ TEST_CASE("two identical documents packed together rotate identically") {
   }
   const posemb::RopeSpec spec = posemb::default_rope_spec(16);
   posemb::apply_rope_inplace(x, posemb::packed_positions({0, 6, 12}, 12), spec);
-  for (Eigen::Index i = 0; i < x.size() / 2; ++i) REQUIRE(x.data()[i] == x.data()[i + x.size() / 2]);
+  for (Eigen::Index i = 0; i < x.size() / 2; ++i)
+    REQUIRE(x.data()[i] == x.data()[i + x.size() / 2]);
   // And the second document was really moved: position 0 leaves the first token unchanged.
   CHECK(x(0, 6, 1, 3) == x(0, 0, 1, 3));
 }
@@ -55,16 +56,26 @@ TEST_CASE("context-parallel shards hold chunks r and 2c - 1 - r; together every 
 }
 
 TEST_CASE("bad packing input is a posemb::Error naming it") {
-  test_support::throws_with([] { (void)posemb::packed_positions({0, 4, 3}); },
-                            "cu_seqlens[2] = 3: expected >= cu_seqlens[1] = 4");
+  test_support::throws_with(
+      [] {
+        (void)posemb::packed_positions({0, 4, 3});
+      },
+      "cu_seqlens[2] = 3: expected >= cu_seqlens[1] = 4");
   test_support::throws_with([] { (void)posemb::packed_positions({1, 4}); }, "cu_seqlens[0] = 1");
-  test_support::throws_with([] { (void)posemb::packed_positions({0, 4}, 5); },
-                            "cu_seqlens.back() = 4: expected the token count T = 5");
-  test_support::throws_with([] { (void)posemb::packed_positions({0, 4}, {1, 2}); },
-                            "offsets.size() = 2");
+  test_support::throws_with(
+      [] {
+        (void)posemb::packed_positions({0, 4}, 5);
+      },
+      "cu_seqlens.back() = 4: expected the token count T = 5");
+  test_support::throws_with(
+      [] {
+        (void)posemb::packed_positions({0, 4}, {1, 2});
+      },
+      "offsets.size() = 2");
   test_support::throws_with([] { (void)posemb::context_parallel_positions(8, 2, 2); },
                             "rank = 2: expected a rank in [0, ranks) = [0, 2)");
-  test_support::throws_with([] { (void)posemb::context_parallel_positions(8, -1, 2); }, "rank = -1");
+  test_support::throws_with([] { (void)posemb::context_parallel_positions(8, -1, 2); },
+                            "rank = -1");
   test_support::throws_with([] { (void)posemb::context_parallel_positions(10, 0, 2); },
                             "seq_len = 10: expected a multiple of 2 * ranks = 4");
 }

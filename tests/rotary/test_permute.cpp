@@ -85,34 +85,44 @@ TEST_CASE("interleaved -> rotate-half moves row 2i to i and 2i+1 to i + rotary_d
           "[permute]") {
   // One head of 8 (HF: view(1, 4, 2, in).transpose(1, 2)): rows [0 1 2 3 4 5 6 7] become
   // [0 2 4 6 | 1 3 5 7].
-  CHECK(row_order(posemb::permute_pairing(labelled_rows(8), 1, posemb::Pairing::Interleaved, posemb::Pairing::RotateHalf)) ==
+  CHECK(row_order(posemb::permute_pairing(labelled_rows(8), 1, posemb::Pairing::Interleaved,
+                                          posemb::Pairing::RotateHalf)) ==
         std::vector<int>{0, 2, 4, 6, 1, 3, 5, 7});
   // Two heads of 4: each head separately.
-  CHECK(row_order(posemb::permute_pairing(labelled_rows(8), 2, posemb::Pairing::Interleaved, posemb::Pairing::RotateHalf)) ==
+  CHECK(row_order(posemb::permute_pairing(labelled_rows(8), 2, posemb::Pairing::Interleaved,
+                                          posemb::Pairing::RotateHalf)) ==
         std::vector<int>{0, 2, 1, 3, 4, 6, 5, 7});
   // Partial rotary: head_dim 8, rotary_dim 4; rows 4..7 of the head stay.
-  CHECK(row_order(posemb::permute_pairing(labelled_rows(8), 1, posemb::Pairing::Interleaved, posemb::Pairing::RotateHalf, 4)) ==
+  CHECK(row_order(posemb::permute_pairing(labelled_rows(8), 1, posemb::Pairing::Interleaved,
+                                          posemb::Pairing::RotateHalf, 4)) ==
         std::vector<int>{0, 2, 1, 3, 4, 5, 6, 7});
   // Two heads of 6, rotary_dim 4.
-  CHECK(row_order(posemb::permute_pairing(labelled_rows(12), 2, posemb::Pairing::Interleaved, posemb::Pairing::RotateHalf, 4)) ==
+  CHECK(row_order(posemb::permute_pairing(labelled_rows(12), 2, posemb::Pairing::Interleaved,
+                                          posemb::Pairing::RotateHalf, 4)) ==
         std::vector<int>{0, 2, 1, 3, 4, 5, 6, 8, 7, 9, 10, 11});
   // The whole row moves (both columns).
-  const Eigen::MatrixXd moved = posemb::permute_pairing(labelled_rows(4), 1, posemb::Pairing::Interleaved, posemb::Pairing::RotateHalf);
+  const Eigen::MatrixXd moved = posemb::permute_pairing(
+      labelled_rows(4), 1, posemb::Pairing::Interleaved, posemb::Pairing::RotateHalf);
   CHECK(moved(1, 0) == 20.0);
   CHECK(moved(1, 1) == 21.0);
 }
 
 TEST_CASE("rotate-half -> interleaved moves row i to 2i and i + rotary_dim/2 to 2i+1 (by hand)",
           "[permute]") {
-  CHECK(row_order(posemb::permute_pairing(labelled_rows(8), 1, posemb::Pairing::RotateHalf, posemb::Pairing::Interleaved)) ==
+  CHECK(row_order(posemb::permute_pairing(labelled_rows(8), 1, posemb::Pairing::RotateHalf,
+                                          posemb::Pairing::Interleaved)) ==
         std::vector<int>{0, 4, 1, 5, 2, 6, 3, 7});
-  CHECK(row_order(posemb::permute_pairing(labelled_rows(8), 2, posemb::Pairing::RotateHalf, posemb::Pairing::Interleaved)) ==
+  CHECK(row_order(posemb::permute_pairing(labelled_rows(8), 2, posemb::Pairing::RotateHalf,
+                                          posemb::Pairing::Interleaved)) ==
         std::vector<int>{0, 2, 1, 3, 4, 6, 5, 7});
-  CHECK(row_order(posemb::permute_pairing(labelled_rows(8), 1, posemb::Pairing::RotateHalf, posemb::Pairing::Interleaved, 4)) ==
+  CHECK(row_order(posemb::permute_pairing(labelled_rows(8), 1, posemb::Pairing::RotateHalf,
+                                          posemb::Pairing::Interleaved, 4)) ==
         std::vector<int>{0, 2, 1, 3, 4, 5, 6, 7});
   // head_dim 8 with rotary_dim 8 differs from head_dim 4: the permutation is per head.
-  CHECK(row_order(posemb::permute_pairing(labelled_rows(8), 1, posemb::Pairing::RotateHalf, posemb::Pairing::Interleaved, 8)) !=
-        row_order(posemb::permute_pairing(labelled_rows(8), 2, posemb::Pairing::RotateHalf, posemb::Pairing::Interleaved)));
+  CHECK(row_order(posemb::permute_pairing(labelled_rows(8), 1, posemb::Pairing::RotateHalf,
+                                          posemb::Pairing::Interleaved, 8)) !=
+        row_order(posemb::permute_pairing(labelled_rows(8), 2, posemb::Pairing::RotateHalf,
+                                          posemb::Pairing::Interleaved)));
 }
 
 TEST_CASE("bias vectors, row vectors and feature vectors permute like weight rows", "[permute]") {
@@ -120,26 +130,30 @@ TEST_CASE("bias vectors, row vectors and feature vectors permute like weight row
   bias << 0, 1, 2, 3, 4, 5, 6, 7;
   Eigen::VectorXd expected(8);
   expected << 0, 2, 4, 6, 1, 3, 5, 7;
-  CHECK(posemb::permute_pairing(bias, 1, posemb::Pairing::Interleaved, posemb::Pairing::RotateHalf) == expected);
+  CHECK(posemb::permute_pairing(bias, 1, posemb::Pairing::Interleaved,
+                                posemb::Pairing::RotateHalf) == expected);
 
   Eigen::RowVectorXd row_bias = bias.transpose();
-  posemb::permute_pairing_inplace(row_bias, 1, posemb::Pairing::Interleaved, posemb::Pairing::RotateHalf);
+  posemb::permute_pairing_inplace(row_bias, 1, posemb::Pairing::Interleaved,
+                                  posemb::Pairing::RotateHalf);
   CHECK(row_bias == expected.transpose());
 
   Eigen::Matrix<float, 8, 1> fixed;
   fixed << 0, 1, 2, 3, 4, 5, 6, 7;
   Eigen::Matrix<float, 8, 1> fixed_expected;
   fixed_expected << 0, 4, 1, 5, 2, 6, 3, 7;
-  CHECK(posemb::permute_pairing(fixed, 1, posemb::Pairing::RotateHalf, posemb::Pairing::Interleaved) == fixed_expected);
+  CHECK(posemb::permute_pairing(fixed, 1, posemb::Pairing::RotateHalf,
+                                posemb::Pairing::Interleaved) == fixed_expected);
 }
 
 TEST_CASE("in place on a block of a fused QKV weight leaves the other rows alone", "[permute]") {
   // Fused [q (2 heads x 4); k (1 head x 4); v (4)] rows, 3 input features.
   Eigen::MatrixXd qkv = labelled_rows(16);
-  posemb::permute_pairing_inplace(qkv.topRows(8), 2, posemb::Pairing::Interleaved, posemb::Pairing::RotateHalf);
-  posemb::permute_pairing_inplace(qkv.middleRows(8, 4), 1, posemb::Pairing::Interleaved, posemb::Pairing::RotateHalf);
-  CHECK(row_order(qkv) ==
-        std::vector<int>{0, 2, 1, 3, 4, 6, 5, 7, 8, 10, 9, 11, 12, 13, 14, 15});
+  posemb::permute_pairing_inplace(qkv.topRows(8), 2, posemb::Pairing::Interleaved,
+                                  posemb::Pairing::RotateHalf);
+  posemb::permute_pairing_inplace(qkv.middleRows(8, 4), 1, posemb::Pairing::Interleaved,
+                                  posemb::Pairing::RotateHalf);
+  CHECK(row_order(qkv) == std::vector<int>{0, 2, 1, 3, 4, 6, 5, 7, 8, 10, 9, 11, 12, 13, 14, 15});
 }
 
 TEST_CASE("P^-1(P(W)) == W and P(P^-1(W)) == W bit for bit", "[permute]") {
@@ -156,12 +170,15 @@ TEST_CASE("P^-1(P(W)) == W and P(P^-1(W)) == W bit for bit", "[permute]") {
 
   for (int rotary_dim : {2, 4, 8, 12}) {
     INFO("rotary_dim = " << rotary_dim);
-    const RowMajorXf there = posemb::permute_pairing(w, n_heads, posemb::Pairing::Interleaved, posemb::Pairing::RotateHalf, rotary_dim);
-    const RowMajorXf back = posemb::permute_pairing(there, n_heads, posemb::Pairing::RotateHalf, posemb::Pairing::Interleaved, rotary_dim);
+    const RowMajorXf there = posemb::permute_pairing(w, n_heads, posemb::Pairing::Interleaved,
+                                                     posemb::Pairing::RotateHalf, rotary_dim);
+    const RowMajorXf back = posemb::permute_pairing(there, n_heads, posemb::Pairing::RotateHalf,
+                                                    posemb::Pairing::Interleaved, rotary_dim);
     CHECK(std::memcmp(back.data(), w.data(), sizeof(float) * w.size()) == 0);
-    const RowMajorXf other = posemb::permute_pairing(w, n_heads, posemb::Pairing::RotateHalf, posemb::Pairing::Interleaved, rotary_dim);
-    const RowMajorXf other_back =
-        posemb::permute_pairing(other, n_heads, posemb::Pairing::Interleaved, posemb::Pairing::RotateHalf, rotary_dim);
+    const RowMajorXf other = posemb::permute_pairing(w, n_heads, posemb::Pairing::RotateHalf,
+                                                     posemb::Pairing::Interleaved, rotary_dim);
+    const RowMajorXf other_back = posemb::permute_pairing(
+        other, n_heads, posemb::Pairing::Interleaved, posemb::Pairing::RotateHalf, rotary_dim);
     CHECK(std::memcmp(other_back.data(), w.data(), sizeof(float) * w.size()) == 0);
     // Not the identity (except rotary_dim 2, where the one pair is (0, 1) in both pairings).
     if (rotary_dim > 2) CHECK(std::memcmp(there.data(), w.data(), sizeof(float) * w.size()) != 0);
@@ -169,15 +186,20 @@ TEST_CASE("P^-1(P(W)) == W and P(P^-1(W)) == W bit for bit", "[permute]") {
 
   // In place agrees with out of place; a bias vector round-trips too.
   RowMajorXf in_place = w;
-  posemb::permute_pairing_inplace(in_place, n_heads, posemb::Pairing::Interleaved, posemb::Pairing::RotateHalf);
-  const RowMajorXf out_of_place = posemb::permute_pairing(w, n_heads, posemb::Pairing::Interleaved, posemb::Pairing::RotateHalf);
+  posemb::permute_pairing_inplace(in_place, n_heads, posemb::Pairing::Interleaved,
+                                  posemb::Pairing::RotateHalf);
+  const RowMajorXf out_of_place = posemb::permute_pairing(w, n_heads, posemb::Pairing::Interleaved,
+                                                          posemb::Pairing::RotateHalf);
   CHECK(std::memcmp(in_place.data(), out_of_place.data(), sizeof(float) * w.size()) == 0);
-  posemb::permute_pairing_inplace(in_place, n_heads, posemb::Pairing::RotateHalf, posemb::Pairing::Interleaved);
+  posemb::permute_pairing_inplace(in_place, n_heads, posemb::Pairing::RotateHalf,
+                                  posemb::Pairing::Interleaved);
   CHECK(std::memcmp(in_place.data(), w.data(), sizeof(float) * w.size()) == 0);
 
   const Eigen::VectorXf bias = w.col(0);
-  Eigen::VectorXf bias_round_trip = posemb::permute_pairing(bias, n_heads, posemb::Pairing::Interleaved, posemb::Pairing::RotateHalf, 8);
-  posemb::permute_pairing_inplace(bias_round_trip, n_heads, posemb::Pairing::RotateHalf, posemb::Pairing::Interleaved, 8);
+  Eigen::VectorXf bias_round_trip = posemb::permute_pairing(
+      bias, n_heads, posemb::Pairing::Interleaved, posemb::Pairing::RotateHalf, 8);
+  posemb::permute_pairing_inplace(bias_round_trip, n_heads, posemb::Pairing::RotateHalf,
+                                  posemb::Pairing::Interleaved, 8);
   CHECK(std::memcmp(bias_round_trip.data(), bias.data(), sizeof(float) * bias.size()) == 0);
 }
 
@@ -186,7 +208,7 @@ TEST_CASE("RoPE_rotate_half(P(W) x) = P(RoPE_interleaved(W x)), scores equal, un
   // 8 query heads share 2 key-value heads; bias on both projections.
   const int n_heads = 8, n_kv_heads = 2, head_dim = 16, hidden = 24;
   std::mt19937 rng(2024);
-  const Eigen::MatrixXd wq = random_matrix(n_heads * head_dim, hidden, rng);   // [128, 24]
+  const Eigen::MatrixXd wq = random_matrix(n_heads * head_dim, hidden, rng);     // [128, 24]
   const Eigen::MatrixXd wk = random_matrix(n_kv_heads * head_dim, hidden, rng);  // [32, 24]
   const Eigen::VectorXd bq = random_matrix(n_heads * head_dim, 1, rng);
   const Eigen::VectorXd bk = random_matrix(n_kv_heads * head_dim, 1, rng);
@@ -203,12 +225,14 @@ TEST_CASE("RoPE_rotate_half(P(W) x) = P(RoPE_interleaved(W x)), scores equal, un
     const posemb::RopeSpec rotate_half =
         posemb::default_rope_spec({head_dim, rotary_dim}, 10000.0, Pairing::RotateHalf);
 
-    const Eigen::MatrixXd wq_rh = posemb::permute_pairing(wq, n_heads, posemb::Pairing::Interleaved, posemb::Pairing::RotateHalf, rotary_dim);
-    const Eigen::MatrixXd wk_rh =
-        posemb::permute_pairing(wk, n_kv_heads, posemb::Pairing::Interleaved, posemb::Pairing::RotateHalf, rotary_dim);
-    const Eigen::VectorXd bq_rh = posemb::permute_pairing(bq, n_heads, posemb::Pairing::Interleaved, posemb::Pairing::RotateHalf, rotary_dim);
-    const Eigen::VectorXd bk_rh =
-        posemb::permute_pairing(bk, n_kv_heads, posemb::Pairing::Interleaved, posemb::Pairing::RotateHalf, rotary_dim);
+    const Eigen::MatrixXd wq_rh = posemb::permute_pairing(wq, n_heads, posemb::Pairing::Interleaved,
+                                                          posemb::Pairing::RotateHalf, rotary_dim);
+    const Eigen::MatrixXd wk_rh = posemb::permute_pairing(
+        wk, n_kv_heads, posemb::Pairing::Interleaved, posemb::Pairing::RotateHalf, rotary_dim);
+    const Eigen::VectorXd bq_rh = posemb::permute_pairing(bq, n_heads, posemb::Pairing::Interleaved,
+                                                          posemb::Pairing::RotateHalf, rotary_dim);
+    const Eigen::VectorXd bk_rh = posemb::permute_pairing(
+        bk, n_kv_heads, posemb::Pairing::Interleaved, posemb::Pairing::RotateHalf, rotary_dim);
 
     for (const auto& [m, n] : position_pairs) {
       INFO("m = " << m << ", n = " << n);
@@ -218,15 +242,15 @@ TEST_CASE("RoPE_rotate_half(P(W) x) = P(RoPE_interleaved(W x)), scores equal, un
       const Eigen::VectorXd k_rh = rope_heads(wk_rh * x_k + bk_rh, n_kv_heads, n, rotate_half);
 
       // The rotated features are the same values, in the permuted order.
-      const Eigen::VectorXd q_expected =
-          posemb::permute_pairing(q_int, n_heads, posemb::Pairing::Interleaved, posemb::Pairing::RotateHalf, rotary_dim);
-      const Eigen::VectorXd k_expected =
-          posemb::permute_pairing(k_int, n_kv_heads, posemb::Pairing::Interleaved, posemb::Pairing::RotateHalf, rotary_dim);
+      const Eigen::VectorXd q_expected = posemb::permute_pairing(
+          q_int, n_heads, posemb::Pairing::Interleaved, posemb::Pairing::RotateHalf, rotary_dim);
+      const Eigen::VectorXd k_expected = posemb::permute_pairing(
+          k_int, n_kv_heads, posemb::Pairing::Interleaved, posemb::Pairing::RotateHalf, rotary_dim);
       CHECK((q_rh - q_expected).cwiseAbs().maxCoeff() <= 1e-12 * q_int.cwiseAbs().maxCoeff());
       CHECK((k_rh - k_expected).cwiseAbs().maxCoeff() <= 1e-12 * k_int.cwiseAbs().maxCoeff());
       // And back: P^-1 of the rotate-half result is the interleaved result.
-      const Eigen::VectorXd q_back =
-          posemb::permute_pairing(q_rh, n_heads, posemb::Pairing::RotateHalf, posemb::Pairing::Interleaved, rotary_dim);
+      const Eigen::VectorXd q_back = posemb::permute_pairing(
+          q_rh, n_heads, posemb::Pairing::RotateHalf, posemb::Pairing::Interleaved, rotary_dim);
       CHECK((q_back - q_int).cwiseAbs().maxCoeff() <= 1e-12 * q_int.cwiseAbs().maxCoeff());
 
       const Eigen::VectorXd scores_int = gqa_scores(q_int, k_int, n_heads, n_kv_heads);
@@ -240,31 +264,37 @@ TEST_CASE("RoPE_rotate_half(P(W) x) = P(RoPE_interleaved(W x)), scores equal, un
       const Eigen::VectorXd q_wrong = rope_heads(wq * x_q + bq, n_heads, m, rotate_half);
       const Eigen::VectorXd k_wrong = rope_heads(wk * x_k + bk, n_kv_heads, n, rotate_half);
       if (m != 0 || n != 0) {
-        CHECK((gqa_scores(q_wrong, k_wrong, n_heads, n_kv_heads) - scores_int)
-                  .cwiseAbs()
-                  .maxCoeff() > 1e-3);
+        CHECK(
+            (gqa_scores(q_wrong, k_wrong, n_heads, n_kv_heads) - scores_int).cwiseAbs().maxCoeff() >
+            1e-3);
       }
     }
   }
 
   // (2) Permuting Wk with the query head count (8 heads of 4 rows instead of 2 heads of 16)
   //     breaks the scores: K must use the key-value head count.
-  const posemb::RopeSpec interleaved = posemb::default_rope_spec(head_dim, 10000.0, Pairing::Interleaved);
-  const posemb::RopeSpec rotate_half = posemb::default_rope_spec(head_dim, 10000.0, Pairing::RotateHalf);
-  const Eigen::MatrixXd wq_rh = posemb::permute_pairing(wq, n_heads, posemb::Pairing::Interleaved, posemb::Pairing::RotateHalf);
-  const Eigen::MatrixXd wk_bad = posemb::permute_pairing(wk, n_heads, posemb::Pairing::Interleaved, posemb::Pairing::RotateHalf);
+  const posemb::RopeSpec interleaved =
+      posemb::default_rope_spec(head_dim, 10000.0, Pairing::Interleaved);
+  const posemb::RopeSpec rotate_half =
+      posemb::default_rope_spec(head_dim, 10000.0, Pairing::RotateHalf);
+  const Eigen::MatrixXd wq_rh = posemb::permute_pairing(wq, n_heads, posemb::Pairing::Interleaved,
+                                                        posemb::Pairing::RotateHalf);
+  const Eigen::MatrixXd wk_bad = posemb::permute_pairing(wk, n_heads, posemb::Pairing::Interleaved,
+                                                         posemb::Pairing::RotateHalf);
   const Eigen::VectorXd q_int = rope_heads(wq * x_q, n_heads, 40, interleaved);
   const Eigen::VectorXd k_int = rope_heads(wk * x_k, n_kv_heads, 10, interleaved);
   const Eigen::VectorXd q_rh = rope_heads(wq_rh * x_q, n_heads, 40, rotate_half);
   const Eigen::VectorXd k_bad = rope_heads(wk_bad * x_k, n_kv_heads, 10, rotate_half);
-  CHECK((gqa_scores(q_rh, k_bad, n_heads, n_kv_heads) - gqa_scores(q_int, k_int, n_heads, n_kv_heads))
-            .cwiseAbs()
-            .maxCoeff() > 1e-3);
+  CHECK(
+      (gqa_scores(q_rh, k_bad, n_heads, n_kv_heads) - gqa_scores(q_int, k_int, n_heads, n_kv_heads))
+          .cwiseAbs()
+          .maxCoeff() > 1e-3);
 }
 
-TEST_CASE("drift table: permuted weights under rotate-half reproduce the published interleaved "
-          "scores",
-          "[permute]") {
+TEST_CASE(
+    "drift table: permuted weights under rotate-half reproduce the published interleaved "
+    "scores",
+    "[permute]") {
   // data/drift_table/README.md: scores R(m)(x_q @ Wq) . R(n)(x_k @ Wk), one head of 64, RoPE base
   // 10000 with interleaved pairs: -0.6102 at gap 5 and -5.8183 at gap 0 (4 printed decimals);
   // rotate-half pairs on the same weights: -3.451334 at gap 5 (float64).
@@ -276,8 +306,10 @@ TEST_CASE("drift table: permuted weights under rotate-half reproduce the publish
   const Eigen::VectorXd x_k = load_npy_matrix(dir + "x_k.npy");            // [64]
   const posemb::RopeSpec interleaved = posemb::default_rope_spec(64, 10000.0, Pairing::Interleaved);
   const posemb::RopeSpec rotate_half = posemb::default_rope_spec(64, 10000.0, Pairing::RotateHalf);
-  const Eigen::MatrixXd wq_rh = posemb::permute_pairing(wq, 1, posemb::Pairing::Interleaved, posemb::Pairing::RotateHalf);
-  const Eigen::MatrixXd wk_rh = posemb::permute_pairing(wk, 1, posemb::Pairing::Interleaved, posemb::Pairing::RotateHalf);
+  const Eigen::MatrixXd wq_rh =
+      posemb::permute_pairing(wq, 1, posemb::Pairing::Interleaved, posemb::Pairing::RotateHalf);
+  const Eigen::MatrixXd wk_rh =
+      posemb::permute_pairing(wk, 1, posemb::Pairing::Interleaved, posemb::Pairing::RotateHalf);
 
   auto score = [](const Eigen::MatrixXd& w_q, const Eigen::MatrixXd& w_k, const Eigen::VectorXd& xq,
                   const Eigen::VectorXd& xk, std::int64_t m, std::int64_t n,
@@ -299,27 +331,44 @@ TEST_CASE("drift table: permuted weights under rotate-half reproduce the publish
 
 TEST_CASE("permutation errors name the parameter, the value and the expectation", "[permute]") {
   const Eigen::MatrixXd w = labelled_rows(12);
-  CHECK_THROWS_AS(posemb::permute_pairing(w, 0, posemb::Pairing::Interleaved, posemb::Pairing::RotateHalf), posemb::Error);
-  CHECK_THROWS_WITH(posemb::permute_pairing(w, 0, posemb::Pairing::Interleaved, posemb::Pairing::RotateHalf),
-                    Contains("n_heads = 0") && Contains("expected a number > 0"));
-  CHECK_THROWS_WITH(posemb::permute_pairing(w, -2, posemb::Pairing::RotateHalf, posemb::Pairing::Interleaved, 2), Contains("n_heads = -2"));
+  CHECK_THROWS_AS(
+      posemb::permute_pairing(w, 0, posemb::Pairing::Interleaved, posemb::Pairing::RotateHalf),
+      posemb::Error);
+  CHECK_THROWS_WITH(
+      posemb::permute_pairing(w, 0, posemb::Pairing::Interleaved, posemb::Pairing::RotateHalf),
+      Contains("n_heads = 0") && Contains("expected a number > 0"));
+  CHECK_THROWS_WITH(
+      posemb::permute_pairing(w, -2, posemb::Pairing::RotateHalf, posemb::Pairing::Interleaved, 2),
+      Contains("n_heads = -2"));
   // 12 rows are not 5 heads.
-  CHECK_THROWS_WITH(posemb::permute_pairing(w, 5, posemb::Pairing::Interleaved, posemb::Pairing::RotateHalf),
-                    Contains("rows = 12") && Contains("multiple of n_heads = 5"));
-  CHECK_THROWS_WITH(posemb::permute_pairing(Eigen::VectorXd(w.col(0)), 5, posemb::Pairing::Interleaved, posemb::Pairing::RotateHalf, 2),
+  CHECK_THROWS_WITH(
+      posemb::permute_pairing(w, 5, posemb::Pairing::Interleaved, posemb::Pairing::RotateHalf),
+      Contains("rows = 12") && Contains("multiple of n_heads = 5"));
+  CHECK_THROWS_WITH(posemb::permute_pairing(Eigen::VectorXd(w.col(0)), 5,
+                                            posemb::Pairing::Interleaved,
+                                            posemb::Pairing::RotateHalf, 2),
                     Contains("rows = 12"));
   // rotary_dim odd, zero, or larger than head_dim = 6.
-  CHECK_THROWS_WITH(posemb::permute_pairing(w, 2, posemb::Pairing::Interleaved, posemb::Pairing::RotateHalf, 3),
-                    Contains("rotary_dim = 3") && Contains("even"));
-  CHECK_THROWS_WITH(posemb::permute_pairing(w, 2, posemb::Pairing::RotateHalf, posemb::Pairing::Interleaved, 0), Contains("rotary_dim = 0"));
-  CHECK_THROWS_WITH(posemb::permute_pairing(w, 2, posemb::Pairing::RotateHalf, posemb::Pairing::Interleaved, -2), Contains("rotary_dim = -2"));
-  CHECK_THROWS_WITH(posemb::permute_pairing(w, 2, posemb::Pairing::Interleaved, posemb::Pairing::RotateHalf, 8),
-                    Contains("rotary_dim = 8") && Contains("head_dim = rows / n_heads = 6"));
+  CHECK_THROWS_WITH(
+      posemb::permute_pairing(w, 2, posemb::Pairing::Interleaved, posemb::Pairing::RotateHalf, 3),
+      Contains("rotary_dim = 3") && Contains("even"));
+  CHECK_THROWS_WITH(
+      posemb::permute_pairing(w, 2, posemb::Pairing::RotateHalf, posemb::Pairing::Interleaved, 0),
+      Contains("rotary_dim = 0"));
+  CHECK_THROWS_WITH(
+      posemb::permute_pairing(w, 2, posemb::Pairing::RotateHalf, posemb::Pairing::Interleaved, -2),
+      Contains("rotary_dim = -2"));
+  CHECK_THROWS_WITH(
+      posemb::permute_pairing(w, 2, posemb::Pairing::Interleaved, posemb::Pairing::RotateHalf, 8),
+      Contains("rotary_dim = 8") && Contains("head_dim = rows / n_heads = 6"));
   // Whole-head permutation with an odd head_dim (12 rows / 4 heads = 3).
-  CHECK_THROWS_WITH(posemb::permute_pairing(w, 4, posemb::Pairing::Interleaved, posemb::Pairing::RotateHalf),
-                    Contains("head_dim = 3") && Contains("even"));
+  CHECK_THROWS_WITH(
+      posemb::permute_pairing(w, 4, posemb::Pairing::Interleaved, posemb::Pairing::RotateHalf),
+      Contains("head_dim = 3") && Contains("even"));
   // In place: a failed call leaves the matrix untouched.
   Eigen::MatrixXd untouched = w;
-  CHECK_THROWS_AS(posemb::permute_pairing_inplace(untouched, 2, posemb::Pairing::Interleaved, posemb::Pairing::RotateHalf, 8), posemb::Error);
+  CHECK_THROWS_AS(posemb::permute_pairing_inplace(untouched, 2, posemb::Pairing::Interleaved,
+                                                  posemb::Pairing::RotateHalf, 8),
+                  posemb::Error);
   CHECK(untouched == w);
 }

@@ -21,7 +21,8 @@ using posemb::TensorLayout;
 namespace {
 
 // Gaussian content from a seeded generator (Box-Muller; the test only needs reproducibility).
-Eigen::MatrixXd gaussian(std::mt19937_64& rng, Eigen::Index rows, Eigen::Index cols, double stddev) {
+Eigen::MatrixXd gaussian(std::mt19937_64& rng, Eigen::Index rows, Eigen::Index cols,
+                         double stddev) {
   std::uniform_real_distribution<double> uniform(0.0, 1.0);
   Eigen::MatrixXd out(rows, cols);
   for (Eigen::Index i = 0; i < out.size(); ++i) {
@@ -60,7 +61,8 @@ std::vector<GgmlVector> read_ggml_vectors() {
   std::string line;
   while (std::getline(in, line)) {
     if (line.rfind("## ", 0) == 0) {
-      pairing = line.find("mode=NEOX") != std::string::npos ? Pairing::RotateHalf : Pairing::Interleaved;
+      pairing =
+          line.find("mode=NEOX") != std::string::npos ? Pairing::RotateHalf : Pairing::Interleaved;
     } else if (line.rfind("pos=", 0) == 0 && line.find("fp64:") != std::string::npos) {
       GgmlVector v{pairing, std::stoll(line.substr(4)), {}};
       std::istringstream values(line.substr(line.find("fp64:") + 5));
@@ -99,13 +101,15 @@ TEST_CASE("the kernel equals the pair-by-pair formula for every pairing, rotary_
   for (Pairing pairing : {Pairing::Interleaved, Pairing::RotateHalf}) {
     for (int rotary_dim : {2, 6, 32, 64}) {
       const int head_dim = 64;
-      const auto spec = posemb::default_rope_spec(posemb::RotaryDims{head_dim, rotary_dim}, 500000.0, pairing);
+      const auto spec =
+          posemb::default_rope_spec(posemb::RotaryDims{head_dim, rotary_dim}, 500000.0, pairing);
       for (std::int64_t p : {0LL, 1LL, -3LL, 4095LL, 131071LL, 1000003LL, -2000000LL}) {
         const Eigen::VectorXd x = gaussian(rng, head_dim, 1, 1.0);
         Eigen::VectorXd y = x;
         posemb::apply_rope_inplace(y, p, spec);
         const Eigen::VectorXd expected = reference_rope(x, p, rotary_dim, 500000.0, pairing);
-        CHECK((y - expected).cwiseAbs().maxCoeff() <= 1e-12 * std::max<double>(1.0, std::abs(p) * 1e-3));
+        CHECK((y - expected).cwiseAbs().maxCoeff() <=
+              1e-12 * std::max<double>(1.0, std::abs(p) * 1e-3));
       }
     }
   }
@@ -173,9 +177,9 @@ TEST_CASE("rotation identities: m = n, norms, inverse, composition") {
       posemb::apply_rope_inplace(kp, p, spec);
       CHECK(qp.dot(kp) == Approx(q.dot(k)).epsilon(1e-12));  // m = n: no positional effect
       CHECK(qp.norm() == Approx(q.norm()).epsilon(1e-13));   // rotations keep norms
-      posemb::apply_rope_inplace(qp, -p, spec);               // R(-p) R(p) = I
+      posemb::apply_rope_inplace(qp, -p, spec);              // R(-p) R(p) = I
       CHECK((qp - q).cwiseAbs().maxCoeff() <= 1e-12);
-      Eigen::VectorXd two_steps = q, one_step = q;            // R(a) R(b) = R(a + b)
+      Eigen::VectorXd two_steps = q, one_step = q;  // R(a) R(b) = R(a + b)
       posemb::apply_rope_inplace(two_steps, p, spec);
       posemb::apply_rope_inplace(two_steps, 5, spec);
       posemb::apply_rope_inplace(one_step, p + 5, spec);
@@ -190,8 +194,10 @@ TEST_CASE("pairings rotate the documented feature pairs") {
   const double c = std::cos(1.0), s = std::sin(1.0);
   Eigen::Vector4d x(1.0, 2.0, 3.0, 4.0);
   Eigen::Vector4d interleaved = x, rotate_half = x;
-  posemb::apply_rope_inplace(interleaved, 1, posemb::default_rope_spec(4, 1.0, Pairing::Interleaved));
-  posemb::apply_rope_inplace(rotate_half, 1, posemb::default_rope_spec(4, 1.0, Pairing::RotateHalf));
+  posemb::apply_rope_inplace(interleaved, 1,
+                             posemb::default_rope_spec(4, 1.0, Pairing::Interleaved));
+  posemb::apply_rope_inplace(rotate_half, 1,
+                             posemb::default_rope_spec(4, 1.0, Pairing::RotateHalf));
   // Interleaved: (x0, x1) and (x2, x3).
   CHECK(interleaved[0] == Approx(1 * c - 2 * s));
   CHECK(interleaved[1] == Approx(1 * s + 2 * c));
@@ -208,7 +214,8 @@ TEST_CASE("partial rotary leaves the tail bit-identical, in place and out of pla
   std::mt19937_64 rng(4);
   const int head_dim = 80, rotary_dim = 20;
   for (Pairing pairing : {Pairing::Interleaved, Pairing::RotateHalf}) {
-    const auto spec = posemb::default_rope_spec(posemb::RotaryDims{head_dim, rotary_dim}, 10000.0, pairing);
+    const auto spec =
+        posemb::default_rope_spec(posemb::RotaryDims{head_dim, rotary_dim}, 10000.0, pairing);
     posemb::Tensor4<float> x(2, 5, 3, head_dim);
     x.setRandom();
     const posemb::Tensor4<float> out = posemb::apply_rope(x, 100, spec);
@@ -220,7 +227,8 @@ TEST_CASE("partial rotary leaves the tail bit-identical, in place and out of pla
         for (int h = 0; h < 3; ++h)
           for (int i = 0; i < head_dim; ++i) {
             if (i >= rotary_dim) {
-              tail_identical &= out(b, s, h, i) == x(b, s, h, i) && in_place(b, s, h, i) == x(b, s, h, i);
+              tail_identical &=
+                  out(b, s, h, i) == x(b, s, h, i) && in_place(b, s, h, i) == x(b, s, h, i);
             } else {
               head_rotated |= out(b, s, h, i) != x(b, s, h, i);
             }
@@ -243,7 +251,8 @@ TEST_CASE("4-D tensors: layouts, positions, offsets, TensorMap and tables agree"
   bshd.setRandom();
   PositionMatrix positions(batch, seq);
   for (int b = 0; b < batch; ++b)
-    for (int s = 0; s < seq; ++s) positions(b, s) = (b == 0) ? 40 + s : 3 * s - 5;  // packed/left-padded
+    for (int s = 0; s < seq; ++s)
+      positions(b, s) = (b == 0) ? 40 + s : 3 * s - 5;  // packed/left-padded
 
   const auto rotated = posemb::apply_rope(bshd, positions, spec, TensorLayout::BSHD);
   // Every head vector equals the single-vector call at its token's position.
@@ -270,7 +279,8 @@ TEST_CASE("4-D tensors: layouts, positions, offsets, TensorMap and tables agree"
     for (Eigen::Index i = 0; i < rotated.size(); ++i) CHECK(buffer[i] == rotated.data()[i]);
   }
   SECTION("out of place into a preallocated tensor, from a const TensorMap") {
-    Eigen::TensorMap<const Eigen::Tensor<const double, 4, Eigen::RowMajor>> input(bshd.data(), batch, seq, heads, head_dim);
+    Eigen::TensorMap<const Eigen::Tensor<const double, 4, Eigen::RowMajor>> input(
+        bshd.data(), batch, seq, heads, head_dim);
     posemb::Tensor4<double> out(batch, seq, heads, head_dim);
     posemb::apply_rope(input, out, positions, spec);
     for (Eigen::Index i = 0; i < out.size(); ++i) CHECK(out.data()[i] == rotated.data()[i]);
@@ -278,14 +288,16 @@ TEST_CASE("4-D tensors: layouts, positions, offsets, TensorMap and tables agree"
   SECTION("a table gives the same values as computing cos/sin in the call") {
     const posemb::RopeTable<double> table(spec, -5, 60);
     const auto from_table = posemb::apply_rope(bshd, positions, table);
-    for (Eigen::Index i = 0; i < from_table.size(); ++i) CHECK(from_table.data()[i] == rotated.data()[i]);
+    for (Eigen::Index i = 0; i < from_table.size(); ++i)
+      CHECK(from_table.data()[i] == rotated.data()[i]);
   }
   SECTION("a scalar offset is positions offset + s, shared by the batch") {
     const auto with_offset = posemb::apply_rope(bshd, 1000, spec);
     PositionMatrix shared(1, seq);
     for (int s = 0; s < seq; ++s) shared(0, s) = 1000 + s;
     const auto with_matrix = posemb::apply_rope(bshd, shared, spec);
-    for (Eigen::Index i = 0; i < with_offset.size(); ++i) CHECK(with_offset.data()[i] == with_matrix.data()[i]);
+    for (Eigen::Index i = 0; i < with_offset.size(); ++i)
+      CHECK(with_offset.data()[i] == with_matrix.data()[i]);
   }
 }
 
@@ -313,9 +325,11 @@ TEST_CASE("matrices: one position per row, or one position for all rows") {
   Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> same_position = x;
   posemb::apply_rope_inplace(same_position, std::int64_t{7}, spec);
   for (int r = 0; r < 4; ++r) {
-    const Eigen::VectorXd expected = reference_rope(x.row(r).transpose(), positions[r], 8, 10000.0, Pairing::Interleaved);
+    const Eigen::VectorXd expected =
+        reference_rope(x.row(r).transpose(), positions[r], 8, 10000.0, Pairing::Interleaved);
     CHECK((per_row.row(r).transpose() - expected).cwiseAbs().maxCoeff() <= 1e-9);
-    const Eigen::VectorXd at7 = reference_rope(x.row(r).transpose(), 7, 8, 10000.0, Pairing::Interleaved);
+    const Eigen::VectorXd at7 =
+        reference_rope(x.row(r).transpose(), 7, 8, 10000.0, Pairing::Interleaved);
     CHECK((same_position.row(r).transpose() - at7).cwiseAbs().maxCoeff() <= 1e-12);
   }
   // A block of a larger matrix (non-unit strides) is rotated in place.
@@ -325,7 +339,8 @@ TEST_CASE("matrices: one position per row, or one position for all rows") {
   for (int r = 0; r < 6; ++r)
     for (int c = 0; c < 12; ++c)
       if (r < 1 || r > 3 || c < 2 || c > 9) CHECK(big(r, c) == before(r, c));
-  const Eigen::VectorXd expected = reference_rope(before.block(2, 2, 1, 8).transpose(), 9, 8, 10000.0, Pairing::Interleaved);
+  const Eigen::VectorXd expected =
+      reference_rope(before.block(2, 2, 1, 8).transpose(), 9, 8, 10000.0, Pairing::Interleaved);
   CHECK((big.block(2, 2, 1, 8).transpose() - expected).cwiseAbs().maxCoeff() <= 1e-12);
 }
 
@@ -351,13 +366,16 @@ TEST_CASE("half-precision storage computes in float and rounds once") {
   posemb::apply_rope_inplace(xh, 50000, spec);
   posemb::apply_rope_inplace(xb, 50000, spec);
   for (Eigen::Index i = 0; i < x.size(); ++i) {
-    CHECK(std::abs(static_cast<float>(xh.data()[i]) - x.data()[i]) <= 2e-3f);  // fp16: 11-bit mantissa
-    CHECK(std::abs(static_cast<float>(xb.data()[i]) - x.data()[i]) <= 1.6e-2f);  // bf16: 8-bit mantissa
+    CHECK(std::abs(static_cast<float>(xh.data()[i]) - x.data()[i]) <=
+          2e-3f);  // fp16: 11-bit mantissa
+    CHECK(std::abs(static_cast<float>(xb.data()[i]) - x.data()[i]) <=
+          1.6e-2f);  // bf16: 8-bit mantissa
   }
 }
 
 TEST_CASE("a table is shared read-only across threads") {
-  const posemb::RopeTable<float> table(posemb::default_rope_spec(32, 10000.0, Pairing::Interleaved), 0, 4096);
+  const posemb::RopeTable<float> table(posemb::default_rope_spec(32, 10000.0, Pairing::Interleaved),
+                                       0, 4096);
   posemb::Tensor4<float> a(1, 4096, 2, 32), b(1, 4096, 2, 32);
   a.setRandom();
   b = a;
@@ -384,10 +402,13 @@ TEST_CASE("bad input throws posemb::Error naming the parameter") {
   x.setZero();
   PositionMatrix wrong(2, 4);
   wrong.setZero();
-  CHECK_THROWS_WITH(posemb::apply_rope_inplace(x, wrong, spec), Contains("positions shape = [2, 4]"));
-  CHECK_THROWS_WITH(posemb::apply_rope_inplace(x, 0, spec, static_cast<TensorLayout>(7)), Contains("layout = 7"));
+  CHECK_THROWS_WITH(posemb::apply_rope_inplace(x, wrong, spec),
+                    Contains("positions shape = [2, 4]"));
+  CHECK_THROWS_WITH(posemb::apply_rope_inplace(x, 0, spec, static_cast<TensorLayout>(7)),
+                    Contains("layout = 7"));
   Eigen::MatrixXf rows(3, 16);
-  CHECK_THROWS_WITH(posemb::apply_rope_inplace(rows, PositionVector::Zero(2), spec), Contains("positions.size() = 2"));
+  CHECK_THROWS_WITH(posemb::apply_rope_inplace(rows, PositionVector::Zero(2), spec),
+                    Contains("positions.size() = 2"));
   posemb::Tensor4<float> wrong_out(2, 3, 1, 8);
   CHECK_THROWS_WITH(posemb::apply_rope(x, wrong_out, 0, spec), Contains("out.dimension(3) = 8"));
 
@@ -468,9 +489,11 @@ TEST_CASE("integer-valued fractional positions give the integer path bit for bit
     const posemb::FractionalPositionMatrix fractions = integers.cast<double>();
     CHECK(same_bits(posemb::apply_rope(x, fractions, spec), posemb::apply_rope(x, integers, spec)));
     const posemb::RopeTable<float> table(spec, -3, 2000004);
-    CHECK(same_bits(posemb::apply_rope(x, fractions, table), posemb::apply_rope(x, integers, spec)));
+    CHECK(
+        same_bits(posemb::apply_rope(x, fractions, table), posemb::apply_rope(x, integers, spec)));
     const posemb::Tensor4<Eigen::bfloat16> x16 = x.cast<Eigen::bfloat16>();
-    CHECK(same_bits(posemb::apply_rope(x16, fractions, spec), posemb::apply_rope(x16, integers, spec)));
+    CHECK(same_bits(posemb::apply_rope(x16, fractions, spec),
+                    posemb::apply_rope(x16, integers, spec)));
   }
 }
 
@@ -522,14 +545,14 @@ TEST_CASE("the inverse rotation undoes the forward one and is the rotation at -p
                                  posemb::Rotation::Inverse);
       CHECK(same_bits(in_place, back));
       const posemb::RopeTable<float> table(spec, 0, 1000000 + 37 * 40);
-      CHECK(same_bits(posemb::apply_rope(y, p, table, TensorLayout::BSHD, {},
-                                         posemb::Rotation::Inverse),
-                      back));
+      CHECK(same_bits(
+          posemb::apply_rope(y, p, table, TensorLayout::BSHD, {}, posemb::Rotation::Inverse),
+          back));
       if (spec.attention_scale == 1.0) {
         // R(p)^T = R(-p), bit for bit.
-        CHECK(same_bits(posemb::apply_rope(x, p, spec, TensorLayout::BSHD, {},
-                                           posemb::Rotation::Inverse),
-                        posemb::apply_rope(x, minus_p, spec)));
+        CHECK(same_bits(
+            posemb::apply_rope(x, p, spec, TensorLayout::BSHD, {}, posemb::Rotation::Inverse),
+            posemb::apply_rope(x, minus_p, spec)));
       }
     }
   }
@@ -550,8 +573,8 @@ TEST_CASE("the inverse for xPos and FoPE undoes their scale and mixing too") {
   for (const posemb::XposRole role : {posemb::XposRole::Query, posemb::XposRole::Key}) {
     const posemb::Tensor4<double> y = posemb::apply_xpos(x, 100, xpos, role);
     CHECK(largest_difference(y, x) > 0.1);
-    const posemb::Tensor4<double> back = posemb::apply_xpos(y, 100, xpos, role, TensorLayout::BSHD,
-                                                            {}, posemb::Rotation::Inverse);
+    const posemb::Tensor4<double> back =
+        posemb::apply_xpos(y, 100, xpos, role, TensorLayout::BSHD, {}, posemb::Rotation::Inverse);
     CHECK(largest_difference(back, x) < 1e-12);
   }
   posemb::FopeConfig config;
@@ -566,9 +589,9 @@ TEST_CASE("the inverse for xPos and FoPE undoes their scale and mixing too") {
   const posemb::Tensor4<double> back =
       posemb::apply_fope(y, 150, fope, TensorLayout::BSHD, {}, posemb::Rotation::Inverse);
   CHECK(largest_difference(back, x) < 1e-10);
-  CHECK(largest_difference(posemb::apply_fope(y, 150, table, TensorLayout::BSHD, {},
-                                              posemb::Rotation::Inverse),
-                           x) < 1e-10);
+  CHECK(largest_difference(
+            posemb::apply_fope(y, 150, table, TensorLayout::BSHD, {}, posemb::Rotation::Inverse),
+            x) < 1e-10);
 }
 
 TEST_CASE("rotary_offset rotates features [offset, offset + rotary_dim) and passes the rest") {
@@ -590,8 +613,9 @@ TEST_CASE("rotary_offset rotates features [offset, offset + rotary_dim) and pass
       }
     }
     spec.rotary_offset = 17;
-    CHECK_THROWS_WITH(posemb::apply_rope(x, 0, spec),
-                      Catch::Contains("head_dim = 24: expected >= rotary_offset + rotary_dim = 17 + 8"));
+    CHECK_THROWS_WITH(
+        posemb::apply_rope(x, 0, spec),
+        Catch::Contains("head_dim = 24: expected >= rotary_offset + rotary_dim = 17 + 8"));
     spec.rotary_offset = -2;
     CHECK_THROWS_WITH(posemb::apply_rope(x, 0, spec), Catch::Contains("rotary_offset = -2"));
   }
@@ -634,16 +658,14 @@ TEST_CASE("rotating while changing layout equals rotate-then-transpose, bit for 
                            posemb::Layouts(TensorLayout::BSHD, TensorLayout::BHSD, 64)),
         Catch::Contains("out_seq_offset = 64"));
     posemb::Tensor4<float> wrong_heads(2, 4, 37, 40);
-    CHECK_THROWS_WITH(
-        posemb::apply_rope(x, wrong_heads, 11, spec,
-                           posemb::Layouts(TensorLayout::BSHD, TensorLayout::BHSD)),
-        Catch::Contains("out heads = 4: expected the input's heads = 3"));
+    CHECK_THROWS_WITH(posemb::apply_rope(x, wrong_heads, 11, spec,
+                                         posemb::Layouts(TensorLayout::BSHD, TensorLayout::BHSD)),
+                      Catch::Contains("out heads = 4: expected the input's heads = 3"));
     posemb::Tensor4<float> alias = x;
     posemb::TensorMap4<float> alias_out(alias.data(), 2, 3, 37, 40);
-    CHECK_THROWS_WITH(
-        posemb::apply_rope(alias, alias_out, 11, spec,
-                           posemb::Layouts(TensorLayout::BSHD, TensorLayout::BHSD)),
-        Catch::Contains("separate buffers"));
+    CHECK_THROWS_WITH(posemb::apply_rope(alias, alias_out, 11, spec,
+                                         posemb::Layouts(TensorLayout::BSHD, TensorLayout::BHSD)),
+                      Catch::Contains("separate buffers"));
   }
 }
 
@@ -665,7 +687,8 @@ TEST_CASE("YaRN: shifting cached keys n times applies the attention factor once"
   for (int n = 1; n <= 4; ++n) {
     posemb::shift_keys_inplace(cache, -7, spec);
     const std::vector<double> after = norms(cache);
-    for (std::size_t r = 0; r < before.size(); ++r) CHECK(after[r] == Approx(before[r]).epsilon(1e-6));
+    for (std::size_t r = 0; r < before.size(); ++r)
+      CHECK(after[r] == Approx(before[r]).epsilon(1e-6));
   }
   // And the keys are now what the spec gives at 100 - 28.
   const posemb::Tensor4<float> direct = posemb::apply_rope(k, 72, spec);
@@ -676,12 +699,14 @@ TEST_CASE("an oversized table is a posemb::Error naming its count, never std::ba
   const posemb::RopeSpec spec = posemb::default_rope_spec(128);
   // Past what an index can hold: refused before any allocation.
   CHECK_THROWS_WITH(posemb::RopeTable<float>(spec, 0, std::int64_t(1) << 62),
-                    Catch::Contains("count = 4611686018427387904") && Catch::Contains("can be indexed"));
+                    Catch::Contains("count = 4611686018427387904") &&
+                        Catch::Contains("can be indexed"));
 #if !defined(__SANITIZE_ADDRESS__)  // ASan reports a failed allocation instead of throwing
   // 2^40 positions x 64 pairs x 2 x 4 bytes = 563 TB: the allocation fails, and says so.
   CHECK_THROWS_AS(posemb::RopeTable<float>(spec, 0, std::int64_t(1) << 40), posemb::Error);
   CHECK_THROWS_WITH(posemb::RopeTable<float>(spec, 0, std::int64_t(1) << 40),
-                    Catch::Contains("count = 1099511627776") && Catch::Contains("can be allocated"));
+                    Catch::Contains("count = 1099511627776") &&
+                        Catch::Contains("can be allocated"));
 #endif
 }
 
@@ -719,7 +744,8 @@ TEST_CASE("a spec knows its head_dim: partial rotary is stated, a head of anothe
 
   // Stated partial rotary: the first 128 of 256 features rotate as the 128-dim spec rotates a
   // 128-wide head, the other 128 pass through bit-identical.
-  const posemb::RopeSpec partial = posemb::default_rope_spec(posemb::RotaryDims{256, 128}, 500000.0);
+  const posemb::RopeSpec partial =
+      posemb::default_rope_spec(posemb::RotaryDims{256, 128}, 500000.0);
   CHECK(partial.head_dim == 256);
   CHECK(partial.rotary_dim == 128);
   CHECK(partial.partial());
@@ -732,8 +758,8 @@ TEST_CASE("a spec knows its head_dim: partial rotary is stated, a head of anothe
   const posemb::Tensor4<float> first_half_rotated = posemb::apply_rope(first_half, 3, llama);
   for (Eigen::Index i = 0; i < q.size(); ++i) {
     const Eigen::Index row = i / 256, feature = i % 256;
-    REQUIRE(y.data()[i] == (feature < 128 ? first_half_rotated.data()[row * 128 + feature]
-                                          : q.data()[i]));
+    REQUIRE(y.data()[i] ==
+            (feature < 128 ? first_half_rotated.data()[row * 128 + feature] : q.data()[i]));
   }
   // A partial spec refuses other widths too, without suggesting partial rotary again.
   CHECK_THROWS_WITH(posemb::apply_rope_inplace(first_half, 0, partial),
@@ -807,13 +833,14 @@ TEST_CASE("positions must match the seq axis of the layout given; the other layo
 
   // The other rotary schemes check their positions the same way.
   const posemb::XposSpec xpos{spec, posemb::XposParams{}};
-  CHECK_THROWS_WITH(posemb::apply_xpos_inplace(k, seven, xpos, posemb::XposRole::Key,
-                                               TensorLayout::BHSD),
+  CHECK_THROWS_WITH(
+      posemb::apply_xpos_inplace(k, seven, xpos, posemb::XposRole::Key, TensorLayout::BHSD),
+      as_bhsd);
+  CHECK_THROWS_WITH(posemb::rerotate_keys_inplace(
+                        k, seven, spec, posemb::linear_rope_spec(16, 1e4, 2.0), TensorLayout::BHSD),
                     as_bhsd);
-  CHECK_THROWS_WITH(posemb::rerotate_keys_inplace(k, seven, spec, posemb::linear_rope_spec(16, 1e4, 2.0),
-                                                  TensorLayout::BHSD),
-                    as_bhsd);
-  const posemb::MropeSpec mrope = posemb::make_mrope_spec(spec, {4, 2, 2}, posemb::MropeLayout::Chunked);
+  const posemb::MropeSpec mrope =
+      posemb::make_mrope_spec(spec, {4, 2, 2}, posemb::MropeLayout::Chunked);
   CHECK_THROWS_WITH(posemb::apply_mrope_inplace(k, posemb::MropePositions::text(seven), mrope,
                                                 TensorLayout::BHSD),
                     as_bhsd);

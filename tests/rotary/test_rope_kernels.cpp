@@ -90,8 +90,8 @@ template <class T>
 void check_tensor(const Case& size, Pairing pairing, TensorLayout layout, bool in_place,
                   bool use_table, int threads, Eigen::Index batch, Eigen::Index seq,
                   Eigen::Index heads, const std::vector<std::int64_t>& seq_positions) {
-  posemb::RopeSpec spec =
-      posemb::default_rope_spec(posemb::RotaryDims{size.head_dim, size.rotary_dim}, 10000.0, pairing);
+  posemb::RopeSpec spec = posemb::default_rope_spec(
+      posemb::RotaryDims{size.head_dim, size.rotary_dim}, 10000.0, pairing);
   spec.attention_scale = 1.25;
   const bool bshd = layout == TensorLayout::BSHD;
   const Eigen::Index n = batch * seq * heads * size.head_dim;
@@ -137,15 +137,14 @@ void check_tensor(const Case& size, Pairing pairing, TensorLayout layout, bool i
         for (int i = 0; i < spec.pairs(); ++i) {
           const int ia = pairing == Pairing::Interleaved ? 2 * i : i;
           const int ib = pairing == Pairing::Interleaved ? 2 * i + 1 : i + spec.pairs();
-          const double scale = std::abs(as_float(original[at + ia])) +
-                               std::abs(as_float(original[at + ib])) + 1e-30;
+          const double scale =
+              std::abs(as_float(original[at + ia])) + std::abs(as_float(original[at + ib])) + 1e-30;
           for (int e : {ia, ib}) {
             const double error = std::abs(double(as_float(result[at + e])) - as_float(expected[e]));
             if (error > tolerance * scale * spec.attention_scale) {
               FAIL("element " << e << " of head " << h << " token " << s << " batch " << b
-                               << " position " << positions(b, s) << ": got "
-                               << as_float(result[at + e]) << " expected "
-                               << as_float(expected[e]));
+                              << " position " << positions(b, s) << ": got "
+                              << as_float(result[at + e]) << " expected " << as_float(expected[e]));
             }
             ++checked;
           }
@@ -168,8 +167,8 @@ std::vector<std::int64_t> table_positions(Eigen::Index seq) {
 
 std::vector<std::int64_t> awkward_positions(Eigen::Index seq) {
   // Small, large, up to 2^24, and near multiples of pi/2 for inv_freq 1.
-  const std::vector<std::int64_t> special = {0, 1, 2, 3, 7, 11, 22, 33, 100000, (1 << 24) - 1,
-                                              1 << 24, 12345678, 4095, 355, 710};
+  const std::vector<std::int64_t> special = {
+      0, 1, 2, 3, 7, 11, 22, 33, 100000, (1 << 24) - 1, 1 << 24, 12345678, 4095, 355, 710};
   std::vector<std::int64_t> positions(seq);
   for (Eigen::Index s = 0; s < seq; ++s) {
     positions[s] = s < Eigen::Index(special.size()) ? special[s] : 1000 + 37 * s;
@@ -179,15 +178,16 @@ std::vector<std::int64_t> awkward_positions(Eigen::Index seq) {
 
 template <class T>
 void check_all_sizes() {
-  const std::vector<Case> sizes = {{2, 2}, {6, 6}, {6, 4}, {80, 80}, {80, 34}, {96, 96},
-                                   {96, 50}, {256, 256}, {256, 130}, {130, 130}};
+  const std::vector<Case> sizes = {{2, 2},   {6, 6},   {6, 4},     {80, 80},   {80, 34},
+                                   {96, 96}, {96, 50}, {256, 256}, {256, 130}, {130, 130}};
   for (const Case& size : sizes) {
     for (Pairing pairing : {Pairing::Interleaved, Pairing::RotateHalf}) {
       for (TensorLayout layout : {TensorLayout::BSHD, TensorLayout::BHSD}) {
         for (bool in_place : {true, false}) {
           for (bool use_table : {true, false}) {
             INFO("head_dim " << size.head_dim << " rotary_dim " << size.rotary_dim << " "
-                             << posemb::to_string(pairing) << (layout == TensorLayout::BSHD ? " BSHD" : " BHSD")
+                             << posemb::to_string(pairing)
+                             << (layout == TensorLayout::BSHD ? " BSHD" : " BHSD")
                              << (in_place ? " in place" : " out of place")
                              << (use_table ? " table" : " on the fly"));
             check_tensor<T>(size, pairing, layout, in_place, use_table, 1, 2, 19, 3,
@@ -201,14 +201,16 @@ void check_all_sizes() {
 
 }  // namespace
 
-TEST_CASE("vectorized cos/sin: float within 1 ulp of correctly rounded std::cos/sin of the double angle") {
+TEST_CASE(
+    "vectorized cos/sin: float within 1 ulp of correctly rounded std::cos/sin of the double "
+    "angle") {
   const Eigen::VectorXd inv_freq = posemb::default_inv_freq(128);
   std::vector<float> cos(64), sin(64);
   std::int64_t worst = 0;
   std::int64_t samples = 0;
   for (std::int64_t position = -50000; position <= (std::int64_t(1) << 24); position += 4099) {
     posemb::detail::cos_sin_at(inv_freq.data(), static_cast<double>(position), 1.0, 64, cos.data(),
-                                            sin.data());
+                               sin.data());
     for (int i = 0; i < 64; ++i) {
       const double angle = std::remainder(double(position) * inv_freq[i], two_pi);
       worst = std::max(worst, ulp_distance(cos[i], static_cast<float>(std::cos(angle))));
@@ -226,10 +228,11 @@ TEST_CASE("vectorized cos/sin: double within 4 double ulps (absolute) of std::co
   double worst = 0;
   for (std::int64_t position = 0; position <= (std::int64_t(1) << 24); position += 65537) {
     posemb::detail::cos_sin_at(inv_freq.data(), static_cast<double>(position), 1.0, 32, cos.data(),
-                                            sin.data());
+                               sin.data());
     for (int i = 0; i < 32; ++i) {
       const double angle = std::remainder(double(position) * inv_freq[i], two_pi);
-      worst = std::max({worst, std::abs(cos[i] - std::cos(angle)), std::abs(sin[i] - std::sin(angle))});
+      worst =
+          std::max({worst, std::abs(cos[i] - std::cos(angle)), std::abs(sin[i] - std::sin(angle))});
     }
   }
   CHECK(worst <= 4 * std::numeric_limits<double>::epsilon());
@@ -238,9 +241,16 @@ TEST_CASE("vectorized cos/sin: double within 4 double ulps (absolute) of std::co
 TEST_CASE("vectorized cos/sin: hand values, quadrant edges and scale") {
   // Known constants: cos 1, sin 1; cos/sin of angles on each side of every quadrant edge
   // (+-pi/4, +-3pi/4, +-pi), where the reduction switches between polynomials.
-  const double frequencies[] = {1.0, 0.7853981633974483, 0.7853981633974484, 2.356194490192345,
-                                2.3561944901923453, 3.141592653589793, -3.141592653589793,
-                                -0.7853981633974483, 1e-300, 0.0};
+  const double frequencies[] = {1.0,
+                                0.7853981633974483,
+                                0.7853981633974484,
+                                2.356194490192345,
+                                2.3561944901923453,
+                                3.141592653589793,
+                                -3.141592653589793,
+                                -0.7853981633974483,
+                                1e-300,
+                                0.0};
   const int n = sizeof(frequencies) / sizeof(frequencies[0]);
   double cos[n], sin[n];
   posemb::detail::cos_sin_at(frequencies, static_cast<double>(1), 2.0, n, cos, sin);
@@ -259,8 +269,9 @@ TEST_CASE("vectorized cos/sin: hand values, quadrant edges and scale") {
 
 TEST_CASE("vectorized cos/sin: relative accuracy at the zeros of cos and sin") {
   // The doubles nearest pi/2 and pi are not zeros of cos and sin:
-  // cos(1.5707963267948966) = 6.123233995736766e-17, sin(3.141592653589793) = 1.2246467991473532e-16
-  // (pi/2 - 1.5707963267948966 and pi - 3.141592653589793, to first order).
+  // cos(1.5707963267948966) = 6.123233995736766e-17, sin(3.141592653589793)
+  // = 1.2246467991473532e-16 (pi/2 - 1.5707963267948966 and pi - 3.141592653589793, to first
+  // order).
   const double angles[] = {1.5707963267948966, 3.141592653589793};
   for (bool as_float : {false, true}) {
     double cos[2], sin[2];
@@ -333,7 +344,9 @@ TEST_CASE("BHSD blocks are as long as the threads allow") {
   CHECK(bhsd_block_tokens(1, 100, 8) == 64);    // never below 64
 }
 
-TEST_CASE("BHSD visits every head and token once: partial head groups, several token blocks, every level") {
+TEST_CASE(
+    "BHSD visits every head and token once: partial head groups, several token blocks, every "
+    "level") {
   // 6 heads: one full group of bhsd_heads_per_group and a partial one; 1100 tokens: two full
   // blocks of 512 (one thread) or eight of 128 (two threads, head_dim 96) and a partial one.
   using posemb::detail::bhsd_block_tokens;
@@ -355,8 +368,8 @@ TEST_CASE("BHSD visits every head and token once: partial head groups, several t
                             heads, table_positions(seq));
         check_tensor<float>({96, 64}, pairing, TensorLayout::BHSD, in_place, false, 2, 1, seq,
                             heads, awkward_positions(seq));
-        check_tensor<Eigen::bfloat16>({128, 128}, pairing, TensorLayout::BHSD, in_place, true, 1,
-                                      1, seq, heads, table_positions(seq));
+        check_tensor<Eigen::bfloat16>({128, 128}, pairing, TensorLayout::BHSD, in_place, true, 1, 1,
+                                      seq, heads, table_positions(seq));
         check_tensor<Eigen::half>({128, 128}, pairing, TensorLayout::BHSD, in_place, false, 1, 1,
                                   seq, heads, awkward_positions(seq));
       }
@@ -380,11 +393,11 @@ TEST_CASE("two threads give the same result as the reference on a tensor large e
 
 TEST_CASE("threads_for never splits tiny tensors") {
   using posemb::detail::threads_for;
-  CHECK(threads_for(32 * 128, 8) == 1);            // one decode token
+  CHECK(threads_for(32 * 128, 8) == 1);  // one decode token
   CHECK(threads_for((1 << 18) - 1, 2) == 1);
   CHECK(threads_for(1 << 19, 2) == 2);
-  CHECK(threads_for(1 << 19, 8) == 2);             // no more threads than 2^18-element parts
-  CHECK(threads_for(1 << 24, 1) == 1);             // never more than asked
+  CHECK(threads_for(1 << 19, 8) == 2);  // no more threads than 2^18-element parts
+  CHECK(threads_for(1 << 24, 1) == 1);  // never more than asked
 }
 
 TEST_CASE("parallel_for covers every index exactly once") {
@@ -423,16 +436,32 @@ TEST_CASE("ggml reference vectors (fp64 lines) through the fast tensor path") {
     float values[8];
   };
   const Row interleaved[] = {
-      {1, {-1.14263964f, 1.92207563f, 2.58567882f, 4.2795167f, 4.93975115f, 6.04969931f, 6.99199629f, 8.00699615f}},
-      {3, {-1.27223253f, -1.83886504f, 1.68392861f, 4.70790672f, 4.81777716f, 6.14727783f, 6.97596836f, 8.02096367f}},
-      {100, {1.87505019f, 1.21827209f, -0.341130137f, -4.98834944f, -2.34731436f, 7.44916868f, 6.16636181f, 8.65886688f}},
-      {4095, {1.9296664f, -1.12977326f, -2.17236876f, 4.50342226f, -4.31569767f, -6.5095892f, 2.47078538f, -10.3390141f}},
+      {1,
+       {-1.14263964f, 1.92207563f, 2.58567882f, 4.2795167f, 4.93975115f, 6.04969931f, 6.99199629f,
+        8.00699615f}},
+      {3,
+       {-1.27223253f, -1.83886504f, 1.68392861f, 4.70790672f, 4.81777716f, 6.14727783f, 6.97596836f,
+        8.02096367f}},
+      {100,
+       {1.87505019f, 1.21827209f, -0.341130137f, -4.98834944f, -2.34731436f, 7.44916868f,
+        6.16636181f, 8.65886688f}},
+      {4095,
+       {1.9296664f, -1.12977326f, -2.17236876f, 4.50342226f, -4.31569767f, -6.5095892f, 2.47078538f,
+        -10.3390141f}},
   };
   const Row rotate_half[] = {
-      {1, {-3.66705251f, 1.39100778f, 2.92985106f, 3.99199796f, 3.54298258f, 6.16969204f, 7.02964973f, 8.0039959f}},
-      {3, {-1.69559252f, 0.13755174f, 2.78868151f, 3.97598195f, -4.80884266f, 6.32305956f, 7.08683681f, 8.01196384f}},
-      {100, {3.39414716f, 1.58598363f, -4.26939011f, 3.18134928f, 3.80522871f, -6.12247133f, 6.30652905f, 8.35936737f}},
-      {4095, {4.92313004f, -4.40821171f, -2.2185533f, 4.20750952f, -1.32770121f, 4.53515959f, -7.28546667f, -7.89283609f}},
+      {1,
+       {-3.66705251f, 1.39100778f, 2.92985106f, 3.99199796f, 3.54298258f, 6.16969204f, 7.02964973f,
+        8.0039959f}},
+      {3,
+       {-1.69559252f, 0.13755174f, 2.78868151f, 3.97598195f, -4.80884266f, 6.32305956f, 7.08683681f,
+        8.01196384f}},
+      {100,
+       {3.39414716f, 1.58598363f, -4.26939011f, 3.18134928f, 3.80522871f, -6.12247133f, 6.30652905f,
+        8.35936737f}},
+      {4095,
+       {4.92313004f, -4.40821171f, -2.2185533f, 4.20750952f, -1.32770121f, 4.53515959f,
+        -7.28546667f, -7.89283609f}},
   };
   for (Pairing pairing : {Pairing::Interleaved, Pairing::RotateHalf}) {
     const Row* rows = pairing == Pairing::Interleaved ? interleaved : rotate_half;
@@ -442,7 +471,8 @@ TEST_CASE("ggml reference vectors (fp64 lines) through the fast tensor path") {
         posemb::Tensor4<float> x(1, 1, 1, 8);
         for (int d = 0; d < 8; ++d) x(0, 0, 0, d) = float(d + 1);
         if (use_table) {
-          posemb::apply_rope_inplace(x, rows[r].position, posemb::RopeTable<float>(spec, rows[r].position, 1));
+          posemb::apply_rope_inplace(x, rows[r].position,
+                                     posemb::RopeTable<float>(spec, rows[r].position, 1));
         } else {
           posemb::apply_rope_inplace(x, rows[r].position, spec);
         }
@@ -502,12 +532,12 @@ TEST_CASE("bfloat16 and half narrowing match Eigen's conversions bit for bit") {
   std::uniform_int_distribution<std::uint32_t> bits_of;
   for (int i = 0; i < 20000; ++i) values.push_back(Eigen::numext::bit_cast<float>(bits_of(gen)));
   // Ties at both roundings, overflow, subnormals, signed zeros, infinities.
-  for (std::uint32_t tie : {0x3F808000u, 0x3F818000u, 0xBF808000u, 0x3F800FFFu, 0x3F801000u,
-                            0x3F803000u, 0x7F7FFFFFu, 0x00000001u, 0x80000000u, 0x00000000u,
-                            0x7F800000u, 0xFF800000u, 0x477FF000u, 0x477FE000u, 0x33000000u,
-                            0x33000001u, 0x387FC000u,
-                            // NaNs whose payload would round into an infinity
-                            0x7F800001u, 0xFF800001u, 0x7FC00000u}) {
+  for (std::uint32_t tie :
+       {0x3F808000u, 0x3F818000u, 0xBF808000u, 0x3F800FFFu, 0x3F801000u, 0x3F803000u, 0x7F7FFFFFu,
+        0x00000001u, 0x80000000u, 0x00000000u, 0x7F800000u, 0xFF800000u, 0x477FF000u, 0x477FE000u,
+        0x33000000u, 0x33000001u, 0x387FC000u,
+        // NaNs whose payload would round into an infinity
+        0x7F800001u, 0xFF800001u, 0x7FC00000u}) {
     values.push_back(Eigen::numext::bit_cast<float>(tie));
   }
   const Eigen::Index n = static_cast<Eigen::Index>(values.size());
@@ -580,8 +610,8 @@ void check_special_values_at_position_zero(Pairing pairing, bool in_place) {
       const float value = static_cast<float>(original.data()[head * 128 + d]);
       const float other = static_cast<float>(original.data()[head * 128 + partner]);
       const T got = result[head * 128 + d];
-      INFO(posemb::to_string(pairing) << (in_place ? " in place" : " out of place") << " head "
-                                      << head << " element " << d);
+      INFO(posemb::to_string(pairing)
+           << (in_place ? " in place" : " out of place") << " head " << head << " element " << d);
       if (std::isnan(value) || !std::isfinite(other)) {
         CHECK(std::isnan(static_cast<float>(got)));
       } else {

@@ -20,8 +20,8 @@
 
 using posemb::Layouts;
 using posemb::Positions;
-using posemb::Rotation;
 using posemb::RotateOptions;
+using posemb::Rotation;
 using posemb::Tensor4;
 using posemb::TensorLayout;
 using posemb::Threads;
@@ -136,7 +136,8 @@ TEST_CASE("rotate: the three forms agree bit for bit for every source") {
   }
   SECTION("KeyShift: R(delta) R(p) = R(p + delta), one delta or one per token") {
     const Tensor4<float> keys = posemb::rotated(x, 100, spec);
-    const Tensor4<float> shifted = all_forms_agree(keys, Positions::same(-40), posemb::KeyShift{spec});
+    const Tensor4<float> shifted =
+        all_forms_agree(keys, Positions::same(-40), posemb::KeyShift{spec});
     CHECK(max_abs_diff(shifted, posemb::rotated(x, 60, spec)) < 2e-6);
     // Per token: token s moves by -s, so every token lands at 100.
     posemb::PositionMatrix deltas(1, 24);
@@ -177,7 +178,8 @@ TEST_CASE("rotate: Rotation::Inverse through RotateOptions undoes every source")
 }
 
 TEST_CASE("rotate: layouts, threads and the KV-cache slot through RotateOptions") {
-  const posemb::RopeSpec spec = posemb::default_rope_spec(64, 500000.0, posemb::Pairing::Interleaved);
+  const posemb::RopeSpec spec =
+      posemb::default_rope_spec(64, 500000.0, posemb::Pairing::Interleaved);
   const posemb::RopeTable<float> table(spec, 0, 2048);
 
   SECTION("BSHD in, BHSD out: the rotation transposed, by rotate and rotated") {
@@ -200,8 +202,9 @@ TEST_CASE("rotate: layouts, threads and the KV-cache slot through RotateOptions"
     const Tensor4<float> x = random_tensor(1, 8, 2, 64);
     Tensor4<float> cache(1, 2, 32, 64);
     cache.setConstant(3.0f);
-    posemb::rotate(x, cache, 20, spec,
-                   RotateOptions().with_layouts(Layouts(TensorLayout::BSHD, TensorLayout::BHSD, 20)));
+    posemb::rotate(
+        x, cache, 20, spec,
+        RotateOptions().with_layouts(Layouts(TensorLayout::BSHD, TensorLayout::BHSD, 20)));
     const Tensor4<float> expected = to_bhsd(posemb::rotated(x, 20, spec));
     for (Eigen::Index h = 0; h < 2; ++h)
       for (Eigen::Index s = 0; s < 32; ++s)
@@ -211,8 +214,9 @@ TEST_CASE("rotate: layouts, threads and the KV-cache slot through RotateOptions"
         }
     test_support::throws_with(
         [&] {
-          (void)posemb::rotated(x, 20, spec, RotateOptions().with_layouts(Layouts(
-                                                 TensorLayout::BSHD, TensorLayout::BHSD, 4)));
+          (void)posemb::rotated(
+              x, 20, spec,
+              RotateOptions().with_layouts(Layouts(TensorLayout::BSHD, TensorLayout::BHSD, 4)));
         },
         "options.layouts.out_seq_offset = 4: expected 0 for a returned tensor");
   }
@@ -221,7 +225,8 @@ TEST_CASE("rotate: layouts, threads and the KV-cache slot through RotateOptions"
     test_support::throws_with(
         [&] {
           posemb::rotate_inplace(
-              x, 0, spec, RotateOptions().with_layouts(Layouts(TensorLayout::BSHD, TensorLayout::BHSD)));
+              x, 0, spec,
+              RotateOptions().with_layouts(Layouts(TensorLayout::BSHD, TensorLayout::BHSD)));
         },
         "expected separate buffers");
   }
@@ -257,10 +262,11 @@ TEST_CASE("rotate: RotateOptions as an aggregate and through its setters") {
   CHECK(listed.threads.count == 3);
   CHECK(listed.rotation == Rotation::Inverse);
 
-  const RotateOptions chained = RotateOptions()
-                                    .with_layouts(Layouts(TensorLayout::BSHD, TensorLayout::BHSD, 5))
-                                    .with_threads(Threads{2})
-                                    .inverse();
+  const RotateOptions chained =
+      RotateOptions()
+          .with_layouts(Layouts(TensorLayout::BSHD, TensorLayout::BHSD, 5))
+          .with_threads(Threads{2})
+          .inverse();
   CHECK(chained.layouts.out == TensorLayout::BHSD);
   CHECK(chained.layouts.out_seq_offset == 5);
   CHECK(chained.threads.count == 2);
@@ -283,7 +289,8 @@ TEST_CASE("rotate: matrix rows, one head per row, as a tensor of one head") {
     const Eigen::MatrixXf returned = posemb::rotated(Eigen::MatrixXf(rows), positions, source);
     CHECK(in_place == into);
     CHECK(in_place == returned);
-    const Tensor4<float> tensor = posemb::rotated(x, posemb::PositionMatrix(positions.transpose()), source);
+    const Tensor4<float> tensor =
+        posemb::rotated(x, posemb::PositionMatrix(positions.transpose()), source);
     // The same cos/sin; the row kernel and the batched tensor kernel may round the products
     // differently (fused multiply-add), so within a few float ulps.
     for (Eigen::Index r = 0; r < 6; ++r)
@@ -303,11 +310,15 @@ TEST_CASE("rotate: matrix rows, one head per row, as a tensor of one head") {
     posemb::rotate_inplace(heads, 12, spec);
     const posemb::PositionVector twelve = posemb::PositionVector::Constant(6, 12);
     CHECK(heads == posemb::rotated(Eigen::MatrixXf(rows), twelve, spec));
-    CHECK(heads == posemb::rotated(Eigen::MatrixXf(rows), posemb::PositionVector::Constant(6, 12), spec));
+    CHECK(heads ==
+          posemb::rotated(Eigen::MatrixXf(rows), posemb::PositionVector::Constant(6, 12), spec));
   }
   SECTION("a position per row, or an error naming the count") {
     Eigen::MatrixXf m = rows;
-    test_support::throws_with([&] { posemb::rotate_inplace(m, test_support::positions_of({1, 2}), spec); },
-                        "positions.size() = 2: expected one position per row = 6");
+    test_support::throws_with(
+        [&] {
+          posemb::rotate_inplace(m, test_support::positions_of({1, 2}), spec);
+        },
+        "positions.size() = 2: expected one position per row = 6");
   }
 }

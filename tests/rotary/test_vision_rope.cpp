@@ -77,7 +77,8 @@ TEST_CASE("conformance: the vision cases, float32 within 1e-5 and float64 within
 }
 
 TEST_CASE("Qwen patches come in merge-block order, Pixtral's row-major") {
-  const PositionMatrix qwen = posemb::vision_patch_positions(posemb::qwen2_vl_vision_rope(16, 2), 1, 4, 6);
+  const PositionMatrix qwen =
+      posemb::vision_patch_positions(posemb::qwen2_vl_vision_rope(16, 2), 1, 4, 6);
   const std::vector<std::pair<int, int>> first = {{0, 0}, {0, 1}, {1, 0}, {1, 1}, {0, 2}, {0, 3},
                                                   {1, 2}, {1, 3}, {0, 4}, {0, 5}, {1, 4}, {1, 5},
                                                   {2, 0}, {2, 1}, {3, 0}, {3, 1}};
@@ -87,7 +88,8 @@ TEST_CASE("Qwen patches come in merge-block order, Pixtral's row-major") {
     CHECK(qwen(1, Eigen::Index(n)) == first[n].first);
     CHECK(qwen(2, Eigen::Index(n)) == first[n].second);
   }
-  const PositionMatrix pixtral = posemb::vision_patch_positions(posemb::pixtral_vision_rope(16), 1, 3, 5);
+  const PositionMatrix pixtral =
+      posemb::vision_patch_positions(posemb::pixtral_vision_rope(16), 1, 3, 5);
   for (Eigen::Index n = 0; n < 15; ++n) {
     CHECK(pixtral(1, n) == n / 5);
     CHECK(pixtral(2, n) == n % 5);
@@ -111,7 +113,8 @@ TEST_CASE("patch (0, 0) is the identity and every frame repeats the same angles"
   CHECK(identity);
   CHECK(repeated);
   const VisionRope pixtral = posemb::pixtral_vision_rope(32, 10000.0);
-  const auto z = posemb::apply_vision_rope(x, posemb::vision_patch_positions(pixtral, 1, 4, 4), pixtral);
+  const auto z =
+      posemb::apply_vision_rope(x, posemb::vision_patch_positions(pixtral, 1, 4, 4), pixtral);
   for (int d = 0; d < 32; ++d) CHECK(z(0, 0, 0, d) == x(0, 0, 0, d));
 }
 
@@ -137,8 +140,10 @@ TEST_CASE("each tower's pair frequencies: rows then columns, Pixtral even then o
                                  : std::pow(theta, -2.0 * k / (head_dim / 2));
         const double angle = double(patches(row_pair ? 1 : 2, n)) * f;
         const double a = x(0, n, 0, j), b = x(0, n, 0, j + head_dim / 2);
-        worst = std::max({worst, std::fabs(y(0, n, 0, j) - (a * std::cos(angle) - b * std::sin(angle))),
-                          std::fabs(y(0, n, 0, j + head_dim / 2) - (a * std::sin(angle) + b * std::cos(angle)))});
+        worst =
+            std::max({worst, std::fabs(y(0, n, 0, j) - (a * std::cos(angle) - b * std::sin(angle))),
+                      std::fabs(y(0, n, 0, j + head_dim / 2) -
+                                (a * std::sin(angle) + b * std::cos(angle)))});
       }
     }
     CHECK(worst <= 1e-13);
@@ -165,7 +170,8 @@ TEST_CASE("2-D relative position: the score depends on the (row, col) offset onl
 }
 
 TEST_CASE("vision: bad grids and head dims throw posemb::Error") {
-  throws_with([] { (void)posemb::qwen2_vl_vision_rope(18); }, "head_dim = 18: expected a multiple of 4");
+  throws_with([] { (void)posemb::qwen2_vl_vision_rope(18); },
+              "head_dim = 18: expected a multiple of 4");
   throws_with([] { (void)posemb::pixtral_vision_rope(16, 0.0); }, "base = 0");
   const VisionRope qwen = posemb::qwen2_vl_vision_rope(16, 2);
   throws_with([&] { (void)posemb::vision_patch_positions(qwen, 1, 5, 4); },
@@ -183,5 +189,6 @@ TEST_CASE("vision: bad grids and head dims throw posemb::Error") {
               "grid t = 2: expected 1 (one image per grid)");
   const PositionMatrix patches = posemb::vision_patch_positions(qwen, 1, 4, 4);
   const auto x = random_patches(15, 1, 16);
-  throws_with([&] { (void)posemb::apply_vision_rope(x, patches, qwen); }, "positions shape = [3, 1, 16]");
+  throws_with([&] { (void)posemb::apply_vision_rope(x, patches, qwen); },
+              "positions shape = [3, 1, 16]");
 }

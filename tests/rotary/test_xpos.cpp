@@ -147,8 +147,8 @@ TEST_CASE("xPos tensors match the matrix path, partial rotary tail untouched", "
   posemb::Tensor4<double> x(batch, seq, heads, head_dim);
   x.setRandom();
   const posemb::Tensor4<double> original = x;
-  const XposSpec spec =
-      make_spec(posemb::default_rope_spec({head_dim, 8}, 100.0, posemb::Pairing::Interleaved), 3, 16.0);
+  const XposSpec spec = make_spec(
+      posemb::default_rope_spec({head_dim, 8}, 100.0, posemb::Pairing::Interleaved), 3, 16.0);
   posemb::PositionMatrix positions(batch, seq);
   positions << 0, 1, 2, 3, 4, 7, 8, 9, 10, 11;
   posemb::apply_xpos_inplace(x, positions, spec, XposRole::Key);

@@ -30,8 +30,8 @@ inline void check_table_size(std::int64_t max_len, std::int64_t dim) {
   require_positive("max_len", max_len);
   require_positive("d", dim);
   if (max_len > std::numeric_limits<Eigen::Index>::max() / dim) {
-    fail("max_len", max_len, "expected max_len * d = max_len * " + std::to_string(dim) +
-                                 " to fit in Eigen::Index");
+    fail("max_len", max_len,
+         "expected max_len * d = max_len * " + std::to_string(dim) + " to fit in Eigen::Index");
   }
 }
 
@@ -74,7 +74,8 @@ void add_position_embeddings_inplace(const Eigen::MatrixBase<Derived>& x,
                                      const Eigen::MatrixBase<TableDerived>& table) {
   Derived& m = const_cast<Derived&>(x.derived());
   if (m.cols() != table.cols()) {
-    detail::fail("x.cols()", m.cols(), "expected the table width d = " + std::to_string(table.cols()));
+    detail::fail("x.cols()", m.cols(),
+                 "expected the table width d = " + std::to_string(table.cols()));
   }
   if (positions.size() != m.rows()) {
     detail::fail("positions.size()", positions.size(),
@@ -93,9 +94,9 @@ void add_position_embeddings_inplace(const Eigen::MatrixBase<Derived>& x,
 
 // Out of place: returns x + table rows as a plain matrix of x's shape.
 template <class Derived, class TableDerived>
-typename Derived::PlainObject add_position_embeddings(const Eigen::MatrixBase<Derived>& x,
-                                                      const PositionVector& positions,
-                                                      const Eigen::MatrixBase<TableDerived>& table) {
+typename Derived::PlainObject add_position_embeddings(
+    const Eigen::MatrixBase<Derived>& x, const PositionVector& positions,
+    const Eigen::MatrixBase<TableDerived>& table) {
   typename Derived::PlainObject out = x;
   add_position_embeddings_inplace(out, positions, table);
   return out;
@@ -109,7 +110,8 @@ void add_position_embeddings_inplace(X&& x, const Positions& positions,
                                      const Eigen::MatrixBase<TableDerived>& table) {
   const Eigen::Index batch = x.dimension(0), seq = x.dimension(1), d = x.dimension(2);
   if (d != table.cols()) {
-    detail::fail("x.dimension(2)", d, "expected the table width d = " + std::to_string(table.cols()));
+    detail::fail("x.dimension(2)", d,
+                 "expected the table width d = " + std::to_string(table.cols()));
   }
   positions.check(batch, seq);
   for (Eigen::Index b = 0; b < batch; ++b) {

@@ -54,7 +54,8 @@ class LearnedPositionTable {
   // Maps the caller's row-major buffer of max_len * d values without copying. The buffer must
   // outlive the table (and its copies); writes through either side are seen by both.
   static LearnedPositionTable map(T* weights, std::int64_t max_len, std::int64_t d) {
-    if (weights == nullptr) detail::fail("weights", "nullptr", "expected a buffer of max_len * d values");
+    if (weights == nullptr)
+      detail::fail("weights", "nullptr", "expected a buffer of max_len * d values");
     detail::check_table_size(max_len, d);
     return LearnedPositionTable(Mapped{}, weights, max_len, d);
   }
@@ -76,7 +77,7 @@ class LearnedPositionTable {
 
   std::int64_t max_len_;
   std::int64_t dim_;
-  std::vector<T> owned_;  // empty when mapping
+  std::vector<T> owned_;   // empty when mapping
   T* external_ = nullptr;  // the caller's buffer when mapping
 };
 

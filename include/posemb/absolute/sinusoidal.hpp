@@ -3,8 +3,9 @@
 // Vaswani et al. 2017, "Attention Is All You Need", sec. 3.5. Position p, model width d:
 //
 //   w_i = base^(-2i / d),  i = 0 .. d/2 - 1          (base = 10000 in the paper)
-//   Interleaved (the paper, the original Transformer):  pe[p, 2i] = sin(p w_i),  pe[p, 2i+1] = cos(p w_i)
-//   Concat:                                            pe[p, i]  = sin(p w_i),  pe[p, d/2 + i] = cos(p w_i)
+//   Interleaved (the paper, the original Transformer):  pe[p, 2i] = sin(p w_i),  pe[p, 2i+1] =
+//   cos(p w_i) Concat:                                            pe[p, i]  = sin(p w_i),  pe[p,
+//   d/2 + i] = cos(p w_i)
 //
 // Concat is the [sin | cos] order of tensor2tensor's get_timing_signal_1d and fairseq. Those
 // implementations also space their frequencies differently, w_i = exp(-i ln(base) / (d/2 - 1)),
@@ -74,8 +75,9 @@ void sinusoidal_row(std::int64_t position, const Eigen::VectorXd& inv_freq, Sinu
 }  // namespace detail
 
 // The embedding of one position, in double: [d]. Any position (negative too) is accepted.
-inline Eigen::VectorXd sinusoidal_embedding(std::int64_t position, int d, double base = 10000.0,
-                                            SinusoidalLayout layout = SinusoidalLayout::Interleaved) {
+inline Eigen::VectorXd sinusoidal_embedding(
+    std::int64_t position, int d, double base = 10000.0,
+    SinusoidalLayout layout = SinusoidalLayout::Interleaved) {
   detail::check_sinusoidal_layout(layout);
   detail::require_even_positive("d", d);
   const Eigen::VectorXd inv_freq = default_inv_freq(d, base);  // checks base

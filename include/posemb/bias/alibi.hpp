@@ -75,15 +75,17 @@ inline Eigen::VectorXd alibi_slopes(int n_heads, double max_bias = 8.0,
   detail::require_positive_finite("max_bias", max_bias);
   const HeadRange range = heads.value_or(HeadRange{0, n_heads});
   if (range.begin < 0 || range.begin >= range.end || range.end > n_heads) {
-    detail::fail("head range", "[" + std::to_string(range.begin) + ", " + std::to_string(range.end) + ")",
+    detail::fail("head range",
+                 "[" + std::to_string(range.begin) + ", " + std::to_string(range.end) + ")",
                  "expected 0 <= begin < end <= n_heads = " + std::to_string(n_heads));
   }
   std::int64_t c = 1;  // the largest power of two <= n_heads
   while (2 * c <= n_heads) c *= 2;
   Eigen::VectorXd slopes(range.end - range.begin);
   for (std::int64_t h = range.begin; h < range.end; ++h) {
-    const double exponent = h < c ? static_cast<double>(h + 1) / static_cast<double>(c)
-                                  : static_cast<double>(2 * (h - c) + 1) / static_cast<double>(2 * c);
+    const double exponent = h < c
+                                ? static_cast<double>(h + 1) / static_cast<double>(c)
+                                : static_cast<double>(2 * (h - c) + 1) / static_cast<double>(2 * c);
     slopes[h - range.begin] = std::exp2(-max_bias * exponent);
   }
   return slopes;

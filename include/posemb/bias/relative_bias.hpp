@@ -88,10 +88,12 @@ inline void check_t5_buckets(const T5Buckets& buckets) {
 inline std::int64_t relative_position(std::int64_t q_position, std::int64_t k_position) {
   constexpr std::int64_t big = std::numeric_limits<std::int64_t>::max();
   if (k_position >= q_position) {
-    const std::uint64_t d = static_cast<std::uint64_t>(k_position) - static_cast<std::uint64_t>(q_position);
+    const std::uint64_t d =
+        static_cast<std::uint64_t>(k_position) - static_cast<std::uint64_t>(q_position);
     return d > static_cast<std::uint64_t>(big) ? big : static_cast<std::int64_t>(d);
   }
-  const std::uint64_t d = static_cast<std::uint64_t>(q_position) - static_cast<std::uint64_t>(k_position);
+  const std::uint64_t d =
+      static_cast<std::uint64_t>(q_position) - static_cast<std::uint64_t>(k_position);
   return d > static_cast<std::uint64_t>(big) ? -big : -static_cast<std::int64_t>(d);
 }
 
@@ -99,7 +101,7 @@ inline std::int64_t relative_position(std::int64_t q_position, std::int64_t k_po
 inline std::int64_t t5_bucket_unchecked(std::int64_t rel, const T5Buckets& buckets) {
   std::int64_t bucket = 0;
   std::int64_t half = buckets.num_buckets;
-  std::int64_t n = 0;  // the distance, >= 0
+  std::int64_t n = 0;                                          // the distance, >= 0
   if (rel == std::numeric_limits<std::int64_t>::min()) ++rel;  // |rel| fits; same bucket
   if (buckets.bidirectional) {
     half /= 2;
@@ -141,8 +143,8 @@ inline BucketMatrix t5_bucket_matrix(const T5Buckets& buckets, const PositionVec
   BucketMatrix ids(q_positions.size(), k_positions.size());
   for (Eigen::Index i = 0; i < q_positions.size(); ++i) {
     for (Eigen::Index j = 0; j < k_positions.size(); ++j) {
-      ids(i, j) = detail::t5_bucket_unchecked(detail::relative_position(q_positions[i], k_positions[j]),
-                                              buckets);
+      ids(i, j) = detail::t5_bucket_unchecked(
+          detail::relative_position(q_positions[i], k_positions[j]), buckets);
     }
   }
   return ids;
@@ -152,8 +154,8 @@ inline BucketMatrix t5_bucket_matrix(const T5Buckets& buckets, const PositionVec
 // 0 .. k_len - 1 (q_offset = k_len - q_len: the last q_len keys, as in decode with a cache).
 // Example (the encoder buckets of a 512-token input, T5's defaults):
 //   const posemb::BucketMatrix ids = posemb::t5_bucket_matrix({32, 128, true}, 512, 512, 0);
-inline BucketMatrix t5_bucket_matrix(const T5Buckets& buckets, std::int64_t q_len, std::int64_t k_len,
-                                     std::int64_t q_offset) {
+inline BucketMatrix t5_bucket_matrix(const T5Buckets& buckets, std::int64_t q_len,
+                                     std::int64_t k_len, std::int64_t q_offset) {
   if (q_len < 0) detail::fail("q_len", q_len, "expected a number >= 0");
   if (k_len < 0) detail::fail("k_len", k_len, "expected a number >= 0");
   if (q_len > 0 && q_offset > std::numeric_limits<std::int64_t>::max() - (q_len - 1)) {
@@ -187,10 +189,12 @@ class T5BiasTable {
   // Example (weights read from an .npy file of shape [32, 12]):
   //   const posemb::NpyArray w = posemb::read_npy("relative_attention_bias.npy");
   //   const std::vector<float> values = w.values<float>();
-  //   const posemb::T5BiasTable<float> bias({32, 128, true}, values.data(), w.shape[0], w.shape[1]);
+  //   const posemb::T5BiasTable<float> bias({32, 128, true}, values.data(), w.shape[0],
+  //   w.shape[1]);
   T5BiasTable(const T5Buckets& buckets, const T* data, Eigen::Index rows, Eigen::Index cols)
       : buckets_(buckets), mapped_(data) {
-    if (data == nullptr) detail::fail("table data", "null", "expected a pointer to [num_buckets, heads] values");
+    if (data == nullptr)
+      detail::fail("table data", "null", "expected a pointer to [num_buckets, heads] values");
     check(rows, cols);
     heads_ = cols;
   }
@@ -206,7 +210,8 @@ class T5BiasTable {
   // An owned one-head table holding head h's column, for the one-head attention helpers.
   T5BiasTable head(Eigen::Index h) const {
     if (h < 0 || h >= heads()) {
-      detail::fail("head", h, "expected a head in [0, heads) = [0, " + std::to_string(heads()) + ")");
+      detail::fail("head", h,
+                   "expected a head in [0, heads) = [0, " + std::to_string(heads()) + ")");
     }
     return T5BiasTable(buckets_, Table(table().col(h)));
   }
@@ -260,8 +265,8 @@ RelativeBiasRow<T> t5_bias_row(const T5BiasTable<T>& table, std::int64_t q_posit
   const auto weights = table.table();
   RelativeBiasRow<T> row(table.heads(), k_positions.size());
   for (Eigen::Index j = 0; j < k_positions.size(); ++j) {
-    const std::int64_t id =
-        detail::t5_bucket_unchecked(detail::relative_position(q_position, k_positions[j]), table.buckets());
+    const std::int64_t id = detail::t5_bucket_unchecked(
+        detail::relative_position(q_position, k_positions[j]), table.buckets());
     for (Eigen::Index h = 0; h < table.heads(); ++h) row(h, j) = weights(id, h);
   }
   return row;

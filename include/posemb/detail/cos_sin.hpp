@@ -189,9 +189,8 @@ POSEMB_TARGET_AVX2 void cos_sin_at_avx2(const double* inv_freq, double position,
   cos_sin_at_level<IsaLevel::Avx2>(inv_freq, position, scale, n, cos_out, sin_out);
 }
 template <class C>
-POSEMB_TARGET_AVX512 void cos_sin_at_avx512(const double* inv_freq, double position,
-                                            double scale, Eigen::Index n, C* cos_out,
-                                            C* sin_out) {
+POSEMB_TARGET_AVX512 void cos_sin_at_avx512(const double* inv_freq, double position, double scale,
+                                            Eigen::Index n, C* cos_out, C* sin_out) {
   cos_sin_at_level<IsaLevel::Avx512>(inv_freq, position, scale, n, cos_out, sin_out);
 }
 template <class C>
@@ -215,9 +214,12 @@ inline void cos_sin_at(const double* inv_freq, double position, double scale, Ei
   const IsaLevel level = isa_level();
   if (!runs_inline(level)) {
     switch (level) {
-      case IsaLevel::Avx512: return cos_sin_at_avx512(inv_freq, position, scale, n, cos_out, sin_out);
-      case IsaLevel::Avx2: return cos_sin_at_avx2(inv_freq, position, scale, n, cos_out, sin_out);
-      default: break;
+      case IsaLevel::Avx512:
+        return cos_sin_at_avx512(inv_freq, position, scale, n, cos_out, sin_out);
+      case IsaLevel::Avx2:
+        return cos_sin_at_avx2(inv_freq, position, scale, n, cos_out, sin_out);
+      default:
+        break;
     }
   }
 #endif
@@ -234,9 +236,12 @@ inline void cos_sin_of(const double* angle, const double* magnitude, Eigen::Inde
   const IsaLevel level = isa_level();
   if (!runs_inline(level)) {
     switch (level) {
-      case IsaLevel::Avx512: return cos_sin_of_avx512(angle, magnitude, n, cos_out, sin_out);
-      case IsaLevel::Avx2: return cos_sin_of_avx2(angle, magnitude, n, cos_out, sin_out);
-      default: break;
+      case IsaLevel::Avx512:
+        return cos_sin_of_avx512(angle, magnitude, n, cos_out, sin_out);
+      case IsaLevel::Avx2:
+        return cos_sin_of_avx2(angle, magnitude, n, cos_out, sin_out);
+      default:
+        break;
     }
   }
 #endif
@@ -282,8 +287,7 @@ template <class C>
 inline void fill_cos_sin_table(const double* inv_freq, Eigen::Index pairs, double scale,
                                std::int64_t first_position, Eigen::Index count, C* cos, C* sin) {
   fill_table_rows(count, pairs, cos, sin, [&](Eigen::Index row, C* cos_row, C* sin_row) {
-    cos_sin_at(inv_freq, static_cast<double>(first_position + row), scale, pairs, cos_row,
-               sin_row);
+    cos_sin_at(inv_freq, static_cast<double>(first_position + row), scale, pairs, cos_row, sin_row);
   });
 }
 

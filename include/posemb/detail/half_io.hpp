@@ -39,7 +39,8 @@ POSEMB_INLINE T store_lane(compute_t<T> v) {
     const std::uint32_t rounded = (bits + 0x7FFFu + ((bits >> 16) & 1u)) >> 16;
     const std::uint32_t nan = ((bits >> 16) & 0x8000u) | 0x7FC0u;
     const bool is_nan = (bits & 0x7FFFFFFFu) > 0x7F800000u;
-    return Eigen::numext::bit_cast<Eigen::bfloat16>(static_cast<std::uint16_t>(is_nan ? nan : rounded));
+    return Eigen::numext::bit_cast<Eigen::bfloat16>(
+        static_cast<std::uint16_t>(is_nan ? nan : rounded));
   } else {
     return v;
   }
@@ -106,8 +107,8 @@ POSEMB_TARGET_AVX512 POSEMB_INLINE __m512i convert32_bf16(__m512 low, __m512 hig
 // as zero, subnormal inputs. Vectors with such a lane (in practice rare: a NaN, or a nonzero
 // value below 2^-126 in magnitude) are rounded one lane at a time by store_lane.
 POSEMB_TARGET_AVX512 POSEMB_INLINE __mmask16 bfloat16_slow_lanes(__m512 v, bool bf16) {
-  return bf16 ? _mm512_fpclass_ps_mask(v, 0x01 | 0x80 | 0x20)   // QNaN, SNaN, subnormal
-              : _mm512_fpclass_ps_mask(v, 0x01 | 0x80);         // QNaN, SNaN
+  return bf16 ? _mm512_fpclass_ps_mask(v, 0x01 | 0x80 | 0x20)  // QNaN, SNaN, subnormal
+              : _mm512_fpclass_ps_mask(v, 0x01 | 0x80);        // QNaN, SNaN
 }
 
 // v rounded to bfloat16 one lane at a time; lane k of the result holds bfloat16(v[k]) in the
@@ -148,11 +149,8 @@ POSEMB_TARGET_AVX512 POSEMB_INLINE __m256i narrow16_bfloat16(__m512 v, bool bf16
 POSEMB_TARGET_AVX512 POSEMB_INLINE void store16(Eigen::bfloat16* p, __m512 v, bool bf16) {
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), narrow16_bfloat16(v, bf16));
 }
-POSEMB_TARGET_AVX512 POSEMB_INLINE void store16(Eigen::half* p, __m512 v, bool) {
-  store16(p, v);
-}
-POSEMB_TARGET_AVX512 POSEMB_INLINE void store32(Eigen::half* p, __m512 first, __m512 second,
-                                                bool) {
+POSEMB_TARGET_AVX512 POSEMB_INLINE void store16(Eigen::half* p, __m512 v, bool) { store16(p, v); }
+POSEMB_TARGET_AVX512 POSEMB_INLINE void store32(Eigen::half* p, __m512 first, __m512 second, bool) {
   store16(p, first);
   store16(p + 16, second);
 }
@@ -168,9 +166,9 @@ POSEMB_TARGET_AVX512 POSEMB_INLINE void store32(Eigen::bfloat16* p, __m512 first
     return;
   }
   // The top 16 bits of each 32-bit lane: odd 16-bit lanes of first, then of second.
-  const __m512i high_halves = _mm512_set_epi16(63, 61, 59, 57, 55, 53, 51, 49, 47, 45, 43, 41,
-                                               39, 37, 35, 33, 31, 29, 27, 25, 23, 21, 19, 17,
-                                               15, 13, 11, 9, 7, 5, 3, 1);
+  const __m512i high_halves =
+      _mm512_set_epi16(63, 61, 59, 57, 55, 53, 51, 49, 47, 45, 43, 41, 39, 37, 35, 33, 31, 29, 27,
+                       25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
   _mm512_storeu_si512(p, _mm512_permutex2var_epi16(bfloat16_rounded_high(first), high_halves,
                                                    bfloat16_rounded_high(second)));
 }
@@ -183,9 +181,9 @@ POSEMB_TARGET_AVX512 POSEMB_INLINE __m512i narrow16_bfloat16_pairs(__m512 x, __m
   }
   if (bf16) {
     // [bf16(x[0..15]), bf16(y[0..15])] as 16-bit lanes, then interleaved.
-    const __m512i order = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25,
-                                           9, 24, 8, 23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2,
-                                           17, 1, 16, 0);
+    const __m512i order =
+        _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23, 7, 22, 6,
+                         21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
     return _mm512_permutexvar_epi16(order, convert32_bf16(x, y));
   }
   const __m512i high = _mm512_set1_epi32(static_cast<int>(0xFFFF0000u));
@@ -289,9 +287,12 @@ inline void widen(const H* in, float* out, Eigen::Index n) {
   const IsaLevel level = isa_level();
   if (!runs_inline(level)) {
     switch (level) {
-      case IsaLevel::Avx512: return widen_avx512(in, out, n);
-      case IsaLevel::Avx2: return widen_avx2(in, out, n);
-      default: break;
+      case IsaLevel::Avx512:
+        return widen_avx512(in, out, n);
+      case IsaLevel::Avx2:
+        return widen_avx2(in, out, n);
+      default:
+        break;
     }
   }
 #endif
@@ -305,9 +306,12 @@ inline void narrow(const float* in, H* out, Eigen::Index n) {
   const IsaLevel level = isa_level();
   if (!runs_inline(level)) {
     switch (level) {
-      case IsaLevel::Avx512: return narrow_avx512(in, out, n);
-      case IsaLevel::Avx2: return narrow_avx2(in, out, n);
-      default: break;
+      case IsaLevel::Avx512:
+        return narrow_avx512(in, out, n);
+      case IsaLevel::Avx2:
+        return narrow_avx2(in, out, n);
+      default:
+        break;
     }
   }
 #endif

@@ -245,8 +245,8 @@ class StagedHeads {
       direct_batch_[direct_queued_++] = {in, to, cos, sin};
       return;
     }
-    if (queued_ > 0 && (to != run_ + length_ || length_ + head_dim_ > capacity_ ||
-                        queued_ == heads_per_batch)) {
+    if (queued_ > 0 &&
+        (to != run_ + length_ || length_ + head_dim_ > capacity_ || queued_ == heads_per_batch)) {
       flush();
     }
     if (queued_ == 0) {
@@ -330,14 +330,14 @@ class StagedHeads {
   Eigen::Index head_dim_;
   int first_, rotary_dim_;
   bool interleaved_;
-  bool direct_;                     // direct_kernel_runs
+  bool direct_;  // direct_kernel_runs
   HeadRotation<T, C> direct_batch_[heads_per_batch];
   int direct_queued_ = 0;
-  Eigen::Index capacity_;           // elements
+  Eigen::Index capacity_;             // elements
   std::vector<unsigned char> bytes_;  // the staging buffer, aligned within it
-  T* staged_ = nullptr;             // the run's first element in the buffer
-  T* run_ = nullptr;                // the run's destination
-  Eigen::Index length_ = 0;         // elements staged
+  T* staged_ = nullptr;               // the run's first element in the buffer
+  T* run_ = nullptr;                  // the run's destination
+  Eigen::Index length_ = 0;           // elements staged
   HeadRotation<T, C> batch_[heads_per_batch];
   int queued_ = 0;
 };
@@ -358,8 +358,8 @@ inline void check_output(const ActivationShape& in, const ActivationShape& out,
                          Eigen::Index out_seq_offset) {
   const auto same = [](const char* what, Eigen::Index got, Eigen::Index expected) {
     if (got != expected) {
-      fail(std::string("out ") + what, got, "expected the input's " + std::string(what) + " = " +
-                                                std::to_string(expected));
+      fail(std::string("out ") + what, got,
+           "expected the input's " + std::string(what) + " = " + std::to_string(expected));
     }
   };
   same("batch", out.batch, in.batch);
@@ -378,7 +378,9 @@ template <class T, class C>
 class HeadBatch {
  public:
   HeadBatch(int pair_begin, int pair_end, int rotary_dim, bool interleaved)
-      : pair_begin_(pair_begin), pair_end_(pair_end), rotary_dim_(rotary_dim),
+      : pair_begin_(pair_begin),
+        pair_end_(pair_end),
+        rotary_dim_(rotary_dim),
         interleaved_(interleaved) {}
 
   // The rotated slice of one head: in, out point at its first rotated feature.
@@ -414,12 +416,19 @@ class TensorRotation {
   using C = compute_t<T>;
 
   TensorRotation(const Source& source, const ActivationShape& in_shape, const T* in,
-                 const ActivationShape& out_shape, Eigen::Index out_seq_offset, T* out,
-                 int parts, Rotation rotation)
-      : source_(source), in_shape_(in_shape), out_shape_(out_shape), in_(in), out_(out),
-        out_seq_offset_(out_seq_offset), rotation_(rotation),
-        rotary_dim_(source.rotary_dim()), first_(source.rotary_offset()),
-        pairs_(rotary_dim_ / 2), interleaved_(source.pairing() == Pairing::Interleaved),
+                 const ActivationShape& out_shape, Eigen::Index out_seq_offset, T* out, int parts,
+                 Rotation rotation)
+      : source_(source),
+        in_shape_(in_shape),
+        out_shape_(out_shape),
+        in_(in),
+        out_(out),
+        out_seq_offset_(out_seq_offset),
+        rotation_(rotation),
+        rotary_dim_(source.rotary_dim()),
+        first_(source.rotary_offset()),
+        pairs_(rotary_dim_ / 2),
+        interleaved_(source.pairing() == Pairing::Interleaved),
         group_(std::max<Eigen::Index>(source.head_group(in_shape.heads), 1)),
         block_tokens_(in_shape.bshd() ? Eigen::Index{bshd_tokens_per_block}
                                       : bhsd_block_tokens(in_shape.batch, in_shape.seq, parts)),
@@ -595,21 +604,21 @@ class TensorRotation {
   Rotation rotation_;
   int rotary_dim_, first_, pairs_;  // the rotated features [first_, first_ + rotary_dim_)
   bool interleaved_;
-  Eigen::Index group_;              // heads per cos/sin segment
+  Eigen::Index group_;  // heads per cos/sin segment
   Eigen::Index block_tokens_, blocks_per_row_;
-  bool stream_;                     // out of place with streaming stores
+  bool stream_;  // out of place with streaming stores
 };
 
 // Rotates every head of `in` into `out` (TensorRotation above), after checking everything.
 // Blocks are shared among up to threads.count threads or tasks of threads.pool (parts_for
 // decides how many are worth it), which take contiguous runs of blocks in order
-// (detail/parallel.hpp): a run's output is one contiguous range (BSHD out) or one per head (BHSD out), starting on a 64-byte boundary
-// whenever out does, out_seq_offset is a multiple of 16 and a block of tokens is a multiple of
-// 64 bytes (float and double always; half types when head_dim is even); otherwise two threads
-// may share the line at a boundary, each writing its own bytes with ordinary stores. Out of
-// place, an output of streaming_store_threshold() bytes or more is written with streaming
-// stores (posemb/streaming_stores.hpp), heads visited in the output's memory order (BHSD: a
-// few heads at a time), each thread fencing at the end of each run.
+// (detail/parallel.hpp): a run's output is one contiguous range (BSHD out) or one per head (BHSD
+// out), starting on a 64-byte boundary whenever out does, out_seq_offset is a multiple of 16 and a
+// block of tokens is a multiple of 64 bytes (float and double always; half types when head_dim is
+// even); otherwise two threads may share the line at a boundary, each writing its own bytes with
+// ordinary stores. Out of place, an output of streaming_store_threshold() bytes or more is written
+// with streaming stores (posemb/streaming_stores.hpp), heads visited in the output's memory order
+// (BHSD: a few heads at a time), each thread fencing at the end of each run.
 template <class T, class Source>
 void rotate_tensor(const Source& source, const ActivationShape& in_shape, const T* in,
                    const ActivationShape& out_shape, Eigen::Index out_seq_offset, T* out,
@@ -625,11 +634,10 @@ void rotate_tensor(const Source& source, const ActivationShape& in_shape, const 
          "expected separate buffers for a rotation that changes the layout or the position");
   }
   const int parts = parts_for(in_shape.size(), threads);
-  const TensorRotation<T, Source> plan(source, in_shape, in, out_shape, out_seq_offset, out,
-                                       parts, rotation);
-  parallel_for(plan.blocks(), parts, threads, [&](Eigen::Index begin, Eigen::Index end) {
-    plan.rotate_blocks(begin, end);
-  });
+  const TensorRotation<T, Source> plan(source, in_shape, in, out_shape, out_seq_offset, out, parts,
+                                       rotation);
+  parallel_for(plan.blocks(), parts, threads,
+               [&](Eigen::Index begin, Eigen::Index end) { plan.rotate_blocks(begin, end); });
 }
 
 // The scalar rotation of pairs [pair_begin, pair_end) of one strided head vector (a column of a

@@ -78,8 +78,8 @@ POSEMB_INLINE void rotate_half_out_of_place(const T* in_lo, const T* in_hi, T* o
                                             const C* cos, const C* sin, Eigen::Index n) {
   Eigen::Index i = 0;
   for (; i + lane_block <= n; i += lane_block) {
-    rotate_half_out_of_place_n<Fma>(in_lo + i, in_hi + i, out_lo + i, out_hi + i, cos + i,
-                                    sin + i, lane_count{});
+    rotate_half_out_of_place_n<Fma>(in_lo + i, in_hi + i, out_lo + i, out_hi + i, cos + i, sin + i,
+                                    lane_count{});
   }
   rotate_half_out_of_place_n<Fma>(in_lo + i, in_hi + i, out_lo + i, out_hi + i, cos + i, sin + i,
                                   n - i);
@@ -116,12 +116,11 @@ POSEMB_INLINE void rotate_interleaved_out_of_place_n(const T* __restrict in, T* 
   }
 }
 template <bool Fma, class T, class C>
-POSEMB_INLINE void rotate_interleaved_out_of_place(const T* in, T* out, const C* cos,
-                                                   const C* sin, Eigen::Index n) {
+POSEMB_INLINE void rotate_interleaved_out_of_place(const T* in, T* out, const C* cos, const C* sin,
+                                                   Eigen::Index n) {
   Eigen::Index i = 0;
   for (; i + lane_block <= n; i += lane_block) {
-    rotate_interleaved_out_of_place_n<Fma>(in + 2 * i, out + 2 * i, cos + i, sin + i,
-                                           lane_count{});
+    rotate_interleaved_out_of_place_n<Fma>(in + 2 * i, out + 2 * i, cos + i, sin + i, lane_count{});
   }
   rotate_interleaved_out_of_place_n<Fma>(in + 2 * i, out + 2 * i, cos + i, sin + i, n - i);
 }
@@ -158,8 +157,8 @@ POSEMB_INLINE void rotate_contiguous_level(const T* in, T* out, const C* cos, co
   constexpr bool fma = has_fma_v<L>;
   const Eigen::Index n = pair_end - pair_begin;
 #if POSEMB_ISA_DISPATCH
-  if constexpr ((std::is_same_v<T, Eigen::half> || std::is_same_v<T, Eigen::bfloat16>) &&
-                effective_level_v<L> == IsaLevel::Avx512) {
+  if constexpr ((std::is_same_v<T, Eigen::half> ||
+                 std::is_same_v<T, Eigen::bfloat16>)&&effective_level_v<L> == IsaLevel::Avx512) {
     rotate_half_precision_avx512(in, out, cos, sin, pair_begin, n, rotary_dim, interleaved);
     return;
   }
@@ -169,7 +168,8 @@ POSEMB_INLINE void rotate_contiguous_level(const T* in, T* out, const C* cos, co
       if (in == out) {
         rotate_interleaved_in_place<fma>(out + 2 * pair_begin, cos, sin, n);
       } else {
-        rotate_interleaved_out_of_place<fma>(in + 2 * pair_begin, out + 2 * pair_begin, cos, sin, n);
+        rotate_interleaved_out_of_place<fma>(in + 2 * pair_begin, out + 2 * pair_begin, cos, sin,
+                                             n);
       }
     } else {
       const Eigen::Index lo = pair_begin, hi = rotary_dim / 2 + pair_begin;
@@ -211,9 +211,9 @@ POSEMB_TARGET_AVX2 void rotate_contiguous_avx2(const T* in, T* out, const C* cos
                                           interleaved);
 }
 template <class T, class C>
-POSEMB_TARGET_AVX512 void rotate_contiguous_avx512(const T* in, T* out, const C* cos,
-                                                   const C* sin, int pair_begin, int pair_end,
-                                                   int rotary_dim, bool interleaved) {
+POSEMB_TARGET_AVX512 void rotate_contiguous_avx512(const T* in, T* out, const C* cos, const C* sin,
+                                                   int pair_begin, int pair_end, int rotary_dim,
+                                                   bool interleaved) {
   rotate_contiguous_level<IsaLevel::Avx512>(in, out, cos, sin, pair_begin, pair_end, rotary_dim,
                                             interleaved);
 }
@@ -236,10 +236,10 @@ template <IsaLevel L, class T, class C>
 POSEMB_INLINE void rotate_heads_level(const HeadRotation<T, C>* heads, int count, int pair_begin,
                                       int pair_end, int rotary_dim, bool interleaved) {
 #if POSEMB_ISA_DISPATCH
-  if constexpr ((std::is_same_v<T, Eigen::half> || std::is_same_v<T, Eigen::bfloat16>) &&
-                effective_level_v<L> == IsaLevel::Avx512) {
-    rotate_heads_half_precision_avx512(heads, count, pair_begin, pair_end - pair_begin,
-                                       rotary_dim, interleaved);
+  if constexpr ((std::is_same_v<T, Eigen::half> ||
+                 std::is_same_v<T, Eigen::bfloat16>)&&effective_level_v<L> == IsaLevel::Avx512) {
+    rotate_heads_half_precision_avx512(heads, count, pair_begin, pair_end - pair_begin, rotary_dim,
+                                       interleaved);
     return;
   }
 #endif
@@ -260,8 +260,7 @@ template <class T, class C>
 POSEMB_TARGET_AVX512 void rotate_heads_avx512(const HeadRotation<T, C>* heads, int count,
                                               int pair_begin, int pair_end, int rotary_dim,
                                               bool interleaved) {
-  rotate_heads_level<IsaLevel::Avx512>(heads, count, pair_begin, pair_end, rotary_dim,
-                                       interleaved);
+  rotate_heads_level<IsaLevel::Avx512>(heads, count, pair_begin, pair_end, rotary_dim, interleaved);
 }
 #endif
 
@@ -277,7 +276,8 @@ inline void rotate_heads(const HeadRotation<T, C>* heads, int count, int pair_be
         return rotate_heads_avx512(heads, count, pair_begin, pair_end, rotary_dim, interleaved);
       case IsaLevel::Avx2:
         return rotate_heads_avx2(heads, count, pair_begin, pair_end, rotary_dim, interleaved);
-      default: break;
+      default:
+        break;
     }
   }
 #endif
@@ -299,12 +299,13 @@ inline void rotate_contiguous(const T* in, T* out, const C* cos, const C* sin, i
       case IsaLevel::Avx2:
         return rotate_contiguous_avx2(in, out, cos, sin, pair_begin, pair_end, rotary_dim,
                                       interleaved);
-      default: break;
+      default:
+        break;
     }
   }
 #endif
-  rotate_contiguous_level<IsaLevel::Portable>(in, out, cos, sin, pair_begin, pair_end,
-                                              rotary_dim, interleaved);
+  rotate_contiguous_level<IsaLevel::Portable>(in, out, cos, sin, pair_begin, pair_end, rotary_dim,
+                                              interleaved);
 }
 
 }  // namespace detail

@@ -23,9 +23,11 @@ namespace detail {
 // returns how many were done.
 // in_lo, in_hi, out_lo, out_hi: [n] (out == in: in place); cos, sin: [n].
 template <class T>
-POSEMB_TARGET_AVX512 POSEMB_INLINE Eigen::Index rotate_half_avx512(const T* in_lo, const T* in_hi, T* out_lo, T* out_hi,
-                                       const float* cos, const float* sin, Eigen::Index n,
-                                       bool bf16) {
+POSEMB_TARGET_AVX512 POSEMB_INLINE Eigen::Index rotate_half_avx512(const T* in_lo, const T* in_hi,
+                                                                   T* out_lo, T* out_hi,
+                                                                   const float* cos,
+                                                                   const float* sin, Eigen::Index n,
+                                                                   bool bf16) {
   Eigen::Index i = 0;
   for (; i + 32 <= n; i += 32) {
     const __m512 a0 = load16(in_lo + i), b0 = load16(in_hi + i);
@@ -49,8 +51,8 @@ POSEMB_TARGET_AVX512 POSEMB_INLINE Eigen::Index rotate_half_avx512(const T* in_l
 // Interleaved, pairs [0, 16 * floor(n / 16)) of (x[2i], x[2i + 1]); returns how many were done.
 // in, out: [2n] (out == in: in place); cos, sin: [n].
 template <class T>
-POSEMB_TARGET_AVX512 POSEMB_INLINE Eigen::Index rotate_interleaved_avx512(const T* in, T* out, const float* cos,
-                                              const float* sin, Eigen::Index n, bool bf16) {
+POSEMB_TARGET_AVX512 POSEMB_INLINE Eigen::Index rotate_interleaved_avx512(
+    const T* in, T* out, const float* cos, const float* sin, Eigen::Index n, bool bf16) {
   Eigen::Index i = 0;
   for (; i + 16 <= n; i += 16) {
     const __m512 c = _mm512_loadu_ps(cos + i), s = _mm512_loadu_ps(sin + i);
@@ -95,8 +97,7 @@ POSEMB_TARGET_AVX512 POSEMB_INLINE void rotate_half_precision_avx512_kernel(
   const Eigen::Index half = rotary_dim / 2;
   const Eigen::Index done =
       interleaved
-          ? rotate_interleaved_avx512(in + 2 * pair_begin, out + 2 * pair_begin, cos, sin, n,
-                                      bf16)
+          ? rotate_interleaved_avx512(in + 2 * pair_begin, out + 2 * pair_begin, cos, sin, n, bf16)
           : rotate_half_avx512(in + pair_begin, in + half + pair_begin, out + pair_begin,
                                out + half + pair_begin, cos, sin, n, bf16);
   for (Eigen::Index i = done; i < n; ++i) {
@@ -110,12 +111,9 @@ POSEMB_TARGET_AVX512 POSEMB_INLINE void rotate_half_precision_avx512_kernel(
 
 // One head vector, as rotate_contiguous.
 template <class T>
-POSEMB_TARGET_AVX512 inline void rotate_half_precision_avx512(const T* in, T* out, const float* cos,
-                                                              const float* sin,
-                                                              Eigen::Index pair_begin,
-                                                              Eigen::Index n,
-                                                              Eigen::Index rotary_dim,
-                                                              bool interleaved) {
+POSEMB_TARGET_AVX512 inline void rotate_half_precision_avx512(
+    const T* in, T* out, const float* cos, const float* sin, Eigen::Index pair_begin,
+    Eigen::Index n, Eigen::Index rotary_dim, bool interleaved) {
   rotate_half_precision_avx512_kernel(in, out, cos, sin, pair_begin, n, rotary_dim, interleaved,
                                       avx512_bf16_enabled().load(std::memory_order_relaxed));
 }
@@ -140,7 +138,7 @@ POSEMB_TARGET_AVX512 inline void rotate_heads_half_precision_avx512(const Heads*
 // the float kernels at levels with FMA (a cos - b sin = fmsub(a, cos, b sin), a sin + b cos =
 // fmadd(a, sin, b cos)), so the bits are theirs. The caller fences.
 POSEMB_TARGET_AVX512 POSEMB_INLINE void rotate_16_pairs(__m512 a, __m512 b, __m512 c, __m512 s,
-                                                         __m512& x, __m512& y) {
+                                                        __m512& x, __m512& y) {
   x = _mm512_fmsub_ps(a, c, _mm512_mul_ps(b, s));
   y = _mm512_fmadd_ps(a, s, _mm512_mul_ps(b, c));
 }
@@ -151,10 +149,10 @@ POSEMB_TARGET_AVX512 POSEMB_INLINE void rotate_16_pairs(__m512 a, __m512 b, __m5
 // four no better; interleaved, [1, 2048, 32, 128] from a table: 0.89 with one, 0.91 with two,
 // medians of 3 runs, Zen 4).
 POSEMB_TARGET_AVX512 POSEMB_INLINE void rotate_head_float_streaming(const float* in, float* out,
-                                                                     const float* cos,
-                                                                     const float* sin,
-                                                                     Eigen::Index pairs,
-                                                                     bool interleaved) {
+                                                                    const float* cos,
+                                                                    const float* sin,
+                                                                    Eigen::Index pairs,
+                                                                    bool interleaved) {
   Eigen::Index i = 0;
   if (interleaved) {
     const __m512i even =

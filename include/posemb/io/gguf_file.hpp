@@ -41,14 +41,25 @@ namespace posemb {
 
 // The value types of GGUF metadata (gguf.h enum gguf_type).
 enum class GgufType : std::uint32_t {
-  Uint8 = 0, Int8 = 1, Uint16 = 2, Int16 = 3, Uint32 = 4, Int32 = 5, Float32 = 6, Bool = 7,
-  String = 8, Array = 9, Uint64 = 10, Int64 = 11, Float64 = 12,
+  Uint8 = 0,
+  Int8 = 1,
+  Uint16 = 2,
+  Int16 = 3,
+  Uint32 = 4,
+  Int32 = 5,
+  Float32 = 6,
+  Bool = 7,
+  String = 8,
+  Array = 9,
+  Uint64 = 10,
+  Int64 = 11,
+  Float64 = 12,
 };
 
 inline const char* to_string(GgufType type) {
-  static const char* const names[] = {"UINT8", "INT8",   "UINT16", "INT16", "UINT32",
-                                      "INT32", "FLOAT32", "BOOL",  "STRING", "ARRAY",
-                                      "UINT64", "INT64", "FLOAT64"};
+  static const char* const names[] = {"UINT8",  "INT8",    "UINT16", "INT16",  "UINT32",
+                                      "INT32",  "FLOAT32", "BOOL",   "STRING", "ARRAY",
+                                      "UINT64", "INT64",   "FLOAT64"};
   const auto index = static_cast<std::uint32_t>(type);
   return index < 13 ? names[index] : "unknown";
 }
@@ -57,11 +68,11 @@ inline const char* to_string(GgufType type) {
 // element type, count and where its elements start (GgufFile::integers decodes them).
 struct GgufValue {
   GgufType type = GgufType::Uint8;
-  std::uint64_t offset = 0;    // of the value's bytes in the file
-  std::uint64_t unsigned_value = 0;  // UINT8/16/32/64, BOOL
-  std::int64_t signed_value = 0;     // INT8/16/32/64
-  double float_value = 0.0;          // FLOAT32/64
-  std::string_view string_value;     // STRING
+  std::uint64_t offset = 0;                 // of the value's bytes in the file
+  std::uint64_t unsigned_value = 0;         // UINT8/16/32/64, BOOL
+  std::int64_t signed_value = 0;            // INT8/16/32/64
+  double float_value = 0.0;                 // FLOAT32/64
+  std::string_view string_value;            // STRING
   GgufType element_type = GgufType::Uint8;  // ARRAY
   std::uint64_t count = 0;                  // ARRAY
   std::uint64_t elements_offset = 0;        // ARRAY: where its elements start in the file
@@ -84,7 +95,11 @@ inline bool valid_utf8(std::string_view text) {
   std::size_t i = 0;
   while (i < text.size()) {
     const auto c = static_cast<unsigned char>(text[i]);
-    std::size_t length = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+    std::size_t length = c < 0x80           ? 1
+                         : (c >> 5) == 0x6  ? 2
+                         : (c >> 4) == 0xE  ? 3
+                         : (c >> 3) == 0x1E ? 4
+                                            : 0;
     if (length == 0 || i + length > text.size()) return false;
     std::uint32_t code = length == 1 ? c : c & (0x7Fu >> length);
     for (std::size_t k = 1; k < length; ++k) {
@@ -93,7 +108,8 @@ inline bool valid_utf8(std::string_view text) {
       code = (code << 6) | (next & 0x3Fu);
     }
     const std::uint32_t smallest[] = {0, 0, 0x80, 0x800, 0x10000};
-    if (code < smallest[length] || code > 0x10FFFF || (code >= 0xD800 && code <= 0xDFFF)) return false;
+    if (code < smallest[length] || code > 0x10FFFF || (code >= 0xD800 && code <= 0xDFFF))
+      return false;
     i += length;
   }
   return true;
@@ -102,11 +118,23 @@ inline bool valid_utf8(std::string_view text) {
 // Bytes of one element of a fixed-size type; 0 for STRING and ARRAY.
 inline std::uint64_t gguf_type_size(GgufType type) {
   switch (type) {
-    case GgufType::Uint8: case GgufType::Int8: case GgufType::Bool: return 1;
-    case GgufType::Uint16: case GgufType::Int16: return 2;
-    case GgufType::Uint32: case GgufType::Int32: case GgufType::Float32: return 4;
-    case GgufType::Uint64: case GgufType::Int64: case GgufType::Float64: return 8;
-    default: return 0;
+    case GgufType::Uint8:
+    case GgufType::Int8:
+    case GgufType::Bool:
+      return 1;
+    case GgufType::Uint16:
+    case GgufType::Int16:
+      return 2;
+    case GgufType::Uint32:
+    case GgufType::Int32:
+    case GgufType::Float32:
+      return 4;
+    case GgufType::Uint64:
+    case GgufType::Int64:
+    case GgufType::Float64:
+      return 8;
+    default:
+      return 0;
   }
 }
 
@@ -161,10 +189,18 @@ inline void read_gguf_scalar(GgufCursor& cursor, GgufType type, GgufValue& value
   const std::uint64_t size = gguf_type_size(type);
   const std::uint64_t bits = cursor.unsigned_int(size, "value");
   switch (type) {
-    case GgufType::Int8: value.signed_value = static_cast<std::int8_t>(bits); break;
-    case GgufType::Int16: value.signed_value = static_cast<std::int16_t>(bits); break;
-    case GgufType::Int32: value.signed_value = static_cast<std::int32_t>(bits); break;
-    case GgufType::Int64: value.signed_value = static_cast<std::int64_t>(bits); break;
+    case GgufType::Int8:
+      value.signed_value = static_cast<std::int8_t>(bits);
+      break;
+    case GgufType::Int16:
+      value.signed_value = static_cast<std::int16_t>(bits);
+      break;
+    case GgufType::Int32:
+      value.signed_value = static_cast<std::int32_t>(bits);
+      break;
+    case GgufType::Int64:
+      value.signed_value = static_cast<std::int64_t>(bits);
+      break;
     case GgufType::Float32: {
       const auto word = static_cast<std::uint32_t>(bits);
       float f = 0.0f;
@@ -172,12 +208,16 @@ inline void read_gguf_scalar(GgufCursor& cursor, GgufType type, GgufValue& value
       value.float_value = f;
       break;
     }
-    case GgufType::Float64: std::memcpy(&value.float_value, &bits, sizeof bits); break;
+    case GgufType::Float64:
+      std::memcpy(&value.float_value, &bits, sizeof bits);
+      break;
     case GgufType::Bool:
       if (bits > 1) fail("value", bits, "expected a BOOL of 0 or 1");
       value.unsigned_value = bits;
       break;
-    default: value.unsigned_value = bits; break;
+    default:
+      value.unsigned_value = bits;
+      break;
   }
 }
 
@@ -337,8 +377,9 @@ class GgufFile {
     const std::uint64_t begin = data_offset_ + tensor->offset;
     if (tensor->offset > file_.size() || begin > file_.size() ||
         elements > (file_.size() - begin) / 4) {
-      fail_file(label, "data at offset " + std::to_string(begin) + ", " +
-                           std::to_string(elements) + " floats",
+      fail_file(label,
+                "data at offset " + std::to_string(begin) + ", " + std::to_string(elements) +
+                    " floats",
                 "expected data inside the file of " + std::to_string(file_.size()) + " bytes");
     }
     std::vector<float> out(static_cast<std::size_t>(elements));
@@ -418,14 +459,16 @@ inline void GgufFile::parse_kv(detail::GgufCursor& cursor) {
   }
   if (!detail::valid_utf8(key)) fail(where, "(invalid bytes)", "expected a UTF-8 key");
   const std::string name(key);
-  if (metadata_.count(key) != 0) throw Error(name, ": duplicate key at offset " + std::to_string(at));
+  if (metadata_.count(key) != 0)
+    throw Error(name, ": duplicate key at offset " + std::to_string(at));
   try {
     GgufValue value;
     value.type = detail::read_gguf_type(cursor, "type");
     value.offset = cursor.offset();
     if (value.type == GgufType::String) {
       value.string_value = cursor.string("value");
-      if (!detail::valid_utf8(value.string_value)) fail("value", "(invalid bytes)", "expected UTF-8");
+      if (!detail::valid_utf8(value.string_value))
+        fail("value", "(invalid bytes)", "expected UTF-8");
     } else if (value.type == GgufType::Array) {
       value.element_type = detail::read_gguf_type(cursor, "array element type");
       value.count = cursor.u64("array count");
@@ -478,8 +521,8 @@ inline void GgufFile::parse() {
   for (std::uint64_t k = 0; k < kv_count; ++k) parse_kv(cursor);
   if (const GgufValue* alignment = find("general.alignment")) {
     if (alignment->type != GgufType::Uint32) {
-      throw Error("general.alignment", std::string(": type ") + to_string(alignment->type) +
-                                           ": expected UINT32");
+      throw Error("general.alignment",
+                  std::string(": type ") + to_string(alignment->type) + ": expected UINT32");
     }
     const std::uint64_t a = alignment->unsigned_value;
     if (a == 0 || (a & (a - 1)) != 0) fail("general.alignment", a, "expected a power of two");

@@ -132,8 +132,7 @@ inline NpyArray read_npy(const std::string& path) {
     header_len = static_cast<std::uint32_t>(len[0] | (len[1] << 8) | (len[2] << 16)) |
                  (static_cast<std::uint32_t>(len[3]) << 24);
   } else {
-    throw Error(path + ": npy format version = " + std::to_string(major) +
-                ": expected 1, 2 or 3");
+    throw Error(path + ": npy format version = " + std::to_string(major) + ": expected 1, 2 or 3");
   }
   if (header_len > (1u << 20)) {
     throw Error(path + ": npy header length = " + std::to_string(header_len) +
@@ -148,7 +147,8 @@ inline NpyArray read_npy(const std::string& path) {
     descr = descr.substr(1, descr.size() - 2);
   }
   if (descr != "<f4" && descr != "<f8" && descr != "<i8") {
-    throw Error(path + ": npy dtype = " + descr + ": expected <f4 (float32), <f8 (float64) or <i8 (int64)");
+    throw Error(path + ": npy dtype = " + descr +
+                ": expected <f4 (float32), <f8 (float64) or <i8 (int64)");
   }
   array.dtype = descr;
   const std::string fortran = detail::npy_header_value(header, "fortran_order", path);
@@ -180,8 +180,8 @@ inline NpyArray read_npy(const std::string& path) {
   } else {
     std::size_t have = 0;
     while (have < data_size) {
-      const std::size_t step = static_cast<std::size_t>(
-          std::min<std::uint64_t>(data_size - have, std::max<std::size_t>(have, std::size_t(1) << 20)));
+      const std::size_t step = static_cast<std::size_t>(std::min<std::uint64_t>(
+          data_size - have, std::max<std::size_t>(have, std::size_t(1) << 20)));
       array.bytes.resize(have + step);
       const std::size_t got = in.read(array.bytes.data() + have, step);
       have += got;
@@ -223,7 +223,14 @@ void write_npy(const std::string& path, const T* data, const std::vector<std::in
   }
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   if (!out) throw Error(path + ": cannot open for writing");
-  const unsigned char prefix[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0,
+  const unsigned char prefix[10] = {0x93,
+                                    'N',
+                                    'U',
+                                    'M',
+                                    'P',
+                                    'Y',
+                                    1,
+                                    0,
                                     static_cast<unsigned char>(header.size() & 0xff),
                                     static_cast<unsigned char>(header.size() >> 8)};
   out.write(reinterpret_cast<const char*>(prefix), 10);

@@ -41,8 +41,8 @@ using RowMatrixXf = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::
 
 struct SafetensorsTensor {
   std::string name;
-  std::string dtype;                // "F32", "F16", "BF16", ...
-  std::vector<std::int64_t> shape;  // [] for a scalar
+  std::string dtype;                 // "F32", "F16", "BF16", ...
+  std::vector<std::int64_t> shape;   // [] for a scalar
   std::uint64_t begin = 0, end = 0;  // byte range in the data section
 };
 
@@ -51,9 +51,9 @@ namespace detail {
 // Bytes per element of a safetensors dtype; 0 when unknown.
 inline std::uint64_t safetensors_dtype_size(const std::string& dtype) {
   static const std::map<std::string, std::uint64_t> sizes = {
-      {"BOOL", 1}, {"U8", 1},  {"I8", 1},  {"F8_E4M3", 1}, {"F8_E5M2", 1}, {"I16", 2},
-      {"U16", 2},  {"F16", 2}, {"BF16", 2}, {"I32", 4},    {"U32", 4},     {"F32", 4},
-      {"I64", 8},  {"U64", 8}, {"F64", 8}};
+      {"BOOL", 1}, {"U8", 1},  {"I8", 1},  {"F8_E4M3", 1}, {"F8_E5M2", 1},
+      {"I16", 2},  {"U16", 2}, {"F16", 2}, {"BF16", 2},    {"I32", 4},
+      {"U32", 4},  {"F32", 4}, {"I64", 8}, {"U64", 8},     {"F64", 8}};
   const auto it = sizes.find(dtype);
   return it == sizes.end() ? 0 : it->second;
 }
@@ -80,21 +80,24 @@ inline float half_to_float(std::uint16_t h) {
 
 // One header entry, checked: dtype known, shape of integers >= 0, offsets inside the data and
 // matching dtype size x elements.
-inline SafetensorsTensor read_safetensors_entry(const std::string& name, const nlohmann::json& entry,
+inline SafetensorsTensor read_safetensors_entry(const std::string& name,
+                                                const nlohmann::json& entry,
                                                 std::uint64_t data_size) {
   SafetensorsTensor tensor;
   tensor.name = name;
   if (!entry.is_object() || !entry.contains("dtype") || !entry["dtype"].is_string() ||
       !entry.contains("shape") || !entry["shape"].is_array() || !entry.contains("data_offsets") ||
       !entry["data_offsets"].is_array() || entry["data_offsets"].size() != 2) {
-    throw Error(name, ": expected {\"dtype\": string, \"shape\": [...], \"data_offsets\": [begin, end]}");
+    throw Error(name,
+                ": expected {\"dtype\": string, \"shape\": [...], \"data_offsets\": [begin, end]}");
   }
   tensor.dtype = entry["dtype"].get<std::string>();
   const std::uint64_t size = safetensors_dtype_size(tensor.dtype);
   if (size == 0) fail(name + ".dtype", tensor.dtype, "expected a safetensors dtype");
   std::uint64_t elements = 1;
   for (const auto& n : entry["shape"]) {
-    if (!n.is_number_unsigned()) fail(name + ".shape", entry["shape"].dump(), "expected integers >= 0");
+    if (!n.is_number_unsigned())
+      fail(name + ".shape", entry["shape"].dump(), "expected integers >= 0");
     const auto dim = n.get<std::uint64_t>();
     if (dim != 0 && elements > (std::uint64_t(1) << 62) / dim) {
       fail(name + ".shape", entry["shape"].dump(), "expected fewer than 2^62 elements");
@@ -166,7 +169,8 @@ class SafetensorsFile {
   RowMatrixXf matrix(const std::string& name) const {
     const SafetensorsTensor& t = tensor(name);
     if (t.dtype != "F32" && t.dtype != "F16" && t.dtype != "BF16") {
-      throw Error(name + ".dtype", " = " + t.dtype + ": expected F32, F16 or BF16").add_context(path());
+      throw Error(name + ".dtype", " = " + t.dtype + ": expected F32, F16 or BF16")
+          .add_context(path());
     }
     const auto [rows, cols] = matrix_shape(t);
     RowMatrixXf out(rows, cols);
@@ -282,7 +286,8 @@ class SafetensorsCheckpoint {
  private:
   const SafetensorsFile& shard(const std::string& file) const {
     auto it = shards_.find(file);
-    if (it == shards_.end()) it = shards_.emplace(file, std::make_unique<SafetensorsFile>(file)).first;
+    if (it == shards_.end())
+      it = shards_.emplace(file, std::make_unique<SafetensorsFile>(file)).first;
     return *it->second;
   }
 

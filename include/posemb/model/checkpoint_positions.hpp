@@ -46,20 +46,20 @@ inline CheckpointPositionTable learned_position_table(const SafetensorsCheckpoin
                                                       const std::string& model_type) {
   CheckpointPositionTable out;
   if (model_type == "gpt2") {
-    out.tensor_name = find_checkpoint_tensor(weights, {"", "transformer."}, {"wpe.weight"},
-                                             "position table");
+    out.tensor_name =
+        find_checkpoint_tensor(weights, {"", "transformer."}, {"wpe.weight"}, "position table");
   } else if (model_type == "opt") {
     out.tensor_name = find_checkpoint_tensor(weights, {"model.", ""},
                                              {"decoder.embed_positions.weight"}, "position table");
     out.offset = 2;
   } else if (model_type == "bert" || model_type == "roberta" || model_type == "xlm-roberta") {
     const std::string family = model_type == "bert" ? "bert." : "roberta.";
-    out.tensor_name = find_checkpoint_tensor(weights, {family, ""},
-                                             {"embeddings.position_embeddings.weight"},
-                                             "position table");
+    out.tensor_name = find_checkpoint_tensor(
+        weights, {family, ""}, {"embeddings.position_embeddings.weight"}, "position table");
     out.offset = model_type == "bert" ? 0 : 2;
   } else {
-    fail("model_type", "\"" + model_type + "\"", "expected gpt2, opt, bert, roberta or xlm-roberta");
+    fail("model_type", "\"" + model_type + "\"",
+         "expected gpt2, opt, bert, roberta or xlm-roberta");
   }
   out.table = weights.matrix(out.tensor_name);
   return out;
@@ -71,14 +71,14 @@ inline RowMatrixXf t5_relative_bias_table(const SafetensorsCheckpoint& weights, 
   const std::string name = std::string(decoder ? "decoder" : "encoder") + ".block." +
                            std::to_string(block) +
                            ".layer.0.SelfAttention.relative_attention_bias.weight";
-  return weights.matrix(find_checkpoint_tensor(weights, {"", "transformer."}, {name},
-                                               "relative_attention_bias"));
+  return weights.matrix(
+      find_checkpoint_tensor(weights, {"", "transformer."}, {name}, "relative_attention_bias"));
 }
 
 // A checkpoint's rope_freqs divisors, [rotary_dim / 2].
 inline std::vector<double> checkpoint_rope_freqs(const SafetensorsCheckpoint& weights) {
-  const RowMatrixXf freqs =
-      weights.matrix(find_checkpoint_tensor(weights, {"", "model."}, {"rope_freqs.weight"}, "rope_freqs"));
+  const RowMatrixXf freqs = weights.matrix(
+      find_checkpoint_tensor(weights, {"", "model."}, {"rope_freqs.weight"}, "rope_freqs"));
   return std::vector<double>(freqs.data(), freqs.data() + freqs.size());
 }
 

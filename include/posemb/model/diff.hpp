@@ -89,10 +89,11 @@ inline const std::vector<PlanField>& plan_fields() {
        [](auto& p) { return or_null(p.attention_chunk_size, integer); }},
       {"query_temperature",
        [](auto& g, auto& c) {
-         return same_optional<QueryTemperature>(
-             g.query_temperature, c.query_temperature, [](auto& a, auto& b) {
-               return close_to(a.floor_scale, b.floor_scale) && close_to(a.attn_scale, b.attn_scale);
-             });
+         return same_optional<QueryTemperature>(g.query_temperature, c.query_temperature,
+                                                [](auto& a, auto& b) {
+                                                  return close_to(a.floor_scale, b.floor_scale) &&
+                                                         close_to(a.attn_scale, b.attn_scale);
+                                                });
        },
        [](auto& p) { return or_null(p.query_temperature, temperature); }},
       {"mrope_section", [](auto& g, auto& c) { return g.mrope_section == c.mrope_section; },
@@ -127,10 +128,10 @@ inline std::string difference_note(const GgufPositions& gguf, const ModelPositio
       (field == "inv_freq" || field == "attention_scale")) {
     return "llama.cpp's YaRN floors the ramp with beta 32/1 and uses the magnitude 0.1 ln s + 1";
   }
-  if ((h.arch == "llama4" && (field == "attention_chunk_size" || field == "query_temperature" ||
-                              field == "positions")) ||
-      (h.arch == "gemma3" && (field == "sliding_window" || field == "inv_freq" ||
-                              field == "softmax_scale"))) {
+  if ((h.arch == "llama4" &&
+       (field == "attention_chunk_size" || field == "query_temperature" || field == "positions")) ||
+      (h.arch == "gemma3" &&
+       (field == "sliding_window" || field == "inv_freq" || field == "softmax_scale"))) {
     return "hard-coded in llama.cpp for " + h.arch;
   }
   return "";
@@ -178,9 +179,9 @@ inline std::string differences_json(const std::vector<PlanDifference>& differenc
   std::string out = "[";
   for (std::size_t k = 0; k < differences.size(); ++k) {
     const PlanDifference& d = differences[k];
-    out += std::string(k ? ",\n " : "") + "{\"layer\": " +
-           (d.layer ? std::to_string(*d.layer) : "null") + ", \"field\": \"" + d.field +
-           "\", \"gguf\": " + d.gguf + ", \"config\": " + d.config +
+    out += std::string(k ? ",\n " : "") +
+           "{\"layer\": " + (d.layer ? std::to_string(*d.layer) : "null") + ", \"field\": \"" +
+           d.field + "\", \"gguf\": " + d.gguf + ", \"config\": " + d.config +
            (d.note.empty() ? "" : ", \"note\": " + plan_json::string(d.note)) + "}";
   }
   return out + "]\n";
@@ -197,7 +198,8 @@ inline std::string inv_freq_summary(const std::string& gguf_json, const std::str
   };
   const std::vector<double> g = parse(gguf_json), c = parse(config_json);
   if (g.size() != c.size()) {
-    return "gguf " + std::to_string(g.size()) + " pairs config " + std::to_string(c.size()) + " pairs";
+    return "gguf " + std::to_string(g.size()) + " pairs config " + std::to_string(c.size()) +
+           " pairs";
   }
   std::size_t worst = 0;
   double worst_rel = -1.0;

@@ -44,21 +44,21 @@ enum class WindowRule {
 };
 
 enum class SoftmaxRule {
-  HeadDim,             // head_dim^-0.5
-  QueryPreAttnScalar,  // query_pre_attn_scalar^-0.5 (default 256)
-  One,                 // 1 (q and k are RMS-normalised)
-  AttentionMultiplier, // attention_multiplier (default 1)
-  DeepseekMscale,      // (qk_nope + qk_rope)^-0.5 * m^2, m = 0.1 mscale_all_dim ln(factor) + 1
-  Gpt2,                // head_dim^-0.5 if scale_attn_weights, / (i+1) if scale_attn_by_inverse_layer_idx
-  Unscaled,            // 1: T5 folds the scale into its initialisation
+  HeadDim,              // head_dim^-0.5
+  QueryPreAttnScalar,   // query_pre_attn_scalar^-0.5 (default 256)
+  One,                  // 1 (q and k are RMS-normalised)
+  AttentionMultiplier,  // attention_multiplier (default 1)
+  DeepseekMscale,       // (qk_nope + qk_rope)^-0.5 * m^2, m = 0.1 mscale_all_dim ln(factor) + 1
+  Gpt2,      // head_dim^-0.5 if scale_attn_weights, / (i+1) if scale_attn_by_inverse_layer_idx
+  Unscaled,  // 1: T5 folds the scale into its initialisation
 };
 
 // Which rope parameters each layer type gets when the config has one block (not nested by type).
 enum class RopeSplit {
-  OneBlock,      // every layer the same block
-  LocalBase,     // full: the block; sliding: plain RoPE at rope_local_base_freq (default 1e4)
-  FullOnly,      // full: the block; sliding: plain RoPE at the same rope_theta
-  Gemma4,        // nested by type; default {sliding: default 1e4, full: proportional 0.25, 1e6}
+  OneBlock,   // every layer the same block
+  LocalBase,  // full: the block; sliding: plain RoPE at rope_local_base_freq (default 1e4)
+  FullOnly,   // full: the block; sliding: plain RoPE at the same rope_theta
+  Gemma4,     // nested by type; default {sliding: default 1e4, full: proportional 0.25, 1e6}
 };
 
 // How the config chooses the positional kind beyond the row's `positions` (every family also
@@ -74,8 +74,8 @@ enum class PositionsRule {
 // Which layers scale q by a position-dependent temperature (layer_attention.hpp).
 enum class TemperatureRule {
   None,
-  Llama4NopeLayers,  // NoPE layers, when attn_temperature_tuning (default true): floor_scale,
-                     // attn_scale, floor((p + 1) / F)
+  Llama4NopeLayers,      // NoPE layers, when attn_temperature_tuning (default true): floor_scale,
+                         // attn_scale, floor((p + 1) / F)
   EveryLayerLlama4Beta,  // every layer, with the rope block's llama_4_scaling_beta: F = the
                          // block's original_max_position_embeddings, floor(p / F) (Ministral 3)
 };
@@ -85,20 +85,20 @@ enum class TemperatureRule {
 struct ClassDefaults {
   int hidden_size;
   int num_attention_heads;
-  int head_dim;              // 0: hidden_size / num_attention_heads
+  int head_dim;  // 0: hidden_size / num_attention_heads
   int sliding_window;
   int attention_chunk_size;
-  int rotary_dim;            // the default of the row's rotary_dim key (GPT-J: 64)
-  double logit_softcap;      // attn_logit_softcapping (Gemma 2: 50)
+  int rotary_dim;        // the default of the row's rotary_dim key (GPT-J: 64)
+  double logit_softcap;  // attn_logit_softcapping (Gemma 2: 50)
   int max_position_embeddings;
   const char* rope_parameters;  // the class's default rope block, as JSON text
 };
 
 enum class NopeRule {
-  None,              // every layer has the family's positions
-  NonSlidingLayers,  // layers that are not sliding have none
+  None,                    // every layer has the family's positions
+  NonSlidingLayers,        // layers that are not sliding have none
   NonSlidingWhenWindowed,  // with a sliding_window, layers that are not sliding have none
-  NoRopeLayers,      // no_rope_layers[i] == 0 (1 = RoPE), default every no_rope_layer_interval-th
+  NoRopeLayers,  // no_rope_layers[i] == 0 (1 = RoPE), default every no_rope_layer_interval-th
 };
 
 struct ModelFamily {
@@ -144,8 +144,13 @@ inline const std::array<ModelFamily, 54>& model_families() {
   using T = TemperatureRule;
   using B = BiasPlacement;
   constexpr P half = P::RotateHalf, inter = P::Interleaved;
+  // One row per family, one line per row. Columns: model_type, source, kind, pairing, partial,
+  // theta, layer types, pattern, window, softmax, split, nope, temperature, positions rule,
+  // rotary_dim key, interleave key, table per layer, sinks, ALiBi placement, bidirectional
+  // window, class defaults {hidden_size, heads, head_dim, window, chunk, rotary_dim, softcap,
+  // max_position_embeddings, rope block}.
+  // clang-format off
   static const std::array<ModelFamily, 54> table{{
-      // model_type     source                                          kind  pairing partial theta    layer types      pattern window          softmax                 split          nope                 temperature positions rule  rotary_dim key  interleave key  table per layer
       {"llama", "llama/configuration_llama.py, modeling_llama.py", K::Rope, half, 1.0, 1e4, L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, T::None, PR::Fixed, nullptr, nullptr, false, false, B::AfterScale, false, {}},
       {"mistral", "mistral/modeling_mistral.py (sliding_window on every layer)", K::Rope, half, 1.0, 1e4, L::AllFull, 0, W::EveryLayer, S::HeadDim, R::OneBlock, N::None, T::None, PR::Fixed, nullptr, nullptr, false, false, B::AfterScale, false, {}},
       {"mixtral", "mixtral/modeling_mixtral.py (sliding_window on every layer)", K::Rope, half, 1.0, 1e4, L::AllFull, 0, W::EveryLayer, S::HeadDim, R::OneBlock, N::None, T::None, PR::Fixed, nullptr, nullptr, false, false, B::AfterScale, false, {}},
@@ -201,6 +206,7 @@ inline const std::array<ModelFamily, 54>& model_families() {
       {"kimi_k2", "deepseek_v3/modeling_deepseek_v3.py (Kimi K2 ships DeepseekV3ForCausalLM)", K::Rope, inter, 1.0, 1e4, L::AllFull, 0, W::Never, S::DeepseekMscale, R::OneBlock, N::None, T::None, PR::Fixed, nullptr, "rope_interleave", false, false, B::AfterScale, false, {}},
       {"falcon", "falcon/modeling_falcon.py (alibi: (scores + alibi) * inv_norm_factor)", K::Rope, half, 1.0, 1e4, L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, T::None, PR::Fixed, nullptr, nullptr, false, false, B::BeforeScale, false, {}},
   }};
+  // clang-format on
   return table;
 }
 
@@ -234,6 +240,8 @@ struct MultimodalFamily {
 inline const std::array<MultimodalFamily, 13>& multimodal_families() {
   using V = VisionTower;
   using M = MropeFamily;
+  // One row per family, one line per row.
+  // clang-format off
   static const std::array<MultimodalFamily, 13> table{{
       // model_type   source                                                        text model_type  M-RoPE index  vision tower
       {"mistral3", "mistral3/configuration_mistral3.py (text_config: mistral)", "mistral", std::nullopt, V::None},
@@ -250,6 +258,7 @@ inline const std::array<MultimodalFamily, 13>& multimodal_families() {
       {"qwen3_5_moe", "qwen3_5_moe/modeling_qwen3_5_moe.py (as qwen3_vl)", "", M::Qwen3VL, V::QwenMerge},
       {"pixtral", "pixtral/modeling_pixtral.py (PixtralRotaryEmbedding)", "", std::nullopt, V::Pixtral},
   }};
+  // clang-format on
   return table;
 }
 

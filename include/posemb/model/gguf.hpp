@@ -69,7 +69,7 @@ struct GgufHparams {
 
 // One layer's rotation as llama.cpp computes it (README §3), and the name posemb gives its kind.
 struct GgufLayerRope {
-  std::string rope_type;   // "yarn", "longrope", "llama3", "linear" or "default"
+  std::string rope_type;     // "yarn", "longrope", "llama3", "linear" or "default"
   Eigen::VectorXd inv_freq;  // [n_rot / 2]
   double attention_scale = 1.0;
 };
@@ -77,7 +77,7 @@ struct GgufLayerRope {
 // A GGUF's positional plan: the vocabulary (model) plus what only a GGUF has.
 struct GgufPositions {
   GgufHparams hparams;
-  std::int64_t n_ctx_seq = 0;  // the context size per sequence the plan is for
+  std::int64_t n_ctx_seq = 0;                       // the context size per sequence the plan is for
   std::vector<std::optional<GgufLayerRope>> ropes;  // [n_layer]; nullopt on NoPE layers
   ModelPositions model;
 };
@@ -140,7 +140,8 @@ inline double gguf_freq_scale(const GgufFile& file, const std::string& prefix) {
 // n_rot: even, in (0, head_dim], = head_dim where llama.cpp's loader demands it.
 inline void check_gguf_rot(const GgufHparams& h, const std::string& key) {
   if (h.n_rot <= 0 || h.n_rot % 2 != 0 || h.n_rot > h.head_dim) {
-    fail(key, h.n_rot, "expected an even number in [2, head_dim = " + std::to_string(h.head_dim) + "]");
+    fail(key, h.n_rot,
+         "expected an even number in [2, head_dim = " + std::to_string(h.head_dim) + "]");
   }
   if ((h.arch == "llama" || h.arch == "llama4" || h.arch == "qwen2vl") && h.n_rot != h.head_dim) {
     fail(key, h.n_rot, "expected head_dim = " + std::to_string(h.head_dim) + " for " + h.arch);
@@ -282,8 +283,9 @@ inline std::optional<std::vector<double>> gguf_rope_tensor(const GgufFile& file,
   const GgufTensorInfo* info = file.find_tensor(name);
   if (info == nullptr) return std::nullopt;
   if (info->ggml_type != 0 || info->n_dims != 1 || info->ne[0] != std::uint64_t(h.n_rot / 2)) {
-    fail(name, "type " + std::to_string(info->ggml_type) + " with " +
-                   std::to_string(info->n_dims) + " dims, ne[0] = " + std::to_string(info->ne[0]),
+    fail(name,
+         "type " + std::to_string(info->ggml_type) + " with " + std::to_string(info->n_dims) +
+             " dims, ne[0] = " + std::to_string(info->ne[0]),
          "expected F32 (0) of shape [n_rot / 2 = " + std::to_string(h.n_rot / 2) + "]");
   }
   const std::vector<float> data = *file.f32_tensor(name);
@@ -342,7 +344,8 @@ inline GgufLayerRope gguf_layer_rope(const GgufHparams& h, double base, double s
   GgufLayerRope rope{std::move(rope_type), Eigen::VectorXd(h.n_rot / 2), h.attn_factor};
   for (Eigen::Index i = 0; i < rope.inv_freq.size(); ++i) {
     const double ff = factors != nullptr ? (*factors)[static_cast<std::size_t>(i)] : 1.0;
-    const double extrap = std::pow(base, -2.0 * static_cast<double>(i) / static_cast<double>(h.n_rot)) / ff;
+    const double extrap =
+        std::pow(base, -2.0 * static_cast<double>(i) / static_cast<double>(h.n_rot)) / ff;
     const double interp = scale * extrap;
     const double ramp =
         yarn ? 1.0 - std::clamp((static_cast<double>(i) - lo) / std::max(0.001, hi - lo), 0.0, 1.0)
@@ -353,7 +356,8 @@ inline GgufLayerRope gguf_layer_rope(const GgufHparams& h, double base, double s
   if (yarn) {
     const double F = 1.0 / h.freq_scale;
     const double mscale = F <= 1.0 ? 1.0 : 0.1 * std::log(F) + 1.0;
-    rope.attention_scale *= mscale / (1.0 + 0.1 * std::log(F)) * (1.0 + 0.1 * std::log(1.0 / scale));
+    rope.attention_scale *=
+        mscale / (1.0 + 0.1 * std::log(F)) * (1.0 + 0.1 * std::log(1.0 / scale));
     require_positive_finite(h.arch + ".rope.scaling.factor (YaRN magnitude)", rope.attention_scale);
   }
   return rope;
@@ -369,8 +373,8 @@ inline RopeScheme gguf_rope_scheme(const GgufHparams& h, double base, double sca
   scheme.theta = base;
   scheme.head_dim = static_cast<int>(h.head_dim);
   scheme.rotary_dim = static_cast<int>(h.n_rot);
-  scheme.pairing = h.rope_mode == GgufRopeMode::Norm && !h.permuted ? Pairing::Interleaved
-                                                                     : Pairing::RotateHalf;
+  scheme.pairing =
+      h.rope_mode == GgufRopeMode::Norm && !h.permuted ? Pairing::Interleaved : Pairing::RotateHalf;
   if (h.sections) {
     const std::vector<std::int64_t>& s = *h.sections;
     const auto at = [&](std::size_t k) { return k < s.size() ? static_cast<int>(s[k]) : 0; };
@@ -414,9 +418,10 @@ inline double gguf_softmax_scale(const GgufHparams& h) {
 
 // Layer il: kind, window or chunk, query temperature, and its RoPE (base and scale per
 // llama_model::get_rope_freq_base / get_rope_freq_scale).
-inline LayerPositions gguf_layer(const GgufHparams& h, std::size_t il,
-                                 const std::optional<std::pair<std::string, std::vector<double>>>& factors,
-                                 std::optional<GgufLayerRope>& rope) {
+inline LayerPositions gguf_layer(
+    const GgufHparams& h, std::size_t il,
+    const std::optional<std::pair<std::string, std::vector<double>>>& factors,
+    std::optional<GgufLayerRope>& rope) {
   LayerPositions layer;
   layer.index = static_cast<int>(il);
   layer.head_dim = static_cast<int>(h.head_dim);
@@ -437,9 +442,9 @@ inline LayerPositions gguf_layer(const GgufHparams& h, std::size_t il,
   const double base = swa ? h.freq_base_swa : h.freq_base;
   const double scale = swa ? h.freq_scale_swa : h.freq_scale;
   const std::string rope_type = h.scaling_type == "yarn" ? "yarn"
-                                : factors             ? factors->first
-                                : scale != 1.0        ? "linear"
-                                                      : "default";
+                                : factors                ? factors->first
+                                : scale != 1.0           ? "linear"
+                                                         : "default";
   rope = gguf_layer_rope(h, base, scale, factors ? &factors->second : nullptr, rope_type);
   layer.rope = gguf_rope_scheme(h, base, scale, factors.has_value(), *rope);
   return layer;
@@ -453,8 +458,8 @@ inline int gguf_kv_heads(const GgufFile& file, const GgufHparams& h) {
   if (value != nullptr && value->type == GgufType::Uint32) {
     return static_cast<int>(value->unsigned_value);
   }
-  if (value != nullptr && value->type == GgufType::Array && gguf_integer_type(value->element_type) &&
-      value->count > 0) {
+  if (value != nullptr && value->type == GgufType::Array &&
+      gguf_integer_type(value->element_type) && value->count > 0) {
     return static_cast<int>(file.integers(key)->front());
   }
   return static_cast<int>(h.n_head[0]);

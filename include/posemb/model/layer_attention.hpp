@@ -72,6 +72,22 @@ inline double effective_alibi_slope(double slope, double softmax_scale, BiasPlac
   return placement == BiasPlacement::BeforeScale ? slope * softmax_scale : slope;
 }
 
+// True when two layers' attention parameters are equal, every field of LayerAttention compared
+// (a field added above belongs here too).
+inline bool same_attention(const LayerAttention& a, const LayerAttention& b) {
+  const auto same_temperature = [](const QueryTemperature& x, const QueryTemperature& y) {
+    return x.floor_scale == y.floor_scale && x.attn_scale == y.attn_scale &&
+           x.position_offset == y.position_offset;
+  };
+  const bool temperatures =
+      a.query_temperature.has_value() == b.query_temperature.has_value() &&
+      (!a.query_temperature || same_temperature(*a.query_temperature, *b.query_temperature));
+  return a.softmax_scale == b.softmax_scale && a.sliding_window == b.sliding_window &&
+         a.attention_chunk_size == b.attention_chunk_size && temperatures &&
+         a.logit_softcap == b.logit_softcap && a.attention_sinks == b.attention_sinks &&
+         a.bias_placement == b.bias_placement;
+}
+
 inline const char* to_string(BiasPlacement placement) {
   return placement == BiasPlacement::BeforeScale ? "before_scale" : "after_scale";
 }

@@ -21,20 +21,20 @@ namespace posemb {
 
 struct LayerPlan {
   int layer = 0;
-  std::string positions = "rope";          // to_string(PositionKind)
-  std::optional<std::string> rope_type;    // null on layers without RoPE
+  std::string positions = "rope";        // to_string(PositionKind)
+  std::optional<std::string> rope_type;  // null on layers without RoPE
   int head_dim = 0;
-  int rotary_dim = 0;                      // 0 without RoPE
-  std::vector<double> inv_freq;            // [rotary_dim / 2]
+  int rotary_dim = 0;            // 0 without RoPE
+  std::vector<double> inv_freq;  // [rotary_dim / 2]
   double attention_scale = 1.0;
-  std::optional<std::string> pairing;      // "rotate_half" / "interleaved"; null without RoPE
-  std::optional<double> softmax_scale;     // null on layers without softmax attention
+  std::optional<std::string> pairing;   // "rotate_half" / "interleaved"; null without RoPE
+  std::optional<double> softmax_scale;  // null on layers without softmax attention
   std::optional<std::int64_t> sliding_window;
   std::optional<std::int64_t> attention_chunk_size;
   std::optional<QueryTemperature> query_temperature;
   std::optional<MropeSections> mrope_section;
   std::optional<std::string> mrope_layout;
-  std::optional<std::string> rope_mode;    // GGUF only
+  std::optional<std::string> rope_mode;  // GGUF only
 };
 
 namespace detail {
@@ -117,11 +117,12 @@ inline std::string numbers(const std::vector<double>& values) {
 }
 inline std::string integer(std::int64_t value) { return std::to_string(value); }
 inline std::string temperature(const QueryTemperature& t) {
-  return "{\"floor_scale\": " + number(t.floor_scale) + ", \"attn_scale\": " + number(t.attn_scale) +
-         "}";
+  return "{\"floor_scale\": " + number(t.floor_scale) +
+         ", \"attn_scale\": " + number(t.attn_scale) + "}";
 }
 inline std::string sections(const MropeSections& m) {
-  return "[" + std::to_string(m[0]) + ", " + std::to_string(m[1]) + ", " + std::to_string(m[2]) + "]";
+  return "[" + std::to_string(m[0]) + ", " + std::to_string(m[1]) + ", " + std::to_string(m[2]) +
+         "]";
 }
 
 }  // namespace plan_json

@@ -32,8 +32,8 @@ namespace posemb {
 // layers attending to the image without RoPE).
 inline const std::vector<std::string>& known_layer_types() {
   static const std::vector<std::string> types = {
-      "full_attention", "sliding_attention", "chunked_attention", "linear_attention",
-      "mamba",          "conv",              "cross_attention"};
+      "full_attention", "sliding_attention", "chunked_attention", "linear_attention", "mamba",
+      "conv",           "cross_attention"};
   return types;
 }
 
@@ -90,11 +90,10 @@ inline bool same_positions(const LayerPositions& a, const LayerPositions& b) {
          a.attention.attention_sinks == b.attention.attention_sinks &&
          a.attention.bias_placement == b.attention.bias_placement && a.stack == b.stack &&
          a.relative_bias.has_value() == b.relative_bias.has_value() &&
-         (!a.relative_bias ||
-          (a.relative_bias->num_buckets == b.relative_bias->num_buckets &&
-           a.relative_bias->max_distance == b.relative_bias->max_distance &&
-           a.relative_bias->bidirectional == b.relative_bias->bidirectional &&
-           a.relative_bias_table_layer == b.relative_bias_table_layer));
+         (!a.relative_bias || (a.relative_bias->num_buckets == b.relative_bias->num_buckets &&
+                               a.relative_bias->max_distance == b.relative_bias->max_distance &&
+                               a.relative_bias->bidirectional == b.relative_bias->bidirectional &&
+                               a.relative_bias_table_layer == b.relative_bias_table_layer));
 }
 
 // The positional scheme of one model, layer by layer, as read from its config.json.

@@ -61,8 +61,7 @@ struct RopeReader {
 // One row per RopeParams alternative, in the order of rope_variants().
 inline const std::array<RopeReader, std::variant_size_v<RopeParams>>& rope_readers() {
   static const std::array<RopeReader, std::variant_size_v<RopeParams>> table{{
-      {"default",
-       [](const RopeReadContext&) -> RopeParams { return DefaultRopeParams{}; }},
+      {"default", [](const RopeReadContext&) -> RopeParams { return DefaultRopeParams{}; }},
       {"linear",
        [](const RopeReadContext& c) -> RopeParams {
          return LinearRopeParams{c.block.number("factor", c.why)};

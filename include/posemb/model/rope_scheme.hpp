@@ -210,8 +210,8 @@ inline const std::array<RopeVariant, std::variant_size_v<RopeParams>>& rope_vari
       // longrope: searched per-pair divisors, short or long by seq_len.
       {"longrope", false,
        [](const RopeScheme& s, std::optional<std::int64_t> seq_len) {
-         return longrope_rope_spec(s.dims(), s.theta, std::get<LongRopeParams>(s.params),
-                                   seq_len, s.pairing);
+         return longrope_rope_spec(s.dims(), s.theta, std::get<LongRopeParams>(s.params), seq_len,
+                                   s.pairing);
        },
        [](const RopeScheme& s, const RopeSpec& spec) {
          RopeBands out = detail::changed_bands(s, spec, PairBand::Rescaled);
@@ -229,7 +229,7 @@ inline const std::array<RopeVariant, std::variant_size_v<RopeParams>>& rope_vari
          const int rotating = proportional_rotating_pairs(spec.rotary_dim, p);
          RopeBands out;
          for (int i = 0; i < spec.pairs(); ++i) {
-           out.pairs.push_back(i >= rotating       ? PairBand::Zero
+           out.pairs.push_back(i >= rotating     ? PairBand::Zero
                                : p.factor == 1.0 ? PairBand::Kept
                                                  : PairBand::Interpolated);
          }

@@ -269,8 +269,7 @@ inline Fope make_fope(const FopeConfig& config) {
       for (std::size_t k = 0; k < n_in; ++k) {
         for (std::size_t j = 0; j < n_out; ++j) {
           const double eye = (k == j * step) ? 1.0 : 0.0;
-          a[(h * n_in + k) * n_out + j] =
-              static_cast<float>(eye + std_dev * normal());
+          a[(h * n_in + k) * n_out + j] = static_cast<float>(eye + std_dev * normal());
         }
       }
     }
@@ -352,7 +351,8 @@ void fope_cos_sin(const Fope& fope, double position, C* cos_out, C* sin_out, dou
   double* sin_sum = cos_sum + d_out;     // [D_out]
   cos_sin_at(fope.inv_freq().data(), position, 1.0, d_in, cos_w, sin_w);
   for (int h = 0; h < fope.n_kv_heads(); ++h) {
-    const std::size_t head_offset = static_cast<std::size_t>(h) * static_cast<std::size_t>(d_in * d_out);
+    const std::size_t head_offset =
+        static_cast<std::size_t>(h) * static_cast<std::size_t>(d_in * d_out);
     const float* a_cos = fope.cos_coef().data() + head_offset;  // [D_in, D_out]
     const float* a_sin = fope.sin_coef().data() + head_offset;
     std::fill(cos_sum, cos_sum + 2 * d_out, 0.0);
@@ -391,8 +391,7 @@ inline std::pair<Eigen::MatrixXd, Eigen::MatrixXd> fope_cos_sin(const Fope& fope
   using RowMatrix = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
   RowMatrix cos(fope.n_kv_heads(), fope.slots()), sin(fope.n_kv_heads(), fope.slots());
   std::vector<double> scratch(detail::fope_scratch_size(fope));
-  detail::fope_cos_sin(fope, static_cast<double>(position), cos.data(), sin.data(),
-                       scratch.data());
+  detail::fope_cos_sin(fope, static_cast<double>(position), cos.data(), sin.data(), scratch.data());
   return {cos, sin};
 }
 

@@ -172,8 +172,8 @@ void rerotate_keys_inplace(X&& keys, const Positions& positions, const RopeSpec&
 template <class X>
 void shift_keys_inplace(X&& keys, std::int64_t delta, const RopeSpec& spec,
                         TensorLayout layout = TensorLayout::BSHD, Threads threads = {}) {
-  rotate_inplace(keys, Positions::same(delta), KeyShift{spec}, {layout, threads,
-                 Rotation::Forward});
+  rotate_inplace(keys, Positions::same(delta), KeyShift{spec},
+                 {layout, threads, Rotation::Forward});
 }
 
 }  // namespace posemb

@@ -44,9 +44,12 @@ enum class MropeFamily { Qwen2VL, Qwen25VL, Qwen3VL };
 
 inline const char* to_string(MropeFamily family) {
   switch (family) {
-    case MropeFamily::Qwen2VL: return "qwen2_vl";
-    case MropeFamily::Qwen25VL: return "qwen2_5_vl";
-    default: return "qwen3_vl";
+    case MropeFamily::Qwen2VL:
+      return "qwen2_vl";
+    case MropeFamily::Qwen25VL:
+      return "qwen2_5_vl";
+    default:
+      return "qwen3_vl";
   }
 }
 
@@ -55,9 +58,9 @@ inline const char* to_string(MropeFamily family) {
 struct MropeSegment {
   enum class Kind { Text, Image, Video };
   Kind kind = Kind::Text;
-  std::int64_t tokens = 0;        // text
+  std::int64_t tokens = 0;           // text
   std::int64_t t = 1, h = 0, w = 0;  // image, video: HF's grid_thw
-  double seconds_per_grid = 1.0;  // video: HF's second_per_grid_ts
+  double seconds_per_grid = 1.0;     // video: HF's second_per_grid_ts
 
   static MropeSegment text(std::int64_t n) { return {Kind::Text, n, 1, 0, 0, 1.0}; }
   static MropeSegment image(std::int64_t t, std::int64_t h, std::int64_t w) {
@@ -90,7 +93,8 @@ namespace detail {
 inline std::string segment_name(std::size_t i) { return "segments[" + std::to_string(i) + "]"; }
 
 // Throws unless the segment is well formed for `rules`.
-inline void check_segment(const MropeSegment& segment, std::size_t i, const MropeIndexRules& rules) {
+inline void check_segment(const MropeSegment& segment, std::size_t i,
+                          const MropeIndexRules& rules) {
   const std::string name = segment_name(i);
   constexpr std::int64_t max_tokens = std::int64_t(1) << 40, max_side = std::int64_t(1) << 20;
   if (segment.kind == MropeSegment::Kind::Text) {
@@ -157,7 +161,8 @@ inline MropeIndex mrope_position_ids(const std::vector<MropeSegment>& segments,
     seq += segment.kind == MropeSegment::Kind::Text ? segment.tokens
                                                     : segment.t * (segment.h / m) * (segment.w / m);
     if (rules.family == MropeFamily::Qwen3VL && segment.kind == MropeSegment::Kind::Video) {
-      for (std::int64_t g = 0; g < segment.t; ++g) grids.push_back(MropeSegment::image(1, segment.h, segment.w));
+      for (std::int64_t g = 0; g < segment.t; ++g)
+        grids.push_back(MropeSegment::image(1, segment.h, segment.w));
     } else {
       grids.push_back(segment);
     }
@@ -209,11 +214,12 @@ inline std::vector<MropeSegment> parse_mrope_segments(const std::string& spec) {
   for (std::size_t i = 0;; ++i) {
     const std::size_t end = std::min(spec.find(',', begin), spec.size());
     const std::string text = spec.substr(begin, end - begin);
-    const auto bad = [&]() { detail::fail("segment " + std::to_string(i + 1), "'" + text + "'", expected); };
+    const auto bad = [&]() {
+      detail::fail("segment " + std::to_string(i + 1), "'" + text + "'", expected);
+    };
     // A positive integer filling [from, to) of text.
     const auto integer = [&](std::size_t from, std::size_t to) -> std::int64_t {
-      if (from >= to || to - from > 12 ||
-          text.find_first_not_of("0123456789", from) < to) {
+      if (from >= to || to - from > 12 || text.find_first_not_of("0123456789", from) < to) {
         bad();
       }
       const std::int64_t value = std::stoll(text.substr(from, to - from));
@@ -231,7 +237,8 @@ inline std::vector<MropeSegment> parse_mrope_segments(const std::string& spec) {
       const std::size_t x1 = text.find('x', colon + 1);
       const std::size_t x2 = x1 == std::string::npos ? x1 : text.find('x', x1 + 1);
       if (x2 == std::string::npos || x2 > at) bad();
-      const std::int64_t t = integer(colon + 1, x1), h = integer(x1 + 1, x2), w = integer(x2 + 1, at);
+      const std::int64_t t = integer(colon + 1, x1), h = integer(x1 + 1, x2),
+                         w = integer(x2 + 1, at);
       double seconds = 1.0;
       if (at != text.size()) {
         const std::string number = text.substr(at + 1);

@@ -81,7 +81,8 @@ inline PositionMatrix context_parallel_positions(std::int64_t seq_len, int rank,
                                                  std::int64_t first_position = 0) {
   detail::require_positive("ranks", ranks);
   if (rank < 0 || rank >= ranks) {
-    detail::fail("rank", rank, "expected a rank in [0, ranks) = [0, " + std::to_string(ranks) + ")");
+    detail::fail("rank", rank,
+                 "expected a rank in [0, ranks) = [0, " + std::to_string(ranks) + ")");
   }
   const std::int64_t chunks = 2 * static_cast<std::int64_t>(ranks);
   if (seq_len < 0 || seq_len % chunks != 0) {

@@ -33,7 +33,8 @@ namespace detail {
 
 // Checks the arguments and returns head_dim = rows / n_heads. No rotary_dim: the whole head
 // rotates (rotary_dim = head_dim).
-inline Eigen::Index permute_head_dim(Eigen::Index rows, int n_heads, std::optional<int> rotary_dim) {
+inline Eigen::Index permute_head_dim(Eigen::Index rows, int n_heads,
+                                     std::optional<int> rotary_dim) {
   require_positive("n_heads", n_heads);
   if (rows % n_heads != 0) {
     fail("rows", rows,
@@ -59,8 +60,8 @@ inline Eigen::Index permute_head_dim(Eigen::Index rows, int n_heads, std::option
 // Reorders the first rotary_dim rows of every head of w ([n_heads * head_dim, cols]) by P
 // (to_rotate_half) or P^-1.
 template <class Derived>
-void permute_rotary_rows(Eigen::MatrixBase<Derived>& w, int n_heads,
-                         std::optional<int> rotary_dim, bool to_rotate_half) {
+void permute_rotary_rows(Eigen::MatrixBase<Derived>& w, int n_heads, std::optional<int> rotary_dim,
+                         bool to_rotate_half) {
   const Eigen::Index head_dim = permute_head_dim(w.rows(), n_heads, rotary_dim);
   const Eigen::Index rotated = rotary_dim ? *rotary_dim : head_dim;
   const Eigen::Index half = rotated / 2;
@@ -104,8 +105,9 @@ void permute_features(const Eigen::MatrixBase<Derived>& w, int n_heads,
 // n_heads: query heads for Wq / bq, key-value heads for Wk / bk.
 //
 // Example (Meta LLaMA checkpoint to HuggingFace order, grouped-query attention):
-//   posemb::permute_pairing_inplace(wq, 32, posemb::Pairing::Interleaved, posemb::Pairing::RotateHalf);
-//   posemb::permute_pairing_inplace(wk, 8, posemb::Pairing::Interleaved, posemb::Pairing::RotateHalf);
+//   posemb::permute_pairing_inplace(wq, 32, posemb::Pairing::Interleaved,
+//   posemb::Pairing::RotateHalf); posemb::permute_pairing_inplace(wk, 8,
+//   posemb::Pairing::Interleaved, posemb::Pairing::RotateHalf);
 template <class Derived>
 void permute_pairing_inplace(const Eigen::MatrixBase<Derived>& w, int n_heads, Pairing from,
                              Pairing to, std::optional<int> rotary_dim = std::nullopt) {

@@ -78,12 +78,12 @@ struct RopeSpec {
   Eigen::VectorXd inv_freq;      // [rotary_dim / 2], radians per position
   double attention_scale = 1.0;  // multiplies cos and sin
   Pairing pairing = Pairing::RotateHalf;
-  int rotary_dim = 0;            // number of rotated features per head (even)
-  int rotary_offset = 0;         // the first rotated feature: [offset, offset + rotary_dim)
-                                 // rotate (DeepSeek-V4: head_dim - rotary_dim), the rest pass
-  int head_dim = 0;              // the width of the heads this spec rotates; tensors and matrices
-                                 // of another head_dim are refused (partial rotary is stated
-                                 // here, as rotary_offset + rotary_dim < head_dim)
+  int rotary_dim = 0;     // number of rotated features per head (even)
+  int rotary_offset = 0;  // the first rotated feature: [offset, offset + rotary_dim)
+                          // rotate (DeepSeek-V4: head_dim - rotary_dim), the rest pass
+  int head_dim = 0;       // the width of the heads this spec rotates; tensors and matrices
+                          // of another head_dim are refused (partial rotary is stated
+                          // here, as rotary_offset + rotary_dim < head_dim)
 
   int pairs() const { return rotary_dim / 2; }
   bool partial() const { return rotary_dim < head_dim; }
@@ -107,7 +107,8 @@ struct RopeSpec {
     }
     for (Eigen::Index i = 0; i < inv_freq.size(); ++i) {
       if (!std::isfinite(inv_freq[i])) {
-        detail::fail("inv_freq[" + std::to_string(i) + "]", inv_freq[i], "expected a finite number");
+        detail::fail("inv_freq[" + std::to_string(i) + "]", inv_freq[i],
+                     "expected a finite number");
       }
     }
     detail::require_positive_finite("attention_scale", attention_scale);
@@ -174,7 +175,9 @@ class CosSinRows {
   View sin() const { return View(storage_.get() + sin_offset_, count_, width_); }
 
   // Row pointers for one position; throws if the table does not cover it.
-  const C* cos_row(std::int64_t position) const { return storage_.get() + row_of(position) * width_; }
+  const C* cos_row(std::int64_t position) const {
+    return storage_.get() + row_of(position) * width_;
+  }
   const C* sin_row(std::int64_t position) const {
     return storage_.get() + sin_offset_ + row_of(position) * width_;
   }
@@ -184,8 +187,7 @@ class CosSinRows {
 
  protected:
   // table: the table's name in error messages ("RoPE", "FoPE").
-  CosSinRows(const char* table, std::int64_t first_position, std::int64_t count,
-             Eigen::Index width)
+  CosSinRows(const char* table, std::int64_t first_position, std::int64_t count, Eigen::Index width)
       : table_(table), first_position_(first_position), count_(count), width_(width) {
     detail::require_positive("count", count);
     detail::allocate_sized("count", count, 2.0L * count * width, sizeof(C), [&] {
@@ -217,8 +219,8 @@ class CosSinRows {
   const char* table_;
   std::int64_t first_position_;
   Eigen::Index count_, width_;
-  Eigen::Index sin_offset_ = 0;   // elements from the start of storage_ to the first sin value
-  std::shared_ptr<C> storage_;    // cos [count, width], then sin [count, width]
+  Eigen::Index sin_offset_ = 0;  // elements from the start of storage_ to the first sin value
+  std::shared_ptr<C> storage_;   // cos [count, width], then sin [count, width]
 };
 
 namespace detail {

@@ -16,6 +16,7 @@
 //   MropeSpec, MropeTable<T>          mrope.hpp   M-RoPE, (t, h, w) positions (tensors only)
 //   VisionRope                        vision.hpp  2-D RoPE of vision towers (tensors only)
 //   KeyShift{spec}, KeyRerotation{from, to}  kv_cache.hpp  cached keys moved or re-rotated
+//   HfFloat32Rope                     hf_float32.hpp  HF's float32 arithmetic (tensors only)
 //
 // positions: what the source reads. For tensors, Positions (an offset: token s at offset + s, or
 // per token PositionMatrix [batch, seq] / [1, seq], FractionalPositionMatrix, PositionVector,
@@ -134,9 +135,8 @@ struct rotary_source_base {
 
 // The positions a source reads from a tensor X, or a matrix's RowPositions.
 template <class X, class Source>
-using positions_for_t =
-    std::conditional_t<is_eigen_matrix_v<X>, RowPositions,
-                       typename rotary_source_traits<Source>::positions_type>;
+using positions_for_t = std::conditional_t<is_eigen_matrix_v<X>, RowPositions,
+                                           typename rotary_source_traits<Source>::positions_type>;
 
 namespace detail {
 
@@ -214,6 +214,29 @@ void rotate_rows(const Eigen::MatrixBase<Derived>& x, const RowPositions& positi
   }
 }
 
+// Whether a source's traits rotate tensors themselves (own_rotation = true, with a static
+// rotate_tensor<T>): HfFloat32Rope (hf_float32.hpp), whose arithmetic is not the engine's.
+template <class Traits, class = void>
+struct has_own_rotation : std::false_type {};
+template <class Traits>
+struct has_own_rotation<Traits, std::void_t<decltype(Traits::own_rotation)>>
+    : std::bool_constant<Traits::own_rotation> {};
+
+// One rotation of a 4-D activation by `source`: the engine, or the source's own rotation.
+template <class T, class Source, class P>
+void rotate_tensor_by(const Source& source, const P& positions, const ActivationShape& in_shape,
+                      const T* in, const ActivationShape& out_shape, Eigen::Index out_seq_offset,
+                      T* out, const RotateOptions& options) {
+  using Traits = rotary_source_traits<Source>;
+  if constexpr (has_own_rotation<Traits>::value) {
+    Traits::template rotate_tensor<T>(source, positions, in_shape, in, out_shape, out_seq_offset,
+                                      out, options);
+  } else {
+    rotate_tensor(engine_source<T>(source, positions), in_shape, in, out_shape, out_seq_offset, out,
+                  options.threads, options.rotation);
+  }
+}
+
 // The dimensions of the tensor rotated() returns: x's, in layouts.out.
 inline Eigen::array<Eigen::Index, 4> returned_dims(const Eigen::array<Eigen::Index, 4>& dims,
                                                    const Layouts& layouts) {
@@ -240,10 +263,9 @@ void rotate_inplace(X&& x, const positions_for_t<X, Source>& positions, const So
     detail::rotate_rows(x, positions, source, options.rotation);
   } else if constexpr (detail::require_tensor_source<X, Source>()) {
     const Layouts& layouts = options.layouts;
-    detail::rotate_tensor(detail::engine_source<scalar_of_t<X>>(source, positions),
-                          ActivationShape(x.dimensions(), layouts.in), x.data(),
-                          ActivationShape(x.dimensions(), layouts.out), layouts.out_seq_offset,
-                          x.data(), options.threads, options.rotation);
+    detail::rotate_tensor_by(source, positions, ActivationShape(x.dimensions(), layouts.in),
+                             x.data(), ActivationShape(x.dimensions(), layouts.out),
+                             layouts.out_seq_offset, x.data(), options);
   }
 }
 
@@ -270,10 +292,9 @@ void rotate(const X& x, Y&& out, const positions_for_t<X, Source>& positions, co
                   "posemb: x and out must have the same scalar type");
     const Layouts& layouts = options.layouts;
     if (!layouts.into_slot) require_same_dims(x, out);
-    detail::rotate_tensor(detail::engine_source<scalar_of_t<X>>(source, positions),
-                          ActivationShape(x.dimensions(), layouts.in), x.data(),
-                          ActivationShape(out.dimensions(), layouts.out), layouts.out_seq_offset,
-                          out.data(), options.threads, options.rotation);
+    detail::rotate_tensor_by(source, positions, ActivationShape(x.dimensions(), layouts.in),
+                             x.data(), ActivationShape(out.dimensions(), layouts.out),
+                             layouts.out_seq_offset, out.data(), options);
   }
 }
 

@@ -138,17 +138,19 @@ inline double yarn_mscale(double factor, double k = 1.0) {
 inline double yarn_correction_dim(double rotations, int rotary_dim, double base,
                                   std::int64_t original_max_position_embeddings) {
   return rotary_dim *
-         std::log(static_cast<double>(original_max_position_embeddings) /
-                  (rotations * two_pi)) /
+         std::log(static_cast<double>(original_max_position_embeddings) / (rotations * two_pi)) /
          (2.0 * std::log(base));
 }
 
-// ramp_i in [0, 1] per pair: 0 = kept (extrapolated), 1 = fully interpolated (divided by s).
+// The ramp's bounds, low and high (pair-index values):
 //   low = floor(dim(beta_fast)), high = ceil(dim(beta_slow)) (no rounding if !truncate);
 //   low = max(low, 0), high = min(high, d - 1) (HF clamps to d - 1, not d/2 - 1);
-//   if low == high: high += 0.001;  ramp_i = clamp((i - low) / (high - low), 0, 1).
-// Returns ramp: [rotary_dim / 2].
-inline Eigen::VectorXd yarn_ramp(int rotary_dim, double base, const YarnParams& params) {
+//   if low == high: high += 0.001.
+struct YarnRampBounds {
+  double low = 0.0, high = 0.0;
+};
+
+inline YarnRampBounds yarn_ramp_bounds(int rotary_dim, double base, const YarnParams& params) {
   detail::require_even_positive("rotary_dim", rotary_dim);
   detail::require_positive_finite("base", base);
   detail::require_context_length("original_max_position_embeddings",
@@ -171,9 +173,17 @@ inline Eigen::VectorXd yarn_ramp(int rotary_dim, double base, const YarnParams& 
   low = std::max(low, 0.0);
   high = std::min(high, static_cast<double>(rotary_dim - 1));
   if (low == high) high += 0.001;
+  return {low, high};
+}
+
+// ramp_i in [0, 1] per pair: 0 = kept (extrapolated), 1 = fully interpolated (divided by s):
+//   ramp_i = clamp((i - low) / (high - low), 0, 1), low and high from yarn_ramp_bounds.
+// Returns ramp: [rotary_dim / 2].
+inline Eigen::VectorXd yarn_ramp(int rotary_dim, double base, const YarnParams& params) {
+  const YarnRampBounds bounds = yarn_ramp_bounds(rotary_dim, base, params);
   Eigen::VectorXd ramp(rotary_dim / 2);
   for (int i = 0; i < ramp.size(); ++i) {
-    ramp[i] = std::clamp((i - low) / (high - low), 0.0, 1.0);
+    ramp[i] = std::clamp((i - bounds.low) / (bounds.high - bounds.low), 0.0, 1.0);
   }
   return ramp;
 }
@@ -210,8 +220,7 @@ inline RopeSpec yarn_rope_spec(RotaryDims dims, double base, const YarnParams& p
                   : ramp[i] == 1.0 ? interpolated
                                    : inv[i] + (interpolated - inv[i]) * ramp[i];
   }
-  return detail::make_rope_spec(std::move(inv_freq), yarn_attention_factor(params), dims,
-                                pairing);
+  return detail::make_rope_spec(std::move(inv_freq), yarn_attention_factor(params), dims, pairing);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -243,18 +252,24 @@ inline Llama3Band llama3_band(double inv_i, const Llama3Params& params) {
   return Llama3Band::Ramp;
 }
 
+namespace detail {
+inline void validate_llama3_params(const Llama3Params& params) {
+  require_positive_finite("factor", params.factor);
+  require_positive_finite("low_freq_factor", params.low_freq_factor);
+  require_positive_finite("high_freq_factor", params.high_freq_factor);
+  if (!(params.low_freq_factor <= params.high_freq_factor)) {
+    fail("low_freq_factor", params.low_freq_factor,
+         "expected <= high_freq_factor = " + std::to_string(params.high_freq_factor));
+  }
+  require_context_length("original_max_position_embeddings",
+                         params.original_max_position_embeddings);
+}
+}  // namespace detail
+
 inline RopeSpec llama3_rope_spec(RotaryDims dims, double base, const Llama3Params& params,
                                  Pairing pairing = Pairing::RotateHalf) {
   dims.validate();
-  detail::require_positive_finite("factor", params.factor);
-  detail::require_positive_finite("low_freq_factor", params.low_freq_factor);
-  detail::require_positive_finite("high_freq_factor", params.high_freq_factor);
-  if (!(params.low_freq_factor <= params.high_freq_factor)) {
-    detail::fail("low_freq_factor", params.low_freq_factor,
-                 "expected <= high_freq_factor = " + std::to_string(params.high_freq_factor));
-  }
-  detail::require_context_length("original_max_position_embeddings",
-                                 params.original_max_position_embeddings);
+  detail::validate_llama3_params(params);
   const Eigen::VectorXd inv = default_inv_freq(dims.rotary_dim, base);
   const double L0 = static_cast<double>(params.original_max_position_embeddings);
   Eigen::VectorXd inv_freq(inv.size());
@@ -357,9 +372,10 @@ inline int proportional_rotating_pairs(int head_dim, const ProportionalParams& p
   if (!(p > 0.0 && p <= 1.0)) detail::fail("partial_rotary_factor", p, "expected in (0, 1]");
   const int pairs = static_cast<int>(std::floor(p * static_cast<double>(head_dim) / 2.0));
   if (pairs < 1) {
-    detail::fail("partial_rotary_factor", p,
-                 "expected int(partial_rotary_factor * head_dim // 2) >= 1 rotating pair, head_dim = " +
-                     std::to_string(head_dim));
+    detail::fail(
+        "partial_rotary_factor", p,
+        "expected int(partial_rotary_factor * head_dim // 2) >= 1 rotating pair, head_dim = " +
+            std::to_string(head_dim));
   }
   return pairs;
 }

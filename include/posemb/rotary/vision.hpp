@@ -81,7 +81,8 @@ inline VisionRope vision_rope_of(int head_dim, const Eigen::VectorXd& row_freq,
 inline VisionRope qwen2_vl_vision_rope(int head_dim, int spatial_merge_size = 2,
                                        double theta = 10000.0) {
   detail::require_head_dim_multiple_of_4(head_dim);
-  if (spatial_merge_size < 1) detail::fail("spatial_merge_size", spatial_merge_size, "expected >= 1");
+  if (spatial_merge_size < 1)
+    detail::fail("spatial_merge_size", spatial_merge_size, "expected >= 1");
   const Eigen::VectorXd freq = default_inv_freq(head_dim / 2, theta);  // [head_dim / 4]
   return detail::vision_rope_of(head_dim, freq, freq, VisionPatchOrder::MergeBlocks,
                                 spatial_merge_size, false);
@@ -107,8 +108,8 @@ inline VisionRope pixtral_vision_rope(int head_dim, double theta = 10000.0) {
 // The (t, h, w) = (0, row, col) positions of the patches of a grid of t frames of h x w
 // patches, in the tower's order: [3, t * h * w]. Throws posemb::Error for a grid the merge
 // blocks do not tile or (Pixtral) more than one frame.
-inline PositionMatrix vision_patch_positions(const VisionRope& rope, std::int64_t t,
-                                             std::int64_t h, std::int64_t w) {
+inline PositionMatrix vision_patch_positions(const VisionRope& rope, std::int64_t t, std::int64_t h,
+                                             std::int64_t w) {
   constexpr std::int64_t max_side = std::int64_t(1) << 20;
   const auto side = [&](const char* name, std::int64_t value, std::int64_t multiple) {
     if (value < 1 || value > max_side || value % multiple != 0) {

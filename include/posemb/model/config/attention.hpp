@@ -51,8 +51,7 @@ inline std::optional<std::int64_t> read_window(const JsonReader& root, const Mod
   if (!window && window_set(root, family)) window = family.defaults.sliding_window;
   if (window && family.bidirectional_window) {
     const nlohmann::json* bidirectional = root.find("use_bidirectional_attention");
-    if (bidirectional != nullptr &&
-        (*bidirectional == true || *bidirectional == "all")) {
+    if (bidirectional != nullptr && (*bidirectional == true || *bidirectional == "all")) {
       window = *window / 2 + 1;
     }
   }
@@ -90,8 +89,8 @@ inline std::optional<QueryTemperature> read_beta_temperature(const JsonReader& b
   if (!std::isfinite(temperature.attn_scale)) {
     fail(block.name("llama_4_scaling_beta"), temperature.attn_scale, "expected a finite number");
   }
-  const std::int64_t original = block.integer("original_max_position_embeddings",
-                                              "required with llama_4_scaling_beta");
+  const std::int64_t original =
+      block.integer("original_max_position_embeddings", "required with llama_4_scaling_beta");
   require_positive_finite(block.name("original_max_position_embeddings"),
                           static_cast<double>(original));
   temperature.floor_scale = static_cast<double>(original);
@@ -109,8 +108,8 @@ inline std::optional<QueryTemperature> read_query_temperature(
   if (family.temperature == TemperatureRule::EveryLayerLlama4Beta) {
     return layer.softmax_attention() ? block_temperature : std::nullopt;
   }
-  if (family.temperature != TemperatureRule::Llama4NopeLayers ||
-      layer.kind != PositionKind::None || !root.truthy("attn_temperature_tuning").value_or(true)) {
+  if (family.temperature != TemperatureRule::Llama4NopeLayers || layer.kind != PositionKind::None ||
+      !root.truthy("attn_temperature_tuning").value_or(true)) {
     return std::nullopt;
   }
   QueryTemperature temperature;
@@ -177,8 +176,8 @@ inline double read_softmax_scale(const JsonReader& root, const ModelFamily& fami
 
 // The layer's LayerAttention; the softmax scale on softmax layers whose head size is known.
 // block_temperature: the query temperature the layer's rope block implies (Ministral 3).
-inline void read_attention(const JsonReader& root, const ModelFamily& family,
-                           LayerPositions& layer, double softmax_factor,
+inline void read_attention(const JsonReader& root, const ModelFamily& family, LayerPositions& layer,
+                           double softmax_factor,
                            const std::optional<QueryTemperature>& block_temperature = {}) {
   LayerAttention& attention = layer.attention;
   attention.sliding_window = read_sliding_window(root, family, layer);

@@ -67,11 +67,11 @@ inline PositionKind read_position_kind(const JsonReader& root, const ModelFamily
   if (family.positions_rule == PositionsRule::MptAttnConfig) {
     if (mpt_attn_config(root).boolean("alibi").value_or(true)) return PositionKind::Alibi;
     return root.boolean("learned_pos_emb").value_or(true) ? PositionKind::Learned
-                                                           : PositionKind::Rope;
+                                                          : PositionKind::Rope;
   }
   if (family.positions_rule == PositionsRule::PositionEmbeddingType) {
     return root.string("position_embedding_type").value_or("") == "rope" ? PositionKind::Rope
-                                                                        : PositionKind::None;
+                                                                         : PositionKind::None;
   }
   return kind;
 }
@@ -117,12 +117,10 @@ inline int layer_head_dim(const JsonReader& root, const ModelFamily& family, int
 // (UMT5: every layer its own, families.hpp bias_table_per_layer).
 inline T5Buckets read_t5_buckets(const JsonReader& root) {
   T5Buckets buckets;
-  buckets.num_buckets =
-      to_int(root.name("relative_attention_num_buckets"),
-             root.integer("relative_attention_num_buckets").value_or(32));
-  buckets.max_distance =
-      to_int(root.name("relative_attention_max_distance"),
-             root.integer("relative_attention_max_distance").value_or(128));
+  buckets.num_buckets = to_int(root.name("relative_attention_num_buckets"),
+                               root.integer("relative_attention_num_buckets").value_or(32));
+  buckets.max_distance = to_int(root.name("relative_attention_max_distance"),
+                                root.integer("relative_attention_max_distance").value_or(128));
   try {
     t5_relative_position_bucket(0, buckets.num_buckets, buckets.max_distance, true);
   } catch (Error& error) {
@@ -200,7 +198,8 @@ inline std::vector<bool> read_rope_layers(const JsonReader& root, const ModelFam
 }
 
 // The config's value of key (>= 1), else fallback.
-inline std::int64_t layer_pattern_or(const JsonReader& root, const char* key, std::int64_t fallback) {
+inline std::int64_t layer_pattern_or(const JsonReader& root, const char* key,
+                                     std::int64_t fallback) {
   const std::int64_t value = root.integer(key).value_or(fallback);
   if (value < 1) fail(root.name(key), value, "expected a layer count >= 1");
   return value;
@@ -257,8 +256,9 @@ inline std::vector<std::string> gpt_neo_layer_types(const JsonReader& root) {
   const nlohmann::json* given = root.find("attention_types");
   const nlohmann::json fallback = nlohmann::json::parse(R"([[["global", "local"], 12]])");
   for (const nlohmann::json& item : given != nullptr ? *given : fallback) {
-    if (!item.is_array() || item.size() != 2 || !item[0].is_array() || !item[1].is_number_integer() ||
-        item[1].get<std::int64_t>() < 0 || item[1].get<std::int64_t>() > (1 << 16)) {
+    if (!item.is_array() || item.size() != 2 || !item[0].is_array() ||
+        !item[1].is_number_integer() || item[1].get<std::int64_t>() < 0 ||
+        item[1].get<std::int64_t>() > (1 << 16)) {
       root.wrong_type("attention_types", "a list of [[\"global\" or \"local\", ...], count]");
     }
     for (std::int64_t n = 0; n < item[1].get<std::int64_t>(); ++n) {
@@ -344,7 +344,8 @@ inline std::vector<std::string> given_layer_types(const JsonReader& root,
     if (types[i] == "attention") types[i] = "full_attention";
     if (!is_known_layer_type(types[i])) {
       std::string known;
-      for (const std::string& type : known_layer_types()) known += (known.empty() ? "" : ", ") + type;
+      for (const std::string& type : known_layer_types())
+        known += (known.empty() ? "" : ", ") + type;
       fail(root.name("layer_types") + "[" + std::to_string(i) + "]", "\"" + types[i] + "\"",
            "expected one of " + known);
     }
@@ -353,9 +354,8 @@ inline std::vector<std::string> given_layer_types(const JsonReader& root,
 }
 
 // Every layer's type: the config's layer_types, else the family's rule.
-inline std::vector<std::string> read_layer_types(const JsonReader& root,
-                                                 const ModelFamily& family, int n_layers,
-                                                 const std::vector<bool>& rope) {
+inline std::vector<std::string> read_layer_types(const JsonReader& root, const ModelFamily& family,
+                                                 int n_layers, const std::vector<bool>& rope) {
   std::vector<std::string> types;
   if (auto given = root.strings("layer_types")) {
     types = given_layer_types(root, std::move(*given), n_layers);

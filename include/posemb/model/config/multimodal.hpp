@@ -29,8 +29,7 @@ inline VisionTower vision_tower(const MultimodalFamily* top, const JsonReader& v
 }
 
 // The vision tower's head size: width_key / heads_key of vision_config.
-inline int vision_head_dim(const JsonReader& vision, const char* width_key,
-                           const char* heads_key) {
+inline int vision_head_dim(const JsonReader& vision, const char* width_key, const char* heads_key) {
   const std::string why = "required for the vision tower's head_dim";
   const std::int64_t width = vision.integer(width_key, why);
   const std::int64_t heads = vision.integer(heads_key, why);

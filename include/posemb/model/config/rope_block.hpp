@@ -33,7 +33,7 @@ namespace posemb::detail {
 struct RopeBlock {
   RopeScheme scheme;
   bool fope = false;
-  double softmax_factor = 1.0;  // DeepSeek's m^2
+  double softmax_factor = 1.0;                  // DeepSeek's m^2
   std::optional<QueryTemperature> temperature;  // Ministral 3's llama_4_scaling_beta
 };
 
@@ -118,8 +118,9 @@ class RopeBlockReader {
         family_.split == RopeSplit::Gemma4 && layer_type == "sliding_attention";
     static const nlohmann::json empty = nlohmann::json::object();
     // A block the family implies is not in the file: its keys are not logged as used.
-    const JsonReader block = name.empty() ? JsonReader(json != nullptr ? *json : empty, root_.name(""))
-                                          : root_.child(*json, root_.name(name + "."));
+    const JsonReader block = name.empty()
+                                 ? JsonReader(json != nullptr ? *json : empty, root_.name(""))
+                                 : root_.child(*json, root_.name(name + "."));
     RopeBlock out =
         read_block(block, name.empty() ? "" : root_.name(name), layer_type, ignore_partial);
     return blocks_.emplace(layer_type, std::move(out)).first->second;
@@ -240,7 +241,8 @@ class RopeBlockReader {
     int rotary_dim = 0;
     const char* key = family_.rotary_dim_key;
     if (key != nullptr && (root_.has(key) || family_.defaults.rotary_dim > 0)) {
-      rotary_dim = to_int(root_.name(key), root_.integer(key).value_or(family_.defaults.rotary_dim));
+      rotary_dim =
+          to_int(root_.name(key), root_.integer(key).value_or(family_.defaults.rotary_dim));
     } else if (variant.rotates_whole_head) {
       rotary_dim = head_dim;
     } else {
@@ -321,7 +323,7 @@ class RopeBlockReader {
     RopeScheme& scheme = out.scheme;
     const char* type_key = block.first_key({"rope_type", "type"});
     scheme.rope_type = type_key ? *block.string(type_key) : "default";
-    if (scheme.rope_type == "su") scheme.rope_type = "longrope";  // Phi-3's first name
+    if (scheme.rope_type == "su") scheme.rope_type = "longrope";    // Phi-3's first name
     if (scheme.rope_type == "mrope") scheme.rope_type = "default";  // Qwen2VLConfig's rewrite
     scheme.theta = read_theta(block);
     const int head_dim = rope_head_dim(layer_type);
@@ -344,9 +346,12 @@ class RopeBlockReader {
     scheme.head_dim = head_dim;
     scheme.rotary_dim = read_rotary_dim(*variant, head_dim, fraction, scheme);
     scheme.pairing = read_pairing();
-    const RopeReadContext context{root_,    block,    model_.max_position_embeddings,
+    const RopeReadContext context{root_,
+                                  block,
+                                  model_.max_position_embeddings,
                                   root_.integer("original_max_position_embeddings"),
-                                  fraction, "required for rope_type \"" + scheme.rope_type + "\""};
+                                  fraction,
+                                  "required for rope_type \"" + scheme.rope_type + "\""};
     scheme.params = rope_reader(*variant).read(context);
     if (block.has("mrope_section")) read_mrope(block, scheme);
     out.softmax_factor = read_softmax_factor(block, scheme, context.why);

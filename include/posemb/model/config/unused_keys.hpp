@@ -18,18 +18,50 @@ namespace posemb::detail {
 // Top-level keys some family reads for positions or attention; the others (vocab_size, ...)
 // are none of posemb's business.
 inline const std::vector<std::string>& position_keys() {
-  static const std::vector<std::string> keys = {
-      "rope_theta", "rope_scaling", "rope_parameters", "partial_rotary_factor", "rotary_pct",
-      "rotary_emb_base", "rotary_dim", "rope_local_base_freq", "original_max_position_embeddings",
-      "sliding_window", "sliding_window_pattern", "use_sliding_window", "max_window_layers",
-      "layer_types", "no_rope_layers", "no_rope_layer_interval", "nope_layer_interval",
-      "attention_chunk_size", "attn_temperature_tuning", "floor_scale", "attn_scale",
-      "query_pre_attn_scalar", "attn_logit_softcapping", "head_dim", "global_head_dim", "alibi",
-      "rope_interleave", "qk_rope_head_dim", "qk_nope_head_dim", "full_attention_interval",
-      "use_bidirectional_attention", "window_size", "attention_types", "position_embedding_type",
-      "attention_multiplier", "scale_attn_weights", "scale_attn_by_inverse_layer_idx",
-      "cross_attention_layers", "attn_layer_period", "attn_layer_offset", "full_attn_idxs",
-      "linear_key_head_dim", "xpos_rel_pos", "xpos_scale_base"};
+  static const std::vector<std::string> keys = {"rope_theta",
+                                                "rope_scaling",
+                                                "rope_parameters",
+                                                "partial_rotary_factor",
+                                                "rotary_pct",
+                                                "rotary_emb_base",
+                                                "rotary_dim",
+                                                "rope_local_base_freq",
+                                                "original_max_position_embeddings",
+                                                "sliding_window",
+                                                "sliding_window_pattern",
+                                                "use_sliding_window",
+                                                "max_window_layers",
+                                                "layer_types",
+                                                "no_rope_layers",
+                                                "no_rope_layer_interval",
+                                                "nope_layer_interval",
+                                                "attention_chunk_size",
+                                                "attn_temperature_tuning",
+                                                "floor_scale",
+                                                "attn_scale",
+                                                "query_pre_attn_scalar",
+                                                "attn_logit_softcapping",
+                                                "head_dim",
+                                                "global_head_dim",
+                                                "alibi",
+                                                "rope_interleave",
+                                                "qk_rope_head_dim",
+                                                "qk_nope_head_dim",
+                                                "full_attention_interval",
+                                                "use_bidirectional_attention",
+                                                "window_size",
+                                                "attention_types",
+                                                "position_embedding_type",
+                                                "attention_multiplier",
+                                                "scale_attn_weights",
+                                                "scale_attn_by_inverse_layer_idx",
+                                                "cross_attention_layers",
+                                                "attn_layer_period",
+                                                "attn_layer_offset",
+                                                "full_attn_idxs",
+                                                "linear_key_head_dim",
+                                                "xpos_rel_pos",
+                                                "xpos_scale_base"};
   return keys;
 }
 
@@ -41,7 +73,8 @@ inline void unused_block_keys(const nlohmann::json& block, const std::string& pa
     if (item.value().is_null()) continue;
     if (item.value().is_object() && log.count(name) == 0) {
       bool read = false;  // a block nested by layer type is read through its keys
-      for (const auto& inner : item.value().items()) read = read || log.count(name + "." + inner.key());
+      for (const auto& inner : item.value().items())
+        read = read || log.count(name + "." + inner.key());
       if (read) {
         unused_block_keys(item.value(), name + ".", log, out);
         continue;
