@@ -27,6 +27,7 @@ struct ApplyOptions {
   bool vision = false;            // the vision tower's 2-D RoPE on X [patches, heads, head_dim]
   std::string grid;               // --grid TxHxW
   bool verbose = false;           // print how X, the positions and the scheme were read
+  bool strict = false;            // refuse keys the config reader did not use
   std::string angles = "exact";   // --angles exact|hf-float32 (rope_rotation.hpp)
   std::string dtype = "float32";  // --dtype: the storage type X's values are rotated in
 

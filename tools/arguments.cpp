@@ -115,6 +115,23 @@ void add_config_argument(CLI::App* app, std::string& config_path) {
   app->add_option("CONFIG", config_path, "The model's config.json")->required();
 }
 
+void add_strict_flag(CLI::App* app, bool& strict) {
+  app->add_flag("--strict", strict,
+                "Refuse a config with keys of its rope block or position-related keys that the "
+                "reader does not use (exit status 2; `inspect` lists them)");
+}
+
+ModelPositions load_config(const std::string& config_path, bool strict) {
+  ModelPositions model = load_model_positions(config_path);
+  if (strict && !model.unused_keys.empty()) {
+    throw UsageError(config_path + ": --strict: " + model.unused_keys.front() + " is not used" +
+                     (model.unused_keys.size() > 1
+                          ? " (and " + std::to_string(model.unused_keys.size() - 1) + " more)"
+                          : ""));
+  }
+  return model;
+}
+
 void add_seq_len_option(CLI::App* app, std::optional<std::int64_t>& seq_len,
                         const std::string& when_absent) {
   add_integer(app, "--seq-len", seq_len, std::int64_t{1}, int64_max,

@@ -13,6 +13,7 @@
 
 #include "npy_files.hpp"
 #include "posemb/error.hpp"
+#include "posemb/model/load.hpp"
 #include "posemb/tensor.hpp"
 
 namespace posemb::tool {
@@ -50,6 +51,13 @@ CLI::Option* add_positive_number(CLI::App* app, const std::string& flag, double&
 
 // The CONFIG argument of a subcommand that reads a model: config.json (required).
 void add_config_argument(CLI::App* app, std::string& config_path);
+
+// --strict of a subcommand that reads a model (inspect, freqs, layers, apply).
+void add_strict_flag(CLI::App* app, bool& strict);
+
+// The model of config.json; with strict, a key the reader did not use (ModelPositions::
+// unused_keys) is a UsageError naming it: "CONFIG: --strict: rope_scaling.banana is not used".
+ModelPositions load_config(const std::string& config_path, bool strict);
 
 // --seq-len of a subcommand that reports or applies a scaled scheme (dynamic NTK, LongRoPE);
 // `when_absent` ends the help text, e.g. "default: none known".

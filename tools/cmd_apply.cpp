@@ -314,7 +314,7 @@ void apply_scheme(const ModelPositions& model, const ApplyOptions& options,
 
 // Reads X, applies the scheme and writes Y (Y's shape: X's in --output-layout).
 int run_apply(const ApplyOptions& options) {
-  const ModelPositions model = load_model_positions(options.config);
+  const ModelPositions model = load_config(options.config, options.strict);
   check_layer(options.layer, model.layers.size(), options.config);
   if (!options.weights.empty()) return apply_checkpoint_table(options, model);
   const NpyArray x = read_npy_checked(options.input, {"<f4", "<f8"}, {3, 4},
@@ -364,6 +364,7 @@ class ApplyCommand : public Command {
     add_integer(apply, "--layer", o_.layer, std::int64_t{0}, int64_max,
                 "The layer whose scheme to apply (required when RoPE layers differ)");
     add_seq_len_option(apply, o_.seq_len, "default: max position + 1");
+    add_strict_flag(apply, o_.strict);
     add_fope_and_vision_options(apply);
     add_weights_option(apply, o_);
     apply

@@ -4,7 +4,7 @@
 // The JSON object of a layer (tests/data/models/README.md):
 //   {"layer", "positions", "rope_type", "head_dim", "rotary_dim", "inv_freq", "attention_scale",
 //    "pairing", "softmax_scale", "sliding_window", "attention_chunk_size", "query_temperature",
-//    "mrope_section", "mrope_layout"}
+//    "logit_softcap", "attention_sinks", "bias_placement", "mrope_section", "mrope_layout"}
 // FoPE layers report rope_type "fope" and their frequencies with the clipped ones as 0.
 #include <cstdint>
 #include <cstdio>
@@ -63,8 +63,14 @@ std::string layer_json(const ModelPositions& model, const LayerPositions& layer,
   json += ", \"query_temperature\": " +
           json_or_null(attention.query_temperature, [](const QueryTemperature& t) {
             return "{\"floor_scale\": " + full_precision(t.floor_scale) +
-                   ", \"attn_scale\": " + full_precision(t.attn_scale) + "}";
+                   ", \"attn_scale\": " + full_precision(t.attn_scale) +
+                   ", \"position_offset\": " + std::to_string(t.position_offset) + "}";
           });
+  json += ", \"logit_softcap\": " + json_or_null(attention.logit_softcap, full_precision);
+  json += std::string(", \"attention_sinks\": ") + (attention.attention_sinks ? "true" : "false");
+  json += ", \"bias_placement\": " + (layer.kind == PositionKind::Alibi
+                                          ? json_string(to_string(attention.bias_placement))
+                                          : std::string("null"));
   if (layer.rope && layer.rope->mrope_section) {
     const MropeSections& m = *layer.rope->mrope_section;
     json += ", \"mrope_section\": [" + std::to_string(m[0]) + ", " + std::to_string(m[1]) + ", " +
@@ -105,10 +111,13 @@ std::string layer_row(const LayerPositions& layer, std::optional<std::int64_t> s
   const auto count = [](const std::optional<std::int64_t>& value) {
     return value ? std::to_string(*value) : std::string("-");
   };
-  const std::string temperature =
+  std::string temperature =
       a.query_temperature ? "floor " + full_precision(a.query_temperature->floor_scale) +
-                                ", scale " + full_precision(a.query_temperature->attn_scale)
+                                ", scale " + full_precision(a.query_temperature->attn_scale) +
+                                (a.query_temperature->position_offset == 0 ? ", floor(p/F)" : "")
                           : "-";
+  if (a.logit_softcap) temperature += "; softcap " + full_precision(*a.logit_softcap);
+  if (a.attention_sinks) temperature += "; sinks";
   char line[256];
   std::snprintf(
       line, sizeof line, "%5d  %-18s  %-10s  %-12s  %8d  %10d  %-11s  %-24s  %8s  %8s  %s\n",
@@ -124,7 +133,7 @@ std::string layers_table(const ModelPositions& model, std::optional<std::int64_t
   std::snprintf(line, sizeof line,
                 "%5s  %-18s  %-10s  %-12s  %8s  %10s  %-11s  %-24s  %8s  %8s  %s\n", "layer",
                 "type", "positions", "rope_type", "head_dim", "rotary_dim", "pairing",
-                "softmax_scale", "window", "chunk", "query temperature");
+                "softmax_scale", "window", "chunk", "query temperature; softcap; sinks");
   std::string out = line;
   for (const LayerPositions& layer : model.layers) out += layer_row(layer, seq_len);
   return out;
@@ -138,19 +147,21 @@ class FreqsCommand : public Command {
         "Print one layer as a JSON object (\"layer\", \"positions\", \"rope_type\", "
         "\"head_dim\", \"rotary_dim\", \"inv_freq\", \"attention_scale\", \"pairing\", "
         "\"softmax_scale\", \"sliding_window\", \"attention_chunk_size\", "
-        "\"query_temperature\", ...) with 17 significant digits (FoPE: clipped frequencies are "
+        "\"query_temperature\", \"logit_softcap\", \"attention_sinks\", \"bias_placement\", "
+        "...) with 17 significant digits (FoPE: clipped frequencies are "
         "0). Without --layer the layers must all be alike. CONFIG may be a GGUF file: the "
         "values llama.cpp runs it with, --seq-len its context size per sequence.");
     add_config_argument(freqs, config_path_);
     add_seq_len_option(freqs, seq_len_, "default: none known");
     add_integer(freqs, "--layer", layer_index_, std::int64_t{0}, int64_max,
                 "The layer (0-based; required when layers differ)");
+    add_strict_flag(freqs, strict_);
     return freqs;
   }
 
   int run() override {
     if (is_gguf_path(config_path_)) return gguf_freqs(config_path_, layer_index_, seq_len_);
-    const ModelPositions model = load_model_positions(config_path_);
+    const ModelPositions model = load_config(config_path_, strict_);
     check_layer(layer_index_, model.layers.size(), config_path_);
     if (!layer_index_ && !model.layers_alike()) {
       throw UsageError(config_path_ + ": the layers differ (" + report::layer_pattern(model) +
@@ -166,6 +177,7 @@ class FreqsCommand : public Command {
  private:
   std::string config_path_;
   std::optional<std::int64_t> seq_len_, layer_index_;
+  bool strict_ = false;
 };
 
 class LayersCommand : public Command {
@@ -178,12 +190,13 @@ class LayersCommand : public Command {
     add_config_argument(layers, config_path_);
     add_seq_len_option(layers, seq_len_, "default: none known");
     layers->add_flag("--json", as_json_, "A JSON array, one object per layer");
+    add_strict_flag(layers, strict_);
     return layers;
   }
 
   int run() override {
     if (is_gguf_path(config_path_)) return gguf_layers(config_path_, seq_len_, as_json_);
-    const ModelPositions model = load_model_positions(config_path_);
+    const ModelPositions model = load_config(config_path_, strict_);
     std::cout << with_context(config_path_, [&] {
       return as_json_ ? layers_json(model, seq_len_) : layers_table(model, seq_len_);
     });
@@ -194,6 +207,7 @@ class LayersCommand : public Command {
   std::string config_path_;
   std::optional<std::int64_t> seq_len_;
   bool as_json_ = false;
+  bool strict_ = false;
 };
 
 }  // namespace

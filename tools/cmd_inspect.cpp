@@ -108,7 +108,19 @@ void print_alibi_slopes(const ModelPositions& model) {
   }
 }
 
+// What transformers would warn about, and the keys the reader did not use.
+void print_notes(const ModelPositions& model) {
+  for (const std::string& warning : model.warnings) {
+    std::printf("transformers warns: %s\n", warning.c_str());
+  }
+  if (model.unused_keys.empty()) return;
+  std::string keys;
+  for (const std::string& key : model.unused_keys) keys += (keys.empty() ? "" : ", ") + key;
+  std::printf("ignored keys: %s\n", keys.c_str());
+}
+
 void print_model(const ModelPositions& model, std::optional<std::int64_t> seq_len) {
+  print_notes(model);
   const PositionKind kind = model.kind();
   if (kind == PositionKind::Fope && model.fope) {
     print_fope(*model.fope);
@@ -137,16 +149,19 @@ class InspectCommand : public Command {
         "Print the layer pattern and a table of the config's rotary pairs: default and scaled "
         "inverse frequency, wavelength in tokens, full turns within the original context, band "
         "(kept / ramp / interpolated, or clipped for FoPE), and the attention factor, pairing and "
-        "rotary_dim. CONFIG may be a GGUF file: the hyperparameters llama.cpp reads and the "
+        "rotary_dim; what transformers would warn about, and the keys the reader did not use "
+        "(--strict refuses them). CONFIG may be a GGUF file: the hyperparameters llama.cpp reads "
+        "and the "
         "frequencies it runs.");
     add_config_argument(inspect, config_path_);
     add_seq_len_option(inspect, seq_len_, "default: none known");
+    add_strict_flag(inspect, strict_);
     return inspect;
   }
 
   int run() override {
     if (is_gguf_path(config_path_)) return gguf_inspect(config_path_, seq_len_);
-    const ModelPositions model = load_model_positions(config_path_);
+    const ModelPositions model = load_config(config_path_, strict_);
     std::printf("config: %s\n", config_path_.c_str());
     with_context(config_path_, [&] { print_model(model, seq_len_); });
     return 0;
@@ -155,6 +170,7 @@ class InspectCommand : public Command {
  private:
   std::string config_path_;
   std::optional<std::int64_t> seq_len_;
+  bool strict_ = false;
 };
 
 }  // namespace

@@ -156,6 +156,28 @@ posemb_cli_test("inspect alibi" ARGS inspect ${cases}/bloom_alibi.json
   STDOUT_MATCHES "0  0\\.25.*1  0\\.0625.*2  0\\.015625.*3  0\\.00390625")
 posemb_cli_test("help apply" ARGS apply --help STDOUT_MATCHES "--fope-sin-coef")
 
+# ---- keys the reader did not use: inspect lists them, --strict refuses them (exit 2, one line);
+# what transformers warns about loads and inspect says so (tests/data/models/README.md).
+set(unused ${cases}/unused_rope_keys.json)
+posemb_cli_test("inspect lists ignored keys" ARGS inspect ${unused}
+  STDOUT_MATCHES "\nignored keys: rope_scaling\\.banana, rope_scaling\\.beta_fast\n")
+posemb_cli_test("freqs without --strict uses the keys it knows" ARGS freqs ${unused}
+  STDOUT_MATCHES "\"rope_type\": \"llama3\"")
+foreach(command IN ITEMS inspect freqs layers)
+  posemb_cli_test("${command} --strict refuses ignored keys" EXIT 2
+    LINE "${unused}: --strict: rope_scaling.banana is not used (and 1 more)"
+    ARGS ${command} ${unused} --strict)
+endforeach()
+posemb_cli_test("apply --strict refuses ignored keys" EXIT 2
+  LINE "${unused}: --strict: rope_scaling.banana is not used (and 1 more)"
+  ARGS apply ${unused} --strict --input ${fope_a}/x.npy --output ${cli_out}/must_not_exist.npy
+  OUTPUT ${cli_out}/must_not_exist.npy)
+posemb_cli_test("layers --strict accepts a config it uses whole"
+  ARGS layers ${cli_data}/models/syn-gpt-oss-defaults.json --strict STDOUT_MATCHES "sinks")
+posemb_cli_test("inspect reports what transformers warns about"
+  ARGS inspect ${cli_data}/models/syn-llama3-equal-freq-factors.json --strict
+  STDOUT_MATCHES "transformers warns: rope_scaling\\.high_freq_factor = 1 is not greater than rope_scaling\\.low_freq_factor = 1")
+
 # ---- error paths: exit status 1 (bad input) or 2 (usage), one line on stderr naming the culprit,
 # nothing written to --output.
 set(out ${cli_out}/must_not_exist.npy)

@@ -1,8 +1,10 @@
 // The pass criterion of tests/data/models/README.md for one layer object, shared by the Catch2
 // test of the loader (test_model_layers.cpp) and the tool's checker (cli/cli_check.cpp):
-//   layer, head_dim, rotary_dim, sliding_window, attention_chunk_size: equal JSON integers;
-//   positions, rope_type, pairing, mrope_layout: equal strings; nulls null;
-//   attention_scale, softmax_scale, query_temperature's two numbers: |got - exp| <= 1e-6 |exp|;
+//   layer, head_dim, rotary_dim, sliding_window, attention_chunk_size and query_temperature's
+//   position_offset: equal JSON integers; positions, rope_type, pairing, bias_placement,
+//   mrope_layout: equal strings; attention_sinks: equal booleans; nulls null;
+//   attention_scale, softmax_scale, logit_softcap, query_temperature's floor_scale and
+//   attn_scale: |got - exp| <= 1e-6 |exp|;
 //   inv_freq: equal length, |got - exp| <= 1e-6 max(|exp|, 1e-12) per element.
 // Keys of `got` that the expected object lacks are ignored.
 #pragma once
@@ -37,7 +39,7 @@ inline std::string layer_mismatch(const nlohmann::json& got, const nlohmann::jso
                  want[i].dump();
         }
       }
-    } else if (key == "attention_scale" || key == "softmax_scale") {
+    } else if (key == "attention_scale" || key == "softmax_scale" || key == "logit_softcap") {
       if (!have.is_number() || !close(have.get<double>(), want.get<double>(), 0.0)) return where;
     } else if (key == "query_temperature") {
       for (const char* field : {"floor_scale", "attn_scale"}) {
@@ -45,6 +47,11 @@ inline std::string layer_mismatch(const nlohmann::json& got, const nlohmann::jso
             !close(have.at(field).get<double>(), want.at(field).get<double>(), 0.0)) {
           return where;
         }
+      }
+      if (want.contains("position_offset") &&
+          (!have.contains("position_offset") || !have.at("position_offset").is_number_integer() ||
+           have.at("position_offset") != want.at("position_offset"))) {
+        return where;
       }
     } else if (want.is_number_integer()) {
       if (!have.is_number_integer() || have.get<long long>() != want.get<long long>()) return where;

@@ -66,9 +66,17 @@ json api_object(const posemb::LayerPositions& layer, std::optional<std::int64_t>
       attention.attention_chunk_size ? json(*attention.attention_chunk_size) : json(nullptr);
   object["query_temperature"] = nullptr;
   if (attention.query_temperature) {
-    object["query_temperature"] = {{"floor_scale", attention.query_temperature->floor_scale},
-                                   {"attn_scale", attention.query_temperature->attn_scale}};
+    object["query_temperature"] = {
+        {"floor_scale", attention.query_temperature->floor_scale},
+        {"attn_scale", attention.query_temperature->attn_scale},
+        {"position_offset", attention.query_temperature->position_offset}};
   }
+  object["logit_softcap"] =
+      attention.logit_softcap ? json(*attention.logit_softcap) : json(nullptr);
+  object["attention_sinks"] = attention.attention_sinks;
+  object["bias_placement"] = layer.kind == posemb::PositionKind::Alibi
+                                 ? json(posemb::to_string(attention.bias_placement))
+                                 : json(nullptr);
   object["mrope_section"] = nullptr;
   object["mrope_layout"] = nullptr;
   return object;
@@ -321,6 +329,31 @@ TEST_CASE("per-layer config errors name the key", "[config][models][errors]") {
     CHECK_THAT(error_of(head + R"(, "model_type": "gemma2", "sliding_window": -4})"),
                Catch::Contains("sliding_window = -4"));
   }
+  SECTION("a logit softcap <= 0") {
+    CHECK_THAT(error_of(head + R"(, "model_type": "gemma2", "attn_logit_softcapping": 0})"),
+               Catch::Contains("attn_logit_softcapping = 0"));
+    CHECK_THAT(error_of(R"({"model_type": "gemma3", "text_config": {"hidden_size": 256,
+                            "num_attention_heads": 4, "attn_logit_softcapping": -2.5}})"),
+               Catch::Contains("text_config.attn_logit_softcapping = -2.5"));
+  }
+  SECTION("GPT-Neo's window_size <= 0 and attention_types that do not cover the layers") {
+    const std::string neo = R"({"model_type": "gpt_neo", "hidden_size": 256, "num_heads": 4,
+                                "num_layers": 2, "attention_types": [[["global", "local"], 1]])";
+    CHECK_THAT(error_of(neo + R"(, "window_size": 0})"), Catch::Contains("window_size = 0"));
+    CHECK_THAT(error_of(R"({"model_type": "gpt_neo", "hidden_size": 256, "num_heads": 4,
+                            "num_layers": 4, "attention_types": [[["global", "banded"], 2]]})"),
+               Catch::Contains("attention_types"));
+    CHECK_THAT(error_of(R"({"model_type": "gpt_neo", "hidden_size": 256, "num_heads": 4,
+                            "num_layers": 3, "attention_types": [[["global", "local"], 2]]})"),
+               Catch::Contains("attention_types (expanded) = 4") &&
+                   Catch::Contains("num_layers = 3"));
+  }
+  SECTION("a layer list naming a layer that does not exist") {
+    CHECK_THAT(error_of(R"({"model_type": "mllama", "text_config": {"hidden_size": 256,
+                            "num_attention_heads": 4, "num_hidden_layers": 2,
+                            "cross_attention_layers": [2]}})"),
+               Catch::Contains("text_config.cross_attention_layers[0] = 2"));
+  }
   SECTION("an attention chunk <= 0") {
     CHECK_THAT(error_of(head + R"(, "model_type": "llama4_text", "attention_chunk_size": 0})"),
                Catch::Contains("attention_chunk_size = 0"));
@@ -506,4 +539,126 @@ TEST_CASE("family-only keys are read for their families alone", "[config][models
   };
   CHECK(kind("mpt") == posemb::PositionKind::Rope);
   CHECK(kind("bloom") == posemb::PositionKind::Alibi);
+}
+
+// An odd d = int(head_dim * partial) (head 30 x 0.5 = 15): HF's _compute_default_rope_parameters
+// builds 1 / theta^(arange(0, 15, 2) / 15), 8 frequencies with the exponent over 15, and its
+// apply_rotary_pos_emb rotates cos.shape[-1] = 16 features.
+TEST_CASE("an odd partial rotary width rotates the next even width", "[config][models]") {
+  const std::string head =
+      R"({"hidden_size": 240, "num_attention_heads": 8, "head_dim": 30, "partial_rotary_factor": 0.5)";
+  const auto plain = parse(head + R"(, "rope_theta": 10000})");
+  const auto linear = parse(head + R"(, "rope_scaling": {"rope_type": "linear", "factor": 4}})");
+  const posemb::RopeSpec p = plain.rope_spec(), l = linear.rope_spec();
+  REQUIRE(p.rotary_dim == 16);
+  REQUIRE(l.rotary_dim == 16);
+  for (int i = 0; i < 8; ++i) {
+    CHECK(p.inv_freq[i] == Approx(std::pow(10000.0, -2.0 * i / 15.0)).epsilon(1e-13));
+    CHECK(l.inv_freq[i] == Approx(std::pow(10000.0, -2.0 * i / 15.0) / 4.0).epsilon(1e-13));
+  }
+}
+
+TEST_CASE("class defaults apply when a key is absent, not when it is null", "[config][models]") {
+  const auto oss =
+      parse(R"({"model_type": "gpt_oss", "num_hidden_layers": 2, "sliding_window": null})");
+  CHECK_FALSE(oss.layers[0].attention.sliding_window);
+  CHECK(oss.layers[0].attention.attention_sinks);
+  const auto gemma2 = parse(R"({"model_type": "gemma2", "num_hidden_layers": 2,
+                                "attn_logit_softcapping": null})");
+  CHECK_FALSE(gemma2.layers[0].attention.logit_softcap);
+  CHECK(gemma2.layers[0].attention.sliding_window == 4096);
+  // EXAONE 4 without a window: every layer full, with RoPE (configuration_exaone4.py).
+  const auto exaone =
+      parse(R"({"model_type": "exaone4", "num_hidden_layers": 4, "sliding_window": null})");
+  for (const auto& layer : exaone.layers) {
+    CHECK(layer.layer_type == "full_attention");
+    CHECK(layer.kind == posemb::PositionKind::Rope);
+  }
+  // A rope block in the file replaces gpt-oss's default YaRN block.
+  const auto oss_plain = parse(R"({"model_type": "gpt_oss", "num_hidden_layers": 2,
+                                   "rope_parameters": {"rope_type": "default"}})");
+  CHECK(oss_plain.rope_scheme().rope_type == "default");
+  CHECK(oss_plain.rope_scheme().theta == 150000.0);
+}
+
+TEST_CASE("Ministral 3's and Llama 4's query temperatures", "[config][models]") {
+  const auto ministral =
+      posemb::load_model_positions((models_dir / "syn-ministral3-defaults.json").string());
+  const posemb::QueryTemperature t = *ministral.layers[1].attention.query_temperature;
+  // 1 + 0.1 ln(1 + floor(p / 16384)): 1 up to p = 16383, 1 + 0.1 ln 2 from 16384.
+  CHECK(t.factor(16383) == 1.0);
+  CHECK(t.factor(16384) == Approx(1.0 + 0.1 * std::log(2.0)).epsilon(1e-15));
+  const auto llama4 =
+      posemb::load_model_positions((models_dir / "syn-llama4-text-defaults.json").string());
+  const posemb::QueryTemperature u = *llama4.layers[3].attention.query_temperature;
+  CHECK(u.factor(8190) == 1.0);  // floor((p + 1) / 8192): the step comes one token earlier
+  CHECK(u.factor(8191) == Approx(1.0 + 0.1 * std::log(2.0)).epsilon(1e-15));
+}
+
+TEST_CASE("layers without positions are none, never an error", "[config][models]") {
+  const std::string granite = R"({"model_type": "granitemoehybrid", "hidden_size": 256,
+      "num_attention_heads": 4, "num_hidden_layers": 2, "layer_types": ["mamba", "attention"])";
+  const auto nope = parse(granite + "}");
+  CHECK(nope.layers[0].kind == posemb::PositionKind::None);
+  CHECK_FALSE(nope.layers[0].softmax_attention());
+  CHECK(nope.layers[1].kind == posemb::PositionKind::None);
+  CHECK(nope.layers[1].layer_type == "full_attention");
+  const auto rope = parse(granite + R"(, "position_embedding_type": "rope"})");
+  CHECK(rope.layers[0].kind == posemb::PositionKind::None);
+  CHECK(rope.layers[1].kind == posemb::PositionKind::Rope);
+  const auto jamba = parse(R"({"model_type": "jamba", "hidden_size": 256, "num_attention_heads": 4,
+                               "num_hidden_layers": 16})");
+  int attention = 0;
+  for (const auto& layer : jamba.layers) {
+    CHECK(layer.kind == posemb::PositionKind::None);
+    attention += layer.softmax_attention() ? 1 : 0;
+  }
+  CHECK(attention == 2);  // layers 4 and 12: period 8, offset 4
+  CHECK(jamba.layers[4].softmax_attention());
+}
+
+TEST_CASE("unused keys are listed", "[config][models][unused]") {
+  const std::string head = small_llama;
+  const auto llama3 = parse(head + R"(, "rope_scaling": {"rope_type": "llama3", "factor": 8,
+      "low_freq_factor": 1, "high_freq_factor": 4, "original_max_position_embeddings": 1024,
+      "beta_fast": 32, "banana": 3}})");
+  CHECK(llama3.unused_keys ==
+        std::vector<std::string>{"rope_scaling.banana", "rope_scaling.beta_fast"});
+  CHECK(llama3.warnings.empty());
+  // Both blocks: rope_scaling wins (convert_rope_params_to_dict), rope_parameters is unused;
+  // the block's rope_theta wins over the top level's.
+  const auto both = parse(head + R"(, "rope_theta": 500000, "rope_scaling": {"rope_type": "linear",
+      "factor": 2, "rope_theta": 20000}, "rope_parameters": {"rope_type": "default"}})");
+  CHECK(both.rope_scheme().theta == 20000.0);
+  CHECK(both.unused_keys == std::vector<std::string>{"rope_parameters", "rope_theta"});
+  // A window on a family without one; Qwen2's window without use_sliding_window.
+  CHECK(parse(head + R"(, "sliding_window": 4096})").unused_keys ==
+        std::vector<std::string>{"sliding_window"});
+  CHECK(parse(head + R"(, "model_type": "mistral", "sliding_window": 4096})").unused_keys.empty());
+  CHECK(parse(head +
+              R"(, "model_type": "qwen2", "sliding_window": 4096, "use_sliding_window": false})")
+            .unused_keys == std::vector<std::string>{"sliding_window"});
+  // Inside text_config, with the wrapper's own decoy.
+  const auto wrapped = parse(R"({"model_type": "llama4", "rope_theta": 1, "text_config": {
+      "hidden_size": 256, "num_attention_heads": 4, "num_hidden_layers": 4,
+      "rope_parameters": {"rope_type": "default", "mscale": 1}}})");
+  CHECK(wrapped.unused_keys ==
+        std::vector<std::string>{"rope_theta", "text_config.rope_parameters.mscale"});
+  // Nested by layer type: a layer type no layer has is unused as a whole.
+  const auto nested = parse(
+      head + R"(, "model_type": "gemma3_text", "sliding_window": 8, "sliding_window_pattern": 2,
+      "rope_parameters": {"sliding_attention": {"rope_type": "default", "rope_theta": 10000, "x": 1},
+                          "full_attention": {"rope_type": "default", "rope_theta": 1000000},
+                          "chunked_attention": {"rope_type": "default"}}})");
+  CHECK(nested.unused_keys == std::vector<std::string>{"rope_parameters.chunked_attention",
+                                                       "rope_parameters.sliding_attention.x"});
+}
+
+TEST_CASE("what transformers warns about loads and is reported", "[config][models][unused]") {
+  const auto scout =
+      posemb::load_model_positions((models_dir / "syn-llama3-equal-freq-factors.json").string());
+  REQUIRE(scout.warnings.size() == 1);
+  CHECK_THAT(scout.warnings[0], Catch::Contains("rope_scaling.high_freq_factor = 1") &&
+                                    Catch::Contains("low_freq_factor = 1"));
+  CHECK(scout.unused_keys.empty());
 }

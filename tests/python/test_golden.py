@@ -95,7 +95,10 @@ def layer_checks(layer, cli, seq_len):
     assert attention.attention_chunk_size == cli["attention_chunk_size"]
     temperature = attention.query_temperature
     assert (None if temperature is None else
-            {"floor_scale": temperature.floor_scale, "attn_scale": temperature.attn_scale}) == cli["query_temperature"]
+            {"floor_scale": temperature.floor_scale, "attn_scale": temperature.attn_scale,
+             "position_offset": temperature.position_offset}) == cli["query_temperature"]
+    assert attention.logit_softcap == cli["logit_softcap"]
+    assert attention.attention_sinks == cli["attention_sinks"]
     if "relative_attention" in cli:
         buckets = layer.relative_bias
         assert {"num_buckets": buckets.num_buckets, "max_distance": buckets.max_distance,

@@ -179,6 +179,28 @@ TEST_CASE("Llama 3.1: kept, ramp and interpolated bands", "[scaled][llama3]") {
   CHECK(spec.attention_scale == 1.0);
 }
 
+// Llama-4-Scout-17B-16E-Instruct's block: low_freq_factor == high_freq_factor == 1, factor 16.
+// HF (_compute_llama3_parameters) warns and runs it: no ramp band, kept below L0, / 16 above.
+TEST_CASE("Llama 3.1 with equal frequency factors has no ramp band", "[scaled][llama3]") {
+  posemb::Llama3Params p;
+  p.factor = 16.0;
+  p.low_freq_factor = 1.0;
+  p.high_freq_factor = 1.0;
+  const RopeSpec spec = posemb::llama3_rope_spec(128, 500000.0, p);
+  const Eigen::VectorXd inv = posemb::default_inv_freq(128, 500000.0);
+  int kept = 0;
+  for (int i = 0; i < 64; ++i) {
+    const bool short_wave = 2 * pi / inv[i] < 8192.0;
+    CHECK(spec.inv_freq[i] == (short_wave ? inv[i] : inv[i] / 16.0));
+    CHECK(posemb::llama3_band(inv[i], p) != posemb::Llama3Band::Ramp);
+    kept += short_wave ? 1 : 0;
+  }
+  // wl_i < 8192 iff i < 64 ln(8192/2pi)/ln(5e5) = 34.98: 35 kept.
+  CHECK(kept == 35);
+  // A wavelength of exactly L0 (where HF's ramp would divide 0 by 0) is kept.
+  CHECK(posemb::llama3_band(2 * pi / 8192.0, p) == posemb::Llama3Band::Kept);
+}
+
 TEST_CASE("LongRoPE: switches to long_factor at seq_len > L0 exactly", "[scaled][longrope]") {
   const posemb::LongRopeParams p = longrope_params(8, 8.0, 4096);
   const Eigen::VectorXd inv = posemb::default_inv_freq(16, 1e4);
@@ -276,12 +298,10 @@ TEST_CASE("bad input throws posemb::Error with a clear message", "[scaled][error
   y.beta_fast = 0.5;
   CHECK_THROWS_WITH(posemb::yarn_rope_spec(32, 1e4, y), Contains("beta_fast"));
   posemb::Llama3Params l;
-  l.low_freq_factor = 4.0;
+  l.low_freq_factor = 5.0;
   l.high_freq_factor = 4.0;
   CHECK_THROWS_WITH(posemb::llama3_rope_spec(32, 1e4, l),
-                    Contains("low_freq_factor = 4") && Contains("high_freq_factor"));
-  l.low_freq_factor = 5.0;
-  CHECK_THROWS_AS(posemb::llama3_rope_spec(32, 1e4, l), posemb::Error);
+                    Contains("low_freq_factor = 5") && Contains("high_freq_factor"));
   posemb::LongRopeParams lr = longrope_params(16, 4.0, 4096);
   lr.long_factor.pop_back();
   CHECK_THROWS_WITH(posemb::longrope_rope_spec(32, 1e4, lr, 1),

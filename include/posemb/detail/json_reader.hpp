@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -16,11 +17,21 @@
 
 namespace posemb::detail {
 
+// The key paths a reader looked at ("rope_scaling.factor"): what the config reader used, so that
+// it can name the keys it did not (config/unused_keys.hpp).
+using KeyLog = std::set<std::string>;
+
 class JsonReader {
  public:
-  // path: the object's own key path ("" for the root, "rope_scaling." for a block).
-  JsonReader(const nlohmann::json& object, std::string path)
-      : object_(object), path_(std::move(path)) {}
+  // path: the object's own key path ("" for the root, "rope_scaling." for a block); log: where
+  // every key present that is looked up is recorded (nullptr: nowhere).
+  JsonReader(const nlohmann::json& object, std::string path, KeyLog* log = nullptr)
+      : object_(object), path_(std::move(path)), log_(log) {}
+
+  // A reader of a nested object that records into the same log.
+  JsonReader child(const nlohmann::json& object, std::string path) const {
+    return JsonReader(object, std::move(path), log_);
+  }
 
   const nlohmann::json& json() const { return object_; }
 
@@ -28,6 +39,7 @@ class JsonReader {
   const nlohmann::json* find(const std::string& key) const {
     const auto it = object_.find(key);
     if (it == object_.end() || it->is_null()) return nullptr;
+    if (log_ != nullptr) log_->insert(name(key));
     return &*it;
   }
   bool has(const std::string& key) const { return find(key) != nullptr; }
@@ -152,6 +164,7 @@ class JsonReader {
 
   const nlohmann::json& object_;
   std::string path_;
+  KeyLog* log_;
 };
 
 inline int to_int(const std::string& name, std::int64_t value) {

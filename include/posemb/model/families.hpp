@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 
+#include "posemb/model/layer_attention.hpp"
 #include "posemb/model/position_kind.hpp"
 #include "posemb/rotary/mrope_positions.hpp"
 #include "posemb/rotary/rope.hpp"
@@ -28,6 +29,12 @@ enum class LayerTypeRule {
   NopeSliding,      // sliding iff use_sliding_window and sliding_window and no_rope_layers[i] == 0
   ChunkedRope,      // chunked_attention for RoPE layers, full_attention for NoPE layers
   LinearInterval,   // linear_attention iff (i+1) % full_attention_interval != 0
+  AttentionTypes,   // GPT-Neo: attention_types [[["global", "local"], n], ...] expanded; local
+                    // layers sliding (default [[["global", "local"], 12]])
+  AttentionPeriod,  // Jamba: full_attention iff i % attn_layer_period == attn_layer_offset
+                    // (defaults 8, 4), else mamba
+  FullAttnIdxs,     // LFM2: full_attention iff i in full_attn_idxs (default every layer), else conv
+  CrossAttention,   // Mllama: cross_attention iff i in cross_attention_layers, else full
 };
 
 enum class WindowRule {
@@ -59,13 +66,39 @@ enum class RopeSplit {
 enum class PositionsRule {
   Fixed,          // the row's kind
   MptAttnConfig,  // attn_config.alibi (default true): ALiBi; else learned_pos_emb (default
-                  // true): learned; else RoPE (configuration_mpt.py, MptAttentionConfig)
+                  // true): learned; else RoPE (configuration_mpt.py, MptAttentionConfig); the
+                  // softmax scale attn_config.softmax_scale when set
+  PositionEmbeddingType,  // RoPE iff position_embedding_type == "rope", else none (Granite 4)
+};
+
+// Which layers scale q by a position-dependent temperature (layer_attention.hpp).
+enum class TemperatureRule {
+  None,
+  Llama4NopeLayers,      // NoPE layers, when attn_temperature_tuning (default true): floor_scale,
+                         // attn_scale, floor((p + 1) / F)
+  EveryLayerLlama4Beta,  // every layer, with the rope block's llama_4_scaling_beta: F = the
+                         // block's original_max_position_embeddings, floor(p / F) (Ministral 3)
+};
+
+// The configuration class's defaults for keys a transformers v5 config.json leaves out
+// (save_pretrained writes a diff against them); 0 / nullptr: the class has none.
+struct ClassDefaults {
+  int hidden_size;
+  int num_attention_heads;
+  int head_dim;  // 0: hidden_size / num_attention_heads
+  int sliding_window;
+  int attention_chunk_size;
+  int rotary_dim;        // the default of the row's rotary_dim key (GPT-J: 64)
+  double logit_softcap;  // attn_logit_softcapping (Gemma 2: 50)
+  int max_position_embeddings;
+  const char* rope_parameters;  // the class's default rope block, as JSON text
 };
 
 enum class NopeRule {
-  None,              // every layer has the family's positions
-  NonSlidingLayers,  // layers that are not sliding have none
-  NoRopeLayers,      // no_rope_layers[i] == 0 (1 = RoPE), default every no_rope_layer_interval-th
+  None,                    // every layer has the family's positions
+  NonSlidingLayers,        // layers that are not sliding have none
+  NonSlidingWhenWindowed,  // with a sliding_window, layers that are not sliding have none
+  NoRopeLayers,  // no_rope_layers[i] == 0 (1 = RoPE), default every no_rope_layer_interval-th
 };
 
 struct ModelFamily {
@@ -81,7 +114,7 @@ struct ModelFamily {
   SoftmaxRule softmax;
   RopeSplit split;
   NopeRule nope;
-  bool query_temperature;  // NoPE layers scale q (Llama 4 attn_temperature_tuning)
+  TemperatureRule temperature;
   PositionsRule positions_rule;
   // The key that gives rotary_dim directly when present (GPT-J, CodeGen: "rotary_dim"), or
   // nullptr: rotary_dim = int(head_dim * partial_rotary_factor).
@@ -91,9 +124,15 @@ struct ModelFamily {
   const char* interleave_key;
   // RelativeBias: every layer holds its own [buckets, heads] table (UMT5), not the stack's first.
   bool bias_table_per_layer;
+  bool attention_sinks;          // a learned logit per head in every softmax (gpt-oss)
+  BiasPlacement bias_placement;  // where ALiBi enters relative to the softmax scale
+  // use_bidirectional_attention (true, or "all") makes the window W // 2 + 1 (Gemma 3, Gemma 4:
+  // "due to fa we set exclusive bounds", configuration_gemma3.py)
+  bool bidirectional_window;
+  ClassDefaults defaults;
 };
 
-inline const std::array<ModelFamily, 40>& model_families() {
+inline const std::array<ModelFamily, 54>& model_families() {
   using P = Pairing;
   using K = PositionKind;
   using L = LayerTypeRule;
@@ -102,140 +141,70 @@ inline const std::array<ModelFamily, 40>& model_families() {
   using R = RopeSplit;
   using N = NopeRule;
   using PR = PositionsRule;
+  using T = TemperatureRule;
+  using B = BiasPlacement;
   constexpr P half = P::RotateHalf, inter = P::Interleaved;
-  // One row per family, one line per row.
+  // One row per family, one line per row. Columns: model_type, source, kind, pairing, partial,
+  // theta, layer types, pattern, window, softmax, split, nope, temperature, positions rule,
+  // rotary_dim key, interleave key, table per layer, sinks, ALiBi placement, bidirectional
+  // window, class defaults {hidden_size, heads, head_dim, window, chunk, rotary_dim, softcap,
+  // max_position_embeddings, rope block}.
   // clang-format off
-  static const std::array<ModelFamily, 40> table{{
-      // model_type     source                                          kind  pairing partial theta
-      // layer types      pattern window          softmax                 split          nope
-      // temperature positions rule  rotary_dim key  interleave key  table per layer
-      {"llama", "llama/configuration_llama.py, modeling_llama.py", K::Rope, half, 1.0, 1e4,
-       L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, false, PR::Fixed, nullptr,
-       nullptr, false},
-      {"mistral", "mistral/modeling_mistral.py (sliding_window on every layer)", K::Rope, half, 1.0,
-       1e4, L::AllFull, 0, W::EveryLayer, S::HeadDim, R::OneBlock, N::None, false, PR::Fixed,
-       nullptr, nullptr, false},
-      {"mixtral", "mixtral/modeling_mixtral.py (sliding_window on every layer)", K::Rope, half, 1.0,
-       1e4, L::AllFull, 0, W::EveryLayer, S::HeadDim, R::OneBlock, N::None, false, PR::Fixed,
-       nullptr, nullptr, false},
-      {"phi3", "phi3/modeling_phi3.py (sliding_window on every layer)", K::Rope, half, 1.0, 1e4,
-       L::AllFull, 0, W::EveryLayer, S::HeadDim, R::OneBlock, N::None, false, PR::Fixed, nullptr,
-       nullptr, false},
-      {"qwen2", "qwen2/configuration_qwen2.py (use_sliding_window, max_window_layers 28)", K::Rope,
-       half, 1.0, 1e4, L::MaxWindowLayers, 28, W::SlidingLayers, S::HeadDim, R::OneBlock, N::None,
-       false, PR::Fixed, nullptr, nullptr, false},
-      {"qwen3", "qwen3/configuration_qwen3.py (use_sliding_window, max_window_layers 28)", K::Rope,
-       half, 1.0, 1e4, L::MaxWindowLayers, 28, W::SlidingLayers, S::HeadDim, R::OneBlock, N::None,
-       false, PR::Fixed, nullptr, nullptr, false},
-      {"qwen3_next",
-       "qwen3_next/configuration_qwen3_next.py (full_attention_interval 4, partial 0.25)", K::Rope,
-       half, 0.25, 1e4, L::LinearInterval, 4, W::Never, S::HeadDim, R::OneBlock, N::None, false,
-       PR::Fixed, nullptr, nullptr, false},
-      {"gemma2", "gemma2/configuration_gemma2.py, modeling_gemma2.py (query_pre_attn_scalar)",
-       K::Rope, half, 1.0, 1e4, L::FixedPattern, 2, W::SlidingLayers, S::QueryPreAttnScalar,
-       R::OneBlock, N::None, false, PR::Fixed, nullptr, nullptr, false},
-      {"gemma3_text",
-       "gemma3/configuration_gemma3.py (sliding_window_pattern 6, rope_local_base_freq)", K::Rope,
-       half, 1.0, 1e6, L::SlidingPattern, 6, W::SlidingLayers, S::QueryPreAttnScalar, R::LocalBase,
-       N::None, false, PR::Fixed, nullptr, nullptr, false},
-      {"gemma4_text",
-       "gemma4/configuration_gemma4.py, modeling_gemma4.py (global_head_dim, proportional)",
-       K::Rope, half, 1.0, 1e6, L::FixedPattern, 6, W::SlidingLayers, S::One, R::Gemma4, N::None,
-       false, PR::Fixed, nullptr, nullptr, false},
-      {"olmo3", "olmo3/modular_olmo3.py (every 4th layer full, YaRN on full layers)", K::Rope, half,
-       1.0, 5e5, L::FixedPattern, 4, W::SlidingLayers, S::HeadDim, R::FullOnly, N::None, false,
-       PR::Fixed, nullptr, nullptr, false},
-      {"gpt_oss", "gpt_oss/configuration_gpt_oss.py (sliding and full alternate)", K::Rope, half,
-       1.0, 1e4, L::FixedPattern, 2, W::SlidingLayers, S::HeadDim, R::OneBlock, N::None, false,
-       PR::Fixed, nullptr, nullptr, false},
-      {"smollm3", "smollm3/configuration_smollm3.py (no_rope_layers, NoPE layers sliding)", K::Rope,
-       half, 1.0, 1e4, L::NopeSliding, 4, W::SlidingLayers, S::HeadDim, R::OneBlock,
-       N::NoRopeLayers, false, PR::Fixed, nullptr, nullptr, false},
-      {"llama4_text",
-       "llama4/configuration_llama4.py, modeling_llama4.py (interleaved, NoPE, chunks)", K::Rope,
-       inter, 1.0, 5e5, L::ChunkedRope, 4, W::Never, S::HeadDim, R::OneBlock, N::NoRopeLayers, true,
-       PR::Fixed, nullptr, nullptr, false},
-      {"cohere", "cohere/modeling_cohere.py (rotate_half on x[..., ::2], x[..., 1::2])", K::Rope,
-       inter, 1.0, 1e4, L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, false, PR::Fixed,
-       nullptr, nullptr, false},
-      {"cohere2",
-       "cohere2/configuration_cohere2.py, modeling_cohere2.py (RoPE on sliding layers only)",
-       K::Rope, inter, 1.0, 1e4, L::SlidingPattern, 4, W::SlidingLayers, S::HeadDim, R::OneBlock,
-       N::NonSlidingLayers, false, PR::Fixed, nullptr, nullptr, false},
-      {"glm", "glm/configuration_glm.py (partial_rotary_factor 0.5), modeling_glm.py", K::Rope,
-       inter, 0.5, 1e4, L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, false, PR::Fixed,
-       nullptr, nullptr, false},
-      {"glm4", "glm4/configuration_glm4.py (partial_rotary_factor 0.5), modeling_glm4.py", K::Rope,
-       inter, 0.5, 1e4, L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, false, PR::Fixed,
-       nullptr, nullptr, false},
-      {"ernie4_5", "ernie4_5/modeling_ernie4_5.py (repeat_interleave'd cos/sin)", K::Rope, inter,
-       1.0, 1e4, L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, false, PR::Fixed,
-       nullptr, nullptr, false},
-      {"ernie4_5_moe", "ernie4_5_moe/modeling_ernie4_5_moe.py (as ernie4_5)", K::Rope, inter, 1.0,
-       1e4, L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, false, PR::Fixed, nullptr,
-       nullptr, false},
-      {"deepseek_v2",
-       "deepseek_v2/modeling_deepseek_v2.py (complex multiply on adjacent pairs, MLA)", K::Rope,
-       inter, 1.0, 1e4, L::AllFull, 0, W::Never, S::DeepseekMscale, R::OneBlock, N::None, false,
-       PR::Fixed, nullptr, nullptr, false},
-      {"deepseek_v3",
-       "deepseek_v3/configuration_deepseek_v3.py (rope_interleave true), modeling_deepseek_v3.py",
-       K::Rope, inter, 1.0, 1e4, L::AllFull, 0, W::Never, S::DeepseekMscale, R::OneBlock, N::None,
-       false, PR::Fixed, nullptr, "rope_interleave", false},
-      {"gptj", "gptj/modeling_gptj.py (rotate_every_two, rotary_dim)", K::Rope, inter, 1.0, 1e4,
-       L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, false, PR::Fixed, "rotary_dim",
-       nullptr, false},
-      {"codegen", "codegen/modeling_codegen.py (rotate_every_two, rotary_dim)", K::Rope, inter, 1.0,
-       1e4, L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, false, PR::Fixed,
-       "rotary_dim", nullptr, false},
-      {"gpt_neox", "gpt_neox/configuration_gpt_neox.py (rotary_pct 0.25, rotary_emb_base)", K::Rope,
-       half, 0.25, 1e4, L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, false, PR::Fixed,
-       nullptr, nullptr, false},
-      {"phi", "phi/configuration_phi.py (partial_rotary_factor 0.5)", K::Rope, half, 0.5, 1e4,
-       L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, false, PR::Fixed, nullptr,
-       nullptr, false},
-      {"persimmon", "persimmon/configuration_persimmon.py (partial_rotary_factor 0.5)", K::Rope,
-       half, 0.5, 25000.0, L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, false,
-       PR::Fixed, nullptr, nullptr, false},
-      {"stablelm", "stablelm/configuration_stablelm.py (partial_rotary_factor 0.25)", K::Rope, half,
-       0.25, 1e4, L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, false, PR::Fixed,
-       nullptr, nullptr, false},
-      {"granite", "granite/modeling_granite.py (scaling = attention_multiplier)", K::Rope, half,
-       1.0, 1e4, L::AllFull, 0, W::Never, S::AttentionMultiplier, R::OneBlock, N::None, false,
-       PR::Fixed, nullptr, nullptr, false},
-      {"gpt2", "gpt2/modeling_gpt2.py (wpe, scale_attn_by_inverse_layer_idx)", K::Learned, half,
-       1.0, 1e4, L::AllFull, 0, W::Never, S::Gpt2, R::OneBlock, N::None, false, PR::Fixed, nullptr,
-       nullptr, false},
-      {"gpt_bigcode", "gpt_bigcode/modeling_gpt_bigcode.py (wpe)", K::Learned, half, 1.0, 1e4,
-       L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, false, PR::Fixed, nullptr,
-       nullptr, false},
-      {"gpt_neo", "gpt_neo/modeling_gpt_neo.py (wpe)", K::Learned, half, 1.0, 1e4, L::AllFull, 0,
-       W::Never, S::HeadDim, R::OneBlock, N::None, false, PR::Fixed, nullptr, nullptr, false},
-      {"opt", "opt/modeling_opt.py (learned positions)", K::Learned, half, 1.0, 1e4, L::AllFull, 0,
-       W::Never, S::HeadDim, R::OneBlock, N::None, false, PR::Fixed, nullptr, nullptr, false},
-      {"bloom", "bloom/modeling_bloom.py (build_alibi_tensor)", K::Alibi, half, 1.0, 1e4,
-       L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, false, PR::Fixed, nullptr,
-       nullptr, false},
-      {"xglm", "xglm/modeling_xglm.py (sinusoidal positions)", K::Sinusoidal, half, 1.0, 1e4,
-       L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, false, PR::Fixed, nullptr,
-       nullptr, false},
-      {"m2m_100", "m2m_100/modeling_m2m_100.py (sinusoidal positions)", K::Sinusoidal, half, 1.0,
-       1e4, L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, false, PR::Fixed, nullptr,
-       nullptr, false},
-      {"mpt",
-       "mpt/configuration_mpt.py (attn_config.alibi default true, learned_pos_emb default true)",
-       K::Alibi, half, 1.0, 1e4, L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, false,
-       PR::MptAttnConfig, nullptr, nullptr, false},
-      {"t5",
-       "t5/configuration_t5.py, modeling_t5.py (relative_attention_bias in block 0, no 1/sqrt(d))",
-       K::RelativeBias, half, 1.0, 1e4, L::AllFull, 0, W::Never, S::Unscaled, R::OneBlock, N::None,
-       false, PR::Fixed, nullptr, nullptr, false},
-      {"mt5", "mt5/configuration_mt5.py, modeling_mt5.py (as t5)", K::RelativeBias, half, 1.0, 1e4,
-       L::AllFull, 0, W::Never, S::Unscaled, R::OneBlock, N::None, false, PR::Fixed, nullptr,
-       nullptr, false},
-      {"umt5", "umt5/modeling_umt5.py (UMT5Attention: a relative_attention_bias in every layer)",
-       K::RelativeBias, half, 1.0, 1e4, L::AllFull, 0, W::Never, S::Unscaled, R::OneBlock, N::None,
-       false, PR::Fixed, nullptr, nullptr, true},
+  static const std::array<ModelFamily, 54> table{{
+      {"llama", "llama/configuration_llama.py, modeling_llama.py", K::Rope, half, 1.0, 1e4, L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, T::None, PR::Fixed, nullptr, nullptr, false, false, B::AfterScale, false, {}},
+      {"mistral", "mistral/modeling_mistral.py (sliding_window on every layer)", K::Rope, half, 1.0, 1e4, L::AllFull, 0, W::EveryLayer, S::HeadDim, R::OneBlock, N::None, T::None, PR::Fixed, nullptr, nullptr, false, false, B::AfterScale, false, {}},
+      {"mixtral", "mixtral/modeling_mixtral.py (sliding_window on every layer)", K::Rope, half, 1.0, 1e4, L::AllFull, 0, W::EveryLayer, S::HeadDim, R::OneBlock, N::None, T::None, PR::Fixed, nullptr, nullptr, false, false, B::AfterScale, false, {}},
+      {"phi3", "phi3/modeling_phi3.py (sliding_window on every layer)", K::Rope, half, 1.0, 1e4, L::AllFull, 0, W::EveryLayer, S::HeadDim, R::OneBlock, N::None, T::None, PR::Fixed, nullptr, nullptr, false, false, B::AfterScale, false, {}},
+      {"qwen2", "qwen2/configuration_qwen2.py (use_sliding_window, max_window_layers 28)", K::Rope, half, 1.0, 1e4, L::MaxWindowLayers, 28, W::SlidingLayers, S::HeadDim, R::OneBlock, N::None, T::None, PR::Fixed, nullptr, nullptr, false, false, B::AfterScale, false, {}},
+      {"qwen3", "qwen3/configuration_qwen3.py (use_sliding_window, max_window_layers 28)", K::Rope, half, 1.0, 1e4, L::MaxWindowLayers, 28, W::SlidingLayers, S::HeadDim, R::OneBlock, N::None, T::None, PR::Fixed, nullptr, nullptr, false, false, B::AfterScale, false, {}},
+      {"qwen3_next", "qwen3_next/configuration_qwen3_next.py (head_dim 256, full_attention_interval 4, partial 0.25)", K::Rope, half, 0.25, 1e4, L::LinearInterval, 4, W::Never, S::HeadDim, R::OneBlock, N::None, T::None, PR::Fixed, nullptr, nullptr, false, false, B::AfterScale, false, {2048, 16, 256, 0, 0, 0, 0.0, 32768, nullptr}},
+      {"gemma2", "gemma2/configuration_gemma2.py (attn_logit_softcapping 50, sliding_window 4096), modeling_gemma2.py", K::Rope, half, 1.0, 1e4, L::FixedPattern, 2, W::SlidingLayers, S::QueryPreAttnScalar, R::OneBlock, N::None, T::None, PR::Fixed, nullptr, nullptr, false, false, B::AfterScale, false, {2304, 8, 256, 4096, 0, 0, 50.0, 8192, nullptr}},
+      {"gemma3_text", "gemma3/configuration_gemma3.py (sliding_window_pattern 6, rope_local_base_freq, sliding_window 4096)", K::Rope, half, 1.0, 1e6, L::SlidingPattern, 6, W::SlidingLayers, S::QueryPreAttnScalar, R::LocalBase, N::None, T::None, PR::Fixed, nullptr, nullptr, false, false, B::AfterScale, true, {2304, 8, 256, 4096, 0, 0, 0.0, 0, nullptr}},
+      {"gemma4_text", "gemma4/configuration_gemma4.py, modeling_gemma4.py (global_head_dim 512, proportional, sliding_window 512)", K::Rope, half, 1.0, 1e6, L::FixedPattern, 6, W::SlidingLayers, S::One, R::Gemma4, N::None, T::None, PR::Fixed, nullptr, nullptr, false, false, B::AfterScale, true, {2304, 8, 256, 512, 0, 0, 0.0, 131072, nullptr}},
+      {"olmo3", "olmo3/modular_olmo3.py (every 4th layer full, YaRN on full layers)", K::Rope, half, 1.0, 5e5, L::FixedPattern, 4, W::SlidingLayers, S::HeadDim, R::FullOnly, N::None, T::None, PR::Fixed, nullptr, nullptr, false, false, B::AfterScale, false, {}},
+      {"gpt_oss", "gpt_oss/configuration_gpt_oss.py (default_theta 150000, head_dim 64, YaRN block, sliding_window 128), modeling_gpt_oss.py (sinks)", K::Rope, half, 1.0, 150000.0, L::FixedPattern, 2, W::SlidingLayers, S::HeadDim, R::OneBlock, N::None, T::None, PR::Fixed, nullptr, nullptr, false, true, B::AfterScale, false, {2880, 64, 64, 128, 0, 0, 0.0, 131072, R"({"rope_type": "yarn", "factor": 32.0, "beta_fast": 32.0, "beta_slow": 1.0, "truncate": false, "original_max_position_embeddings": 4096})"}},
+      {"smollm3", "smollm3/configuration_smollm3.py (default_theta 2000000, no_rope_layers, NoPE layers sliding)", K::Rope, half, 1.0, 2e6, L::NopeSliding, 4, W::SlidingLayers, S::HeadDim, R::OneBlock, N::NoRopeLayers, T::None, PR::Fixed, nullptr, nullptr, false, false, B::AfterScale, false, {2048, 16, 0, 0, 0, 0, 0.0, 32768, nullptr}},
+      {"llama4_text", "llama4/configuration_llama4.py (head_dim 128, attention_chunk_size 8192, attn_temperature_tuning true), modeling_llama4.py (interleaved, NoPE)", K::Rope, inter, 1.0, 5e5, L::ChunkedRope, 4, W::Never, S::HeadDim, R::OneBlock, N::NoRopeLayers, T::Llama4NopeLayers, PR::Fixed, nullptr, nullptr, false, false, B::AfterScale, false, {5120, 40, 128, 0, 8192, 0, 0.0, 131072, nullptr}},
+      {"cohere", "cohere/modeling_cohere.py (rotate_half on x[..., ::2], x[..., 1::2])", K::Rope, inter, 1.0, 1e4, L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, T::None, PR::Fixed, nullptr, nullptr, false, false, B::AfterScale, false, {}},
+      {"cohere2", "cohere2/configuration_cohere2.py, modeling_cohere2.py (RoPE on sliding layers only)", K::Rope, inter, 1.0, 1e4, L::SlidingPattern, 4, W::SlidingLayers, S::HeadDim, R::OneBlock, N::NonSlidingLayers, T::None, PR::Fixed, nullptr, nullptr, false, false, B::AfterScale, false, {}},
+      {"glm", "glm/configuration_glm.py (partial_rotary_factor 0.5), modeling_glm.py", K::Rope, inter, 0.5, 1e4, L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, T::None, PR::Fixed, nullptr, nullptr, false, false, B::AfterScale, false, {}},
+      {"glm4", "glm4/configuration_glm4.py (partial_rotary_factor 0.5), modeling_glm4.py", K::Rope, inter, 0.5, 1e4, L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, T::None, PR::Fixed, nullptr, nullptr, false, false, B::AfterScale, false, {}},
+      {"ernie4_5", "ernie4_5/configuration_ernie4_5.py (default_theta 500000, head_dim 128), modeling_ernie4_5.py (repeat_interleave'd cos/sin)", K::Rope, inter, 1.0, 5e5, L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, T::None, PR::Fixed, nullptr, nullptr, false, false, B::AfterScale, false, {1024, 16, 128, 0, 0, 0, 0.0, 131072, nullptr}},
+      {"ernie4_5_moe", "ernie4_5_moe/modeling_ernie4_5_moe.py (as ernie4_5)", K::Rope, inter, 1.0, 5e5, L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, T::None, PR::Fixed, nullptr, nullptr, false, false, B::AfterScale, false, {0, 0, 128, 0, 0, 0, 0.0, 0, nullptr}},
+      {"deepseek_v2", "deepseek_v2/modeling_deepseek_v2.py (complex multiply on adjacent pairs, MLA)", K::Rope, inter, 1.0, 1e4, L::AllFull, 0, W::Never, S::DeepseekMscale, R::OneBlock, N::None, T::None, PR::Fixed, nullptr, nullptr, false, false, B::AfterScale, false, {}},
+      {"deepseek_v3", "deepseek_v3/configuration_deepseek_v3.py (rope_interleave true), modeling_deepseek_v3.py", K::Rope, inter, 1.0, 1e4, L::AllFull, 0, W::Never, S::DeepseekMscale, R::OneBlock, N::None, T::None, PR::Fixed, nullptr, "rope_interleave", false, false, B::AfterScale, false, {}},
+      {"gptj", "gptj/configuration_gptj.py (rotary_dim 64, n_embd 4096, n_head 16), modeling_gptj.py (rotate_every_two)", K::Rope, inter, 1.0, 1e4, L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, T::None, PR::Fixed, "rotary_dim", nullptr, false, false, B::AfterScale, false, {4096, 16, 0, 0, 0, 64, 0.0, 2048, nullptr}},
+      {"codegen", "codegen/modeling_codegen.py (rotate_every_two, rotary_dim)", K::Rope, inter, 1.0, 1e4, L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, T::None, PR::Fixed, "rotary_dim", nullptr, false, false, B::AfterScale, false, {}},
+      {"gpt_neox", "gpt_neox/configuration_gpt_neox.py (rotary_pct 0.25, rotary_emb_base)", K::Rope, half, 0.25, 1e4, L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, T::None, PR::Fixed, nullptr, nullptr, false, false, B::AfterScale, false, {}},
+      {"phi", "phi/configuration_phi.py (partial_rotary_factor 0.5)", K::Rope, half, 0.5, 1e4, L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, T::None, PR::Fixed, nullptr, nullptr, false, false, B::AfterScale, false, {}},
+      {"persimmon", "persimmon/configuration_persimmon.py (v5: no default_theta, so 1e4; partial_rotary_factor 0.5)", K::Rope, half, 0.5, 1e4, L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, T::None, PR::Fixed, nullptr, nullptr, false, false, B::AfterScale, false, {4096, 64, 0, 0, 0, 0, 0.0, 16384, nullptr}},
+      {"stablelm", "stablelm/configuration_stablelm.py (partial_rotary_factor 0.25)", K::Rope, half, 0.25, 1e4, L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, T::None, PR::Fixed, nullptr, nullptr, false, false, B::AfterScale, false, {}},
+      {"granite", "granite/modeling_granite.py (scaling = attention_multiplier)", K::Rope, half, 1.0, 1e4, L::AllFull, 0, W::Never, S::AttentionMultiplier, R::OneBlock, N::None, T::None, PR::Fixed, nullptr, nullptr, false, false, B::AfterScale, false, {}},
+      {"gpt2", "gpt2/modeling_gpt2.py (wpe, scale_attn_by_inverse_layer_idx)", K::Learned, half, 1.0, 1e4, L::AllFull, 0, W::Never, S::Gpt2, R::OneBlock, N::None, T::None, PR::Fixed, nullptr, nullptr, false, false, B::AfterScale, false, {}},
+      {"gpt_bigcode", "gpt_bigcode/modeling_gpt_bigcode.py (wpe)", K::Learned, half, 1.0, 1e4, L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, T::None, PR::Fixed, nullptr, nullptr, false, false, B::AfterScale, false, {}},
+      {"gpt_neo", "gpt_neo/configuration_gpt_neo.py (attention_types, window_size 256), modeling_gpt_neo.py (wpe, unscaled scores)", K::Learned, half, 1.0, 1e4, L::AttentionTypes, 0, W::SlidingLayers, S::Unscaled, R::OneBlock, N::None, T::None, PR::Fixed, nullptr, nullptr, false, false, B::AfterScale, false, {2048, 16, 0, 256, 0, 0, 0.0, 2048, nullptr}},
+      {"opt", "opt/modeling_opt.py (learned positions)", K::Learned, half, 1.0, 1e4, L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, T::None, PR::Fixed, nullptr, nullptr, false, false, B::AfterScale, false, {}},
+      {"bloom", "bloom/modeling_bloom.py (build_alibi_tensor)", K::Alibi, half, 1.0, 1e4, L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, T::None, PR::Fixed, nullptr, nullptr, false, false, B::AfterScale, false, {}},
+      {"xglm", "xglm/modeling_xglm.py (sinusoidal positions)", K::Sinusoidal, half, 1.0, 1e4, L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, T::None, PR::Fixed, nullptr, nullptr, false, false, B::AfterScale, false, {}},
+      {"m2m_100", "m2m_100/modeling_m2m_100.py (sinusoidal positions)", K::Sinusoidal, half, 1.0, 1e4, L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, T::None, PR::Fixed, nullptr, nullptr, false, false, B::AfterScale, false, {}},
+      {"mpt", "mpt/configuration_mpt.py (attn_config.alibi default true, learned_pos_emb default true)", K::Alibi, half, 1.0, 1e4, L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, T::None, PR::MptAttnConfig, nullptr, nullptr, false, false, B::AfterScale, false, {}},
+      {"t5", "t5/configuration_t5.py, modeling_t5.py (relative_attention_bias in block 0, no 1/sqrt(d))", K::RelativeBias, half, 1.0, 1e4, L::AllFull, 0, W::Never, S::Unscaled, R::OneBlock, N::None, T::None, PR::Fixed, nullptr, nullptr, false, false, B::AfterScale, false, {}},
+      {"mt5", "mt5/configuration_mt5.py, modeling_mt5.py (as t5)", K::RelativeBias, half, 1.0, 1e4, L::AllFull, 0, W::Never, S::Unscaled, R::OneBlock, N::None, T::None, PR::Fixed, nullptr, nullptr, false, false, B::AfterScale, false, {}},
+      {"umt5", "umt5/modeling_umt5.py (UMT5Attention: a relative_attention_bias in every layer)", K::RelativeBias, half, 1.0, 1e4, L::AllFull, 0, W::Never, S::Unscaled, R::OneBlock, N::None, T::None, PR::Fixed, nullptr, nullptr, true, false, B::AfterScale, false, {}},
+      {"gemma3n_text", "gemma3n/configuration_gemma3n.py (full every 5th layer, default_theta {1e6, local 1e4}, sliding_window 512), modeling_gemma3n.py (scaling 1)", K::Rope, half, 1.0, 1e6, L::FixedPattern, 5, W::SlidingLayers, S::One, R::LocalBase, N::None, T::None, PR::Fixed, nullptr, nullptr, false, false, B::AfterScale, false, {2048, 8, 256, 512, 0, 0, 0.0, 32768, nullptr}},
+      {"exaone4", "exaone4/configuration_exaone4.py (sliding_window 4096, pattern 4), modeling_exaone4.py (RoPE on sliding layers when windowed)", K::Rope, half, 1.0, 1e4, L::SlidingPattern, 4, W::SlidingLayers, S::HeadDim, R::OneBlock, N::NonSlidingWhenWindowed, T::None, PR::Fixed, nullptr, nullptr, false, false, B::AfterScale, false, {4096, 32, 0, 4096, 0, 0, 0.0, 2048, nullptr}},
+      {"ministral3", "ministral3/configuration_ministral3.py (head_dim 128, YaRN block with llama_4_scaling_beta), modeling_ministral3.py", K::Rope, half, 1.0, 1e6, L::AllFull, 0, W::EveryLayer, S::HeadDim, R::OneBlock, N::None, T::EveryLayerLlama4Beta, PR::Fixed, nullptr, nullptr, false, false, B::AfterScale, false, {4096, 32, 128, 0, 0, 0, 0.0, 262144, R"({"type": "yarn", "rope_theta": 1000000.0, "factor": 16.0, "original_max_position_embeddings": 16384, "beta_fast": 32.0, "beta_slow": 1.0, "mscale_all_dim": 1.0, "mscale": 1.0, "llama_4_scaling_beta": 0.1})"}},
+      {"helium", "helium/configuration_helium.py (default_theta 100000, head_dim 128), modeling_helium.py (rotate_half on x[..., 0::2], x[..., 1::2])", K::Rope, inter, 1.0, 1e5, L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, T::None, PR::Fixed, nullptr, nullptr, false, false, B::AfterScale, false, {2560, 20, 128, 0, 0, 0, 0.0, 4096, nullptr}},
+      {"glm4_moe", "glm4_moe/modular_glm4_moe.py (head_dim 128, partial 0.5; gpt_neox's rotate-half apply_rotary_pos_emb)", K::Rope, half, 0.5, 1e4, L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, T::None, PR::Fixed, nullptr, nullptr, false, false, B::AfterScale, false, {4096, 96, 128, 0, 0, 0, 0.0, 0, nullptr}},
+      {"starcoder2", "starcoder2/modeling_starcoder2.py (sliding_window on every layer)", K::Rope, half, 1.0, 1e4, L::AllFull, 0, W::EveryLayer, S::HeadDim, R::OneBlock, N::None, T::None, PR::Fixed, nullptr, nullptr, false, false, B::AfterScale, false, {}},
+      {"phimoe", "phimoe/modeling_phimoe.py (sliding_window on every layer)", K::Rope, half, 1.0, 1e6, L::AllFull, 0, W::EveryLayer, S::HeadDim, R::OneBlock, N::None, T::None, PR::Fixed, nullptr, nullptr, false, false, B::AfterScale, false, {}},
+      {"lfm2", "lfm2/configuration_lfm2.py (default_theta 1e6, conv / full_attention layers)", K::Rope, half, 1.0, 1e6, L::FullAttnIdxs, 0, W::Never, S::HeadDim, R::OneBlock, N::None, T::None, PR::Fixed, nullptr, nullptr, false, false, B::AfterScale, false, {2560, 32, 0, 0, 0, 0, 0.0, 128000, nullptr}},
+      {"jamba", "jamba/configuration_jamba.py (attn_layer_period 8, offset 4), modeling_jamba.py (JambaAttention without RoPE)", K::None, half, 1.0, 1e4, L::AttentionPeriod, 0, W::Never, S::HeadDim, R::OneBlock, N::None, T::None, PR::Fixed, nullptr, nullptr, false, false, B::AfterScale, false, {4096, 32, 0, 0, 0, 0, 0.0, 0, nullptr}},
+      {"granitemoehybrid", "granitemoehybrid/modeling_granitemoehybrid.py (mamba layers; RoPE iff position_embedding_type rope)", K::Rope, half, 1.0, 1e4, L::AllFull, 0, W::Never, S::AttentionMultiplier, R::OneBlock, N::None, T::None, PR::PositionEmbeddingType, nullptr, nullptr, false, false, B::AfterScale, false, {}},
+      {"minimax", "minimax/modeling_minimax.py (linear_attention layers)", K::Rope, half, 1.0, 1e4, L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, T::None, PR::Fixed, nullptr, nullptr, false, false, B::AfterScale, false, {}},
+      {"mllama_text_model", "mllama/configuration_mllama.py (cross_attention_layers), modeling_mllama.py (cross-attention without RoPE)", K::Rope, half, 1.0, 5e5, L::CrossAttention, 0, W::Never, S::HeadDim, R::OneBlock, N::None, T::None, PR::Fixed, nullptr, nullptr, false, false, B::AfterScale, false, {}},
+      {"kimi_k2", "deepseek_v3/modeling_deepseek_v3.py (Kimi K2 ships DeepseekV3ForCausalLM)", K::Rope, inter, 1.0, 1e4, L::AllFull, 0, W::Never, S::DeepseekMscale, R::OneBlock, N::None, T::None, PR::Fixed, nullptr, "rope_interleave", false, false, B::AfterScale, false, {}},
+      {"falcon", "falcon/modeling_falcon.py (alibi: (scores + alibi) * inv_norm_factor)", K::Rope, half, 1.0, 1e4, L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, T::None, PR::Fixed, nullptr, nullptr, false, false, B::BeforeScale, false, {}},
   }};
   // clang-format on
   return table;
@@ -268,35 +237,26 @@ struct MultimodalFamily {
   VisionTower vision;
 };
 
-inline const std::array<MultimodalFamily, 11>& multimodal_families() {
+inline const std::array<MultimodalFamily, 13>& multimodal_families() {
   using V = VisionTower;
   using M = MropeFamily;
   // One row per family, one line per row.
   // clang-format off
-  static const std::array<MultimodalFamily, 11> table{{
-      // model_type   source                                                        text model_type
-      // M-RoPE index  vision tower
-      {"mistral3", "mistral3/configuration_mistral3.py (text_config: mistral)", "mistral",
-       std::nullopt, V::None},
-      {"gemma3", "gemma3/configuration_gemma3.py (text_config: gemma3_text)", "gemma3_text",
-       std::nullopt, V::None},
-      {"gemma4", "gemma4/configuration_gemma4.py (text_config: gemma4_text)", "gemma4_text",
-       std::nullopt, V::None},
-      {"llama4", "llama4/configuration_llama4.py (text_config: llama4_text)", "llama4_text",
-       std::nullopt, V::None},
-      {"qwen2_vl", "qwen2_vl/modeling_qwen2_vl.py (get_rope_index, VisionRotaryEmbedding)", "",
-       M::Qwen2VL, V::QwenMerge},
-      {"qwen2_5_vl", "qwen2_5_vl/modeling_qwen2_5_vl.py (get_rope_index with tokens_per_second)",
-       "", M::Qwen25VL, V::QwenMerge},
-      {"qwen3_vl", "qwen3_vl/modeling_qwen3_vl.py (get_rope_index, interleaved M-RoPE)", "",
-       M::Qwen3VL, V::QwenMerge},
-      {"qwen3_vl_moe", "qwen3_vl_moe/modeling_qwen3_vl_moe.py (as qwen3_vl)", "", M::Qwen3VL,
-       V::QwenMerge},
+  static const std::array<MultimodalFamily, 13> table{{
+      // model_type   source                                                        text model_type  M-RoPE index  vision tower
+      {"mistral3", "mistral3/configuration_mistral3.py (text_config: mistral)", "mistral", std::nullopt, V::None},
+      {"gemma3", "gemma3/configuration_gemma3.py (text_config: gemma3_text)", "gemma3_text", std::nullopt, V::None},
+      {"gemma4", "gemma4/configuration_gemma4.py (text_config: gemma4_text)", "gemma4_text", std::nullopt, V::None},
+      {"llama4", "llama4/configuration_llama4.py (text_config: llama4_text)", "llama4_text", std::nullopt, V::None},
+      {"gemma3n", "gemma3n/configuration_gemma3n.py (text_config: gemma3n_text)", "gemma3n_text", std::nullopt, V::None},
+      {"mllama", "mllama/configuration_mllama.py (text_config: mllama_text_model)", "mllama_text_model", std::nullopt, V::None},
+      {"qwen2_vl", "qwen2_vl/modeling_qwen2_vl.py (get_rope_index, VisionRotaryEmbedding)", "", M::Qwen2VL, V::QwenMerge},
+      {"qwen2_5_vl", "qwen2_5_vl/modeling_qwen2_5_vl.py (get_rope_index with tokens_per_second)", "", M::Qwen25VL, V::QwenMerge},
+      {"qwen3_vl", "qwen3_vl/modeling_qwen3_vl.py (get_rope_index, interleaved M-RoPE)", "", M::Qwen3VL, V::QwenMerge},
+      {"qwen3_vl_moe", "qwen3_vl_moe/modeling_qwen3_vl_moe.py (as qwen3_vl)", "", M::Qwen3VL, V::QwenMerge},
       {"qwen3_5", "qwen3_5/modeling_qwen3_5.py (as qwen3_vl)", "", M::Qwen3VL, V::QwenMerge},
-      {"qwen3_5_moe", "qwen3_5_moe/modeling_qwen3_5_moe.py (as qwen3_vl)", "", M::Qwen3VL,
-       V::QwenMerge},
-      {"pixtral", "pixtral/modeling_pixtral.py (PixtralRotaryEmbedding)", "", std::nullopt,
-       V::Pixtral},
+      {"qwen3_5_moe", "qwen3_5_moe/modeling_qwen3_5_moe.py (as qwen3_vl)", "", M::Qwen3VL, V::QwenMerge},
+      {"pixtral", "pixtral/modeling_pixtral.py (PixtralRotaryEmbedding)", "", std::nullopt, V::Pixtral},
   }};
   // clang-format on
   return table;

@@ -27,10 +27,13 @@
 
 namespace posemb {
 
-// The attention types of HuggingFace's `layer_types`.
+// The layer types of HuggingFace's `layer_types`: attention types, and the layers of hybrid
+// models that have no positions (mamba: Jamba, Granite 4; conv: LFM2; cross_attention: Mllama's
+// layers attending to the image without RoPE).
 inline const std::vector<std::string>& known_layer_types() {
-  static const std::vector<std::string> types = {"full_attention", "sliding_attention",
-                                                 "chunked_attention", "linear_attention"};
+  static const std::vector<std::string> types = {
+      "full_attention", "sliding_attention", "chunked_attention", "linear_attention", "mamba",
+      "conv",           "cross_attention"};
   return types;
 }
 
@@ -57,8 +60,11 @@ struct LayerPositions {
   std::optional<T5Buckets> relative_bias;
   int relative_bias_table_layer = 0;
 
-  // Linear-attention layers (Qwen3-Next's gated DeltaNet) have no softmax over q·kᵀ.
-  bool softmax_attention() const { return layer_type != "linear_attention"; }
+  // Linear-attention (Qwen3-Next's gated DeltaNet, MiniMax), mamba and conv layers have no
+  // softmax over q·kᵀ.
+  bool softmax_attention() const {
+    return layer_type != "linear_attention" && layer_type != "mamba" && layer_type != "conv";
+  }
 
   // The layer's RoPE spec at seq_len; throws unless kind == Rope.
   RopeSpec rope_spec(std::optional<std::int64_t> seq_len = std::nullopt) const {
@@ -68,7 +74,8 @@ struct LayerPositions {
 };
 
 inline bool operator==(const QueryTemperature& a, const QueryTemperature& b) {
-  return a.floor_scale == b.floor_scale && a.attn_scale == b.attn_scale;
+  return a.floor_scale == b.floor_scale && a.attn_scale == b.attn_scale &&
+         a.position_offset == b.position_offset;
 }
 
 // True when two layers do the same (everything but the index).
@@ -78,7 +85,10 @@ inline bool same_positions(const LayerPositions& a, const LayerPositions& b) {
          a.attention.softmax_scale == b.attention.softmax_scale &&
          a.attention.sliding_window == b.attention.sliding_window &&
          a.attention.attention_chunk_size == b.attention.attention_chunk_size &&
-         a.attention.query_temperature == b.attention.query_temperature && a.stack == b.stack &&
+         a.attention.query_temperature == b.attention.query_temperature &&
+         a.attention.logit_softcap == b.attention.logit_softcap &&
+         a.attention.attention_sinks == b.attention.attention_sinks &&
+         a.attention.bias_placement == b.attention.bias_placement && a.stack == b.stack &&
          a.relative_bias.has_value() == b.relative_bias.has_value() &&
          (!a.relative_bias || (a.relative_bias->num_buckets == b.relative_bias->num_buckets &&
                                a.relative_bias->max_distance == b.relative_bias->max_distance &&
@@ -109,6 +119,12 @@ struct ModelPositions {
   // (vision_rope.hpp).
   std::optional<MropeIndexRules> mrope_index;
   std::optional<VisionRope> vision;
+  // Keys of the rope blocks and position-related top-level keys the reader did not use, as key
+  // paths ("rope_scaling.beta_fast"), sorted; `posemb inspect` lists them, --strict refuses them.
+  std::vector<std::string> unused_keys;
+  // What transformers would log a warning about while loading the same config (one sentence
+  // each), e.g. a llama3 block with low_freq_factor == high_freq_factor.
+  std::vector<std::string> warnings;
 
   // Layer i; throws naming `layer` when out of range.
   const LayerPositions& layer(std::int64_t i) const {

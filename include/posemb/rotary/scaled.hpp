@@ -231,7 +231,8 @@ inline RopeSpec yarn_rope_spec(RotaryDims dims, double base, const YarnParams& p
 //   wl_i > low_wl:   inv_i / s (interpolated)
 //   otherwise:       t = (L0 / wl_i - low_freq_factor) / (high_freq_factor - low_freq_factor),
 //                    inv_i' = (1 - t) inv_i / s + t inv_i   (continuous at both edges)
-// Attention factor 1.
+// Attention factor 1. low_freq_factor == high_freq_factor leaves no band between (HF warns and
+// runs it: Llama-4-Scout-17B-16E-Instruct has both 1); a wavelength of exactly L0 / 1 is kept.
 struct Llama3Params {  // defaults: Llama 3.1's values
   double factor = 8.0;
   double low_freq_factor = 1.0;
@@ -247,6 +248,7 @@ inline Llama3Band llama3_band(double inv_i, const Llama3Params& params) {
   const double L0 = static_cast<double>(params.original_max_position_embeddings);
   if (wavelength < L0 / params.high_freq_factor) return Llama3Band::Kept;
   if (wavelength > L0 / params.low_freq_factor) return Llama3Band::Interpolated;
+  if (params.high_freq_factor == params.low_freq_factor) return Llama3Band::Kept;
   return Llama3Band::Ramp;
 }
 
@@ -255,9 +257,9 @@ inline void validate_llama3_params(const Llama3Params& params) {
   require_positive_finite("factor", params.factor);
   require_positive_finite("low_freq_factor", params.low_freq_factor);
   require_positive_finite("high_freq_factor", params.high_freq_factor);
-  if (!(params.low_freq_factor < params.high_freq_factor)) {
+  if (!(params.low_freq_factor <= params.high_freq_factor)) {
     fail("low_freq_factor", params.low_freq_factor,
-         "expected < high_freq_factor = " + std::to_string(params.high_freq_factor));
+         "expected <= high_freq_factor = " + std::to_string(params.high_freq_factor));
   }
   require_context_length("original_max_position_embeddings",
                          params.original_max_position_embeddings);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -17,11 +18,15 @@
 
 namespace posemb::detail {
 
-// num_attention_heads (GPT-2: n_head), num_key_value_heads (Falcon: multi_query means 1) and
-// max_position_embeddings (GPT-2: n_positions) into the model.
-inline void read_heads(const JsonReader& root, ModelPositions& model) {
-  const auto heads = root.first_of({"num_attention_heads", "n_head", "n_heads", "num_heads"},
-                                   [&](const std::string& key) { return root.integer(key); });
+// num_attention_heads (GPT-2: n_head; else the family's class default), num_key_value_heads
+// (Falcon: multi_query means 1) and max_position_embeddings (GPT-2: n_positions; else the
+// family's class default) into the model.
+inline void read_heads(const JsonReader& root, const ModelFamily& family, ModelPositions& model) {
+  auto heads = root.first_of({"num_attention_heads", "n_head", "n_heads", "num_heads"},
+                             [&](const std::string& key) { return root.integer(key); });
+  if (!heads && family.defaults.num_attention_heads > 0) {
+    heads = family.defaults.num_attention_heads;
+  }
   if (!heads) {
     root.missing("num_attention_heads",
                  "expected num_attention_heads (or n_head, n_heads, num_heads)");
@@ -40,6 +45,9 @@ inline void read_heads(const JsonReader& root, ModelPositions& model) {
   model.max_position_embeddings =
       root.first_of({"max_position_embeddings", "n_positions", "max_seq_len"},
                     [&](const std::string& key) { return root.integer(key); });
+  if (!model.max_position_embeddings && family.defaults.max_position_embeddings > 0) {
+    model.max_position_embeddings = family.defaults.max_position_embeddings;
+  }
 }
 
 // num_hidden_layers (or n_layer, n_layers, num_layers); 1 when the config gives none.
@@ -57,31 +65,34 @@ inline PositionKind read_position_kind(const JsonReader& root, const ModelFamily
   PositionKind kind = family.positions;
   if (root.boolean("alibi").value_or(false)) kind = PositionKind::Alibi;
   if (family.positions_rule == PositionsRule::MptAttnConfig) {
-    const nlohmann::json* attn = root.object("attn_config");
-    static const nlohmann::json empty = nlohmann::json::object();
-    const JsonReader attn_config(attn != nullptr ? *attn : empty, root.name("attn_config."));
-    if (attn_config.boolean("alibi").value_or(true)) return PositionKind::Alibi;
+    if (mpt_attn_config(root).boolean("alibi").value_or(true)) return PositionKind::Alibi;
     return root.boolean("learned_pos_emb").value_or(true) ? PositionKind::Learned
                                                           : PositionKind::Rope;
+  }
+  if (family.positions_rule == PositionsRule::PositionEmbeddingType) {
+    return root.string("position_embedding_type").value_or("") == "rope" ? PositionKind::Rope
+                                                                         : PositionKind::None;
   }
   return kind;
 }
 
-// The base head size: head_dim (T5: d_kv), else hidden_size / num_attention_heads; 0 if
-// neither is given.
-inline int base_head_dim(const JsonReader& root, int n_heads) {
+// The base head size: head_dim (T5: d_kv), else the family's class default, else hidden_size
+// (else its class default) / num_attention_heads; 0 if none is known.
+inline int base_head_dim(const JsonReader& root, const ModelFamily& family, int n_heads) {
   if (const char* key = root.first_key({"head_dim", "d_kv"})) {
     return to_head_dim(root.name(key), root.integer(key, ""));
   }
-  const auto hidden = root.first_of({"hidden_size", "n_embd", "d_model"},
-                                    [&](const std::string& key) { return root.integer(key); });
+  if (family.defaults.head_dim > 0) return family.defaults.head_dim;
+  auto hidden = root.first_of({"hidden_size", "n_embd", "d_model"},
+                              [&](const std::string& key) { return root.integer(key); });
+  if (!hidden && family.defaults.hidden_size > 0) hidden = family.defaults.hidden_size;
   if (!hidden) return 0;
   return to_head_dim(root.name("hidden_size / num_attention_heads"), *hidden / n_heads);
 }
 
 // The q/k head size of a layer of this type: DeepSeek's qk_nope + qk_rope, Gemma 4's
-// global_head_dim on full layers, Qwen3-Next's linear_key_head_dim on linear layers, else the
-// base head size.
+// global_head_dim (default 512, configuration_gemma4.py) on full layers, Qwen3-Next's
+// linear_key_head_dim (default 128) on linear layers, else the base head size.
 inline int layer_head_dim(const JsonReader& root, const ModelFamily& family, int n_heads,
                           const std::string& layer_type) {
   if (family.softmax == SoftmaxRule::DeepseekMscale && root.has("qk_rope_head_dim")) {
@@ -90,16 +101,13 @@ inline int layer_head_dim(const JsonReader& root, const ModelFamily& family, int
     return to_head_dim(root.name("qk_nope_head_dim + qk_rope_head_dim"), nope + rope);
   }
   if (family.split == RopeSplit::Gemma4 && layer_type != "sliding_attention") {
-    if (auto dim = root.integer("global_head_dim")) {
-      return to_head_dim(root.name("global_head_dim"), *dim);
-    }
+    return to_head_dim(root.name("global_head_dim"), root.integer("global_head_dim").value_or(512));
   }
-  if (layer_type == "linear_attention") {
-    if (auto dim = root.integer("linear_key_head_dim")) {
-      return to_head_dim(root.name("linear_key_head_dim"), *dim);
-    }
+  if (layer_type == "linear_attention" && family.layer_types == LayerTypeRule::LinearInterval) {
+    return to_head_dim(root.name("linear_key_head_dim"),
+                       root.integer("linear_key_head_dim").value_or(128));
   }
-  return base_head_dim(root, n_heads);
+  return base_head_dim(root, family, n_heads);
 }
 
 // T5 (configuration_t5.py, modeling_t5.py): the encoder's num_layers layers, then the
@@ -149,7 +157,7 @@ inline void read_relative_bias_layers(const JsonReader& root, const ModelFamily&
       LayerPositions layer;
       layer.index = first + i;
       layer.kind = PositionKind::RelativeBias;
-      layer.head_dim = base_head_dim(root, model.n_heads);
+      layer.head_dim = base_head_dim(root, family, model.n_heads);
       layer.stack = stacks.size() > 1 ? stack : "";
       layer.relative_bias = buckets;
       layer.relative_bias->bidirectional = stack == "encoder";
@@ -189,6 +197,14 @@ inline std::vector<bool> read_rope_layers(const JsonReader& root, const ModelFam
   return rope;
 }
 
+// The config's value of key (>= 1), else fallback.
+inline std::int64_t layer_pattern_or(const JsonReader& root, const char* key,
+                                     std::int64_t fallback) {
+  const std::int64_t value = root.integer(key).value_or(fallback);
+  if (value < 1) fail(root.name(key), value, "expected a layer count >= 1");
+  return value;
+}
+
 // The family's pattern, or the config's value of key when given (key nullptr: none).
 inline std::int64_t layer_pattern(const JsonReader& root, const ModelFamily& family,
                                   const char* key) {
@@ -208,6 +224,8 @@ inline std::string derived_layer_type(const JsonReader& root, const ModelFamily&
     case LayerTypeRule::AllFull:
       break;
     case LayerTypeRule::SlidingPattern:
+      // EXAONE 4 (configuration_exaone4.py): without a sliding window every layer is full.
+      if (family.nope == NopeRule::NonSlidingWhenWindowed && !window_set(root, family)) break;
       sliding = (i + 1) % layer_pattern(root, family, "sliding_window_pattern") != 0;
       break;
     case LayerTypeRule::FixedPattern:
@@ -225,29 +243,125 @@ inline std::string derived_layer_type(const JsonReader& root, const ModelFamily&
       return (i + 1) % layer_pattern(root, family, "full_attention_interval") != 0
                  ? "linear_attention"
                  : "full_attention";
+    default:  // listed_layer_types()
+      break;
   }
   return sliding ? "sliding_attention" : "full_attention";
 }
 
-// Every layer's attention type: the config's layer_types, else the family's rule.
+// GPT-Neo (configuration_gpt_neo.py, expand_attention_types_params): attention_types
+// [[["global", "local"], 12]] repeats each list n times; global layers are full, local sliding.
+inline std::vector<std::string> gpt_neo_layer_types(const JsonReader& root) {
+  std::vector<std::string> types;
+  const nlohmann::json* given = root.find("attention_types");
+  const nlohmann::json fallback = nlohmann::json::parse(R"([[["global", "local"], 12]])");
+  for (const nlohmann::json& item : given != nullptr ? *given : fallback) {
+    if (!item.is_array() || item.size() != 2 || !item[0].is_array() ||
+        !item[1].is_number_integer() || item[1].get<std::int64_t>() < 0 ||
+        item[1].get<std::int64_t>() > (1 << 16)) {
+      root.wrong_type("attention_types", "a list of [[\"global\" or \"local\", ...], count]");
+    }
+    for (std::int64_t n = 0; n < item[1].get<std::int64_t>(); ++n) {
+      for (const nlohmann::json& type : item[0]) {
+        if (type != "global" && type != "local") {
+          root.wrong_type("attention_types", "a list of [[\"global\" or \"local\", ...], count]");
+        }
+        types.push_back(type == "local" ? "sliding_attention" : "full_attention");
+      }
+      if (types.size() > (1u << 16)) break;
+    }
+  }
+  return types;
+}
+
+// The layers a list key names (each index in [0, n_layers)), as flags; nullopt when absent.
+inline std::optional<std::vector<bool>> listed_layers(const JsonReader& root, const char* key,
+                                                      int n_layers) {
+  const auto list = root.integers(key);
+  if (!list) return std::nullopt;
+  std::vector<bool> listed(static_cast<std::size_t>(n_layers), false);
+  for (std::size_t i = 0; i < list->size(); ++i) {
+    const std::int64_t layer = (*list)[i];
+    if (layer < 0 || layer >= n_layers) {
+      fail(root.name(key) + "[" + std::to_string(i) + "]", layer,
+           "expected a layer index in [0, " + std::to_string(n_layers) + ")");
+    }
+    listed[static_cast<std::size_t>(layer)] = true;
+  }
+  return listed;
+}
+
+// Layer types of the families whose rule reads a list or a period (GPT-Neo, Jamba, LFM2,
+// Mllama); empty for the other families.
+inline std::vector<std::string> listed_layer_types(const JsonReader& root,
+                                                   const ModelFamily& family, int n_layers) {
+  std::vector<std::string> types;
+  const auto each = [&](auto type_of) {
+    for (int i = 0; i < n_layers; ++i) types.push_back(type_of(static_cast<std::size_t>(i)));
+  };
+  switch (family.layer_types) {
+    case LayerTypeRule::AttentionTypes:
+      types = gpt_neo_layer_types(root);
+      if (static_cast<int>(types.size()) != n_layers) {
+        fail(root.name("attention_types") + " (expanded)", types.size(),
+             "expected num_layers = " + std::to_string(n_layers) + " layer types");
+      }
+      break;
+    case LayerTypeRule::AttentionPeriod: {  // configuration_jamba.py, layers_block_type
+      const std::int64_t period = layer_pattern_or(root, "attn_layer_period", 8);
+      const std::int64_t offset = root.integer("attn_layer_offset").value_or(4);
+      each([&](std::size_t i) {
+        return static_cast<std::int64_t>(i) % period == offset ? "full_attention" : "mamba";
+      });
+      break;
+    }
+    case LayerTypeRule::FullAttnIdxs: {  // configuration_lfm2.py: default every layer
+      const auto full = listed_layers(root, "full_attn_idxs", n_layers);
+      each([&](std::size_t i) { return !full || (*full)[i] ? "full_attention" : "conv"; });
+      break;
+    }
+    case LayerTypeRule::CrossAttention: {  // configuration_mllama.py
+      const auto cross = listed_layers(root, "cross_attention_layers", n_layers);
+      each([&](std::size_t i) {
+        return cross && (*cross)[i] ? "cross_attention" : "full_attention";
+      });
+      break;
+    }
+    default:
+      break;
+  }
+  return types;
+}
+
+// The config's layer_types, checked ("attention", Granite 4's name, is full_attention).
+inline std::vector<std::string> given_layer_types(const JsonReader& root,
+                                                  std::vector<std::string> types, int n_layers) {
+  if (static_cast<int>(types.size()) != n_layers) {
+    fail(root.name("layer_types") + ".size()", types.size(),
+         "expected num_hidden_layers = " + std::to_string(n_layers));
+  }
+  for (std::size_t i = 0; i < types.size(); ++i) {
+    if (types[i] == "attention") types[i] = "full_attention";
+    if (!is_known_layer_type(types[i])) {
+      std::string known;
+      for (const std::string& type : known_layer_types())
+        known += (known.empty() ? "" : ", ") + type;
+      fail(root.name("layer_types") + "[" + std::to_string(i) + "]", "\"" + types[i] + "\"",
+           "expected one of " + known);
+    }
+  }
+  return types;
+}
+
+// Every layer's type: the config's layer_types, else the family's rule.
 inline std::vector<std::string> read_layer_types(const JsonReader& root, const ModelFamily& family,
                                                  int n_layers, const std::vector<bool>& rope) {
   std::vector<std::string> types;
   if (auto given = root.strings("layer_types")) {
-    if (static_cast<int>(given->size()) != n_layers) {
-      fail(root.name("layer_types") + ".size()", given->size(),
-           "expected num_hidden_layers = " + std::to_string(n_layers));
-    }
-    for (std::size_t i = 0; i < given->size(); ++i) {
-      if (!is_known_layer_type((*given)[i])) {
-        fail(root.name("layer_types") + "[" + std::to_string(i) + "]", "\"" + (*given)[i] + "\"",
-             "expected one of full_attention, sliding_attention, chunked_attention, "
-             "linear_attention");
-      }
-    }
-    types = *given;
+    types = given_layer_types(root, std::move(*given), n_layers);
   } else {
-    for (int i = 0; i < n_layers; ++i) {
+    types = listed_layer_types(root, family, n_layers);
+    for (int i = static_cast<int>(types.size()); i < n_layers; ++i) {
       types.push_back(derived_layer_type(root, family, i, rope[static_cast<std::size_t>(i)]));
     }
   }

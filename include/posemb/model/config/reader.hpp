@@ -39,6 +39,7 @@
 #include "posemb/model/config/layers.hpp"
 #include "posemb/model/config/multimodal.hpp"
 #include "posemb/model/config/rope_block.hpp"
+#include "posemb/model/config/unused_keys.hpp"
 #include "posemb/model/config_options.hpp"
 #include "posemb/model/families.hpp"
 #include "posemb/model/positions.hpp"
@@ -55,8 +56,30 @@ inline void read_xpos(const JsonReader& root, PositionKind kind, ModelPositions&
   model.xpos = xpos;
 }
 
-// One layer of a decoder whose layers are not T5's: its kind (NoPE by the family's rule and on
-// linear-attention layers, FoPE by its block), RoPE scheme and attention.
+// False for a layer without positions: linear attention, mamba, conv and cross-attention layers,
+// and the layers the family's NopeRule names.
+inline bool has_positions(const JsonReader& root, const ModelFamily& family,
+                          const std::string& layer_type, bool rope_layer) {
+  if (layer_type == "linear_attention" || layer_type == "mamba" || layer_type == "conv" ||
+      layer_type == "cross_attention") {
+    return false;
+  }
+  const bool sliding = layer_type == "sliding_attention";
+  switch (family.nope) {
+    case NopeRule::None:
+      return true;
+    case NopeRule::NonSlidingLayers:
+      return sliding;
+    case NopeRule::NonSlidingWhenWindowed:  // modeling_exaone4.py
+      return sliding || !window_set(root, family);
+    case NopeRule::NoRopeLayers:
+      return rope_layer;
+  }
+  return true;
+}
+
+// One layer of a decoder whose layers are not T5's: its kind (none by has_positions(), FoPE by
+// its block), RoPE scheme and attention.
 inline LayerPositions read_layer(const JsonReader& root, const ModelFamily& family,
                                  RopeBlockReader& blocks, int index, std::string layer_type,
                                  PositionKind kind, bool rope_layer, int n_heads) {
@@ -64,24 +87,21 @@ inline LayerPositions read_layer(const JsonReader& root, const ModelFamily& fami
   layer.index = index;
   layer.layer_type = std::move(layer_type);
   layer.kind = kind;
-  const bool sliding = layer.layer_type == "sliding_attention";
-  if (layer.layer_type == "linear_attention" ||
-      (family.nope == NopeRule::NonSlidingLayers && !sliding) ||
-      (family.nope == NopeRule::NoRopeLayers && !rope_layer)) {
-    layer.kind = PositionKind::None;
-  }
+  if (!has_positions(root, family, layer.layer_type, rope_layer)) layer.kind = PositionKind::None;
   layer.head_dim = layer_head_dim(root, family, n_heads, layer.layer_type);
   double softmax_factor = 1.0;
+  std::optional<QueryTemperature> block_temperature;
   if (layer.kind == PositionKind::Rope) {
     const RopeBlock& block = blocks.block(layer.layer_type);
     softmax_factor = block.softmax_factor;
+    block_temperature = block.temperature;
     if (block.fope) {
       layer.kind = PositionKind::Fope;
     } else {
       layer.rope = block.scheme;
     }
   }
-  read_attention(root, family, layer, softmax_factor);
+  read_attention(root, family, layer, softmax_factor, block_temperature);
   return layer;
 }
 
@@ -89,7 +109,7 @@ inline LayerPositions read_layer(const JsonReader& root, const ModelFamily& fami
 inline void read_decoder(const JsonReader& root, const ConfigOptions& options,
                          ModelPositions& model) {
   const ModelFamily& family = model_family(model.model_type);
-  read_heads(root, model);
+  read_heads(root, family, model);
   const int n_layers = read_layer_count(root);
   const PositionKind kind = read_position_kind(root, family);
   if (kind == PositionKind::Learned && !model.max_position_embeddings) {
@@ -134,12 +154,13 @@ POSEMB_CONFIG_FUNC ModelPositions model_positions_from_json(const nlohmann::json
   if (!config.is_object()) {
     detail::fail("config", config.type_name(), "expected a JSON object");
   }
-  const detail::JsonReader top(config, "");
+  detail::KeyLog used;  // every key the reader looked up, for model.unused_keys
+  const detail::JsonReader top(config, "", &used);
   ModelPositions model;
   const std::string top_type = top.string("model_type").value_or("");
   // Multimodal wrappers: the decoder is text_config; the top-level keys are not read.
   if (const nlohmann::json* text = top.object("text_config")) {
-    const detail::JsonReader root(*text, "text_config.");
+    const detail::JsonReader root = top.child(*text, "text_config.");
     model.model_type = root.string("model_type").value_or(default_text_model_type(top_type));
     detail::read_decoder(root, options, model);
   } else {
@@ -147,6 +168,11 @@ POSEMB_CONFIG_FUNC ModelPositions model_positions_from_json(const nlohmann::json
     detail::read_decoder(top, options, model);
   }
   detail::read_multimodal(top, top_type, model);
+  model.unused_keys = detail::unused_keys(config, "", used);
+  if (const nlohmann::json* text = top.object("text_config")) {
+    const std::vector<std::string> text_unused = detail::unused_keys(*text, "text_config.", used);
+    model.unused_keys.insert(model.unused_keys.end(), text_unused.begin(), text_unused.end());
+  }
   return model;
 }
 

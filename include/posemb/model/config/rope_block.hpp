@@ -5,10 +5,12 @@
 // M-RoPE sections, DeepSeek's softmax factor, or FoPE's settings.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <map>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <utility>
 #include <variant>
@@ -31,7 +33,8 @@ namespace posemb::detail {
 struct RopeBlock {
   RopeScheme scheme;
   bool fope = false;
-  double softmax_factor = 1.0;  // DeepSeek's m^2
+  double softmax_factor = 1.0;                  // DeepSeek's m^2
+  std::optional<QueryTemperature> temperature;  // Ministral 3's llama_4_scaling_beta
 };
 
 // M-RoPE (mrope.hpp, the Qwen2-VL family): mrope_section [t, h, w] pairs summing to
@@ -114,8 +117,10 @@ class RopeBlockReader {
     const bool ignore_partial =
         family_.split == RopeSplit::Gemma4 && layer_type == "sliding_attention";
     static const nlohmann::json empty = nlohmann::json::object();
-    const JsonReader block(json != nullptr ? *json : empty,
-                           name.empty() ? root_.name("") : root_.name(name + "."));
+    // A block the family implies is not in the file: its keys are not logged as used.
+    const JsonReader block = name.empty()
+                                 ? JsonReader(json != nullptr ? *json : empty, root_.name(""))
+                                 : root_.child(*json, root_.name(name + "."));
     RopeBlock out =
         read_block(block, name.empty() ? "" : root_.name(name), layer_type, ignore_partial);
     return blocks_.emplace(layer_type, std::move(out)).first->second;
@@ -135,7 +140,7 @@ class RopeBlockReader {
       }
     }
     if (block_ == nullptr) return;
-    const JsonReader block(*block_, root_.name(block_name_ + "."));
+    const JsonReader block = root_.child(*block_, root_.name(block_name_ + "."));
     if (block.has("rope_type") || block.has("type")) return;
     for (const auto& item : block_->items()) {
       if (!item.value().is_object()) continue;
@@ -157,12 +162,17 @@ class RopeBlockReader {
     if (nested_) {
       name = block_name_ + "." + layer_type;
       if (!block_->contains(layer_type) || !block_->at(layer_type).is_object()) {
-        JsonReader(*block_, root_.name(block_name_ + "."))
+        root_.child(*block_, root_.name(block_name_ + "."))
             .missing(layer_type, "expected rope parameters for every layer type in use");
       }
       return &block_->at(layer_type);
     }
-    if (family_.split == RopeSplit::Gemma4 && block_ == nullptr) {
+    if (block_ == nullptr && family_.defaults.rope_parameters != nullptr &&
+        !root_.json().contains("rope_parameters")) {
+      // The configuration class's default block (configuration_gpt_oss.py,
+      // configuration_ministral3.py), when the config has neither rope block.
+      synthetic = nlohmann::json::parse(family_.defaults.rope_parameters);
+    } else if (family_.split == RopeSplit::Gemma4 && block_ == nullptr) {
       // configuration_gemma4.py's defaults.
       synthetic = sliding ? nlohmann::json{{"rope_type", "default"}, {"rope_theta", 1e4}}
                           : nlohmann::json{{"rope_type", "proportional"},
@@ -205,13 +215,14 @@ class RopeBlockReader {
     return head_dim;
   }
 
-  // The partial rotary factor: partial_rotary_factor, else P.partial_rotary_factor, else
-  // rotary_pct (GPT-NeoX), else the family's.
+  // The partial rotary factor: P.partial_rotary_factor, else partial_rotary_factor, else
+  // rotary_pct (GPT-NeoX), else the family's. The block wins: convert_rope_params_to_dict
+  // (modeling_rope_utils.py, transformers v5) only setdefault()s the top-level value.
   double read_fraction(const JsonReader& block, bool ignore_partial) const {
-    std::string key = root_.name("partial_rotary_factor");
-    std::optional<double> partial = root_.number("partial_rotary_factor");
-    if (!partial && (partial = block.number("partial_rotary_factor"))) {
-      key = block.name("partial_rotary_factor");
+    std::string key = block.name("partial_rotary_factor");
+    std::optional<double> partial = block.number("partial_rotary_factor");
+    if (!partial && (partial = root_.number("partial_rotary_factor"))) {
+      key = root_.name("partial_rotary_factor");
     }
     if (!partial && (partial = root_.number("rotary_pct"))) key = root_.name("rotary_pct");
     double fraction = partial.value_or(family_.partial_rotary_factor);
@@ -220,18 +231,27 @@ class RopeBlockReader {
     return fraction;
   }
 
-  // rotary_dim: the family's rotary_dim key when given (GPT-J, CodeGen), the whole head for a
-  // variant that rotates it whole, else int(head_dim * fraction) as HF (a double product
-  // truncated).
-  int read_rotary_dim(const RopeVariant& variant, int head_dim, double fraction) const {
+  // rotary_dim: the family's rotary_dim key (GPT-J, CodeGen; else its class default), the whole
+  // head for a variant that rotates it whole, else d = int(head_dim * fraction) as HF (a double
+  // product truncated). An odd d: HF builds 1 / theta^(arange(0, d, 2) / d), ceil(d / 2)
+  // frequencies with the exponent over d (_compute_default_rope_parameters), rotating d + 1
+  // features; that is default RoPE over d + 1 at theta^((d + 1) / d), which `theta` becomes.
+  int read_rotary_dim(const RopeVariant& variant, int head_dim, double fraction,
+                      RopeScheme& scheme) const {
     int rotary_dim = 0;
-    if (family_.rotary_dim_key != nullptr && root_.has(family_.rotary_dim_key)) {
+    const char* key = family_.rotary_dim_key;
+    if (key != nullptr && (root_.has(key) || family_.defaults.rotary_dim > 0)) {
       rotary_dim =
-          to_int(root_.name(family_.rotary_dim_key), root_.integer(family_.rotary_dim_key, ""));
+          to_int(root_.name(key), root_.integer(key).value_or(family_.defaults.rotary_dim));
     } else if (variant.rotates_whole_head) {
       rotary_dim = head_dim;
     } else {
       rotary_dim = static_cast<int>(static_cast<double>(head_dim) * fraction);
+      if (rotary_dim % 2 != 0 && rotary_dim + 1 <= head_dim &&
+          (scheme.rope_type == "default" || scheme.rope_type == "linear")) {
+        scheme.theta = std::pow(scheme.theta, static_cast<double>(rotary_dim + 1) / rotary_dim);
+        ++rotary_dim;
+      }
     }
     if (rotary_dim < 2 || rotary_dim % 2 != 0 || rotary_dim > head_dim) {
       fail("rotary_dim", rotary_dim,
@@ -262,6 +282,23 @@ class RopeBlockReader {
     const auto* yarn = std::get_if<YarnParams>(&scheme.params);
     const double m = yarn_mscale(yarn ? yarn->factor : block.number("factor", why), all_dim);
     return m * m;
+  }
+
+  // What transformers logs a warning about and still runs (modeling_rope_utils.py,
+  // _validate_llama3_rope_parameters): a llama3 block whose high_freq_factor is not above
+  // low_freq_factor (Llama-4-Scout-17B-16E-Instruct: both 1; the medium band is empty).
+  void note_warnings(const JsonReader& block, const RopeScheme& scheme) {
+    const auto* llama3 = std::get_if<Llama3Params>(&scheme.params);
+    if (llama3 == nullptr || llama3->high_freq_factor > llama3->low_freq_factor) return;
+    std::ostringstream text;
+    text << block.name("high_freq_factor") << " = " << llama3->high_freq_factor
+         << " is not greater than " << block.name("low_freq_factor") << " = "
+         << llama3->low_freq_factor << ": the band between them is empty";
+    std::string warning = text.str();
+    for (const std::string& known : model_.warnings) {
+      if (known == warning) return;
+    }
+    model_.warnings.push_back(std::move(warning));
   }
 
   // Builds the spec(s) once so that an invalid value fails here, named by its block.
@@ -307,7 +344,7 @@ class RopeBlockReader {
            "expected one of " + rope_type_names() + ", fope");
     }
     scheme.head_dim = head_dim;
-    scheme.rotary_dim = read_rotary_dim(*variant, head_dim, fraction);
+    scheme.rotary_dim = read_rotary_dim(*variant, head_dim, fraction, scheme);
     scheme.pairing = read_pairing();
     const RopeReadContext context{root_,
                                   block,
@@ -318,6 +355,10 @@ class RopeBlockReader {
     scheme.params = rope_reader(*variant).read(context);
     if (block.has("mrope_section")) read_mrope(block, scheme);
     out.softmax_factor = read_softmax_factor(block, scheme, context.why);
+    if (family_.temperature == TemperatureRule::EveryLayerLlama4Beta) {
+      out.temperature = read_beta_temperature(block);
+    }
+    note_warnings(block, scheme);
     check_scheme(scheme, block_name);
     return out;
   }
