@@ -34,6 +34,7 @@
 
 #include <array>
 #include <cstddef>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
@@ -85,8 +86,9 @@ inline constexpr std::size_t max_cache_bytes_per_cpu = std::size_t(16) << 20;
 // The size assumed where no source reports one.
 inline constexpr std::size_t fallback_cache_bytes = std::size_t(16) << 20;
 
-// A reported size above this is treated as no report (nothing has a 1 TiB cache).
-inline constexpr std::size_t max_plausible_cache_bytes = std::size_t(1) << 40;
+// A reported size above this is treated as no report (nothing has a 1 TiB cache). 64-bit on
+// every target: 1 << 40 does not fit a 32-bit size_t (WebAssembly).
+inline constexpr std::uint64_t max_plausible_cache_bytes = std::uint64_t(1) << 40;
 
 // One CPUID answer: eax, ebx, ecx, edx of (leaf, subleaf).
 using CpuidRegisters = std::array<unsigned, 4>;
