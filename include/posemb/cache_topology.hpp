@@ -86,9 +86,12 @@ inline constexpr std::size_t max_cache_bytes_per_cpu = std::size_t(16) << 20;
 // The size assumed where no source reports one.
 inline constexpr std::size_t fallback_cache_bytes = std::size_t(16) << 20;
 
-// A reported size above this is treated as no report (nothing has a 1 TiB cache). 64-bit on
+// A reported size above 1 TiB is treated as no report (nothing has such a cache). In 64 bits on
 // every target: 1 << 40 does not fit a 32-bit size_t (WebAssembly).
 inline constexpr std::uint64_t max_plausible_cache_bytes = std::uint64_t(1) << 40;
+inline bool plausible_cache_bytes(std::uint64_t bytes) {
+  return bytes > 0 && bytes <= max_plausible_cache_bytes;
+}
 
 // One CPUID answer: eax, ebx, ecx, edx of (leaf, subleaf).
 using CpuidRegisters = std::array<unsigned, 4>;
@@ -238,7 +241,7 @@ inline std::size_t usable_cache_share(const CacheTopology& found, int usable_cpu
 // process's share of it.
 inline CacheTopology detect_cache_topology(const CacheDetectionInputs& in) {
   const auto plausible = [](const CacheTopology& t) {
-    return t.reported_bytes > 0 && t.reported_bytes <= max_plausible_cache_bytes;
+    return plausible_cache_bytes(t.reported_bytes);
   };
   CacheTopology found;
   if (!in.sysfs_cache_dir.empty()) found = sysfs_last_level_cache(in.sysfs_cache_dir);
