@@ -77,12 +77,7 @@ Example:
         const AlibiForm f = form_of(form);
         return with_table_dtype(dtype, [&](auto tag) {
           using T = decltype(tag);
-          AlibiBias<T> bias;
-          {
-            py::gil_scoped_release release;
-            bias = alibi_bias<T>(s, q, k, f);
-          }
-          return tensor3_to_numpy(bias);
+          return tensor3_to_numpy(without_gil([&] { return alibi_bias<T>(s, q, k, f); }));
         });
       },
       py::arg("slopes"), py::arg("q_positions"), py::arg("k_positions"), py::arg("form") = "causal",
@@ -103,12 +98,8 @@ Example:
         const AlibiForm f = form_of(form);
         return with_table_dtype(dtype, [&](auto tag) {
           using T = decltype(tag);
-          AlibiBiasRow<T> row;
-          {
-            py::gil_scoped_release release;
-            row = alibi_bias_row<T>(s, q_position, k, f);
-          }
-          return matrix_to_numpy(row);
+          return matrix_to_numpy(
+              without_gil([&] { return alibi_bias_row<T>(s, q_position, k, f); }));
         });
       },
       py::arg("slopes"), py::arg("q_position"), py::arg("k_positions"), py::arg("form") = "causal",
@@ -186,12 +177,7 @@ Example:
          const py::object& k_positions) {
         const PositionVector q = position_vector(q_positions, "q_positions");
         const PositionVector k = position_vector(k_positions, "k_positions");
-        RelativeBias<float> bias;
-        {
-          py::gil_scoped_release release;
-          bias = t5_bias(table, q, k);
-        }
-        return tensor3_to_numpy(bias);
+        return tensor3_to_numpy(without_gil([&] { return t5_bias(table, q, k); }));
       },
       py::arg("table"), py::arg("q_positions"), py::arg("k_positions"),
       R"doc(T5's bias float32 [heads, q_len, k_len]: table[bucket(k_j - q_i), h] (no mask).
@@ -245,12 +231,8 @@ void bind_absolute(py::module_& m) {
         const SinusoidalLayout l = sinusoidal_layout_of(layout);
         return with_table_dtype(dtype, [&](auto tag) {
           using T = decltype(tag);
-          EmbeddingTable<T> table;
-          {
-            py::gil_scoped_release release;
-            table = sinusoidal_table<T>(max_len, d, base, l);
-          }
-          return matrix_to_numpy(table);
+          return matrix_to_numpy(
+              without_gil([&] { return sinusoidal_table<T>(max_len, d, base, l); }));
         });
       },
       py::arg("max_len"), py::arg("d"), py::arg("base") = 10000.0,

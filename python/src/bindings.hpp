@@ -34,6 +34,14 @@ struct FopeHolder {
   Fope fope;
 };
 
+// f() run with the GIL released (posemb's kernels touch no Python object); its result is
+// returned after the GIL is taken back.
+template <class F>
+auto without_gil(F&& f) {
+  py::gil_scoped_release release;
+  return f();
+}
+
 // Rotates x (a numpy array or torch tensor, `rank` 4, or 3 when `allow_rank3` reads
 // [tokens, heads, head_dim] as [1, tokens, heads, head_dim]) in place or into a new array of x's
 // kind, without the GIL. kernel(in, out) is called with TensorMaps of x's storage type T:
