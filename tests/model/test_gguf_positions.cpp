@@ -310,3 +310,25 @@ TEST_CASE("qwen2vl: three sections are M-RoPE, a non-zero fourth is refused nami
                         Catch::Contains(path));
   std::filesystem::remove(path);
 }
+
+TEST_CASE("glm4: M-RoPE only when the first two sections are positive (use_mrope)") {
+  // llama_model_rope_type: LLM_ARCH_GLM4 -> hparams.use_mrope() ? MROPE : NORM, use_mrope() being
+  // rope_sections[0] > 0 && rope_sections[1] > 0 (src/llama-hparams.cpp).
+  const std::string path = (std::filesystem::temp_directory_path() / "posemb_glm4.gguf").string();
+  const auto write = [&](const std::vector<std::int64_t>& sections) {
+    test_gguf::model_writer("glm4", 1, 32768, 4096, 32)
+        .u32("glm4.attention.key_length", 128)
+        .u32("glm4.rope.dimension_count", 64)
+        .ints("glm4.rope.dimension_sections", sections)
+        .write(path);
+    return posemb::read_gguf_positions(path);
+  };
+  const posemb::GgufPositions mrope = write({8, 12, 12, 0});
+  CHECK(mrope.hparams.rope_mode == posemb::GgufRopeMode::Mrope);
+  CHECK(mrope.model.layers[0].rope->mrope_section == posemb::MropeSections{8, 12, 12});
+  const posemb::GgufPositions norm = write({32, 0, 0, 0});
+  CHECK(norm.hparams.rope_mode == posemb::GgufRopeMode::Norm);
+  CHECK_FALSE(norm.model.layers[0].rope->mrope_section);
+  CHECK(norm.model.layers[0].rope->pairing == posemb::Pairing::Interleaved);
+  std::filesystem::remove(path);
+}

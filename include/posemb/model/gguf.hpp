@@ -280,7 +280,16 @@ inline GgufHparams read_gguf_hparams(const GgufFile& file) {
   read_gguf_rope_scaling(file, h);
   read_gguf_layer_pattern(file, h);
   h.sections = gguf_sections(file, h, h.arch + ".rope.dimension_sections");
-  if (h.arch == "glm4" && h.sections) h.rope_mode = GgufRopeMode::Mrope;
+  if (h.arch == "glm4" && h.sections) {
+    // llama_model_rope_type: GLM4 is MROPE iff llama_hparams::use_mrope(), i.e. sections[0] > 0
+    // and sections[1] > 0; otherwise NORM, and the sections are not used.
+    const std::vector<std::int64_t>& s = *h.sections;
+    if (s[0] > 0 && s.size() > 1 && s[1] > 0) {
+      h.rope_mode = GgufRopeMode::Mrope;
+    } else {
+      h.sections.reset();
+    }
+  }
   return h;
 }
 
