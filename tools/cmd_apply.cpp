@@ -4,7 +4,7 @@
 //              [--fope-sin-coef S.npy --fope-cos-coef C.npy] [--angles exact|hf-float32]
 //              [--dtype float32|bfloat16|float16] [--verbose]
 // posemb apply CONFIG.json --weights W --input X.npy --output Y.npy [--positions P | --offset K]
-//              (checkpoint_weights.cpp)
+//              (checkpoint_weights.cpp; a FoPE config: the coefficients of block --layer of W)
 // posemb apply CONFIG.json --vision --grid TxHxW --input X.npy --output Y.npy [--inverse]
 //
 // Applies the config's positional scheme to X: a rotation (RoPE and its scaled variants, xPos,
@@ -23,6 +23,7 @@
 #include "npy_files.hpp"
 #include "rope_rotation.hpp"
 #include "posemb/absolute/sinusoidal.hpp"
+#include "posemb/model/checkpoint_positions.hpp"
 #include "posemb/model/config.hpp"
 #include "posemb/rotary/fope.hpp"
 #include "posemb/rotary/mrope.hpp"
@@ -133,8 +134,8 @@ void print_rope_scheme(const char* kind, const RopeScheme& scheme, const RopeSpe
       full_precision(spec.attention_scale).c_str());
 }
 
-// FoPE: the config's coefficients (initialised from its sigma and seed), or the checkpoint's
-// from --fope-sin-coef and --fope-cos-coef.
+// FoPE: the config's coefficients (initialised from its sigma and seed), the checkpoint's
+// from --fope-sin-coef and --fope-cos-coef, or those of block --layer of --weights.
 template <class T>
 void apply_fope_scheme(const Activation<T>& a) {
   const ApplyOptions& options = a.options;
@@ -145,6 +146,18 @@ void apply_fope_scheme(const Activation<T>& a) {
   const TokenPositions positions = token_positions(options, a.grid);
   if (options.verbose) std::printf("scheme: fope, head_dim %d\n", a.model.fope->head_dim);
   auto out = a.out();
+  if (!options.weights.empty()) {
+    // The checkpoint's coefficients of block --layer (default 0).
+    const SafetensorsCheckpoint weights(options.weights);
+    const CheckpointFopeCoefficients coef =
+        fope_checkpoint_coefficients(weights, options.layer.value_or(0));
+    const Fope fope = with_context(options.weights, [&] {
+      return fope_with_coefficients(*a.model.fope, coef.sin_coef.data(), coef.sin_shape,
+                                    coef.cos_coef.data(), coef.cos_shape);
+    });
+    apply_fope(a.in(), out, positions.view(), fope, a.layouts(), {}, options.rotation());
+    return;
+  }
   if (!options.has_fope_coefficients()) {
     apply_fope(a.in(), out, positions.view(), make_fope(*a.model.fope), a.layouts(), {},
                options.rotation());
@@ -316,7 +329,9 @@ void apply_scheme(const ModelPositions& model, const ApplyOptions& options,
 int run_apply(const ApplyOptions& options) {
   const ModelPositions model = load_config(options.config, options.strict);
   check_layer(options.layer, model.layers.size(), options.config);
-  if (!options.weights.empty()) return apply_checkpoint_table(options, model);
+  const bool fope = (options.layer ? model.layer(*options.layer).kind : model.kind()) ==
+                    PositionKind::Fope;
+  if (!options.weights.empty() && !fope) return apply_checkpoint_table(options, model);
   const NpyArray x = read_npy_checked(options.input, {"<f4", "<f8"}, {3, 4},
                                       "float32 or float64 [batch, seq, heads, head_dim]");
   std::vector<double> y64;

@@ -6,6 +6,9 @@
 //   write-gguf DIR                    hostile GGUF files and a 48-layer model with two configs
 //   write-weights DIR                 safetensors checkpoints (tables by the formulas below),
 //                                     malformed ones, token embeddings x.npy and positions.npy
+//   write-fope CASE_DIR DIR           FoPE checkpoints carrying CASE_DIR's sin_coef.npy and
+//                                     cos_coef.npy (the conformance coefficients) under the
+//                                     authors' state-dict names, and a two-block config
 //   learned Y.npy X.npy ROWS OFFSET (--offset K | P.npy)
 //                                     Y = float32(X + table[p + OFFSET]) in float64, table by
 //                                     formula
@@ -237,6 +240,14 @@ void write_weights(const std::string& dir) {
                     t5_table(32, 6, 10000.0f + 1000.0f * k)});
   }
   write_safetensors(dir + "/umt5.safetensors", umt5);
+  // BERT (prefixed), RoBERTa (rows p + 2), XLM-RoBERTa with pad_token_id 3 (rows p + 4, bare).
+  write_safetensors(dir + "/bert.safetensors",
+                    {{"bert.embeddings.position_embeddings.weight", {16, width}, learned_table(16)}});
+  write_safetensors(
+      dir + "/roberta.safetensors",
+      {lm_head, {"roberta.embeddings.position_embeddings.weight", {18, width}, learned_table(18)}});
+  write_safetensors(dir + "/xlm_roberta.safetensors",
+                    {{"embeddings.position_embeddings.weight", {20, width}, learned_table(20)}});
   write_safetensors(dir + "/no_table.safetensors", {lm_head});
   std::string past_end;
   test_gguf::put(past_end, 1000, 8);  // a header of 1000 bytes in a file of 10
@@ -322,6 +333,34 @@ bool check_t5(const std::vector<std::string>& a) {
   return true;
 }
 
+// FoPE: fope.safetensors holds zeros in block 0 and the case's coefficients in block 1
+// (`transformer.blocks.<i>.pos_emb.{sin,cos}_coef`); fope_model_prefix.safetensors the
+// coefficients in block 0 under `model.`; fope_2d.safetensors a 2-D sin_coef; two_blocks.json
+// is the case's config with num_hidden_layers 2.
+void write_fope(const std::string& case_dir, const std::string& dir) {
+  const posemb::NpyArray sin = posemb::read_npy(case_dir + "/sin_coef.npy");
+  const posemb::NpyArray cos = posemb::read_npy(case_dir + "/cos_coef.npy");
+  const std::string sin_bytes = f32_bytes(sin.values<float>());
+  const std::string cos_bytes = f32_bytes(cos.values<float>());
+  const std::string zeros(sin_bytes.size(), '\0');
+  const std::string block = "transformer.blocks.";
+  write_safetensors(dir + "/fope.safetensors",
+                    {{block + "0.pos_emb.sin_coef", sin.shape, zeros},
+                     {block + "0.pos_emb.cos_coef", cos.shape, zeros},
+                     {block + "1.pos_emb.sin_coef", sin.shape, sin_bytes},
+                     {block + "1.pos_emb.cos_coef", cos.shape, cos_bytes}});
+  write_safetensors(dir + "/fope_model_prefix.safetensors",
+                    {{"model." + block + "0.pos_emb.cos_coef", cos.shape, cos_bytes},
+                     {"model." + block + "0.pos_emb.sin_coef", sin.shape, sin_bytes}});
+  const std::int64_t rows = sin.shape[0] * sin.shape[1];
+  write_safetensors(dir + "/fope_2d.safetensors",
+                    {{block + "0.pos_emb.sin_coef", {rows, sin.shape[2]}, sin_bytes},
+                     {block + "0.pos_emb.cos_coef", cos.shape, cos_bytes}});
+  nlohmann::json config = read_json(case_dir + "/config.json");
+  config["num_hidden_layers"] = 2;
+  write_text(dir + "/two_blocks.json", config.dump());
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -339,6 +378,10 @@ int main(int argc, char** argv) {
     } else if (a.size() == 2 && a[0] == "write-weights") {
       std::filesystem::create_directories(a[1]);
       write_weights(a[1]);
+      ok = true;
+    } else if (a.size() == 3 && a[0] == "write-fope") {
+      std::filesystem::create_directories(a[2]);
+      write_fope(a[1], a[2]);
       ok = true;
     } else if (a.size() >= 6 && a[0] == "learned") {
       ok = check_learned(a);

@@ -175,3 +175,55 @@ TEST_CASE("sharded checkpoints and the positional tensors by their names") {
                     Catch::Contains("encoder.block.1"));
   std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("BERT and RoBERTa tables: RoBERTa's rows start at padding_idx + 1") {
+  // modeling_roberta.py create_position_ids_from_input_ids: the first non-padding token gets
+  // position id padding_idx + 1, so position p is row p + pad_token_id + 1.
+  const std::string path = scratch("roberta.safetensors");
+  write_safetensors(path, {{"roberta.embeddings.position_embeddings.weight",
+                            {"F32", {6, 1}, f32_bytes({10, 11, 12, 13, 14, 15})}}});
+  const posemb::SafetensorsCheckpoint weights(path);
+  const posemb::CheckpointPositionTable roberta = posemb::learned_position_table(weights, "roberta");
+  CHECK(roberta.offset == 2);
+  CHECK(roberta.table(roberta.offset + 0, 0) == 12.0f);
+  CHECK(posemb::learned_position_table(weights, "xlm-roberta", 3).offset == 4);
+  CHECK_THROWS_WITH(posemb::learned_position_table(weights, "roberta", -1),
+                    Catch::Contains("pad_token_id = -1"));
+  CHECK_THROWS_WITH(posemb::learned_position_table(weights, "bert"),
+                    Catch::Contains("bert.embeddings.position_embeddings.weight"));
+  write_safetensors(path, {{"embeddings.position_embeddings.weight",
+                            {"F32", {2, 1}, f32_bytes({5, 6})}}});
+  const posemb::CheckpointPositionTable bert =
+      posemb::learned_position_table(posemb::SafetensorsCheckpoint(path), "bert");
+  CHECK(bert.offset == 0);
+  CHECK(bert.table(0, 0) == 5.0f);
+  std::filesystem::remove(path);
+}
+
+TEST_CASE("FoPE coefficients of a block, with or without the model prefix") {
+  // The FoPE authors' OLMo FourierEmbedding: transformer.blocks.<i>.pos_emb.{sin,cos}_coef,
+  // [n_kv_heads, D_in, D_out]; values laid out in C order.
+  const std::string path = scratch("fope.safetensors");
+  const std::vector<float> sin = {1, 2, 3, 4, 5, 6}, cos = {-1, -2, -3, -4, -5, -6};
+  write_safetensors(path, {{"model.transformer.blocks.2.pos_emb.sin_coef",
+                            {"F32", {1, 3, 2}, f32_bytes(sin)}},
+                           {"model.transformer.blocks.2.pos_emb.cos_coef",
+                            {"F32", {1, 3, 2}, f32_bytes(cos)}},
+                           {"transformer.blocks.0.pos_emb.sin_coef", {"F32", {6}, f32_bytes(sin)}},
+                           {"transformer.blocks.0.pos_emb.cos_coef",
+                            {"F32", {1, 3, 2}, f32_bytes(cos)}}});
+  const posemb::SafetensorsCheckpoint weights(path);
+  const posemb::CheckpointFopeCoefficients coef = posemb::fope_checkpoint_coefficients(weights, 2);
+  CHECK(coef.sin_coef == sin);
+  CHECK(coef.cos_coef == cos);
+  CHECK(coef.sin_shape == std::vector<std::int64_t>{1, 3, 2});
+  CHECK(coef.cos_name == "model.transformer.blocks.2.pos_emb.cos_coef");
+  CHECK_THROWS_WITH(posemb::fope_checkpoint_coefficients(weights, 0),
+                    Catch::Contains("transformer.blocks.0.pos_emb.sin_coef: 1 dimensions"));
+  CHECK_THROWS_WITH(posemb::fope_checkpoint_coefficients(weights, 1),
+                    Catch::Contains("no tensor named transformer.blocks.1.pos_emb.sin_coef, "
+                                    "model.transformer.blocks.1.pos_emb.sin_coef"));
+  CHECK_THROWS_WITH(posemb::fope_checkpoint_coefficients(weights, -1),
+                    Catch::Contains("block = -1"));
+  std::filesystem::remove(path);
+}

@@ -5,6 +5,7 @@
 // tests write (gguf_writer.hpp) for the architectures no public case covers.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -102,7 +103,11 @@ std::string lower(std::string text) {
 
 TEST_CASE("every public GGUF case holds as its README states") {
   const std::vector<std::string> names = case_names();
-  REQUIRE(names.size() == 8);
+  // The 8 public cases of the contract and the 5 extra-family files written with ggml's gguf API.
+  REQUIRE(names.size() == 13);
+  REQUIRE(std::count_if(names.begin(), names.end(), [](const std::string& name) {
+            return name.rfind("ggml-", 0) == 0;
+          }) == 5);
   for (const std::string& name : names) {
     CAPTURE(name);
     const std::string dir = data_dir + name + "/";
@@ -260,5 +265,70 @@ TEST_CASE("gemma3 YaRN: SWA layers keep base 10000 and scale 1, the magnitude fo
   CHECK(plan.model.layers[0].attention.sliding_window == 1024);
   CHECK_FALSE(plan.model.layers[5].attention.sliding_window);
   CHECK(*plan.model.layers[5].attention.softmax_scale == Approx(1.0 / 16.0));
+  std::filesystem::remove(path);
+}
+
+TEST_CASE("LongRoPE factors are chosen by the context size padded to 256, as llama.cpp pads it") {
+  // llama_context::llama_context: n_ctx_seq = GGML_PAD(n_ctx, 256); get_rope_factors: long
+  // when n_ctx_seq > n_ctx_orig_yarn. With an original context of 4000, a requested 3900 runs
+  // as 4096 > 4000 (long factors); 3840 stays 3840 (short). Short factors 1, long factors 4.
+  const std::string path = (std::filesystem::temp_directory_path() / "posemb_phi3.gguf").string();
+  test_gguf::model_writer("phi3", 2, 131072, 256, 4)
+      .u32("phi3.rope.scaling.original_context_length", 4000)
+      .tensor("rope_factors_long.weight", std::vector<float>(32, 4.0f))
+      .tensor("rope_factors_short.weight", std::vector<float>(32, 1.0f))
+      .write(path);
+  const double plain_pair1 = std::pow(10000.0, -2.0 / 64.0);
+  const posemb::GgufPositions padded = posemb::read_gguf_positions(path, 3900);
+  CHECK(padded.n_ctx_seq == 4096);
+  CHECK(padded.ropes[0]->inv_freq[1] == Approx(plain_pair1 / 4.0).epsilon(1e-15));
+  const posemb::GgufPositions exact = posemb::read_gguf_positions(path, 3840);
+  CHECK(exact.n_ctx_seq == 3840);
+  CHECK(exact.ropes[0]->inv_freq[1] == Approx(plain_pair1).epsilon(1e-15));
+  CHECK(posemb::read_gguf_positions(path, 1).n_ctx_seq == 256);
+  CHECK(posemb::read_gguf_positions(path).n_ctx_seq == 131072);
+  std::filesystem::remove(path);
+}
+
+TEST_CASE("qwen2vl: three sections are M-RoPE, a non-zero fourth is refused naming the key") {
+  // ggml_mrope_cache_init: sections [t, h, w, e]; llama.cpp fills the fourth position stream with
+  // the text position or 0 depending on the batch, so a non-zero e has no single meaning.
+  const std::string path = (std::filesystem::temp_directory_path() / "posemb_qwen2vl.gguf").string();
+  test_gguf::model_writer("qwen2vl", 2, 32768, 1024, 8)
+      .f32("qwen2vl.rope.freq_base", 1000000.0f)
+      .ints("qwen2vl.rope.dimension_sections", {16, 24, 24, 0})
+      .write(path);
+  const posemb::GgufPositions plan = posemb::read_gguf_positions(path);
+  CHECK(plan.hparams.rope_mode == posemb::GgufRopeMode::Mrope);
+  CHECK(plan.model.layers[1].rope->mrope_section == posemb::MropeSections{16, 24, 24});
+  CHECK(plan.model.layers[1].rope->pairing == posemb::Pairing::RotateHalf);
+  test_gguf::model_writer("qwen2vl", 2, 32768, 1024, 8)
+      .ints("qwen2vl.rope.dimension_sections", {16, 24, 20, 4})
+      .write(path);
+  CHECK_THROWS_WITH(posemb::read_gguf_positions(path),
+                    Catch::Contains("qwen2vl.rope.dimension_sections[3] = 4: expected 0") &&
+                        Catch::Contains(path));
+  std::filesystem::remove(path);
+}
+
+TEST_CASE("glm4: M-RoPE only when the first two sections are positive (use_mrope)") {
+  // llama_model_rope_type: LLM_ARCH_GLM4 -> hparams.use_mrope() ? MROPE : NORM, use_mrope() being
+  // rope_sections[0] > 0 && rope_sections[1] > 0 (src/llama-hparams.cpp).
+  const std::string path = (std::filesystem::temp_directory_path() / "posemb_glm4.gguf").string();
+  const auto write = [&](const std::vector<std::int64_t>& sections) {
+    test_gguf::model_writer("glm4", 1, 32768, 4096, 32)
+        .u32("glm4.attention.key_length", 128)
+        .u32("glm4.rope.dimension_count", 64)
+        .ints("glm4.rope.dimension_sections", sections)
+        .write(path);
+    return posemb::read_gguf_positions(path);
+  };
+  const posemb::GgufPositions mrope = write({8, 12, 12, 0});
+  CHECK(mrope.hparams.rope_mode == posemb::GgufRopeMode::Mrope);
+  CHECK(mrope.model.layers[0].rope->mrope_section == posemb::MropeSections{8, 12, 12});
+  const posemb::GgufPositions norm = write({32, 0, 0, 0});
+  CHECK(norm.hparams.rope_mode == posemb::GgufRopeMode::Norm);
+  CHECK_FALSE(norm.model.layers[0].rope->mrope_section);
+  CHECK(norm.model.layers[0].rope->pairing == posemb::Pairing::Interleaved);
   std::filesystem::remove(path);
 }

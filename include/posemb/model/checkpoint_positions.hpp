@@ -2,11 +2,16 @@
 // give them, with or without the model prefix:
 //   learned tables [positions, d]:  GPT-2 `wpe.weight`; OPT `decoder.embed_positions.weight`
 //                  (row p + 2 holds position p: OPTLearnedPositionalEmbedding's offset);
-//                  BERT `embeddings.position_embeddings.weight`; RoBERTa the same, rows from
-//                  padding_idx + 1 = 2 (create_position_ids_from_input_ids)
+//                  BERT `embeddings.position_embeddings.weight`; RoBERTa the same, position p
+//                  in row p + padding_idx + 1 (padding_idx = pad_token_id, 1 in RoBERTa and
+//                  XLM-R: modeling_roberta.py create_position_ids_from_input_ids numbers the
+//                  non-padding tokens padding_idx + 1, padding_idx + 2, ...)
 //   T5 relative bias [num_buckets, heads]: `{encoder|decoder}.block.{b}.layer.0.SelfAttention.
 //                  relative_attention_bias.weight` (block 0 in T5 / mT5, every block in UMT5)
 //   rope_freqs:    `rope_freqs.weight` [rotary_dim / 2], Llama-3-style divisors
+//   FoPE coefficients [n_kv_heads, D_in, D_out]: `transformer.blocks.{b}.pos_emb.{sin,cos}_coef`
+//                  (the FoPE authors' OLMo FourierEmbedding, a `pos_emb` per block; also under
+//                  `model.`)
 // Missing tensors are posemb::Error naming the checkpoint and every name tried.
 #pragma once
 
@@ -41,9 +46,11 @@ inline std::string find_checkpoint_tensor(const SafetensorsCheckpoint& weights,
   throw Error(what, ": no tensor named " + tried).add_context(weights.path());
 }
 
-// model_type: gpt2, opt, bert or roberta (and xlm-roberta).
+// model_type: gpt2, opt, bert or roberta (and xlm-roberta, whose padding_idx is the config's
+// pad_token_id).
 inline CheckpointPositionTable learned_position_table(const SafetensorsCheckpoint& weights,
-                                                      const std::string& model_type) {
+                                                      const std::string& model_type,
+                                                      std::int64_t padding_idx = 1) {
   CheckpointPositionTable out;
   if (model_type == "gpt2") {
     out.tensor_name =
@@ -56,7 +63,10 @@ inline CheckpointPositionTable learned_position_table(const SafetensorsCheckpoin
     const std::string family = model_type == "bert" ? "bert." : "roberta.";
     out.tensor_name = find_checkpoint_tensor(
         weights, {family, ""}, {"embeddings.position_embeddings.weight"}, "position table");
-    out.offset = model_type == "bert" ? 0 : 2;
+    if (model_type != "bert" && padding_idx < 0) {
+      fail("pad_token_id", padding_idx, "expected >= 0 (RoBERTa's padding_idx)");
+    }
+    out.offset = model_type == "bert" ? 0 : padding_idx + 1;
   } else {
     fail("model_type", "\"" + model_type + "\"",
          "expected gpt2, opt, bert, roberta or xlm-roberta");
@@ -73,6 +83,38 @@ inline RowMatrixXf t5_relative_bias_table(const SafetensorsCheckpoint& weights, 
                            ".layer.0.SelfAttention.relative_attention_bias.weight";
   return weights.matrix(
       find_checkpoint_tensor(weights, {"", "transformer."}, {name}, "relative_attention_bias"));
+}
+
+// FoPE's coefficient arrays of one transformer block, float32 in C order, for
+// fope_with_coefficients (rotary/fope.hpp), which maps them without copying: keep this alive as
+// long as the Fope.
+struct CheckpointFopeCoefficients {
+  std::vector<float> sin_coef, cos_coef;           // [n_kv_heads * D_in * D_out]
+  std::vector<std::int64_t> sin_shape, cos_shape;  // [n_kv_heads, D_in, D_out]
+  std::string sin_name, cos_name;
+};
+
+// The `sin_coef` and `cos_coef` of transformer block `block`; each must be 3-D.
+inline CheckpointFopeCoefficients fope_checkpoint_coefficients(
+    const SafetensorsCheckpoint& weights, int block) {
+  if (block < 0) fail("block", block, "expected >= 0");
+  CheckpointFopeCoefficients out;
+  const std::string stem = "transformer.blocks." + std::to_string(block) + ".pos_emb.";
+  for (const bool sin : {true, false}) {
+    const std::string what = sin ? "sin_coef" : "cos_coef";
+    const std::string name = find_checkpoint_tensor(weights, {"", "model."}, {stem + what}, what);
+    const std::vector<std::int64_t>& shape = weights.file_of(name).tensor(name).shape;
+    if (shape.size() != 3) {
+      throw Error(name, ": " + std::to_string(shape.size()) +
+                            " dimensions: expected [n_kv_heads, D_in, D_out]")
+          .add_context(weights.path());
+    }
+    const RowMatrixXf values = weights.matrix(name);  // [n_kv_heads * D_in, D_out]
+    (sin ? out.sin_coef : out.cos_coef).assign(values.data(), values.data() + values.size());
+    (sin ? out.sin_shape : out.cos_shape) = shape;
+    (sin ? out.sin_name : out.cos_name) = name;
+  }
+  return out;
 }
 
 // A checkpoint's rope_freqs divisors, [rotary_dim / 2].

@@ -132,7 +132,7 @@ struct ModelFamily {
   ClassDefaults defaults;
 };
 
-inline const std::array<ModelFamily, 54>& model_families() {
+inline const std::array<ModelFamily, 57>& model_families() {
   using P = Pairing;
   using K = PositionKind;
   using L = LayerTypeRule;
@@ -150,7 +150,7 @@ inline const std::array<ModelFamily, 54>& model_families() {
   // window, class defaults {hidden_size, heads, head_dim, window, chunk, rotary_dim, softcap,
   // max_position_embeddings, rope block}.
   // clang-format off
-  static const std::array<ModelFamily, 54> table{{
+  static const std::array<ModelFamily, 57> table{{
       {"llama", "llama/configuration_llama.py, modeling_llama.py", K::Rope, half, 1.0, 1e4, L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, T::None, PR::Fixed, nullptr, nullptr, false, false, B::AfterScale, false, {}},
       {"mistral", "mistral/modeling_mistral.py (sliding_window on every layer)", K::Rope, half, 1.0, 1e4, L::AllFull, 0, W::EveryLayer, S::HeadDim, R::OneBlock, N::None, T::None, PR::Fixed, nullptr, nullptr, false, false, B::AfterScale, false, {}},
       {"mixtral", "mixtral/modeling_mixtral.py (sliding_window on every layer)", K::Rope, half, 1.0, 1e4, L::AllFull, 0, W::EveryLayer, S::HeadDim, R::OneBlock, N::None, T::None, PR::Fixed, nullptr, nullptr, false, false, B::AfterScale, false, {}},
@@ -184,6 +184,9 @@ inline const std::array<ModelFamily, 54>& model_families() {
       {"gpt_bigcode", "gpt_bigcode/modeling_gpt_bigcode.py (wpe)", K::Learned, half, 1.0, 1e4, L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, T::None, PR::Fixed, nullptr, nullptr, false, false, B::AfterScale, false, {}},
       {"gpt_neo", "gpt_neo/configuration_gpt_neo.py (attention_types, window_size 256), modeling_gpt_neo.py (wpe, unscaled scores)", K::Learned, half, 1.0, 1e4, L::AttentionTypes, 0, W::SlidingLayers, S::Unscaled, R::OneBlock, N::None, T::None, PR::Fixed, nullptr, nullptr, false, false, B::AfterScale, false, {2048, 16, 0, 256, 0, 0, 0.0, 2048, nullptr}},
       {"opt", "opt/modeling_opt.py (learned positions)", K::Learned, half, 1.0, 1e4, L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, T::None, PR::Fixed, nullptr, nullptr, false, false, B::AfterScale, false, {}},
+      {"bert", "bert/configuration_bert.py (max_position_embeddings 512), modeling_bert.py (position_embeddings, position ids 0..)", K::Learned, half, 1.0, 1e4, L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, T::None, PR::Fixed, nullptr, nullptr, false, false, B::AfterScale, false, {768, 12, 0, 0, 0, 0, 0.0, 512, nullptr}},
+      {"roberta", "roberta/modeling_roberta.py (position_embeddings from padding_idx + 1, create_position_ids_from_input_ids)", K::Learned, half, 1.0, 1e4, L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, T::None, PR::Fixed, nullptr, nullptr, false, false, B::AfterScale, false, {768, 12, 0, 0, 0, 0, 0.0, 512, nullptr}},
+      {"xlm-roberta", "xlm_roberta/modeling_xlm_roberta.py (as roberta)", K::Learned, half, 1.0, 1e4, L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, T::None, PR::Fixed, nullptr, nullptr, false, false, B::AfterScale, false, {768, 12, 0, 0, 0, 0, 0.0, 512, nullptr}},
       {"bloom", "bloom/modeling_bloom.py (build_alibi_tensor)", K::Alibi, half, 1.0, 1e4, L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, T::None, PR::Fixed, nullptr, nullptr, false, false, B::AfterScale, false, {}},
       {"xglm", "xglm/modeling_xglm.py (sinusoidal positions)", K::Sinusoidal, half, 1.0, 1e4, L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, T::None, PR::Fixed, nullptr, nullptr, false, false, B::AfterScale, false, {}},
       {"m2m_100", "m2m_100/modeling_m2m_100.py (sinusoidal positions)", K::Sinusoidal, half, 1.0, 1e4, L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, T::None, PR::Fixed, nullptr, nullptr, false, false, B::AfterScale, false, {}},

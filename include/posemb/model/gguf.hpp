@@ -77,7 +77,7 @@ struct GgufLayerRope {
 // A GGUF's positional plan: the vocabulary (model) plus what only a GGUF has.
 struct GgufPositions {
   GgufHparams hparams;
-  std::int64_t n_ctx_seq = 0;                       // the context size per sequence the plan is for
+  std::int64_t n_ctx_seq = 0;  // the context size per sequence the plan is for (padded to 256)
   std::vector<std::optional<GgufLayerRope>> ropes;  // [n_layer]; nullopt on NoPE layers
   ModelPositions model;
 };
@@ -166,8 +166,14 @@ inline std::optional<std::vector<std::int64_t>> gguf_sections(const GgufFile& fi
     fail(key, std::to_string(sections->size()) + " sections summing to " + std::to_string(sum),
          "expected 1 to 4 sections summing to 1 .. n_rot / 2 = " + std::to_string(h.n_rot / 2));
   }
+  // ggml_mrope_cache_init (ggml/src/ggml-cpu/ops.cpp) rotates the pairs of a fourth section by a
+  // fourth position stream, which llama.cpp fills with the token's position in a plain token
+  // batch (llama_batch_allocr, src/llama-batch.cpp) and with 0 in a multimodal
+  // prompt (tools/mtmd/mtmd-helper.cpp); transformers' M-RoPE has three axes. No one answer.
   if (sections->size() == 4 && (*sections)[3] != 0) {
-    fail(key + "[3]", (*sections)[3], "expected 0 (a fourth, vision section is not supported)");
+    fail(key + "[3]", (*sections)[3],
+         "expected 0 (llama.cpp rotates a fourth section by a position stream it fills with the "
+         "text position or with 0 depending on the batch; not supported)");
   }
   return sections;
 }
@@ -228,7 +234,9 @@ inline void read_gguf_rope_scaling(const GgufFile& file, GgufHparams& h) {
 }
 
 // SWA / chunked / NoPE layers (load_hparams, llama_hparams::set_swa_pattern: layer il is SWA iff
-// il % P < P - 1).
+// il % P < P - 1). gemma3: SWA only when attention.sliding_window > 0. llama4: chunked 8192 with
+// P 4 and NoPE every n_no_rope_layer_step = 4th layer (llm_build_llama_iswa: use_rope iff
+// (il + 1) % step != 0), unless attention.sliding_window is present and 0 (step = n_layer).
 inline void read_gguf_layer_pattern(const GgufFile& file, GgufHparams& h) {
   const std::string p = h.arch + ".";
   const auto n = static_cast<std::size_t>(h.n_layer);
@@ -272,7 +280,16 @@ inline GgufHparams read_gguf_hparams(const GgufFile& file) {
   read_gguf_rope_scaling(file, h);
   read_gguf_layer_pattern(file, h);
   h.sections = gguf_sections(file, h, h.arch + ".rope.dimension_sections");
-  if (h.arch == "glm4" && h.sections) h.rope_mode = GgufRopeMode::Mrope;
+  if (h.arch == "glm4" && h.sections) {
+    // llama_model_rope_type: GLM4 is MROPE iff llama_hparams::use_mrope(), i.e. sections[0] > 0
+    // and sections[1] > 0; otherwise NORM, and the sections are not used.
+    const std::vector<std::int64_t>& s = *h.sections;
+    if (s[0] > 0 && s.size() > 1 && s[1] > 0) {
+      h.rope_mode = GgufRopeMode::Mrope;
+    } else {
+      h.sections.reset();
+    }
+  }
   return h;
 }
 
@@ -407,8 +424,10 @@ inline RopeScheme gguf_rope_scheme(const GgufHparams& h, double base, double sca
   return scheme;
 }
 
-// kq_scale of the arch's graph builder: head_dim^-0.5; gemma3 (src/models/gemma3.cpp): the 27B
-// (62 layers) uses (n_embd / n_head)^-0.5, the others f_attention_scale = key_length^-0.5.
+// kq_scale of the arch's graph builder (src/models/*.cpp, e.g. llama.cpp's `f_attention_scale ==
+// 0 ? 1/sqrt(n_embd_head) : f_attention_scale`; none of these archs reads attention.scale):
+// head_dim^-0.5; gemma3 sets f_attention_scale in load_hparams: the 27B (62 layers)
+// (n_embd / n_head)^-0.5, the others key_length^-0.5.
 inline double gguf_softmax_scale(const GgufHparams& h) {
   if (h.arch == "gemma3" && h.n_layer == 62) {
     return 1.0 / std::sqrt(static_cast<double>(h.n_embd / h.n_head[0]));
@@ -465,10 +484,16 @@ inline int gguf_kv_heads(const GgufFile& file, const GgufHparams& h) {
   return static_cast<int>(h.n_head[0]);
 }
 
+// llama.cpp's context size per sequence for a requested context n_ctx (one sequence):
+// llama_context::llama_context (src/llama-context.cpp) pads n_ctx and n_ctx_seq up to a multiple
+// of 256 (GGML_PAD(n_ctx, 256), llama.cpp PR #17046), so `-c 4000` runs with n_ctx_seq 4096.
+inline std::int64_t gguf_padded_context(std::int64_t n_ctx) { return (n_ctx + 255) / 256 * 256; }
+
 }  // namespace detail
 
 // The positional plan of a GGUF model as llama.cpp runs it with a context of n_ctx_seq tokens per
-// sequence (nullopt: {arch}.context_length, llama.cpp's n_ctx = 0); n_ctx_seq only changes
+// sequence (nullopt: {arch}.context_length, llama.cpp's n_ctx = 0), padded to a multiple of 256
+// as llama.cpp pads it (GgufPositions::n_ctx_seq holds the padded size); n_ctx_seq only changes
 // LongRoPE's choice of factors. Throws posemb::Error naming the file and the key.
 //
 // Example:
@@ -483,7 +508,7 @@ inline GgufPositions read_gguf_positions(const std::string& path,
     if (n_ctx_seq) require_positive("seq_len", *n_ctx_seq);
     plan.hparams = detail::read_gguf_hparams(file);
     const GgufHparams& h = plan.hparams;
-    plan.n_ctx_seq = n_ctx_seq.value_or(h.n_ctx_train);
+    plan.n_ctx_seq = detail::gguf_padded_context(n_ctx_seq.value_or(h.n_ctx_train));
     const auto factors = detail::gguf_rope_factors(file, h, plan.n_ctx_seq);
     plan.model.model_type = h.arch;
     plan.model.n_heads = static_cast<int>(h.n_head[0]);
