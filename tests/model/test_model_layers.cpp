@@ -691,8 +691,8 @@ TEST_CASE("Hunyuan's alpha: a static NTK base up to max_position_embeddings, dyn
   }
   // Past L (and at a long context): theta * (s * seq / L - (s - 1))^(d / (d - 2)), alpha gone.
   for (const std::int64_t seq : {std::int64_t{4097}, std::int64_t{1} << 20}) {
-    const double grown = 10000.0 * std::pow(2.0 * static_cast<double>(seq) / 4096.0 - 1.0,
-                                            d / (d - 2.0));
+    const double grown =
+        10000.0 * std::pow(2.0 * static_cast<double>(seq) / 4096.0 - 1.0, d / (d - 2.0));
     const posemb::RopeSpec spec = model.layers[0].rope_spec(seq);
     for (int i = 0; i < 32; ++i) {
       CHECK(spec.inv_freq[i] == Approx(std::pow(grown, -2.0 * i / d)).epsilon(1e-13));
@@ -789,12 +789,14 @@ TEST_CASE("Falcon-H1's key_multiplier scales the scores, checked against a hand-
   CHECK(got.isApprox(expected, 1e-12));
   // Not vacuous: without the multiplier the probabilities differ.
   options.layer.softmax_scale = 1.0 / 8.0;
-  CHECK_FALSE(posemb::attention_scores(q, positions, k, positions, options).isApprox(expected, 1e-3));
+  CHECK_FALSE(
+      posemb::attention_scores(q, positions, k, positions, options).isApprox(expected, 1e-3));
   // Bad values name the key.
   for (const char* bad : {"0", "-1.5", "\"x\""}) {
     CAPTURE(bad);
     CHECK_THAT(error_of(std::string(R"({"model_type": "falcon_h1", "num_hidden_layers": 1,
-        "key_multiplier": )") + bad + "}"),
+        "key_multiplier": )") +
+                        bad + "}"),
                Catch::Contains(std::string("key_multiplier = ") + bad));
   }
 }
@@ -814,9 +816,9 @@ TEST_CASE("keys transformers ignores too are set apart from the unused keys",
   const auto mistral = parse(R"({"model_type": "mistral", "hidden_size": 256,
       "num_attention_heads": 4, "num_hidden_layers": 1, "max_position_embeddings": 4096, )" +
                              block);
-  CHECK(mistral.unused_keys ==
-        std::vector<std::string>{"rope_parameters.banana", "rope_parameters.llama_4_scaling_beta",
-                                 "rope_parameters.max_position_embeddings"});
+  CHECK(mistral.unused_keys == std::vector<std::string>{"rope_parameters.banana",
+                                                        "rope_parameters.llama_4_scaling_beta",
+                                                        "rope_parameters.max_position_embeddings"});
   CHECK(mistral.unused_keys_transformers_ignores.empty());
   // Only rope-block keys: a top-level key of the same name is not set apart.
   const auto wrapped = posemb::load_model_positions(
@@ -839,8 +841,8 @@ TEST_CASE("v5 default thetas: Mixtral and MiniMax 1e6, MiniMax's odd layers line
   for (const posemb::LayerPositions& layer : minimax.layers) {
     CAPTURE(layer.index);
     CHECK(layer.layer_type == (layer.index % 2 == 0 ? "full_attention" : "linear_attention"));
-    CHECK(layer.kind == (layer.index % 2 == 0 ? posemb::PositionKind::Rope
-                                              : posemb::PositionKind::None));
+    CHECK(layer.kind ==
+          (layer.index % 2 == 0 ? posemb::PositionKind::Rope : posemb::PositionKind::None));
     if (layer.rope) CHECK(layer.rope->theta == 1e6);
   }
   // An explicit layer_types list still wins.
@@ -849,4 +851,21 @@ TEST_CASE("v5 default thetas: Mixtral and MiniMax 1e6, MiniMax's odd layers line
       "layer_types": ["linear_attention", "full_attention"]})");
   CHECK(listed.layers[0].kind == posemb::PositionKind::None);
   CHECK(listed.layers[1].kind == posemb::PositionKind::Rope);
+}
+
+TEST_CASE("Granite 4 hybrid without layer_types: every layer mamba", "[config][models][families]") {
+  // GraniteMoeHybridConfig.layers_block_type (configuration_granitemoehybrid.py): layer_types,
+  // else ["mamba"] * num_hidden_layers.
+  const auto model = parse(R"({"model_type": "granitemoehybrid", "hidden_size": 256,
+      "num_attention_heads": 4, "num_hidden_layers": 3, "position_embedding_type": "rope"})");
+  for (const posemb::LayerPositions& layer : model.layers) {
+    CHECK(layer.layer_type == "mamba");
+    CHECK(layer.kind == posemb::PositionKind::None);
+    CHECK_FALSE(layer.softmax_attention());
+  }
+  const auto listed = parse(R"({"model_type": "granitemoehybrid", "hidden_size": 256,
+      "num_attention_heads": 4, "num_hidden_layers": 2, "position_embedding_type": "rope",
+      "layer_types": ["attention", "mamba"]})");
+  CHECK(listed.layers[0].kind == posemb::PositionKind::Rope);
+  CHECK(listed.layers[1].kind == posemb::PositionKind::None);
 }

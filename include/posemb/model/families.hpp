@@ -36,6 +36,7 @@ enum class LayerTypeRule {
   FullAttnIdxs,     // LFM2: full_attention iff i in full_attn_idxs (default every layer), else conv
   CrossAttention,   // Mllama: cross_attention iff i in cross_attention_layers, else full
   LinearOddLayers,  // MiniMax: linear_attention iff (i+1) % 2 == 0, else full_attention
+  AllMamba,         // Granite 4 hybrid: layers_block_type without layer_types, every layer mamba
 };
 
 enum class WindowRule {
@@ -50,8 +51,8 @@ enum class SoftmaxRule {
   One,                  // 1 (q and k are RMS-normalised)
   AttentionMultiplier,  // attention_multiplier (default 1)
   DeepseekMscale,       // (qk_nope + qk_rope)^-0.5 * m^2, m = 0.1 mscale_all_dim ln(factor) + 1
-  Gpt2,      // head_dim^-0.5 if scale_attn_weights, / (i+1) if scale_attn_by_inverse_layer_idx
-  Unscaled,  // 1: T5 folds the scale into its initialisation
+  Gpt2,           // head_dim^-0.5 if scale_attn_weights, / (i+1) if scale_attn_by_inverse_layer_idx
+  Unscaled,       // 1: T5 folds the scale into its initialisation
   KeyMultiplier,  // head_dim^-0.5 * key_multiplier (default 1): Falcon-H1 scales k before q.k
 };
 
@@ -208,7 +209,7 @@ inline const std::array<ModelFamily, 57>& model_families() {
       {"phimoe", "phimoe/modeling_phimoe.py (sliding_window on every layer)", K::Rope, half, 1.0, 1e6, L::AllFull, 0, W::EveryLayer, S::HeadDim, R::OneBlock, N::None, T::None, PR::Fixed, nullptr, nullptr, false, false, B::AfterScale, false, {}, false, nullptr},
       {"lfm2", "lfm2/configuration_lfm2.py (default_theta 1e6, conv / full_attention layers)", K::Rope, half, 1.0, 1e6, L::FullAttnIdxs, 0, W::Never, S::HeadDim, R::OneBlock, N::None, T::None, PR::Fixed, nullptr, nullptr, false, false, B::AfterScale, false, {2560, 32, 0, 0, 0, 0, 0.0, 128000, nullptr}, false, nullptr},
       {"jamba", "jamba/configuration_jamba.py (attn_layer_period 8, offset 4), modeling_jamba.py (JambaAttention without RoPE)", K::None, half, 1.0, 1e4, L::AttentionPeriod, 0, W::Never, S::HeadDim, R::OneBlock, N::None, T::None, PR::Fixed, nullptr, nullptr, false, false, B::AfterScale, false, {4096, 32, 0, 0, 0, 0, 0.0, 0, nullptr}, false, nullptr},
-      {"granitemoehybrid", "granitemoehybrid/modeling_granitemoehybrid.py (mamba layers; RoPE iff position_embedding_type rope)", K::Rope, half, 1.0, 1e4, L::AllFull, 0, W::Never, S::AttentionMultiplier, R::OneBlock, N::None, T::None, PR::PositionEmbeddingType, nullptr, nullptr, false, false, B::AfterScale, false, {}, false, nullptr},
+      {"granitemoehybrid", "granitemoehybrid/configuration_granitemoehybrid.py (layers_block_type: every layer mamba without layer_types), modeling_granitemoehybrid.py (mamba layers; RoPE iff position_embedding_type rope)", K::Rope, half, 1.0, 1e4, L::AllMamba, 0, W::Never, S::AttentionMultiplier, R::OneBlock, N::None, T::None, PR::PositionEmbeddingType, nullptr, nullptr, false, false, B::AfterScale, false, {}, false, nullptr},
       {"minimax", "minimax/modular_minimax.py (MiniMaxConfig: default_theta 1e6, linear_attention on odd layers; MiniMaxLightningAttention without RoPE)", K::Rope, half, 1.0, 1e6, L::LinearOddLayers, 0, W::Never, S::HeadDim, R::OneBlock, N::None, T::None, PR::Fixed, nullptr, nullptr, false, false, B::AfterScale, false, {}, false, nullptr},
       {"mllama_text_model", "mllama/configuration_mllama.py (cross_attention_layers), modeling_mllama.py (cross-attention without RoPE)", K::Rope, half, 1.0, 5e5, L::CrossAttention, 0, W::Never, S::HeadDim, R::OneBlock, N::None, T::None, PR::Fixed, nullptr, nullptr, false, false, B::AfterScale, false, {}, false, nullptr},
       {"kimi_k2", "deepseek_v3/modeling_deepseek_v3.py (Kimi K2 ships DeepseekV3ForCausalLM)", K::Rope, inter, 1.0, 1e4, L::AllFull, 0, W::Never, S::DeepseekMscale, R::OneBlock, N::None, T::None, PR::Fixed, nullptr, "rope_interleave", false, false, B::AfterScale, false, {}, false, nullptr},
