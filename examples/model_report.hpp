@@ -135,6 +135,9 @@ inline std::string variant_summary(const RopeScheme& scheme) {
   if (const auto* p = std::get_if<ProportionalParams>(&scheme.params)) {
     text += ", p " + short_number(p->partial_rotary_factor);
   }
+  if (const auto* p = std::get_if<DynamicNtkParams>(&scheme.params); p && p->alpha) {
+    text += ", alpha " + short_number(*p->alpha);
+  }
   return text;
 }
 

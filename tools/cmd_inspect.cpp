@@ -113,10 +113,15 @@ void print_notes(const ModelPositions& model) {
   for (const std::string& warning : model.warnings) {
     std::printf("transformers warns: %s\n", warning.c_str());
   }
-  if (model.unused_keys.empty()) return;
-  std::string keys;
-  for (const std::string& key : model.unused_keys) keys += (keys.empty() ? "" : ", ") + key;
-  std::printf("ignored keys: %s\n", keys.c_str());
+  const auto print_keys = [](const char* label, const std::vector<std::string>& keys) {
+    if (keys.empty()) return;
+    std::string list;
+    for (const std::string& key : keys) list += (list.empty() ? "" : ", ") + key;
+    std::printf("%s: %s\n", label, list.c_str());
+  };
+  print_keys("ignored keys", model.unused_keys);
+  print_keys("ignored keys (transformers ignores them too)",
+             model.unused_keys_transformers_ignores);
 }
 
 void print_model(const ModelPositions& model, std::optional<std::int64_t> seq_len) {

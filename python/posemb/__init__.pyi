@@ -169,6 +169,9 @@ class ModelPositions:
     fope: Optional[FopeConfig]
     mrope_index_rules: Optional[MropeIndexRules]
     vision: Optional[VisionRope]
+    unused_keys: List[str]
+    unused_keys_transformers_ignores: List[str]
+    warnings: List[str]
     kind: str
     def layers_alike(self) -> bool: ...
     def rope_scheme(self) -> RopeScheme: ...

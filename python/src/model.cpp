@@ -149,7 +149,11 @@ void bind_model_positions(py::module_& m) {
   py::class_<ModelPositions>(m, "ModelPositions", R"doc(A model's positional scheme layer by layer,
 as read from its config.json by load_model: model_type, n_heads, n_kv_heads,
 max_position_embeddings, layers (list of LayerPositions), fope (FopeConfig or None),
-mrope_index_rules (or None), vision (VisionRope or None).
+mrope_index_rules (or None), vision (VisionRope or None), unused_keys (key paths of the rope
+blocks and position-related keys the reader did not use, sorted),
+unused_keys_transformers_ignores (unused rope-block keys transformers ignores too: the config
+class's ignore_keys_at_rope_validation), warnings (what transformers would warn about, one
+sentence each).
 
 Example:
     >>> model = posemb.load_model("config.json")
@@ -164,6 +168,10 @@ Example:
       .def_readonly("fope", &ModelPositions::fope)
       .def_readonly("mrope_index_rules", &ModelPositions::mrope_index)
       .def_readonly("vision", &ModelPositions::vision)
+      .def_readonly("unused_keys", &ModelPositions::unused_keys)
+      .def_readonly("unused_keys_transformers_ignores",
+                    &ModelPositions::unused_keys_transformers_ignores)
+      .def_readonly("warnings", &ModelPositions::warnings)
       .def_property_readonly("kind", [](const ModelPositions& m) { return to_string(m.kind()); })
       .def("layers_alike", &ModelPositions::layers_alike)
       .def("rope_scheme", &ModelPositions::rope_scheme, py::return_value_policy::copy)

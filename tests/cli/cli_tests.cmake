@@ -174,6 +174,18 @@ posemb_cli_test("apply --strict refuses ignored keys" EXIT 2
   OUTPUT ${cli_out}/must_not_exist.npy)
 posemb_cli_test("layers --strict accepts a config it uses whole"
   ARGS layers ${cli_data}/models/syn-gpt-oss-defaults.json --strict STDOUT_MATCHES "sinks")
+# Hunyuan's alpha in the pattern line (modeling_hunyuan_v1_dense.py).
+posemb_cli_test("inspect hunyuan alpha" ARGS inspect ${cli_data}/models/syn-hunyuan-dense-alpha.json
+  STDOUT_MATCHES "layers 0-1 global \\(1e4, dynamic 1, alpha 1000\\)")
+# Ministral 3: rope_parameters.max_position_embeddings is in the config class's
+# ignore_keys_at_rope_validation; unused by posemb and ignored by transformers too.
+set(ministral3_max ${cases}/ministral3_rope_max_position.json)
+posemb_cli_test("inspect names keys transformers ignores too" ARGS inspect ${ministral3_max}
+  STDOUT_MATCHES "\nignored keys \\(transformers ignores them too\\): text_config\\.rope_parameters\\.max_position_embeddings\n")
+foreach(command IN ITEMS inspect freqs layers)
+  posemb_cli_test("${command} --strict accepts keys transformers ignores too"
+    ARGS ${command} ${ministral3_max} --strict STDOUT_MATCHES "yarn")
+endforeach()
 posemb_cli_test("inspect reports what transformers warns about"
   ARGS inspect ${cli_data}/models/syn-llama3-equal-freq-factors.json --strict
   STDOUT_MATCHES "transformers warns: rope_scaling\\.high_freq_factor = 1 is not greater than rope_scaling\\.low_freq_factor = 1")

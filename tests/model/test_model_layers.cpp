@@ -11,12 +11,16 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <limits>
+#include <optional>
 #include <random>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "layer_check.hpp"
 #include "model_report.hpp"
+#include "posemb/attention/scores.hpp"
 #include "posemb/rotary/permute.hpp"
 #include "posemb/rotary/rope.hpp"
 #include "posemb/rotary/scaled.hpp"
@@ -661,4 +665,207 @@ TEST_CASE("what transformers warns about loads and is reported", "[config][model
   CHECK_THAT(scout.warnings[0], Catch::Contains("rope_scaling.high_freq_factor = 1") &&
                                     Catch::Contains("low_freq_factor = 1"));
   CHECK(scout.unused_keys.empty());
+}
+
+TEST_CASE("Hunyuan's alpha: a static NTK base up to max_position_embeddings, dynamic beyond",
+          "[config][models][families]") {
+  // modeling_hunyuan_v1_dense.py, HunYuanDenseV1RotaryEmbedding.__init__: base = theta *
+  // alpha^(d / (d - 2)), d = head_dim; its forward's dynamic_rope_update (modeling_rope_utils.py)
+  // recomputes _compute_dynamic_ntk_parameters (no alpha) past max_position_embeddings L.
+  const std::string config = R"({"model_type": "hunyuan_v1_dense", "hidden_size": 1024,
+      "num_attention_heads": 8, "head_dim": 64, "num_hidden_layers": 1, "rope_theta": 10000,
+      "max_position_embeddings": 4096, "rope_scaling": {"type": "dynamic", "factor": 2.0,
+      "alpha": 1000.0}})";
+  const posemb::ModelPositions model = parse(config);
+  CHECK(model.unused_keys.empty());
+  const double d = 64.0;
+  const double alpha_base = 10000.0 * std::pow(1000.0, d / (d - 2.0));
+  for (const std::optional<std::int64_t> seq :
+       std::vector<std::optional<std::int64_t>>{std::nullopt, 1, 4096}) {
+    const posemb::RopeSpec spec = model.layers[0].rope_spec(seq);
+    REQUIRE(spec.inv_freq.size() == 32);
+    for (int i = 0; i < 32; ++i) {
+      CHECK(spec.inv_freq[i] == Approx(std::pow(alpha_base, -2.0 * i / d)).epsilon(1e-13));
+    }
+    CHECK(spec.attention_scale == 1.0);
+  }
+  // Past L (and at a long context): theta * (s * seq / L - (s - 1))^(d / (d - 2)), alpha gone.
+  for (const std::int64_t seq : {std::int64_t{4097}, std::int64_t{1} << 20}) {
+    const double grown =
+        10000.0 * std::pow(2.0 * static_cast<double>(seq) / 4096.0 - 1.0, d / (d - 2.0));
+    const posemb::RopeSpec spec = model.layers[0].rope_spec(seq);
+    for (int i = 0; i < 32; ++i) {
+      CHECK(spec.inv_freq[i] == Approx(std::pow(grown, -2.0 * i / d)).epsilon(1e-13));
+    }
+  }
+  // Pair 0 keeps frequency 1; the lowest frequency falls by alpha^(-(d - 2) / (d - 2)) = 1/alpha.
+  const posemb::RopeSpec spec = model.layers[0].rope_spec();
+  const posemb::RopeSpec plain = posemb::default_rope_spec(64, 10000.0);
+  CHECK(spec.inv_freq[0] == 1.0);
+  CHECK(spec.inv_freq[31] / plain.inv_freq[31] == Approx(1.0 / 1000.0).epsilon(1e-12));
+  // Without alpha the same block is Llama's dynamic NTK (theta unchanged up to L); other
+  // families do not read alpha (an unused key).
+  const posemb::ModelPositions no_alpha = parse(R"({"model_type": "hunyuan_v1_moe",
+      "hidden_size": 512, "num_attention_heads": 8, "head_dim": 64, "num_hidden_layers": 1,
+      "max_position_embeddings": 4096, "rope_scaling": {"type": "dynamic", "factor": 2.0}})");
+  CHECK(no_alpha.layers[0].rope_spec().inv_freq.isApprox(plain.inv_freq, 1e-15));
+  const posemb::ModelPositions llama = parse(R"({"hidden_size": 512, "num_attention_heads": 8,
+      "num_hidden_layers": 1, "max_position_embeddings": 4096, "rope_scaling": {"type": "dynamic",
+      "factor": 2.0, "alpha": 1000.0}})");
+  CHECK(llama.layers[0].rope_spec().inv_freq.isApprox(plain.inv_freq, 1e-15));
+  CHECK(llama.unused_keys == std::vector<std::string>{"rope_scaling.alpha"});
+  // Class defaults: head_dim 128, theta 1e4, max_position_embeddings 2048.
+  const posemb::ModelPositions defaults = parse(R"({"model_type": "hunyuan_v1_dense",
+      "num_hidden_layers": 1, "rope_scaling": {"type": "dynamic", "factor": 1.0, "alpha": 4.0}})");
+  CHECK(defaults.layers[0].head_dim == 128);
+  CHECK(defaults.max_position_embeddings == 2048);
+  CHECK(defaults.layers[0].rope_spec(2048).inv_freq[63] ==
+        Approx(std::pow(1e4 * std::pow(4.0, 128.0 / 126.0), -126.0 / 128.0)).epsilon(1e-13));
+}
+
+TEST_CASE("Hunyuan's alpha: bad values name the key", "[config][models][errors]") {
+  const std::string head = R"({"model_type": "hunyuan_v1_dense", "num_hidden_layers": 1,
+      "rope_scaling": {"type": "dynamic", "factor": 1.0, "alpha": )";
+  CHECK_THAT(error_of(head + "0}}"), Catch::Contains("rope_scaling.alpha = 0"));
+  CHECK_THAT(error_of(head + "-2.5}}"), Catch::Contains("rope_scaling.alpha = -2.5"));
+  CHECK_THAT(error_of(head + "\"big\"}}"), Catch::Contains("rope_scaling.alpha"));
+  // transformers' validation requires factor for a dynamic block.
+  CHECK_THAT(error_of(R"({"model_type": "hunyuan_v1_dense", "num_hidden_layers": 1,
+      "rope_scaling": {"type": "dynamic", "alpha": 1000.0}})"),
+             Catch::Contains("rope_scaling.factor"));
+}
+
+TEST_CASE("Falcon-H1's key_multiplier scales the scores, checked against a hand-written loop",
+          "[config][models][families]") {
+  // FalconH1Attention.forward (modular_falcon_h1.py): k = k_proj(x) * key_multiplier, RoPE
+  // (rotate_half, theta 1e5 by default), then eager_attention_forward: softmax(q.k^T *
+  // head_dim^-0.5 + causal mask).
+  const posemb::ModelPositions model = parse(R"({"model_type": "falcon_h1", "hidden_size": 256,
+      "num_attention_heads": 4, "num_hidden_layers": 3, "key_multiplier": 0.390625})");
+  REQUIRE(model.layers.size() == 3);
+  for (const posemb::LayerPositions& layer : model.layers) {
+    CHECK(layer.kind == posemb::PositionKind::Rope);  // mamba runs beside attention, every layer
+    CHECK(*layer.attention.softmax_scale == Approx(0.390625 / 8.0).epsilon(1e-15));
+  }
+  const posemb::LayerPositions& layer = model.layers[1];
+  const int d = 64, seq = 6;
+  std::mt19937_64 engine(11);
+  std::normal_distribution<double> normal;
+  Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> q(seq, d), k(seq, d);
+  for (Eigen::Index i = 0; i < q.size(); ++i) q.data()[i] = 3.0 * normal(engine);
+  for (Eigen::Index i = 0; i < k.size(); ++i) k.data()[i] = 3.0 * normal(engine);
+  const std::int64_t first = 70000;  // long positions
+  // The hand loop: rotate_half RoPE at positions first + t, keys times key_multiplier.
+  const auto rotate = [&](const Eigen::RowVectorXd& x, std::int64_t p) {
+    Eigen::RowVectorXd out(d);
+    for (int i = 0; i < d / 2; ++i) {
+      const double angle = static_cast<double>(p) * std::pow(1e5, -2.0 * i / d);
+      out[i] = x[i] * std::cos(angle) - x[i + d / 2] * std::sin(angle);
+      out[i + d / 2] = x[i + d / 2] * std::cos(angle) + x[i] * std::sin(angle);
+    }
+    return out;
+  };
+  Eigen::MatrixXd expected(seq, seq);
+  for (int i = 0; i < seq; ++i) {
+    Eigen::VectorXd logits(seq);
+    for (int j = 0; j < seq; ++j) {
+      logits[j] = j > i ? -std::numeric_limits<double>::infinity()
+                        : rotate(q.row(i), first + i).dot(rotate(0.390625 * k.row(j), first + j)) /
+                              std::sqrt(64.0);
+    }
+    const double top = logits.maxCoeff();
+    const Eigen::VectorXd e = (logits.array() - top).exp();
+    expected.row(i) = (e / e.sum()).transpose();
+  }
+  posemb::PositionVector positions(seq);
+  for (int t = 0; t < seq; ++t) positions[t] = first + t;
+  posemb::ScoreOptions options;
+  options.rotation = layer.rope_spec();
+  options.layer = layer.attention;
+  options.causal = true;
+  options.softmax = true;
+  const auto got = posemb::attention_scores(q, positions, k, positions, options);
+  REQUIRE(got.rows() == seq);
+  CHECK(got.isApprox(expected, 1e-12));
+  // Not vacuous: without the multiplier the probabilities differ.
+  options.layer.softmax_scale = 1.0 / 8.0;
+  CHECK_FALSE(
+      posemb::attention_scores(q, positions, k, positions, options).isApprox(expected, 1e-3));
+  // Bad values name the key.
+  for (const char* bad : {"0", "-1.5", "\"x\""}) {
+    CAPTURE(bad);
+    CHECK_THAT(error_of(std::string(R"({"model_type": "falcon_h1", "num_hidden_layers": 1,
+        "key_multiplier": )") +
+                        bad + "}"),
+               Catch::Contains(std::string("key_multiplier = ") + bad));
+  }
+}
+
+TEST_CASE("keys transformers ignores too are set apart from the unused keys",
+          "[config][models][unused]") {
+  // Ministral3Config: ignore_keys_at_rope_validation={"llama_4_scaling_beta",
+  // "max_position_embeddings"} (configuration_ministral3.py).
+  const std::string block = R"("rope_parameters": {"rope_type": "yarn", "factor": 16.0,
+      "original_max_position_embeddings": 16384, "llama_4_scaling_beta": 0.1,
+      "max_position_embeddings": 262144, "banana": 1}})";
+  const auto ministral = parse(R"({"model_type": "ministral3", "num_hidden_layers": 1, )" + block);
+  CHECK(ministral.unused_keys == std::vector<std::string>{"rope_parameters.banana"});
+  CHECK(ministral.unused_keys_transformers_ignores ==
+        std::vector<std::string>{"rope_parameters.max_position_embeddings"});
+  // Another family: the same key is plainly unused (transformers warns about it there).
+  const auto mistral = parse(R"({"model_type": "mistral", "hidden_size": 256,
+      "num_attention_heads": 4, "num_hidden_layers": 1, "max_position_embeddings": 4096, )" +
+                             block);
+  CHECK(mistral.unused_keys == std::vector<std::string>{"rope_parameters.banana",
+                                                        "rope_parameters.llama_4_scaling_beta",
+                                                        "rope_parameters.max_position_embeddings"});
+  CHECK(mistral.unused_keys_transformers_ignores.empty());
+  // Only rope-block keys: a top-level key of the same name is not set apart.
+  const auto wrapped = posemb::load_model_positions(
+      (fs::path(POSEMB_TEST_DATA_DIR) / ".." / "cli" / "data" / "ministral3_rope_max_position.json")
+          .string());
+  CHECK(wrapped.unused_keys.empty());
+  CHECK(wrapped.unused_keys_transformers_ignores ==
+        std::vector<std::string>{"text_config.rope_parameters.max_position_embeddings"});
+}
+
+TEST_CASE("v5 default thetas: Mixtral and MiniMax 1e6, MiniMax's odd layers linear",
+          "[config][models][families]") {
+  // MixtralConfig.default_theta, MiniMaxConfig.default_theta 1000000.0; MiniMaxConfig's
+  // layer_types: full iff (i + 1) % 2 (modular_minimax.py).
+  const auto mixtral = parse(R"({"model_type": "mixtral", "hidden_size": 256,
+      "num_attention_heads": 4, "num_hidden_layers": 1})");
+  CHECK(mixtral.rope_scheme().theta == 1e6);
+  const auto minimax = parse(R"({"model_type": "minimax", "hidden_size": 256,
+      "num_attention_heads": 4, "num_hidden_layers": 5})");
+  for (const posemb::LayerPositions& layer : minimax.layers) {
+    CAPTURE(layer.index);
+    CHECK(layer.layer_type == (layer.index % 2 == 0 ? "full_attention" : "linear_attention"));
+    CHECK(layer.kind ==
+          (layer.index % 2 == 0 ? posemb::PositionKind::Rope : posemb::PositionKind::None));
+    if (layer.rope) CHECK(layer.rope->theta == 1e6);
+  }
+  // An explicit layer_types list still wins.
+  const auto listed = parse(R"({"model_type": "minimax", "hidden_size": 256,
+      "num_attention_heads": 4, "num_hidden_layers": 2,
+      "layer_types": ["linear_attention", "full_attention"]})");
+  CHECK(listed.layers[0].kind == posemb::PositionKind::None);
+  CHECK(listed.layers[1].kind == posemb::PositionKind::Rope);
+}
+
+TEST_CASE("Granite 4 hybrid without layer_types: every layer mamba", "[config][models][families]") {
+  // GraniteMoeHybridConfig.layers_block_type (configuration_granitemoehybrid.py): layer_types,
+  // else ["mamba"] * num_hidden_layers.
+  const auto model = parse(R"({"model_type": "granitemoehybrid", "hidden_size": 256,
+      "num_attention_heads": 4, "num_hidden_layers": 3, "position_embedding_type": "rope"})");
+  for (const posemb::LayerPositions& layer : model.layers) {
+    CHECK(layer.layer_type == "mamba");
+    CHECK(layer.kind == posemb::PositionKind::None);
+    CHECK_FALSE(layer.softmax_attention());
+  }
+  const auto listed = parse(R"({"model_type": "granitemoehybrid", "hidden_size": 256,
+      "num_attention_heads": 4, "num_hidden_layers": 2, "position_embedding_type": "rope",
+      "layer_types": ["attention", "mamba"]})");
+  CHECK(listed.layers[0].kind == posemb::PositionKind::Rope);
+  CHECK(listed.layers[1].kind == posemb::PositionKind::None);
 }

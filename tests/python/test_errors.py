@@ -108,7 +108,7 @@ def test_source_and_table_dtype():
 def test_builder_errors():
     raises(r"rotary_dim = 7: expected an even number >= 2", posemb.default_rope_spec, 64, 10000.0, rotary_dim=7)
     raises(r"factor = -1: expected a finite number > 0", posemb.linear_rope_spec, 64, 10000.0, -1.0)
-    raises(r"beta_fast = 1: expected > beta_slow", posemb.yarn_rope_spec, 64, 10000.0, 4.0, 4096, beta_fast=1.0)
+    raises(r"beta_fast = 0.5: expected >= beta_slow", posemb.yarn_rope_spec, 64, 10000.0, 4.0, 4096, beta_fast=0.5)
     raises(r"mrope_section .*expected a sum of rotary_dim / 2 = 32", posemb.MropeSpec, SPEC, (1, 2, 3))
 
 

@@ -291,10 +291,10 @@ TEST_CASE("bad input throws posemb::Error with a clear message", "[scaled][error
                       Contains("factor"));
   }
   posemb::YarnParams y = yarn_params(4.0, 2048);
-  y.beta_fast = 1.0;
+  y.beta_fast = 0.75;
   y.beta_slow = 1.0;
   CHECK_THROWS_WITH(posemb::yarn_rope_spec(32, 1e4, y),
-                    Contains("beta_fast = 1") && Contains("beta_slow"));
+                    Contains("beta_fast = 0.75") && Contains("beta_slow"));
   y.beta_fast = 0.5;
   CHECK_THROWS_WITH(posemb::yarn_rope_spec(32, 1e4, y), Contains("beta_fast"));
   posemb::Llama3Params l;
@@ -330,4 +330,23 @@ TEST_CASE("bad input throws posemb::Error with a clear message", "[scaled][error
   posemb::YarnParams explicit_bad = yarn_params(4.0, 2048);
   explicit_bad.attention_factor = -1.0;
   CHECK_THROWS_WITH(posemb::yarn_rope_spec(32, 1e4, explicit_bad), Contains("attention_factor"));
+}
+
+TEST_CASE("YaRN with beta_fast == beta_slow loads: a one-pair ramp (Kimi K2's 1 and 1)",
+          "[scaled][yarn]") {
+  // _compute_yarn_parameters (modeling_rope_utils.py): low = floor(c(1)), high = ceil(c(1)),
+  // c(r) = d ln(L0 / (2 pi r)) / (2 ln base); d 32, base 1e4, L0 2048: c(1) = 10.05..., so pairs
+  // 0..10 are kept and 11..15 divided by the factor. _validate_yarn_rope_parameters only warns
+  // when beta_fast < beta_slow.
+  posemb::YarnParams y = yarn_params(4.0, 2048);
+  y.beta_fast = 1.0;
+  y.beta_slow = 1.0;
+  const double c = 32.0 * std::log(2048.0 / (2.0 * pi)) / (2.0 * std::log(1e4));
+  REQUIRE(std::floor(c) == 10.0);
+  const posemb::RopeSpec spec = posemb::yarn_rope_spec(32, 1e4, y);
+  for (int i = 0; i < 16; ++i) {
+    CAPTURE(i);
+    const double plain = std::pow(1e4, -2.0 * i / 32.0);
+    CHECK(spec.inv_freq[i] == Approx(i <= 10 ? plain : plain / 4.0).epsilon(1e-14));
+  }
 }

@@ -122,6 +122,10 @@ struct ModelPositions {
   // Keys of the rope blocks and position-related top-level keys the reader did not use, as key
   // paths ("rope_scaling.beta_fast"), sorted; `posemb inspect` lists them, --strict refuses them.
   std::vector<std::string> unused_keys;
+  // Rope-block keys the reader did not use that transformers ignores too: the config class lists
+  // them in ignore_keys_at_rope_validation (Ministral 3: max_position_embeddings). Not in
+  // unused_keys; --strict accepts them.
+  std::vector<std::string> unused_keys_transformers_ignores;
   // What transformers would log a warning about while loading the same config (one sentence
   // each), e.g. a llama3 block with low_freq_factor == high_freq_factor.
   std::vector<std::string> warnings;

@@ -32,6 +32,9 @@ struct LinearRopeParams {
 struct DynamicNtkParams {
   double factor = 1.0;                       // s
   std::int64_t max_position_embeddings = 0;  // L: no change up to L tokens
+  // Hunyuan's alpha: up to L tokens the base is theta * alpha^(d / (d - 2)) (static NTK);
+  // beyond L the dynamic base above replaces it (HunYuanDenseV1RotaryEmbedding).
+  std::optional<double> alpha = std::nullopt;
 };
 
 // One alternative per rope_type, in the order of rope_variants().
@@ -43,7 +46,8 @@ inline bool operator==(const LinearRopeParams& a, const LinearRopeParams& b) {
   return a.factor == b.factor;
 }
 inline bool operator==(const DynamicNtkParams& a, const DynamicNtkParams& b) {
-  return a.factor == b.factor && a.max_position_embeddings == b.max_position_embeddings;
+  return a.factor == b.factor && a.max_position_embeddings == b.max_position_embeddings &&
+         a.alpha == b.alpha;
 }
 inline bool operator==(const YarnParams& a, const YarnParams& b) {
   return a.factor == b.factor &&
@@ -162,10 +166,14 @@ inline const std::array<RopeVariant, std::variant_size_v<RopeParams>>& rope_vari
        [](const RopeScheme&, const RopeSpec& spec) {
          return detail::uniform_bands(spec, PairBand::Interpolated);
        }},
-      // dynamic: NTK base grown with seq_len beyond max_position_embeddings.
+      // dynamic: NTK base grown with seq_len beyond max_position_embeddings; with Hunyuan's
+      // alpha, the static NTK base theta * alpha^(d/(d-2)) up to max_position_embeddings.
       {"dynamic", false,
        [](const RopeScheme& s, std::optional<std::int64_t> seq_len) {
          const auto& p = std::get<DynamicNtkParams>(s.params);
+         if (p.alpha && seq_len.value_or(0) <= p.max_position_embeddings) {
+           return ntk_rope_spec(s.dims(), s.theta, *p.alpha, s.pairing);
+         }
          return dynamic_ntk_rope_spec(s.dims(), s.theta, p.factor, p.max_position_embeddings,
                                       seq_len.value_or(p.max_position_embeddings), s.pairing);
        },

@@ -157,9 +157,11 @@ inline YarnRampBounds yarn_ramp_bounds(int rotary_dim, double base, const YarnPa
                                  params.original_max_position_embeddings);
   detail::require_positive_finite("beta_fast", params.beta_fast);
   detail::require_positive_finite("beta_slow", params.beta_slow);
-  if (!(params.beta_fast > params.beta_slow)) {
+  // Equal betas run in HF (Kimi K2: 1 and 1; the ramp is one pair wide, or 0.001 when the
+  // bounds meet); _validate_yarn_rope_parameters only warns about beta_fast < beta_slow.
+  if (params.beta_fast < params.beta_slow) {
     detail::fail("beta_fast", params.beta_fast,
-                 "expected > beta_slow = " + std::to_string(params.beta_slow));
+                 "expected >= beta_slow = " + std::to_string(params.beta_slow));
   }
   if (base == 1.0) detail::fail("base", base, "expected != 1 for YaRN (ln base is a divisor)");
   double low = yarn_correction_dim(params.beta_fast, rotary_dim, base,

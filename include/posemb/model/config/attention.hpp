@@ -163,6 +163,13 @@ inline double read_softmax_scale(const JsonReader& root, const ModelFamily& fami
     }
     case SoftmaxRule::DeepseekMscale:
       return inverse_sqrt_head * softmax_factor;
+    case SoftmaxRule::KeyMultiplier: {
+      // FalconH1Attention.forward (modular_falcon_h1.py): k = k_proj(x) * key_multiplier before
+      // RoPE, which is linear, so q.k and the scores scale by key_multiplier (null: 1).
+      const double multiplier = root.number("key_multiplier").value_or(1.0);
+      require_positive_finite(root.name("key_multiplier"), multiplier);
+      return inverse_sqrt_head * multiplier;
+    }
     case SoftmaxRule::Gpt2: {
       double scale = root.boolean("scale_attn_weights").value_or(true) ? inverse_sqrt_head : 1.0;
       if (root.boolean("scale_attn_by_inverse_layer_idx").value_or(false)) {

@@ -243,6 +243,10 @@ inline std::string derived_layer_type(const JsonReader& root, const ModelFamily&
       return (i + 1) % layer_pattern(root, family, "full_attention_interval") != 0
                  ? "linear_attention"
                  : "full_attention";
+    case LayerTypeRule::AllMamba:
+      return "mamba";
+    case LayerTypeRule::LinearOddLayers:
+      return (i + 1) % 2 == 0 ? "linear_attention" : "full_attention";
     default:  // listed_layer_types()
       break;
   }

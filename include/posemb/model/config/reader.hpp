@@ -173,6 +173,8 @@ POSEMB_CONFIG_FUNC ModelPositions model_positions_from_json(const nlohmann::json
     const std::vector<std::string> text_unused = detail::unused_keys(*text, "text_config.", used);
     model.unused_keys.insert(model.unused_keys.end(), text_unused.begin(), text_unused.end());
   }
+  detail::set_apart_transformers_ignored(model_family(model.model_type), model.unused_keys,
+                                         model.unused_keys_transformers_ignores);
   return model;
 }
 

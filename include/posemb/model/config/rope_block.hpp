@@ -284,6 +284,17 @@ class RopeBlockReader {
     return m * m;
   }
 
+  // Hunyuan (modeling_hunyuan_v1_dense.py, HunYuanDenseV1RotaryEmbedding.__init__): a dynamic
+  // block with alpha starts from base theta * alpha^(d/(d-2)), d = head_dim; its forward's
+  // dynamic_rope_update (modeling_rope_utils.py) replaces that beyond max_position_embeddings.
+  void read_dynamic_alpha(const JsonReader& block, RopeScheme& scheme) const {
+    auto* dynamic = std::get_if<DynamicNtkParams>(&scheme.params);
+    if (!family_.dynamic_alpha || dynamic == nullptr || !block.has("alpha")) return;
+    const double alpha = block.number("alpha", "");
+    require_positive_finite(block.name("alpha"), alpha);
+    dynamic->alpha = alpha;
+  }
+
   // What transformers logs a warning about and still runs (modeling_rope_utils.py,
   // _validate_llama3_rope_parameters): a llama3 block whose high_freq_factor is not above
   // low_freq_factor (Llama-4-Scout-17B-16E-Instruct: both 1; the medium band is empty).
@@ -322,6 +333,9 @@ class RopeBlockReader {
     RopeBlock out;
     RopeScheme& scheme = out.scheme;
     const char* type_key = block.first_key({"rope_type", "type"});
+    // The legacy "type" beside "rope_type" is read, never reported unused: transformers'
+    // _check_received_keys (RotaryEmbeddingConfigMixin) drops it from the keys it checks.
+    static_cast<void>(block.has("type"));
     scheme.rope_type = type_key ? *block.string(type_key) : "default";
     if (scheme.rope_type == "su") scheme.rope_type = "longrope";    // Phi-3's first name
     if (scheme.rope_type == "mrope") scheme.rope_type = "default";  // Qwen2VLConfig's rewrite
@@ -353,6 +367,7 @@ class RopeBlockReader {
                                   fraction,
                                   "required for rope_type \"" + scheme.rope_type + "\""};
     scheme.params = rope_reader(*variant).read(context);
+    read_dynamic_alpha(block, scheme);
     if (block.has("mrope_section")) read_mrope(block, scheme);
     out.softmax_factor = read_softmax_factor(block, scheme, context.why);
     if (family_.temperature == TemperatureRule::EveryLayerLlama4Beta) {

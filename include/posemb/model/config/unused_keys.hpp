@@ -2,7 +2,8 @@
 // `rope_parameters`, nested by layer type too) and every position-related top-level key present
 // that the reader never looked up (JsonReader's KeyLog). transformers logs "Unrecognized keys in
 // `rope_parameters`" for the first kind (modeling_rope_utils.py, _check_received_keys) and keeps
-// the second as plain attributes no module reads; posemb names both.
+// the second as plain attributes no module reads; posemb names both, and sets apart the rope-block
+// keys the config class tells transformers to ignore (ignore_keys_at_rope_validation).
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "posemb/detail/json_reader.hpp"
+#include "posemb/model/families.hpp"
 
 namespace posemb::detail {
 
@@ -102,6 +104,32 @@ inline std::vector<std::string> unused_keys(const nlohmann::json& config, const 
   }
   std::sort(out.begin(), out.end());
   return out;
+}
+
+// True when the key path names a key inside a rope block ("rope_parameters.x",
+// "text_config.rope_scaling.full_attention.x") whose last name is in the family's
+// rope_keys_transformers_ignores.
+inline bool transformers_ignores(const ModelFamily& family, const std::string& path) {
+  if (family.rope_keys_transformers_ignores == nullptr) return false;
+  if (path.find("rope_parameters.") == std::string::npos &&
+      path.find("rope_scaling.") == std::string::npos) {
+    return false;
+  }
+  const std::string key = path.substr(path.rfind('.') + 1);
+  const std::string list = std::string(", ") + family.rope_keys_transformers_ignores + ", ";
+  return list.find(", " + key + ", ") != std::string::npos;
+}
+
+// Moves the keys of unused that transformers ignores too (validate_rope in
+// modeling_rope_utils.py skips the config class's ignore_keys_at_rope_validation) to ignored.
+inline void set_apart_transformers_ignored(const ModelFamily& family,
+                                           std::vector<std::string>& unused,
+                                           std::vector<std::string>& ignored) {
+  const auto moved = std::stable_partition(unused.begin(), unused.end(), [&](const auto& key) {
+    return !transformers_ignores(family, key);
+  });
+  ignored.assign(moved, unused.end());
+  unused.erase(moved, unused.end());
 }
 
 }  // namespace posemb::detail
