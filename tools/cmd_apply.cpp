@@ -329,8 +329,8 @@ void apply_scheme(const ModelPositions& model, const ApplyOptions& options,
 int run_apply(const ApplyOptions& options) {
   const ModelPositions model = load_config(options.config, options.strict);
   check_layer(options.layer, model.layers.size(), options.config);
-  const bool fope = (options.layer ? model.layer(*options.layer).kind : model.kind()) ==
-                    PositionKind::Fope;
+  const bool fope =
+      (options.layer ? model.layer(*options.layer).kind : model.kind()) == PositionKind::Fope;
   if (!options.weights.empty() && !fope) return apply_checkpoint_table(options, model);
   const NpyArray x = read_npy_checked(options.input, {"<f4", "<f8"}, {3, 4},
                                       "float32 or float64 [batch, seq, heads, head_dim]");

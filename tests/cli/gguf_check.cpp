@@ -241,8 +241,9 @@ void write_weights(const std::string& dir) {
   }
   write_safetensors(dir + "/umt5.safetensors", umt5);
   // BERT (prefixed), RoBERTa (rows p + 2), XLM-RoBERTa with pad_token_id 3 (rows p + 4, bare).
-  write_safetensors(dir + "/bert.safetensors",
-                    {{"bert.embeddings.position_embeddings.weight", {16, width}, learned_table(16)}});
+  write_safetensors(
+      dir + "/bert.safetensors",
+      {{"bert.embeddings.position_embeddings.weight", {16, width}, learned_table(16)}});
   write_safetensors(
       dir + "/roberta.safetensors",
       {lm_head, {"roberta.embeddings.position_embeddings.weight", {18, width}, learned_table(18)}});

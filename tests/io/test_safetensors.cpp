@@ -183,7 +183,8 @@ TEST_CASE("BERT and RoBERTa tables: RoBERTa's rows start at padding_idx + 1") {
   write_safetensors(path, {{"roberta.embeddings.position_embeddings.weight",
                             {"F32", {6, 1}, f32_bytes({10, 11, 12, 13, 14, 15})}}});
   const posemb::SafetensorsCheckpoint weights(path);
-  const posemb::CheckpointPositionTable roberta = posemb::learned_position_table(weights, "roberta");
+  const posemb::CheckpointPositionTable roberta =
+      posemb::learned_position_table(weights, "roberta");
   CHECK(roberta.offset == 2);
   CHECK(roberta.table(roberta.offset + 0, 0) == 12.0f);
   CHECK(posemb::learned_position_table(weights, "xlm-roberta", 3).offset == 4);
@@ -191,8 +192,8 @@ TEST_CASE("BERT and RoBERTa tables: RoBERTa's rows start at padding_idx + 1") {
                     Catch::Contains("pad_token_id = -1"));
   CHECK_THROWS_WITH(posemb::learned_position_table(weights, "bert"),
                     Catch::Contains("bert.embeddings.position_embeddings.weight"));
-  write_safetensors(path, {{"embeddings.position_embeddings.weight",
-                            {"F32", {2, 1}, f32_bytes({5, 6})}}});
+  write_safetensors(
+      path, {{"embeddings.position_embeddings.weight", {"F32", {2, 1}, f32_bytes({5, 6})}}});
   const posemb::CheckpointPositionTable bert =
       posemb::learned_position_table(posemb::SafetensorsCheckpoint(path), "bert");
   CHECK(bert.offset == 0);
@@ -205,13 +206,11 @@ TEST_CASE("FoPE coefficients of a block, with or without the model prefix") {
   // [n_kv_heads, D_in, D_out]; values laid out in C order.
   const std::string path = scratch("fope.safetensors");
   const std::vector<float> sin = {1, 2, 3, 4, 5, 6}, cos = {-1, -2, -3, -4, -5, -6};
-  write_safetensors(path, {{"model.transformer.blocks.2.pos_emb.sin_coef",
-                            {"F32", {1, 3, 2}, f32_bytes(sin)}},
-                           {"model.transformer.blocks.2.pos_emb.cos_coef",
-                            {"F32", {1, 3, 2}, f32_bytes(cos)}},
-                           {"transformer.blocks.0.pos_emb.sin_coef", {"F32", {6}, f32_bytes(sin)}},
-                           {"transformer.blocks.0.pos_emb.cos_coef",
-                            {"F32", {1, 3, 2}, f32_bytes(cos)}}});
+  write_safetensors(
+      path, {{"model.transformer.blocks.2.pos_emb.sin_coef", {"F32", {1, 3, 2}, f32_bytes(sin)}},
+             {"model.transformer.blocks.2.pos_emb.cos_coef", {"F32", {1, 3, 2}, f32_bytes(cos)}},
+             {"transformer.blocks.0.pos_emb.sin_coef", {"F32", {6}, f32_bytes(sin)}},
+             {"transformer.blocks.0.pos_emb.cos_coef", {"F32", {1, 3, 2}, f32_bytes(cos)}}});
   const posemb::SafetensorsCheckpoint weights(path);
   const posemb::CheckpointFopeCoefficients coef = posemb::fope_checkpoint_coefficients(weights, 2);
   CHECK(coef.sin_coef == sin);

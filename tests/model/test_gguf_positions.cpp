@@ -105,9 +105,8 @@ TEST_CASE("every public GGUF case holds as its README states") {
   const std::vector<std::string> names = case_names();
   // The 8 public cases of the contract and the 5 extra-family files written with ggml's gguf API.
   REQUIRE(names.size() == 13);
-  REQUIRE(std::count_if(names.begin(), names.end(), [](const std::string& name) {
-            return name.rfind("ggml-", 0) == 0;
-          }) == 5);
+  REQUIRE(std::count_if(names.begin(), names.end(),
+                        [](const std::string& name) { return name.rfind("ggml-", 0) == 0; }) == 5);
   for (const std::string& name : names) {
     CAPTURE(name);
     const std::string dir = data_dir + name + "/";
@@ -293,7 +292,8 @@ TEST_CASE("LongRoPE factors are chosen by the context size padded to 256, as lla
 TEST_CASE("qwen2vl: three sections are M-RoPE, a non-zero fourth is refused naming the key") {
   // ggml_mrope_cache_init: sections [t, h, w, e]; llama.cpp fills the fourth position stream with
   // the text position or 0 depending on the batch, so a non-zero e has no single meaning.
-  const std::string path = (std::filesystem::temp_directory_path() / "posemb_qwen2vl.gguf").string();
+  const std::string path =
+      (std::filesystem::temp_directory_path() / "posemb_qwen2vl.gguf").string();
   test_gguf::model_writer("qwen2vl", 2, 32768, 1024, 8)
       .f32("qwen2vl.rope.freq_base", 1000000.0f)
       .ints("qwen2vl.rope.dimension_sections", {16, 24, 24, 0})

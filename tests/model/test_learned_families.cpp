@@ -20,9 +20,9 @@ posemb::ModelPositions parse(const std::string& text) {
 TEST_CASE("BERT, RoBERTa and XLM-RoBERTa configs load as learned absolute positions") {
   for (const std::string type : {"bert", "roberta", "xlm-roberta"}) {
     CAPTURE(type);
-    const posemb::ModelPositions model = parse(
-        R"({"model_type": ")" + type +
-        R"(", "hidden_size": 64, "num_attention_heads": 4, "num_hidden_layers": 3,
+    const posemb::ModelPositions model =
+        parse(R"({"model_type": ")" + type +
+              R"(", "hidden_size": 64, "num_attention_heads": 4, "num_hidden_layers": 3,
             "max_position_embeddings": 40})");
     CHECK(model.kind() == posemb::PositionKind::Learned);
     REQUIRE(model.layers.size() == 3);

@@ -95,8 +95,8 @@ struct CheckpointFopeCoefficients {
 };
 
 // The `sin_coef` and `cos_coef` of transformer block `block`; each must be 3-D.
-inline CheckpointFopeCoefficients fope_checkpoint_coefficients(
-    const SafetensorsCheckpoint& weights, int block) {
+inline CheckpointFopeCoefficients fope_checkpoint_coefficients(const SafetensorsCheckpoint& weights,
+                                                               int block) {
   if (block < 0) fail("block", block, "expected >= 0");
   CheckpointFopeCoefficients out;
   const std::string stem = "transformer.blocks." + std::to_string(block) + ".pos_emb.";
