@@ -33,7 +33,7 @@
 #include "arguments.hpp"
 #include "command.hpp"
 #include "npy_files.hpp"
-#include "posemb/detail/random.hpp"
+#include "posemb/random.hpp"
 #include "posemb/model/config.hpp"
 #include "posemb/model/hf_float32_scheme.hpp"
 #include "posemb/version.hpp"
@@ -95,7 +95,7 @@ std::vector<std::size_t> chosen_layers(const std::string& text, std::size_t coun
 
 // Seeded values of `count` standard normal draws, rounded to dtype (held in float32).
 std::vector<float> seeded_values(std::int64_t count, std::uint64_t seed, const std::string& dtype) {
-  detail::BoxMullerNormal normal(seed);
+  SeededNormal normal(seed);
   std::vector<float> values(static_cast<std::size_t>(count));
   for (float& v : values) {
     const float x = static_cast<float>(normal());

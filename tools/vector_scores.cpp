@@ -7,7 +7,7 @@
 #include "arguments.hpp"
 #include "npy_files.hpp"
 #include "posemb/attention/scores.hpp"
-#include "posemb/detail/random.hpp"
+#include "posemb/random.hpp"
 
 namespace posemb::tool {
 
@@ -32,7 +32,7 @@ nlohmann::json attention_json(const LayerAttention& attention, int head_dim) {
 }
 
 std::vector<float> seeded_sink_logits(std::int64_t heads, std::uint64_t seed) {
-  detail::BoxMullerNormal normal(seed);
+  SeededNormal normal(seed);
   std::vector<float> sinks(static_cast<std::size_t>(heads));
   for (float& s : sinks) s = static_cast<float>(normal());
   return sinks;

@@ -2,12 +2,16 @@
 // config.hpp, which needs nlohmann-json (include <posemb/config.hpp> for config.json loading).
 #pragma once
 
-// The ground floor: errors, the vocabulary (positions, tensors, layouts, pairing, threads).
+// The ground floor: errors, the vocabulary (positions, tensors, layouts, pairing, threads), the
+// seeded normal draws.
 #include "posemb/version.hpp"
 #include "posemb/error.hpp"
 #include "posemb/tensor.hpp"
-#include "posemb/isa.hpp"
-#include "posemb/streaming_stores.hpp"
+#include "posemb/random.hpp"
+
+// The machine: instruction-set levels, streaming stores and the cache they are sized by.
+#include "posemb/machine/isa.hpp"
+#include "posemb/machine/streaming_stores.hpp"
 #include "posemb/io/npy.hpp"
 
 // Rotary: frequencies, the kernel, scaled variants, xPos, FoPE, KV-cache helpers, permutation.
@@ -22,6 +26,7 @@
 #include "posemb/rotary/mrope_positions.hpp"
 #include "posemb/rotary/vision.hpp"
 #include "posemb/rotary/permute.hpp"
+#include "posemb/kv/append.hpp"
 
 // Additive: absolute tables and the attention biases (ALiBi, T5 relative).
 #include "posemb/absolute/absolute.hpp"

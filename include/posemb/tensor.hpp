@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <functional>
 #include <string>
 #include <type_traits>
@@ -225,7 +226,14 @@ class Positions {
 
   // Throws unless the positions fit a [batch, seq] grid and are finite.
   void check(Eigen::Index batch, Eigen::Index seq) const {
-    if (!is_matrix()) return;
+    if (!is_matrix()) {
+      // offset + s for s < seq must not wrap past int64.
+      if (!same_ && seq > 0 && offset_ > std::numeric_limits<std::int64_t>::max() - (seq - 1)) {
+        detail::fail("positions offset", offset_,
+                     "expected offset + seq - 1 <= 2^63 - 1 (seq = " + std::to_string(seq) + ")");
+      }
+      return;
+    }
     if (cols_ != seq || (rows_ != batch && rows_ != 1)) {
       throw Error("positions shape = " + shape_text() + ": " + grid_expected(batch, seq));
     }
@@ -318,7 +326,7 @@ struct Layouts {
 
 // A caller's thread pool, as a parallel-for: pool(tasks, task) calls task(i) exactly once for
 // every i in [0, tasks), on any threads (the calling one included), at once or in turn, and
-// returns when all have finished. task does not throw. posemb/eigen_threads.hpp adapts an
+// returns when all have finished. task does not throw. posemb/machine/eigen_threads.hpp adapts an
 // Eigen::ThreadPoolDevice; OpenMP, TBB or an engine's own pool adapt the same way.
 //
 // Example (OpenMP):

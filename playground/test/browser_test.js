@@ -9,15 +9,16 @@
 // Then moves sliders with the keyboard and checks the metrics become the native values for the
 // settings in the updated URL, that this URL shows the same view in a fresh page, and that a bad
 // URL value shows a message naming the setting with nothing computed from it (the tab's last
-// good view stays, or the default view in a new tab). Any request that
-// leaves file:// or data: fails the test; so does a browser that cannot start.
+// good view stays, or the default view in a new tab). Any request that leaves file:// or data:
+// fails the test; so do an error or console error in the page and a browser that cannot start.
+// The browser is driven over the DevTools protocol by cdp.js (Node's built-in modules only).
 "use strict";
 
 const {execFileSync} = require("child_process");
 const fs = require("fs");
 const os = require("os");
 const path = require("path");
-const puppeteer = require("puppeteer-core");
+const {Browser} = require("./cdp");
 
 const RELATIVE_TOLERANCE = 1e-9;
 // The circular-linear fit maximises a resultant length that is flat at its maximum, so its
@@ -59,14 +60,14 @@ function nativeJson(native, settings) {
 
 async function openPage(browser, url, requests) {
   const page = await browser.newPage();
-  await page.setViewport({width: 1280, height: 800});
-  page.on("pageerror", (error) => check(false, url + ": page error: " + error.message));
+  await page.setViewport(1280, 800);
+  page.on("pageerror", (text) => check(false, url + ": page error: " + text));
   page.on("console", (message) => {
-    if (message.type() === "error") check(false, url + ": console error: " + message.text());
+    if (message.type === "error") check(false, url + ": console error: " + message.text);
   });
-  page.on("request", (request) => requests.push(request.url()));
-  await page.goto(url, {waitUntil: "load"});
-  await page.waitForSelector("body[data-ready=true]", {timeout: 20000});
+  page.on("request", (requestUrl) => requests.push(requestUrl));
+  await page.goto(url);
+  await page.waitForSelector("body[data-ready=true]", 20000);
   return page;
 }
 
@@ -120,12 +121,14 @@ async function main() {
   let browser = null;
   try {
     // A browser that cannot start throws here: the test fails.
-    browser = await puppeteer.launch({
-      executablePath: args.chromium,
-      headless: true,
-      userDataDir: profile,
+    browser = await Browser.launch({
+      executable: args.chromium,
+      profile,
       args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-             "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+             "--disable-background-networking", "--disable-component-update", "--disable-sync",
+             "--disable-extensions", "--disable-default-apps", "--hide-scrollbars", "--mute-audio",
+             "--disable-background-timer-throttling", "--disable-renderer-backgrounding",
+             "--disable-backgrounding-occluded-windows", "--force-color-profile=srgb"],
     });
     console.log("browser: " + (await browser.version()));
 
@@ -149,10 +152,10 @@ async function main() {
             `${preset}: calibration concentration ${calibration} vs native ${native.concentration}`);
       const result = await page.$eval(`tr[data-preset="${preset}"] td:last-child`, (c) => c.textContent);
       check(result === "PASS", `${preset}: calibration shows ${result}`);
-      await page.screenshot({path: path.join(args.screenshots, preset + ".png"), fullPage: true});
+      await page.screenshot(path.join(args.screenshots, preset + ".png"), {fullPage: true});
       // One field update at the preset's size: the seed slider one step.
       await page.focus("#control-seed");
-      await page.keyboard.press("ArrowRight");
+      await page.press("ArrowRight");
       await page.waitForFunction(() => new URL(location.href).searchParams.has("seed"));
       timings.push({preset, fullMs, fieldMs: await computeMs(page)});
       await page.close();
@@ -169,12 +172,12 @@ async function main() {
     const before = await pageMetrics(page);
     for (const [control, presses] of [["similarity", 3], ["slope", 2], ["drift-dim", 4]]) {
       await page.focus("#control-" + control);
-      for (let k = 0; k < presses; ++k) await page.keyboard.press("ArrowLeft");
+      for (let k = 0; k < presses; ++k) await page.press("ArrowLeft");
       // Slider moves are applied once per animation frame.
       await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
       timings.push({control, ms: await computeMs(page)});
     }
-    const movedUrl = page.url();
+    const movedUrl = await page.url();
     const moved = await pageMetrics(page);
     const settings = urlSettings(movedUrl);
     console.log("after the sliders: " + movedUrl.slice(movedUrl.indexOf("?")));
@@ -188,7 +191,7 @@ async function main() {
     const fitDifference = relativeDifference(await pageValue(page, "fit-slope"), movedNative["fit-slope"]);
     worstFit = Math.max(worstFit, fitDifference);
     check(fitDifference <= FIT_TOLERANCE, "after the sliders: fit-slope differs by " + fitDifference);
-    await page.screenshot({path: path.join(args.screenshots, "after-sliders.png"), fullPage: true});
+    await page.screenshot(path.join(args.screenshots, "after-sliders.png"), {fullPage: true});
     await page.close();
 
     // 3. The URL reproduces the view in a fresh page.
@@ -196,7 +199,8 @@ async function main() {
     const reproduced = await pageMetrics(fresh);
     check(JSON.stringify(reproduced) === JSON.stringify(moved),
           "the URL does not reproduce the view: " + JSON.stringify(reproduced));
-    check(fresh.url() === movedUrl, "the fresh page rewrote the URL to " + fresh.url());
+    const freshUrl = await fresh.url();
+    check(freshUrl === movedUrl, "the fresh page rewrote the URL to " + freshUrl);
     await fresh.close();
 
     // 4. Bad values: a message naming the setting; the default view, nothing computed from it.
@@ -219,15 +223,16 @@ async function main() {
     // In a tab that showed a good view, a bad URL keeps that view.
     const tab = await openPage(browser, `${pageUrl}?preset=long-range&seed=7`, requests);
     const good = await pageMetrics(tab);
-    await tab.goto(`${pageUrl}?preset=long-range&seed=-7`, {waitUntil: "load"});
-    await tab.waitForSelector("body[data-ready=true]");
+    await tab.goto(`${pageUrl}?preset=long-range&seed=-7`);
+    await tab.waitForSelector("body[data-ready=true]", 20000);
     const kept = await tab.$eval("#error", (e) => ({setting: e.dataset.setting, text: e.textContent}));
     check(kept.setting === "seed" && kept.text.includes("last good"),
           "?seed=-7 after a good view: " + JSON.stringify(kept));
     check(JSON.stringify(await pageMetrics(tab)) === JSON.stringify(good),
           "?seed=-7 after a good view: the last good view is not kept");
-    check(tab.url().endsWith("?preset=long-range&seed=7"), "the URL is not the good view's: " + tab.url());
-    await tab.screenshot({path: path.join(args.screenshots, "bad-url.png")});
+    const tabUrl = await tab.url();
+    check(tabUrl.endsWith("?preset=long-range&seed=7"), "the URL is not the good view's: " + tabUrl);
+    await tab.screenshot(path.join(args.screenshots, "bad-url.png"));
     await tab.close();
   } finally {
     if (browser) await browser.close();

@@ -11,8 +11,12 @@ Example:
     >>> q = torch.randn(1, 16, model.n_heads, model.layers[0].head_dim)
     >>> posemb.apply_rope_(q, 0, model.layers[0].rope_spec())
 """
-from ._posemb import *  # noqa: F401,F403
-from ._posemb import Error, __version__  # noqa: F401
-from . import _posemb
+from . import _cpu
+
+_cpu.check_baseline()  # before the extension loads: an ImportError naming the instruction set, not SIGILL
+
+from ._posemb import *  # noqa: F401,F403,E402
+from ._posemb import Error, __version__  # noqa: F401,E402
+from . import _posemb  # noqa: E402
 
 __all__ = [name for name in dir(_posemb) if not name.startswith("_")] + ["__version__"]

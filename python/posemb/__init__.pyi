@@ -8,7 +8,8 @@ import numpy.typing as npt
 
 __version__: str
 
-# A numpy array or a CPU torch tensor (float32, float64, float16; torch also bfloat16).
+# A numpy array, a CPU torch tensor or any object with __dlpack__ (float32, float64, float16;
+# torch also bfloat16, DLPack in place).
 Array = Any
 ArrayT = TypeVar("ArrayT")
 # An int offset (token s at offset + s), or int64 / float64 positions [seq] or [batch, seq].
@@ -259,6 +260,12 @@ def apply_mrope_(x: ArrayT, positions: PositionsLike, spec: MropeSpec, layout: s
                  inverse: bool = ..., threads: int = ...) -> ArrayT: ...
 def apply_mrope(x: ArrayT, positions: PositionsLike, spec: MropeSpec, layout: str = ...,
                 inverse: bool = ..., threads: int = ...) -> ArrayT: ...
+# ---- KV cache: keys rotated and values converted into a caller's cache in one pass (in place)
+def append_rotated(keys: Array, values: Array, positions: PositionsLike,
+                   source: Union["RopeSpec", "HfFloat32Rope", "MropeSpec", "XposSpec"],
+                   slots: Array, k_cache: Array, v_cache: Array, layout: str = ...,
+                   block_size: Optional[int] = ..., cache_dtype: Optional[str] = ...,
+                   k_scale: float = ..., v_scale: float = ..., threads: int = ...) -> None: ...
 def qwen2_vl_vision_rope(head_dim: int, spatial_merge_size: int = ..., theta: float = ...) -> VisionRope: ...
 def pixtral_vision_rope(head_dim: int, theta: float = ...) -> VisionRope: ...
 def vision_patch_positions(rope: VisionRope, t: int, h: int, w: int) -> npt.NDArray[np.int64]: ...
@@ -289,7 +296,7 @@ def permute_pairing(w: ArrayT, n_heads: int, from_pairing: str, to_pairing: str,
 
 # ---- additive schemes and scores
 def alibi_slopes(n_heads: int, max_bias: float = ..., head_begin: Optional[int] = ...,
-                 head_end: Optional[int] = ...) -> npt.NDArray[np.float64]: ...
+                 head_end: Optional[int] = ..., round_to: Optional[str] = ...) -> npt.NDArray[np.float64]: ...
 def alibi_bias(slopes: npt.ArrayLike, q_positions: npt.ArrayLike, k_positions: npt.ArrayLike, form: str = ...,
                dtype: str = ...) -> npt.NDArray[Any]: ...
 def alibi_bias_row(slopes: npt.ArrayLike, q_position: int, k_positions: npt.ArrayLike, form: str = ...,

@@ -1,6 +1,8 @@
 // numpy arrays and PyTorch CPU tensors as ArrayView; positions; enums from strings.
 #include "arrays.hpp"
 
+#include "dlpack.hpp"
+
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -89,7 +91,9 @@ ArrayView torch_view(py::handle x, const std::string& name) {
 
 Dtype numpy_dtype(const py::dtype& dtype) {
   const char kind = dtype.kind();
-  const py::ssize_t size = dtype.itemsize();
+  // numpy's own attribute: pybind11 2.10's descriptor proxy predates numpy 2's PyArray_Descr
+  // layout (elsize moved) and reads 0 there.
+  const py::ssize_t size = dtype.attr("itemsize").cast<py::ssize_t>();
   const char order = py::detail::array_descriptor_proxy(dtype.ptr())->byteorder;
   if (order == '>') return Dtype::Other;  // non-native (big-endian) order
   if (kind == 'f' && size == 4) return Dtype::Float32;
@@ -106,7 +110,7 @@ ArrayView numpy_view(const py::array& a) {
   view.dtype_object = a.dtype();
   view.data = const_cast<void*>(a.data());
   view.writable = a.writeable();
-  const py::ssize_t item = a.itemsize();
+  const py::ssize_t item = a.dtype().attr("itemsize").cast<py::ssize_t>();
   view.shape.reserve(static_cast<std::size_t>(a.ndim()));
   view.strides.reserve(static_cast<std::size_t>(a.ndim()));
   for (py::ssize_t i = 0; i < a.ndim(); ++i) {
@@ -121,15 +125,20 @@ std::string python_type_name(py::handle x) {
   return py::str(py::type::handle_of(x).attr("__qualname__"));
 }
 
-std::string dtype_expected(bool torch) {
-  return torch ? "expected torch.float32, torch.float64, torch.float16 or torch.bfloat16"
-               : "expected float32, float64 or float16";
+std::string dtype_expected(const ArrayView& x) {
+  if (x.torch) return "expected torch.float32, torch.float64, torch.float16 or torch.bfloat16";
+  if (x.dlpack) {
+    return "expected float32, float64, float16 or (in place) bfloat16 (a new array of a DLPack "
+           "input is numpy's, which has no bfloat16)";
+  }
+  return "expected float32, float64 or float16";
 }
 
 // A contiguous copy of x (out-of-place calls only).
 py::object contiguous_copy(const ArrayView& x) {
   if (x.torch) return x.object.attr("contiguous")();
-  return py::module_::import("numpy").attr("ascontiguousarray")(x.object);
+  const py::module_ numpy = py::module_::import("numpy");
+  return numpy.attr("ascontiguousarray")(x.dlpack ? numpy.attr("from_dlpack")(x.object) : x.object);
 }
 
 // Reads element i (row-major order) of an int64 or float64 view of any strides as T.
@@ -182,6 +191,15 @@ Matrix matrix_of(const ArrayView& p, Eigen::Index rows, Eigen::Index cols) {
   return m;
 }
 
+// Fractional positions are held to the range of whole ones, |p| < 2^63 (NaN and inf are refused
+// by Positions::check): past it an angle's reduction mod 2 pi has no precision left.
+void require_position_range(const double* p, Eigen::Index n, const std::string& name) {
+  for (Eigen::Index i = 0; i < n; ++i) {
+    if (std::fabs(p[i]) >= 9.2e18)
+      fail(name + "[" + std::to_string(i) + "]", p[i], "expected |position| < 2^63");
+  }
+}
+
 }  // namespace
 
 std::string dtype_name(Dtype dtype) {
@@ -208,6 +226,7 @@ Eigen::Index ArrayView::size() const {
 }
 
 bool ArrayView::contiguous() const {
+  if (size() == 0) return true;  // no element to place (numpy gives empty arrays strides of 0)
   Eigen::Index expected = 1;
   for (std::size_t d = shape.size(); d-- > 0;) {
     if (shape[d] != 1 && strides[d] != expected) return false;
@@ -225,19 +244,20 @@ std::string ArrayView::shape_text() const {
 ArrayView view_of(py::handle x, const std::string& name) {
   if (is_torch_tensor(x)) return torch_view(x, name);
   if (py::isinstance<py::array>(x)) return numpy_view(py::reinterpret_borrow<py::array>(x));
+  if (speaks_dlpack(x)) return dlpack_view(x, name);
   if (py::isinstance<py::list>(x) || py::isinstance<py::tuple>(x)) {
     ArrayView view = numpy_view(py::module_::import("numpy").attr("asarray")(x));
     view.writable = false;
     return view;
   }
-  fail(name, python_type_name(x), "expected a numpy array or a torch tensor");
+  fail(name, python_type_name(x), "expected a numpy array, a torch tensor or a DLPack producer");
 }
 
 ArrayView activation(py::handle x, const std::string& name, int rank, bool in_place) {
   ArrayView view = view_of(x, name);
   if (view.dtype == Dtype::Other || view.dtype == Dtype::Int64 ||
-      (view.dtype == Dtype::BFloat16 && !view.torch)) {
-    fail(name + ".dtype", view.dtype_text(), dtype_expected(view.torch));
+      (view.dtype == Dtype::BFloat16 && !view.torch && !(view.dlpack && in_place))) {
+    fail(name + ".dtype", view.dtype_text(), dtype_expected(view));
   }
   if (view.rank() != rank) {
     fail(name + ".shape", view.shape_text(),
@@ -287,11 +307,14 @@ ArrayView new_array_like(const ArrayView& like, Dtype dtype,
   return view_of(empty(dims, py::arg("dtype") = torch.dtype_object(dtype)), "out");
 }
 
+// numpy.empty, not py::array(dtype, shape): pybind11 2.10 derives that constructor's strides from
+// the same descriptor proxy, all 0 under numpy 2 (every element aliasing the first).
 ArrayView new_numpy(Dtype dtype, const std::vector<Eigen::Index>& shape) {
-  std::vector<py::ssize_t> dims(shape.begin(), shape.end());
+  py::tuple dims(shape.size());
+  for (std::size_t d = 0; d < shape.size(); ++d) dims[d] = py::int_(shape[d]);
   const char* names[] = {"float32", "float64", "float16", "bfloat16", "int64"};
-  const py::dtype numpy_type(names[static_cast<int>(dtype)]);
-  return numpy_view(py::array(numpy_type, dims));
+  const py::object empty = py::module_::import("numpy").attr("empty");
+  return numpy_view(empty(dims, py::arg("dtype") = names[static_cast<int>(dtype)]));
 }
 
 // ---- positions
@@ -327,6 +350,7 @@ TokenPositions token_positions(py::handle positions, const std::string& name) {
   out.fractional = p.dtype == Dtype::Float64;
   if (out.fractional) {
     out.fractions = matrix_of<FractionalPositionMatrix>(p, rows, cols);
+    require_position_range(out.fractions.data(), out.fractions.size(), name);
   } else {
     out.integers = matrix_of<PositionMatrix>(p, rows, cols);
   }
@@ -384,6 +408,7 @@ AxisPositions axis_positions(py::handle positions, const std::string& name) {
     out.form = 1;
     if (out.fractional) {
       out.fractions = matrix_of<FractionalPositionMatrix>(p, 3, p.shape[1]);
+      require_position_range(out.fractions.data(), out.fractions.size(), name);
     } else {
       out.integers = matrix_of<PositionMatrix>(p, 3, p.shape[1]);
     }
@@ -393,6 +418,7 @@ AxisPositions axis_positions(py::handle positions, const std::string& name) {
   if (out.fractional) {
     out.fraction_rows.resize(3, p.shape[1], p.shape[2]);
     copy_elements(p, out.fraction_rows.data());
+    require_position_range(out.fraction_rows.data(), out.fraction_rows.size(), name);
   } else {
     out.integer_rows.resize(3, p.shape[1], p.shape[2]);
     copy_elements(p, out.integer_rows.data());

@@ -1,11 +1,13 @@
-// The array plumbing of the Python package: numpy arrays and PyTorch CPU tensors seen as
+// The array plumbing of the Python package: numpy arrays, PyTorch CPU tensors and DLPack producers
+// seen as
 // (pointer, dtype, shape, strides), activations mapped in place as Eigen::TensorMap of their
 // storage type (float, double, Eigen::half, Eigen::bfloat16), positions read into posemb's
 // position matrices, and new outputs of the caller's kind (numpy or torch).
 //
 // numpy arrays are read through the array interface pybind11 wraps (py::array); torch tensors
 // through their data_ptr(), dtype, shape, strides and device (torch.bfloat16 has no numpy dtype,
-// and no DLPack or buffer detour is needed for a CPU tensor's own memory). Nothing is copied:
+// and that path costs less per call than torch's __dlpack__: bench/python_bench.py); any other
+// object with __dlpack__ through its capsule (dlpack.hpp). Nothing is copied:
 // in-place calls write the caller's memory and refuse what they cannot write in place.
 #pragma once
 
@@ -28,10 +30,12 @@ enum class Dtype { Float32, Float64, Float16, BFloat16, Int64, Other };
 // "float32", "float64", "float16", "bfloat16", "int64", or the dtype's own name.
 std::string dtype_name(Dtype dtype);
 
-// What posemb sees of a numpy array or a CPU torch tensor.
+// What posemb sees of a numpy array, a CPU torch tensor or a DLPack producer's CPU tensor.
 struct ArrayView {
   py::object object;  // the array or tensor (keeps the memory alive)
+  py::object owner;   // a DLPack producer's capsule (keeps its memory alive), else None
   bool torch = false;
+  bool dlpack = false;  // read through __dlpack__ (new arrays of its kind are numpy arrays)
   void* data = nullptr;
   Dtype dtype = Dtype::Other;
   py::object dtype_object;            // the caller's dtype object
@@ -49,20 +53,22 @@ struct ArrayView {
   std::string shape_text() const;  // "[1, 32, 8, 64]"
 };
 
-// The view of x, a numpy array or a CPU torch tensor; a list or tuple is read as numpy reads it
-// (read-only use only). Throws posemb::Error naming `name` for anything else (a CUDA tensor
-// included).
+// The view of x, a numpy array, a CPU torch tensor or any object with __dlpack__; a list or tuple
+// is read as numpy reads it (read-only use only). Throws posemb::Error naming `name` for anything
+// else (a CUDA tensor included).
 ArrayView view_of(py::handle x, const std::string& name);
 
-// An activation of `rank` dimensions, of float32 / float64 / float16 (/ bfloat16 for torch).
+// An activation of `rank` dimensions, of float32 / float64 / float16 (/ bfloat16 for torch and
+// DLPack; out of place a DLPack bfloat16 input is refused: its new array would be numpy's).
 // in_place: it must be writable and C-contiguous and is used as it is (never copied); otherwise
 // a non-contiguous input is read through a contiguous copy of it.
 ArrayView activation(py::handle x, const std::string& name, int rank, bool in_place);
 
-// A new C-contiguous array or tensor of `like`'s kind (numpy or torch), of `dtype`, `shape`.
+// A new C-contiguous array or tensor of `like`'s kind (torch for torch, else numpy), of `dtype`,
+// `shape`.
 ArrayView new_array_like(const ArrayView& like, Dtype dtype,
                          const std::vector<Eigen::Index>& shape);
-// A new numpy array of `dtype`, `shape`.
+// A new numpy array of `dtype` (not bfloat16: numpy has none), `shape`.
 ArrayView new_numpy(Dtype dtype, const std::vector<Eigen::Index>& shape);
 
 // Storage type of a float dtype, for dispatch: body(T{}) with T = float, double, Eigen::half or

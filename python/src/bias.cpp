@@ -52,20 +52,34 @@ py::object matrix_to_numpy(const Matrix& m) {
 void bind_alibi(py::module_& m) {
   m.def(
       "alibi_slopes",
-      [](int n_heads, double max_bias, std::optional<int> head_begin, std::optional<int> head_end) {
+      [](int n_heads, double max_bias, std::optional<int> head_begin, std::optional<int> head_end,
+         std::optional<std::string> round_to) {
         std::optional<HeadRange> range;
         if (head_begin || head_end)
           range = HeadRange{head_begin.value_or(0), head_end.value_or(n_heads)};
-        return to_numpy(alibi_slopes(n_heads, max_bias, range));
+        AlibiSlopeRounding rounding = AlibiSlopeRounding::None;
+        if (round_to) {
+          if (*round_to != "bfloat16")
+            fail("round_to", "'" + *round_to + "'", "expected None or 'bfloat16'");
+          rounding = AlibiSlopeRounding::BFloat16;
+        }
+        return to_numpy(alibi_slopes(n_heads, max_bias, range, rounding));
       },
       py::arg("n_heads"), py::arg("max_bias") = 8.0, py::arg("head_begin") = py::none(),
-      py::arg("head_end") = py::none(),
+      py::arg("head_end") = py::none(), py::arg("round_to") = py::none(),
       R"doc(ALiBi slopes float64 [n_heads] (or the heads [head_begin, head_end) of one rank), in
 the reference code's head order, for any head count (not only powers of two).
+
+round_to="bfloat16" rounds each slope to float32, then to bfloat16 (nearest even), as
+Falcon's build_alibi_tensor (transformers modeling_falcon.py; Falcon-RW's modelling_RW.py)
+does; its bias is then bfloat16(slope * bfloat16(k)) (torch promotes the positions to
+bfloat16 and rounds the product).
 
 Example:
     >>> posemb.alibi_slopes(4)
     array([0.25      , 0.0625    , 0.015625  , 0.00390625])
+    >>> posemb.alibi_slopes(32, round_to="bfloat16")[2]  # 2^(-0.75) = 0.5946...
+    0.59375
 )doc");
   m.def(
       "alibi_bias",

@@ -36,7 +36,7 @@ PYBIND11_MODULE(_posemb, m) {
     try {
       if (raised) std::rethrow_exception(raised);
     } catch (const posemb::Error& e) {
-      error(e.what());
+      py::set_error(error, e.what());
     }
   });
   error.doc() =
@@ -45,6 +45,7 @@ PYBIND11_MODULE(_posemb, m) {
   bind_model(m);
   bind_bias(m);
   bind_hf_float32(m);
+  bind_kv_cache(m);
   m.def(
       "_time_apply_rope_", &time_apply_rope, py::arg("x"), py::arg("offset"), py::arg("spec"),
       py::arg("repeats"),

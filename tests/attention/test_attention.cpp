@@ -163,7 +163,7 @@ TEST_CASE("attention: RoPE at equal query and key positions equals the score wit
   }
 }
 
-TEST_CASE("attention: default scale is 1/sqrt(head_dim); an explicit scale replaces it") {
+TEST_CASE("attention: default scale is 1/sqrt(head_dim), an explicit scale replaces it") {
   const Rows ones = Rows::Ones(1, 4);
   ScoreOptions options;
   CHECK(posemb::attention_scores(ones, position_range(0, 1), ones, position_range(0, 1),
@@ -295,8 +295,7 @@ TEST_CASE("attention: ALiBi logits are scale * q.k plus alibi_bias") {
   }
 }
 
-TEST_CASE(
-    "attention: grouped-query attention maps query head h to kv head h / (heads / kv_heads)") {
+TEST_CASE("attention: GQA maps query head h to kv head h / (heads / kv_heads)") {
   // 4 query heads, 2 kv heads, head_dim 2. kv head 0 holds (1, 0), kv head 1 holds (0, 1); every
   // query is (1, 2). Heads 0, 1 read kv head 0 (score 1); heads 2, 3 read kv head 1 (score 2).
   posemb::Tensor4<double> q(1, 1, 4, 2), k(1, 1, 2, 2);  // BSHD
@@ -925,8 +924,7 @@ TEST_CASE("attention: the blocked kernel equals the reference loop, bfloat16 and
   }
 }
 
-TEST_CASE(
-    "attention: the blocked kernel equals the reference loop with the layer's masks and softmax") {
+TEST_CASE("attention: the blocked kernel equals the loop with the layer's masks, softmax") {
   const auto q = random_tensor<float>(1, 300, 4, 16, 111);  // BSHD
   const auto k = random_tensor<float>(1, 420, 2, 16, 112);
   const std::int64_t q_offset = 8000, k_offset = 7880;  // the queries are the last 300 keys
@@ -1056,8 +1054,7 @@ TEST_CASE("attention: grouped-query heads read the published drift-table scores"
   }
 }
 
-TEST_CASE(
-    "attention: scores into a caller's tensor equal the returned ones; its shape is checked") {
+TEST_CASE("attention: scores into a caller's tensor equal the returned ones, shape checked") {
   const auto q = random_tensor<Eigen::bfloat16>(2, 5, 4, 8, 131);
   const auto k = random_tensor<Eigen::bfloat16>(2, 9, 2, 8, 132);
   ScoreOptions options = rope_options(8, posemb::Pairing::RotateHalf);

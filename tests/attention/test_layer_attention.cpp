@@ -89,7 +89,7 @@ void check_close(const Rows& got, const Rows& want, double tolerance) {
 // ---------------------------------------------------------------------------------------------
 // Logit softcap (Gemma 2: attn_logit_softcapping 50, query_pre_attn_scalar 256 -> scaling 1/16).
 
-TEST_CASE("layer attention: softcapped logits equal cap · tanh(scale · q.k / cap), then the mask") {
+TEST_CASE("layer attention: softcap gives cap · tanh(scale · q.k / cap), then the mask") {
   const double cap = 50.0, scale = 1.0 / 16.0;
   // Products up to a few hundred: scaled logits both well inside and far beyond the cap.
   const Rows q = random_rows(7, 32, 1, 30.0), k = random_rows(9, 32, 2, 30.0);
@@ -118,7 +118,7 @@ TEST_CASE("layer attention: softcapped logits equal cap · tanh(scale · q.k / c
   check_close(posemb::attention_scores(q, qpos, k, kpos, options), softmax_rows(expected), 1e-13);
 }
 
-TEST_CASE("layer attention: a softcap far above the logits changes nothing; a small one flattens") {
+TEST_CASE("layer attention: a high softcap changes nothing, a small one flattens") {
   const Rows q = random_rows(5, 16, 3), k = random_rows(6, 16, 4);
   const PositionVector qpos = position_range(0, 5), kpos = position_range(0, 6);
   ScoreOptions plain;
@@ -132,8 +132,7 @@ TEST_CASE("layer attention: a softcap far above the logits changes nothing; a sm
   CHECK(flat.cwiseAbs().maxCoeff() > 0.9e-3);  // the largest |logits| saturate at the cap
 }
 
-TEST_CASE(
-    "layer attention: softcap in the blocked kernel: 4-D, grouped heads, RoPE, window, decode") {
+TEST_CASE("layer attention: blocked softcap: 4-D, grouped heads, RoPE, window, decode") {
   // 300 queries x 420 keys cross the 128-row panels and tiles; float and bfloat16 storage.
   const double cap = 30.0, scale = 1.0 / 16.0;
   const auto q = random_tensor<float>(1, 300, 4, 16, 5, 15.0);  // BSHD
@@ -170,8 +169,7 @@ TEST_CASE(
   CHECK(worst < 2e-5);
 }
 
-TEST_CASE(
-    "layer attention: a softcap <= 0, NaN or infinite is an error naming layer.logit_softcap") {
+TEST_CASE("layer attention: a softcap <= 0, NaN or inf is an error naming logit_softcap") {
   const Rows q = random_rows(2, 4, 7), k = random_rows(3, 4, 8);
   for (double bad : {0.0, -50.0, std::nan(""), std::numeric_limits<double>::infinity()}) {
     ScoreOptions options;
@@ -233,8 +231,7 @@ TEST_CASE("layer attention: sinks join the softmax denominator per head and get 
   CHECK(p(0, 2, 0, 0) == Approx(1.0 / (1.0 + std::exp(3.0 - dot * scale))).epsilon(1e-13));
 }
 
-TEST_CASE(
-    "layer attention: sinks: large logits do not overflow; a very low sink is plain softmax") {
+TEST_CASE("layer attention: sinks: large logits do not overflow, a very low sink is softmax") {
   const Rows q = random_rows(4, 8, 13), k = random_rows(5, 8, 14);
   const PositionVector qpos = position_range(0, 4), kpos = position_range(0, 5);
   ScoreOptions plain;
@@ -255,7 +252,7 @@ TEST_CASE(
         posemb::attention_scores(q, qpos, k, kpos, plain));
 }
 
-TEST_CASE("layer attention: sink logits must match layer.attention_sinks and the head count") {
+TEST_CASE("layer attention: sink logits must match attention_sinks and the head count") {
   const Rows q = random_rows(2, 4, 15), k = random_rows(3, 4, 16);
   const PositionVector qp = position_range(0, 2), kp = position_range(0, 3);
   ScoreOptions options;
@@ -280,8 +277,7 @@ TEST_CASE("layer attention: sink logits must match layer.attention_sinks and the
 // ---------------------------------------------------------------------------------------------
 // ALiBi relative to the scale: Falcon before it, MPT and BLOOM after.
 
-TEST_CASE(
-    "layer attention: Falcon's ALiBi inside the scale equals HF's (q.k + slope·kpos)·inv_norm") {
+TEST_CASE("layer attention: Falcon's ALiBi equals HF's (q.k + slope·kpos)·inv_norm") {
   const Eigen::Index seq = 12, dim = 64;
   const Rows q = random_rows(seq, dim, 21, 1.5), k = random_rows(seq, dim, 22, 1.5);
   const PositionVector pos = position_range(0, seq);
@@ -318,8 +314,7 @@ TEST_CASE(
               posemb::attention_scores(q, pos, k, pos, falcon), 1e-15);
 }
 
-TEST_CASE(
-    "layer attention: MPT's ALiBi after its softmax_scale; BLOOM's after 1/sqrt(d), unscaled") {
+TEST_CASE("layer attention: MPT's ALiBi after its softmax_scale, BLOOM's after 1/sqrt(d)") {
   const Eigen::Index seq = 10, dim = 32;
   const Rows q = random_rows(seq, dim, 23), k = random_rows(seq, dim, 24);
   const PositionVector pos = position_range(100, seq);
@@ -346,7 +341,7 @@ TEST_CASE(
   }
 }
 
-TEST_CASE("layer attention: ALiBi before the scale in the blocked kernel, 4-D with a softcap") {
+TEST_CASE("layer attention: blocked ALiBi before the scale, 4-D with a softcap") {
   // Both orders matter once a softcap sits between: cap(scale (q.k + bias)) vs cap(scale q.k) +
   // bias.
   const Eigen::Index heads = 4, seq = 150, dim = 16;
@@ -402,7 +397,7 @@ TEST_CASE("layer attention: both query temperature forms at their steps") {
   CHECK(posemb::QueryTemperature{}.position_offset == 1);
 }
 
-TEST_CASE("layer attention: query temperature through the kernel equals the loop, both forms") {
+TEST_CASE("layer attention: query temperature in the kernel equals the loop, both forms") {
   // 200 queries from 16300: the panels cross Ministral 3's step at 16384 and Llama 4's at 16383.
   const Eigen::Index seq_q = 200, seq_k = 40, dim = 8;
   const Rows q = random_rows(seq_q, dim, 31), k = random_rows(seq_k, dim, 32);

@@ -5,7 +5,9 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -143,6 +145,42 @@ TEST_CASE("alibi: other max_bias values follow MPT's gen_slopes") {
   CHECK(three[0] == 0.25);
   CHECK(three[1] == 0.0625);
   CHECK(three[2] == 0.5);
+}
+
+TEST_CASE("alibi: bfloat16-rounded slopes (Falcon's build_alibi_tensor)") {
+  using posemb::AlibiSlopeRounding;
+  // 32 heads: slope_h = 2^(-h/4). 2^(-3/4) = 0.5946035575... = 0x3F1837F0 as float32; bfloat16
+  // keeps the top 16 bits rounded to nearest even: 0x3F18 = 0.59375 (worked by hand).
+  const Eigen::VectorXd falcon =
+      posemb::alibi_slopes(32, 8.0, std::nullopt, AlibiSlopeRounding::BFloat16);
+  CHECK(falcon[2] == 0.59375);
+  for (int n : {1, 5, 12, 32, 71, 128}) {
+    CAPTURE(n);
+    const Eigen::VectorXd exact = posemb::alibi_slopes(n);
+    const Eigen::VectorXd rounded =
+        posemb::alibi_slopes(n, 8.0, std::nullopt, AlibiSlopeRounding::BFloat16);
+    for (int h = 0; h < n; ++h) {
+      CAPTURE(h);
+      // a bfloat16 value: a float32 whose low 16 bits are zero, within half a bfloat16 ulp of
+      // the exact slope (8 significant bits: 2^-8 of the binade, so <= 2^-8 of the slope), with
+      // the float32 rounding below that; powers of two are unchanged
+      const float as_float = static_cast<float>(rounded[h]);
+      CHECK(static_cast<double>(as_float) == rounded[h]);
+      std::uint32_t bits = 0;
+      std::memcpy(&bits, &as_float, sizeof bits);
+      CHECK((bits & 0xFFFFu) == 0u);
+      CHECK(std::abs(rounded[h] - exact[h]) <= std::ldexp(exact[h], -8) * (1.0 + 0x1p-16));
+      if (exact[h] == std::exp2(std::round(std::log2(exact[h])))) CHECK(rounded[h] == exact[h]);
+    }
+  }
+  // The default is the exact slopes; a shard rounds its heads alone.
+  CHECK(posemb::alibi_slopes(12, 8.0, std::nullopt, AlibiSlopeRounding::None) ==
+        posemb::alibi_slopes(12));
+  CHECK(posemb::alibi_slopes(12, 8.0, posemb::HeadRange{4, 9}, AlibiSlopeRounding::BFloat16) ==
+        posemb::alibi_slopes(12, 8.0, std::nullopt, AlibiSlopeRounding::BFloat16).segment(4, 5));
+  throws_with(
+      [] { posemb::alibi_slopes(4, 8.0, std::nullopt, static_cast<AlibiSlopeRounding>(7)); },
+      "rounding = 7");
 }
 
 TEST_CASE("alibi: tensor-parallel shards concatenate to the full slopes for n = 1 .. 80") {

@@ -116,7 +116,7 @@ TEST_CASE("relative bias: hand-checked bucket edges at 32 buckets, max distance 
   CHECK(causal(big) == 0);
 }
 
-TEST_CASE("relative bias: the bucket matrix and the bias are Toeplitz (depend on j - i only)") {
+TEST_CASE("relative bias: buckets and bias are Toeplitz (depend on j - i only)") {
   for (bool bidirectional : {true, false}) {
     CAPTURE(bidirectional);
     const T5BiasTable<float> table({32, 128, bidirectional}, counting_table(32, 3));

@@ -1,20 +1,20 @@
-# Compiles README.md's BLOCK-th ```cpp block (syntax only); run by ctest as
-# `cmake -D... -P readme_block.cmake` (see CMakeLists.txt here). The README is read when the test
-# runs, so an edit is checked without a re-configure.
+# Compiles the BLOCK-th ```cpp block of a Markdown page (README.md, docs/*.md; syntax only); run
+# by ctest as `cmake -D... -P readme_block.cmake` (see CMakeLists.txt here). The page is read when
+# the test runs, so an edit is checked without a re-configure.
 #
 # The convention: a block is its leading #include lines, compiled at file scope, then the rest,
 # compiled as the body of a function; both come after readme_context.hpp, which declares the
 # names the blocks use without declaring them (q, k, spec, table, positions, ...). #line
-# directives make the compiler's messages name README.md's lines.
+# directives make the compiler's messages name the page's lines.
 #
 # Inputs (-D):
-#   README       README.md
+#   MARKDOWN     the page (README.md, docs/<page>.md)
 #   BLOCK        which ```cpp block, from 1
 #   UNIT         the C++ file to write
 #   COMPILE      the compiler and its arguments (a list); the unit is appended
 cmake_minimum_required(VERSION 3.25)
 
-foreach(input IN ITEMS README BLOCK UNIT COMPILE)
+foreach(input IN ITEMS MARKDOWN BLOCK UNIT COMPILE)
   if(NOT DEFINED ${input} OR "${${input}}" STREQUAL "")
     message(FATAL_ERROR "readme_block.cmake: -D${input}=... is required")
   endif()
@@ -27,14 +27,14 @@ function(count_lines text out_var)
   set(${out_var} ${count} PARENT_SCOPE)
 endfunction()
 
-file(READ ${README} rest)
-set(line 1)  # README.md's line number at the start of `rest`
+file(READ ${MARKDOWN} rest)
+set(line 1)  # the page's line number at the start of `rest`
 foreach(block RANGE 1 ${BLOCK})
   # The next "```cpp" fence at the start of a line; the block runs to the closing fence.
   string(REGEX MATCH "(^|\n)```cpp[ \t]*\n" fence "${rest}")
   if(fence STREQUAL "")
     math(EXPR found "${block} - 1")
-    message(FATAL_ERROR "${README} has ${found} ```cpp blocks, not ${BLOCK}: re-configure")
+    message(FATAL_ERROR "${MARKDOWN} has ${found} ```cpp blocks, not ${BLOCK}: re-configure")
   endif()
   string(FIND "${rest}" "${fence}" at)
   string(LENGTH "${fence}" fence_length)
@@ -45,7 +45,7 @@ foreach(block RANGE 1 ${BLOCK})
   math(EXPR line "${line} + ${before_lines}")
   string(FIND "${rest}" "\n```" code_end)
   if(code_end EQUAL -1)
-    message(FATAL_ERROR "${README}:${line}: a ```cpp block without its closing fence")
+    message(FATAL_ERROR "${MARKDOWN}:${line}: a ```cpp block without its closing fence")
   endif()
   math(EXPR code_end "${code_end} + 1")
   string(SUBSTRING "${rest}" 0 ${code_end} code)
@@ -66,15 +66,15 @@ string(SUBSTRING "${code}" ${includes_length} -1 body)
 count_lines("${includes}" include_lines)
 math(EXPR body_line "${line} + ${include_lines}")
 file(WRITE ${UNIT}
-  "// ${README} line ${line}: ```cpp block ${BLOCK} (written by tests/build/readme_block.cmake)\n"
+  "// ${MARKDOWN} line ${line}: ```cpp block ${BLOCK} (written by tests/build/readme_block.cmake)\n"
   "#include \"readme_context.hpp\"\n"
-  "#line ${line} \"${README}\"\n${includes}"
+  "#line ${line} \"${MARKDOWN}\"\n${includes}"
   "void readme_block();\nvoid readme_block() {\n"
-  "#line ${body_line} \"${README}\"\n${body}}\n")
+  "#line ${body_line} \"${MARKDOWN}\"\n${body}}\n")
 
 execute_process(COMMAND ${COMPILE} ${UNIT} RESULT_VARIABLE result OUTPUT_VARIABLE out
                 ERROR_VARIABLE out)
 if(NOT result EQUAL 0)
-  message(FATAL_ERROR "${README}:${line}: ```cpp block ${BLOCK} does not compile:\n${out}")
+  message(FATAL_ERROR "${MARKDOWN}:${line}: ```cpp block ${BLOCK} does not compile:\n${out}")
 endif()
-message(STATUS "${README}:${line}: ```cpp block ${BLOCK} compiles")
+message(STATUS "${MARKDOWN}:${line}: ```cpp block ${BLOCK} compiles")

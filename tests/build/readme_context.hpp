@@ -1,7 +1,7 @@
-// The names README.md's C++ blocks use without declaring them, so that each block compiles on
-// its own (the readme.* tests, readme_block.cmake): a block is its leading #include lines, then
-// the rest as the body of a function, after this header. A name a block declares itself hides
-// the one here; a block that uses a new undeclared name adds it here.
+// The names the C++ blocks of README.md and docs/*.md use without declaring them, so that each
+// block compiles on its own (the readme.* and docs.* tests, readme_block.cmake): a block is its
+// leading #include lines, then the rest as the body of a function, after this header. A name a
+// block declares itself hides the one here; a block that uses a new undeclared name adds it here.
 #pragma once
 
 #include <cstdint>

@@ -357,6 +357,28 @@ TEST_CASE("bad configs throw posemb::Error naming the key", "[config][errors]") 
                  Catch::Contains("per layer type"));
 }
 
+TEST_CASE("a config's size is bounded: layers and the layers' rotary pairs", "[config][errors]") {
+  // positions.hpp: at most 4096 layers and 2^17 rotary pairs in all, named by the layer count.
+  const auto config = [](std::int64_t layers, int head_dim) {
+    return R"({"model_type": "llama", "num_attention_heads": 1, "hidden_size": )" +
+           std::to_string(head_dim) + R"(, "num_hidden_layers": )" + std::to_string(layers) + "}";
+  };
+  CHECK(parse(config(4096, 64)).layers.size() == 4096);  // 131072 pairs: the bound itself
+  CHECK_THAT(error_of(config(4097, 2)),
+             Catch::Contains("num_hidden_layers = 4097") && Catch::Contains("[1, 4096]"));
+  CHECK_THAT(error_of(config(4096, 66)),
+             Catch::Contains("num_hidden_layers = 4096") && Catch::Contains("at most 131072"));
+  CHECK_THAT(error_of(config(5, 65536)),
+             Catch::Contains("num_hidden_layers = 5") && Catch::Contains("(163840 or more)"));
+  // NoPE layers carry no pairs; T5's two stacks share the layer bound.
+  CHECK(parse(R"({"model_type": "t5", "num_layers": 2048, "num_decoder_layers": 2048,
+                  "d_model": 64, "num_heads": 1, "d_kv": 64})")
+            .layers.size() == 4096);
+  CHECK_THAT(error_of(R"({"model_type": "t5", "num_layers": 2048, "num_decoder_layers": 2049,
+                          "d_model": 64, "num_heads": 1, "d_kv": 64})"),
+             Catch::Contains("num_layers + num_decoder_layers = 4097"));
+}
+
 TEST_CASE("errors from a file name the file", "[config][errors]") {
   const fs::path dir = fs::temp_directory_path() / "posemb_test_config";
   fs::create_directories(dir);

@@ -103,10 +103,15 @@ std::string lower(std::string text) {
 
 TEST_CASE("every public GGUF case holds as its README states") {
   const std::vector<std::string> names = case_names();
-  // The 8 public cases of the contract and the 5 extra-family files written with ggml's gguf API.
-  REQUIRE(names.size() == 13);
-  REQUIRE(std::count_if(names.begin(), names.end(),
-                        [](const std::string& name) { return name.rfind("ggml-", 0) == 0; }) == 5);
+  // The 8 public cases of the contract, the 5 extra-family files written with ggml's gguf API and
+  // the 5 llama.cpp conversions' key/values written with gguf-py (make_llamacpp_archs.py).
+  const auto prefixed = [&](const char* prefix) {
+    return std::count_if(names.begin(), names.end(),
+                         [&](const std::string& name) { return name.rfind(prefix, 0) == 0; });
+  };
+  REQUIRE(names.size() == 18);
+  REQUIRE(prefixed("ggml-") == 5);
+  REQUIRE(prefixed("llamacpp-") == 5);
   for (const std::string& name : names) {
     CAPTURE(name);
     const std::string dir = data_dir + name + "/";
@@ -206,8 +211,7 @@ TEST_CASE("the vocabulary's RoPE specs reproduce llama.cpp's frequencies on ever
   }
 }
 
-TEST_CASE(
-    "llama4: NoPE every 4th layer with query temperature, chunked layers, interleaved pairs") {
+TEST_CASE("llama4: NoPE every 4th layer with temperature, chunked layers, interleaved") {
   // load_hparams for LLM_ARCH_LLAMA4: n_no_rope_layer_step 4, chunked SWA 8192 with pattern 4
   // (il % 4 < 3); chunked layers use rope.freq_base_swa. llama_model_rope_type: NORM, and
   // Llama4Model does not permute, so the pairs are interleaved in the HF checkpoint too.
@@ -242,7 +246,7 @@ TEST_CASE(
   std::filesystem::remove(path);
 }
 
-TEST_CASE("gemma3 YaRN: SWA layers keep base 10000 and scale 1, the magnitude follows the layer") {
+TEST_CASE("gemma3 YaRN: SWA layers keep base 10000 and scale 1, global layers YaRN's") {
   // rope_yarn: magnitude get_mscale(F) / (1 + 0.1 ln F) * (1 + 0.1 ln(1 / scale)); with F = 8 a
   // global layer gets 1 + 0.1 ln 8, an SWA layer (scale 1) get_mscale(8) / (1 + 0.1 ln 8) = 1.
   const std::string path = (std::filesystem::temp_directory_path() / "posemb_gemma3.gguf").string();
@@ -267,7 +271,7 @@ TEST_CASE("gemma3 YaRN: SWA layers keep base 10000 and scale 1, the magnitude fo
   std::filesystem::remove(path);
 }
 
-TEST_CASE("LongRoPE factors are chosen by the context size padded to 256, as llama.cpp pads it") {
+TEST_CASE("LongRoPE factors chosen by the context size padded to 256, as llama.cpp") {
   // llama_context::llama_context: n_ctx_seq = GGML_PAD(n_ctx, 256); get_rope_factors: long
   // when n_ctx_seq > n_ctx_orig_yarn. With an original context of 4000, a requested 3900 runs
   // as 4096 > 4000 (long factors); 3840 stays 3840 (short). Short factors 1, long factors 4.
@@ -330,5 +334,105 @@ TEST_CASE("glm4: M-RoPE only when the first two sections are positive (use_mrope
   CHECK(norm.hparams.rope_mode == posemb::GgufRopeMode::Norm);
   CHECK_FALSE(norm.model.layers[0].rope->mrope_section);
   CHECK(norm.model.layers[0].rope->pairing == posemb::Pairing::Interleaved);
+  std::filesystem::remove(path);
+}
+
+TEST_CASE("gemma2 and gpt-oss: softcap and sinks on the layer's attention, even layers SWA") {
+  // src/models/gemma2.cpp: attn_soft_cap with attn_logit_softcapping (50 in the file);
+  // src/models/openai-moe.cpp: attn_sinks on every layer; load_swa_pattern(ml, 2) for both.
+  const posemb::GgufPositions gemma2 =
+      posemb::read_gguf_positions(data_dir + "llamacpp-gemma2/model.gguf");
+  for (const posemb::LayerPositions& layer : gemma2.model.layers) {
+    CHECK(layer.attention.logit_softcap == 50.0);
+    CHECK_FALSE(layer.attention.attention_sinks);
+  }
+  CHECK(gemma2.model.layers[0].layer_type == "sliding_attention");
+  CHECK(gemma2.model.layers[1].layer_type != "sliding_attention");
+  const posemb::GgufPositions oss =
+      posemb::read_gguf_positions(data_dir + "llamacpp-gpt-oss/model.gguf");
+  for (const posemb::LayerPositions& layer : oss.model.layers) {
+    CHECK(layer.attention.attention_sinks);
+    CHECK_FALSE(layer.attention.logit_softcap);
+  }
+  CHECK(oss.model.layers[0].attention.sliding_window == 128);
+  CHECK_FALSE(oss.model.layers[1].attention.sliding_window);
+  // A gemma2 without the key: llama_hparams' default 50; a 46-layer gemma2 (the 27B) scales by
+  // (n_embd / n_head)^-0.5 = (4608 / 32)^-0.5.
+  const std::string path = (std::filesystem::temp_directory_path() / "posemb_gemma2.gguf").string();
+  test_gguf::model_writer("gemma2", 46, 8192, 4608, 32)
+      .u32("gemma2.attention.key_length", 128)
+      .write(path);
+  const posemb::GgufPositions big = posemb::read_gguf_positions(path);
+  CHECK(big.model.layers[0].attention.logit_softcap == 50.0);
+  CHECK(big.model.layers[0].attention.sliding_window == 4096);
+  CHECK(*big.model.layers[0].attention.softmax_scale == Approx(1.0 / 12.0).epsilon(1e-15));
+  std::filesystem::remove(path);
+}
+
+TEST_CASE("gpt-oss without attention.sliding_window is refused naming the key") {
+  // src/models/openai-moe.cpp: get_key(LLM_KV_ATTENTION_SLIDING_WINDOW, n_swa), required.
+  const std::string path = (std::filesystem::temp_directory_path() / "posemb_oss.gguf").string();
+  test_gguf::model_writer("gpt-oss", 2, 4096, 64, 2).write(path);
+  CHECK_THROWS_WITH(posemb::read_gguf_positions(path),
+                    Catch::Contains("gpt-oss.attention.sliding_window: missing"));
+  std::filesystem::remove(path);
+}
+
+TEST_CASE("deepseek2: MLA head, rope slice, yarn_log_multiplier in the softmax scale") {
+  // src/models/deepseek2.cpp: rope_yarn_log_mul = 0.1f / 0.1f = 1; yarn_attn_factor (src/
+  // llama-context.cpp) get_mscale(40, 1) / get_mscale(40, 1) / (1 + 0.1 ln 40), so rope_yarn's
+  // magnitude is 1 and kq_scale = (1 + 0.1 ln 40)^2 / sqrt(192).
+  const posemb::GgufPositions plan =
+      posemb::read_gguf_positions(data_dir + "llamacpp-deepseek2/model.gguf");
+  const double m = 1.0 + 0.1 * std::log(40.0);
+  for (std::size_t il = 0; il < 2; ++il) {
+    CHECK(plan.model.layers[il].head_dim == 192);
+    CHECK(plan.ropes[il]->inv_freq.size() == 32);
+    CHECK(plan.ropes[il]->attention_scale == Approx(1.0).epsilon(1e-12));
+    CHECK(*plan.model.layers[il].attention.softmax_scale ==
+          Approx(m * m / std::sqrt(192.0)).epsilon(1e-12));
+  }
+  // Without yarn_log_multiplier: yarn_attn_factor get_mscale(40, 1) / (1 + 0.1 ln 40) = 1,
+  // magnitude 1 + 0.1 ln 40, kq_scale ((1 + 0.1 ln 40) * 1)^2 / sqrt(192); without the MLA keys
+  // the head is key_length.
+  const std::string path = (std::filesystem::temp_directory_path() / "posemb_ds2.gguf").string();
+  test_gguf::model_writer("deepseek2", 2, 163840, 64, 2)
+      .u32("deepseek2.attention.key_length", 96)
+      .u32("deepseek2.rope.dimension_count", 64)
+      .str("deepseek2.rope.scaling.type", "yarn")
+      .f32("deepseek2.rope.scaling.factor", 40.0f)
+      .u32("deepseek2.rope.scaling.original_context_length", 4096)
+      .write(path);
+  const posemb::GgufPositions plain = posemb::read_gguf_positions(path);
+  CHECK(plain.model.layers[0].head_dim == 96);
+  CHECK(plain.ropes[0]->attention_scale == Approx(m).epsilon(1e-12));
+  CHECK(*plain.model.layers[0].attention.softmax_scale ==
+        Approx(m * m / std::sqrt(96.0)).epsilon(1e-12));
+  std::filesystem::remove(path);
+}
+
+TEST_CASE("an architecture llama.cpp's rules are not written for is refused naming it") {
+  const std::string path = (std::filesystem::temp_directory_path() / "posemb_arch.gguf").string();
+  test_gguf::model_writer("mamba", 2, 4096, 64, 2).write(path);
+  CHECK_THROWS_WITH(posemb::read_gguf_positions(path),
+                    Catch::Contains("general.architecture = \"mamba\": expected one of") &&
+                        Catch::Contains("qwen2moe") && Catch::Contains("gemma2") &&
+                        Catch::Contains("command-r") && Catch::Contains("gpt-oss") &&
+                        Catch::Contains("deepseek2"));
+  std::filesystem::remove(path);
+}
+
+TEST_CASE("a GGUF plan's size is bounded: block_count and its rotary pairs") {
+  // positions.hpp: at most 4096 layers and 2^17 rotary pairs, named by block_count.
+  const std::string path = (std::filesystem::temp_directory_path() / "posemb_size.gguf").string();
+  test_gguf::model_writer("llama", 4096, 4096, 64, 1).write(path);
+  CHECK(posemb::read_gguf_positions(path).model.layers.size() == 4096);  // 131072 pairs
+  test_gguf::model_writer("llama", 4097, 4096, 2, 1).write(path);
+  CHECK_THROWS_WITH(posemb::read_gguf_positions(path),
+                    Catch::Contains("llama.block_count = 4097") && Catch::Contains("1 .. 4096"));
+  test_gguf::model_writer("llama", 4096, 4096, 66, 1).write(path);
+  CHECK_THROWS_WITH(posemb::read_gguf_positions(path),
+                    Catch::Contains("llama.block_count = 4096") &&
+                        Catch::Contains("at most 131072 (135168 or more)"));
   std::filesystem::remove(path);
 }

@@ -667,11 +667,10 @@ TEST_CASE("what transformers warns about loads and is reported", "[config][model
   CHECK(scout.unused_keys.empty());
 }
 
-TEST_CASE("Hunyuan's alpha: a static NTK base up to max_position_embeddings, dynamic beyond",
-          "[config][models][families]") {
-  // modeling_hunyuan_v1_dense.py, HunYuanDenseV1RotaryEmbedding.__init__: base = theta *
-  // alpha^(d / (d - 2)), d = head_dim; its forward's dynamic_rope_update (modeling_rope_utils.py)
-  // recomputes _compute_dynamic_ntk_parameters (no alpha) past max_position_embeddings L.
+TEST_CASE("Hunyuan's alpha: a static NTK base at every length", "[config][models][families]") {
+  // modeling_hunyuan_v1_dense.py (transformers 5.24), HunYuanDenseV1RotaryEmbedding.__init__:
+  // base = theta * alpha^(d / (d - 2)), d = head_dim, under rope_type "ntk_alpha", which
+  // dynamic_rope_update (modeling_rope_utils.py) does not regrow past max_position_embeddings L.
   const std::string config = R"({"model_type": "hunyuan_v1_dense", "hidden_size": 1024,
       "num_attention_heads": 8, "head_dim": 64, "num_hidden_layers": 1, "rope_theta": 10000,
       "max_position_embeddings": 4096, "rope_scaling": {"type": "dynamic", "factor": 2.0,
@@ -680,23 +679,15 @@ TEST_CASE("Hunyuan's alpha: a static NTK base up to max_position_embeddings, dyn
   CHECK(model.unused_keys.empty());
   const double d = 64.0;
   const double alpha_base = 10000.0 * std::pow(1000.0, d / (d - 2.0));
-  for (const std::optional<std::int64_t> seq :
-       std::vector<std::optional<std::int64_t>>{std::nullopt, 1, 4096}) {
+  // Up to L, past it and at a long context: the same base (no dynamic growth).
+  for (const std::optional<std::int64_t> seq : std::vector<std::optional<std::int64_t>>{
+           std::nullopt, 1, 4096, 4097, std::int64_t{1} << 20}) {
     const posemb::RopeSpec spec = model.layers[0].rope_spec(seq);
     REQUIRE(spec.inv_freq.size() == 32);
     for (int i = 0; i < 32; ++i) {
       CHECK(spec.inv_freq[i] == Approx(std::pow(alpha_base, -2.0 * i / d)).epsilon(1e-13));
     }
     CHECK(spec.attention_scale == 1.0);
-  }
-  // Past L (and at a long context): theta * (s * seq / L - (s - 1))^(d / (d - 2)), alpha gone.
-  for (const std::int64_t seq : {std::int64_t{4097}, std::int64_t{1} << 20}) {
-    const double grown =
-        10000.0 * std::pow(2.0 * static_cast<double>(seq) / 4096.0 - 1.0, d / (d - 2.0));
-    const posemb::RopeSpec spec = model.layers[0].rope_spec(seq);
-    for (int i = 0; i < 32; ++i) {
-      CHECK(spec.inv_freq[i] == Approx(std::pow(grown, -2.0 * i / d)).epsilon(1e-13));
-    }
   }
   // Pair 0 keeps frequency 1; the lowest frequency falls by alpha^(-(d - 2) / (d - 2)) = 1/alpha.
   const posemb::RopeSpec spec = model.layers[0].rope_spec();
@@ -733,6 +724,44 @@ TEST_CASE("Hunyuan's alpha: bad values name the key", "[config][models][errors]"
   CHECK_THAT(error_of(R"({"model_type": "hunyuan_v1_dense", "num_hidden_layers": 1,
       "rope_scaling": {"type": "dynamic", "alpha": 1000.0}})"),
              Catch::Contains("rope_scaling.factor"));
+}
+
+TEST_CASE("PhiMoE's short_mscale / long_mscale replace the longrope attention factor",
+          "[config][models][families]") {
+  // PhimoeRotaryEmbedding.forward (modeling_phimoe.py): mscale = long_mscale if seq_len >
+  // original_max_position_embeddings else short_mscale; cos, sin = emb.cos() * mscale, ...
+  const std::string factors = R"("short_factor": [1, 1, 1, 1], "long_factor": [2, 2, 2, 2])";
+  const std::string config = R"({"model_type": "phimoe", "hidden_size": 64,
+      "num_attention_heads": 8, "num_hidden_layers": 1, "max_position_embeddings": 131072,
+      "rope_parameters": {"rope_type": "longrope", "rope_theta": 10000.0, )" +
+                             factors +
+                             R"(, "short_mscale": 1.25, "long_mscale": 1.5,
+      "original_max_position_embeddings": 4096}})";
+  const posemb::ModelPositions model = parse(config);
+  CHECK(model.unused_keys.empty());
+  const posemb::RopeSpec plain = posemb::default_rope_spec(8, 10000.0);
+  for (const std::optional<std::int64_t> seq :
+       std::vector<std::optional<std::int64_t>>{std::nullopt, 32, 4096}) {
+    const posemb::RopeSpec spec = model.layers[0].rope_spec(seq);
+    CHECK(spec.attention_scale == 1.25);
+    CHECK(spec.inv_freq.isApprox(plain.inv_freq, 1e-15));
+  }
+  const posemb::RopeSpec long_spec = model.layers[0].rope_spec(4097);
+  CHECK(long_spec.attention_scale == 1.5);
+  CHECK(long_spec.inv_freq.isApprox(plain.inv_freq / 2.0, 1e-15));
+  // Phi-3 does not read them (transformers warns "Unrecognized keys"): the attention factor is
+  // sqrt(1 + ln(s) / ln(L0)), s = 131072 / 4096 = 32.
+  std::string phi3 = config;
+  phi3.replace(phi3.find("phimoe"), 6, "phi3");
+  const posemb::ModelPositions other = parse(phi3);
+  CHECK(other.layers[0].rope_spec(32).attention_scale ==
+        Approx(std::sqrt(1.0 + std::log(32.0) / std::log(4096.0))).epsilon(1e-15));
+  CHECK(other.unused_keys ==
+        std::vector<std::string>{"rope_parameters.long_mscale", "rope_parameters.short_mscale"});
+  // configuration_phimoe.py requires both as numbers.
+  std::string missing = config;
+  missing.replace(missing.find(R"(, "long_mscale": 1.5)"), 20, "");
+  CHECK_THAT(error_of(missing), Catch::Contains("rope_parameters.long_mscale"));
 }
 
 TEST_CASE("Falcon-H1's key_multiplier scales the scores, checked against a hand-written loop",
@@ -868,4 +897,138 @@ TEST_CASE("Granite 4 hybrid without layer_types: every layer mamba", "[config][m
       "layer_types": ["attention", "mamba"]})");
   CHECK(listed.layers[0].kind == posemb::PositionKind::Rope);
   CHECK(listed.layers[1].kind == posemb::PositionKind::None);
+}
+
+namespace {
+
+// Each layer's (layer_type, kind, sliding window) against a list written out from the
+// configuration class's rule.
+void check_layers(const posemb::ModelPositions& model, const std::vector<std::string>& types,
+                  const std::vector<std::optional<std::int64_t>>& windows,
+                  bool rope_on_full = true) {
+  REQUIRE(model.layers.size() == types.size());
+  for (std::size_t i = 0; i < types.size(); ++i) {
+    const posemb::LayerPositions& layer = model.layers[i];
+    CAPTURE(i);
+    CHECK(layer.layer_type == types[i]);
+    CHECK(layer.attention.sliding_window == windows[i]);
+    const bool rope =
+        types[i] == "sliding_attention" || (types[i] == "full_attention" && rope_on_full);
+    CHECK(layer.kind == (rope ? posemb::PositionKind::Rope : posemb::PositionKind::None));
+  }
+}
+
+const std::string S = "sliding_attention", F = "full_attention", L = "linear_attention";
+const std::nullopt_t none = std::nullopt;
+
+}  // namespace
+
+TEST_CASE("AfMoE and CWM without layer_types: their patterns, windows and defaults",
+          "[config][models][families]") {
+  // AfmoeConfig: sliding iff (i + 1) % global_attn_every_n_layers (4), sliding_window 1024;
+  // AfmoeAttention.forward applies RoPE on sliding layers only (modeling_afmoe.py).
+  const std::string afmoe = R"({"model_type": "afmoe", "hidden_size": 256,
+      "num_attention_heads": 4, "num_hidden_layers": 4)";
+  check_layers(parse(afmoe + "}"), {S, S, S, F}, {1024, 1024, 1024, none}, false);
+  check_layers(parse(afmoe + R"(, "global_attn_every_n_layers": 2, "sliding_window": 64})"),
+               {S, F, S, F}, {64, none, 64, none}, false);
+  CHECK(parse(afmoe + "}").layers[0].rope->head_dim == 128);  // head_dim 128
+  // CwmConfig: full iff i % 4 == 0, sliding_window 8192, the llama3 block at 1e6 by default.
+  const auto cwm = parse(R"({"model_type": "cwm", "hidden_size": 256, "num_attention_heads": 4,
+      "num_hidden_layers": 5})");
+  check_layers(cwm, {F, S, S, S, F}, {none, 8192, 8192, 8192, none});
+  CHECK(cwm.layers[0].rope->rope_type == "llama3");
+  CHECK(cwm.layers[0].rope->theta == 1e6);
+}
+
+TEST_CASE("ModernBERT, its decoder and UltraBERT: the window the attention is given",
+          "[config][models][families]") {
+  // ModernBertConfig: sliding iff i % global_attn_every_n_layers (3); ModernBertAttention's
+  // sliding_window = local_attention // 2 + 1 (128 // 2 + 1 = 65); default_theta global 160000,
+  // local 1e4 (configuration_modernbert.py, modeling_modernbert.py).
+  const std::string bert = R"({"hidden_size": 256, "num_attention_heads": 4,
+      "num_hidden_layers": 4)";
+  const auto modernbert = parse(bert + R"(, "model_type": "modernbert"})");
+  check_layers(modernbert, {F, S, S, F}, {none, 65, 65, none});
+  CHECK(modernbert.layers[0].rope->theta == 160000.0);
+  CHECK(modernbert.layers[1].rope->theta == 1e4);
+  check_layers(parse(bert + R"(, "model_type": "modernbert", "local_attention": 255,
+      "global_attn_every_n_layers": 2})"),
+               {F, S, F, S}, {none, 128, none, 128});
+  // ModernBertDecoderConfig: sliding_window = local_attention // 2, passed as is.
+  check_layers(parse(bert + R"(, "model_type": "modernbert-decoder"})"), {F, S, S, F},
+               {none, 64, 64, none});
+  // UltrabertConfig: sliding iff (i + 1) % 3, sliding_window a radius (128), the attention's
+  // window radius + 1; rope theta full 2560000, sliding 1e4 (configuration_ultrabert.py).
+  const auto ultrabert = parse(bert + R"(, "model_type": "ultrabert"})");
+  check_layers(ultrabert, {S, S, F, S}, {129, 129, none, 129});
+  CHECK(ultrabert.layers[2].rope->theta == 2560000.0);
+  CHECK(ultrabert.layers[0].rope->theta == 1e4);
+}
+
+TEST_CASE("EXAONE-MoE, Kolibri, LaRA-mini and VaultGemma without layer_types",
+          "[config][models][families]") {
+  const std::string base = R"({"hidden_size": 256, "num_attention_heads": 4,
+      "num_hidden_layers": 5, "model_type": )";
+  // ExaoneMoeConfig: sliding iff (i + 1) % 4, window 4096; Kolibri1Config: full iff
+  // (i + 1) % 5 == 0, window 513; both attend full layers without RoPE when windowed.
+  check_layers(parse(base + R"("exaone_moe"})"), {S, S, S, F, S}, {4096, 4096, 4096, none, 4096},
+               false);
+  check_layers(parse(base + R"("kolibri1"})"), {S, S, S, S, F}, {513, 513, 513, 513, none}, false);
+  // LaraMiniConfig: [linear, sliding, linear, full, sliding] repeated, window 512;
+  // LaraMiniModel.forward passes position_embeddings to sliding layers only.
+  check_layers(parse(base + R"("lara_mini"})"), {L, S, L, F, S}, {none, 512, none, none, 512},
+               false);
+  // VaultGemmaConfig: sliding iff (i + 1) % 2, window 4096, softcap 50, scale 256^-0.5.
+  const auto vault = parse(base + R"("vaultgemma"})");
+  check_layers(vault, {S, F, S, F, S}, {4096, none, 4096, none, 4096});
+  CHECK(vault.layers[1].attention.logit_softcap == 50.0);
+  CHECK(vault.layers[1].attention.softmax_scale == 1.0 / 16.0);
+}
+
+TEST_CASE("MiniCPM3, Youtu and GLM-4-MoE-Lite: DeepSeek's MLA head and scale",
+          "[config][models][families]") {
+  // MiniCPM3Attention (modeling_minicpm3.py): scaling (qk_nope + qk_rope)^-0.5, RoPE over
+  // qk_rope_head_dim with apply_rotary_pos_emb's rotate_half.
+  const auto model = parse(R"({"model_type": "minicpm3", "hidden_size": 256,
+      "num_attention_heads": 4, "num_hidden_layers": 1, "qk_nope_head_dim": 64,
+      "qk_rope_head_dim": 32})");
+  CHECK(model.layers[0].head_dim == 96);
+  CHECK(model.layers[0].rope->rotary_dim == 32);
+  CHECK(model.layers[0].rope->pairing == posemb::Pairing::RotateHalf);
+  CHECK(model.layers[0].attention.softmax_scale == Approx(1.0 / std::sqrt(96.0)).epsilon(1e-15));
+  // YoutuAttention, Glm4MoeLiteAttention: apply_rotary_pos_emb_interleave while rope_interleave
+  // (default true), else rotate_half; yarn with mscale_all_dim scales by
+  // (0.1 ln(factor) mscale_all_dim + 1)^2 (modeling_youtu.py, yarn_apply_mscale).
+  for (const char* type : {"youtu", "glm4_moe_lite"}) {
+    CAPTURE(type);
+    const std::string mla = std::string(R"({"model_type": ")") + type + R"(", "hidden_size": 256,
+        "num_attention_heads": 4, "num_hidden_layers": 1, "qk_nope_head_dim": 128,
+        "qk_rope_head_dim": 64, "max_position_embeddings": 16384)";
+    const auto plain = parse(mla + "}");
+    CHECK(plain.layers[0].head_dim == 192);
+    CHECK(plain.layers[0].rope->rotary_dim == 64);
+    CHECK(plain.layers[0].rope->pairing == posemb::Pairing::Interleaved);
+    CHECK(parse(mla + R"(, "rope_interleave": false})").layers[0].rope->pairing ==
+          posemb::Pairing::RotateHalf);
+    const auto yarn = parse(mla + R"(, "rope_parameters": {"rope_type": "yarn", "factor": 4.0,
+        "original_max_position_embeddings": 4096, "mscale_all_dim": 1.0}})");
+    const double m = 0.1 * std::log(4.0) + 1.0;
+    CHECK(yarn.layers[0].attention.softmax_scale ==
+          Approx(m * m / std::sqrt(192.0)).epsilon(1e-13));
+  }
+}
+
+TEST_CASE("JetMoE: the head is kv_channels wide (default 128)", "[config][models][families]") {
+  // JetMoeConfig.attribute_map {"head_dim": "kv_channels"}, kv_channels 128; JetMoeAttention:
+  // scaling kv_channels^-0.5, RoPE over kv_channels (modeling_jetmoe.py).
+  const std::string jetmoe = R"({"model_type": "jetmoe", "hidden_size": 256,
+      "num_attention_heads": 4, "num_key_value_heads": 2, "num_hidden_layers": 1)";
+  const auto given = parse(jetmoe + R"(, "kv_channels": 64})");
+  CHECK(given.layers[0].head_dim == 64);
+  CHECK(given.layers[0].rope->rotary_dim == 64);
+  CHECK(given.layers[0].attention.softmax_scale == 0.125);
+  const auto absent = parse(jetmoe + "}");
+  CHECK(absent.layers[0].head_dim == 128);
+  CHECK(absent.layers[0].attention.softmax_scale == Approx(1.0 / std::sqrt(128.0)).epsilon(1e-15));
 }

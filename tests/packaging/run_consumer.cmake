@@ -38,12 +38,13 @@ endfunction()
 set(consumer_args)
 if(MODE STREQUAL "find_package")
   set(prefix ${WORK_DIR}/prefix)
-  # posemb configured on its own with nothing but the library, built (the compiled config
-  # reader), then installed.
+  # posemb configured on its own with nothing but the library (not the Python package or the C
+  # API, which the consumers do not use), built (the compiled config reader), then installed.
   run_step(configure-posemb ${CMAKE_COMMAND} -S ${POSEMB_SOURCE} -B ${WORK_DIR}/posemb-build
            ${toolchain_args} -DPOSEMB_BUILD_TESTS=OFF -DPOSEMB_BUILD_EXAMPLES=OFF
-           -DPOSEMB_BUILD_TOOLS=OFF -DPOSEMB_BUILD_BENCH=OFF)
-  run_step(build-posemb ${CMAKE_COMMAND} --build ${WORK_DIR}/posemb-build)  # posemb::config
+           -DPOSEMB_BUILD_TOOLS=OFF -DPOSEMB_BUILD_BENCH=OFF -DPOSEMB_BUILD_PYTHON=OFF
+           -DPOSEMB_BUILD_C_API=OFF)
+  run_step(build-posemb ${CMAKE_COMMAND} --build ${WORK_DIR}/posemb-build --parallel 2)  # posemb::config
   run_step(install-posemb ${CMAKE_COMMAND} --install ${WORK_DIR}/posemb-build --prefix ${prefix})
   foreach(installed IN ITEMS include/posemb/posemb.hpp include/posemb/version.hpp)
     if(NOT EXISTS ${prefix}/${installed})
@@ -70,7 +71,7 @@ if(MODE STREQUAL "find_package")
     message(FATAL_ERROR "find_package(posemb) found ${posemb_dir}, not the install in ${prefix}")
   endif()
 endif()
-run_step(build-consumer ${CMAKE_COMMAND} --build ${WORK_DIR}/consumer-build)
+run_step(build-consumer ${CMAKE_COMMAND} --build ${WORK_DIR}/consumer-build --parallel 2)
 foreach(program IN ITEMS posemb_consumer posemb_config_consumer posemb_config_header_only_consumer
                          posemb_names_consumer posemb_loader_consumer)
   run_step(run-${program} ${WORK_DIR}/consumer-build/${program})

@@ -59,7 +59,7 @@ def test_positions_shape_mismatch():
     (np.zeros((1, 4, 2, 64), np.complex64), r"x\.dtype = complex64"),
     (np.zeros((1, 4, 2, 64), ">f4"), r"x\.dtype = >f4"),
     (torch.zeros(1, 4, 2, 64, dtype=torch.int64), r"x\.dtype = torch\.int64: expected torch\.float32"),
-    ("not an array", r"x = str: expected a numpy array or a torch tensor"),
+    ("not an array", r"x = str: expected a numpy array, a torch tensor or a DLPack producer"),
 ])
 def test_unsupported_dtype(x, text):
     raises(text, posemb.apply_rope_, x, 0, SPEC)

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "posemb/detail/random.hpp"
+#include "posemb/random.hpp"
 #include "posemb/model/hf_float32_scheme.hpp"
 #include "posemb/rotary/rotate.hpp"
 
@@ -64,7 +64,7 @@ std::vector<RopeScheme> all_schemes() {
           scheme_of("longrope", longrope_params(), 10000.0)};
 }
 
-// The position lists README.md ("Testing your kernel against posemb") recommends.
+// The position lists docs/test-vectors.md recommends.
 std::vector<std::vector<std::int64_t>> recommended_lists() {
   std::vector<std::int64_t> short_list, long_list;
   for (std::int64_t p = 0; p < 64; ++p) short_list.push_back(p);
@@ -77,7 +77,7 @@ std::vector<std::vector<std::int64_t>> recommended_lists() {
 // Seeded q [1, seq, 2, 128] in storage type T.
 template <class T>
 Tensor4<T> seeded_q(Eigen::Index seq) {
-  detail::BoxMullerNormal normal(11);
+  SeededNormal normal(11);
   Tensor4<T> q(1, seq, 2, 128);
   for (Eigen::Index i = 0; i < q.size(); ++i) q.data()[i] = static_cast<T>(normal());
   return q;

@@ -36,7 +36,7 @@ TEST_CASE("two identical documents packed together rotate identically") {
   CHECK(x(0, 6, 1, 3) == x(0, 0, 1, 3));
 }
 
-TEST_CASE("context-parallel shards hold chunks r and 2c - 1 - r; together every position once") {
+TEST_CASE("context-parallel shards hold chunks r and 2c - 1 - r, together every position once") {
   PositionMatrix rank0(1, 4), rank1(1, 4);
   rank0 << 0, 1, 6, 7;
   rank1 << 2, 3, 4, 5;

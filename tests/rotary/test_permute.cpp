@@ -291,10 +291,8 @@ TEST_CASE("RoPE_rotate_half(P(W) x) = P(RoPE_interleaved(W x)), scores equal, un
           .maxCoeff() > 1e-3);
 }
 
-TEST_CASE(
-    "drift table: permuted weights under rotate-half reproduce the published interleaved "
-    "scores",
-    "[permute]") {
+TEST_CASE("drift table: permuted weights under rotate-half give the interleaved scores",
+          "[permute]") {
   // data/drift_table/README.md: scores R(m)(x_q @ Wq) . R(n)(x_k @ Wk), one head of 64, RoPE base
   // 10000 with interleaved pairs: -0.6102 at gap 5 and -5.8183 at gap 0 (4 printed decimals);
   // rotate-half pairs on the same weights: -3.451334 at gap 5 (float64).

@@ -594,7 +594,7 @@ TEST_CASE("the inverse for xPos and FoPE undoes their scale and mixing too") {
             x) < 1e-10);
 }
 
-TEST_CASE("rotary_offset rotates features [offset, offset + rotary_dim) and passes the rest") {
+TEST_CASE("rotary_offset rotates features offset .. offset + rotary_dim - 1, passes the rest") {
   const posemb::Tensor4<double> x = random_tensor4<double>(1, 6, 2, 24, 4);
   for (const Pairing pairing : {Pairing::Interleaved, Pairing::RotateHalf}) {
     posemb::RopeSpec spec = posemb::default_rope_spec(posemb::RotaryDims{24, 8}, 10000.0, pairing);
@@ -792,7 +792,7 @@ TEST_CASE("a spec knows its head_dim: partial rotary is stated, a head of anothe
   CHECK_NOTHROW(posemb::apply_rope_inplace(x8, 0, hand_built));
 }
 
-TEST_CASE("positions must match the seq axis of the layout given; the other layout is named") {
+TEST_CASE("positions must match the seq axis of the layout given, the other layout is named") {
   using Catch::Matchers::Contains;
   const posemb::RopeSpec spec = posemb::default_rope_spec(16);
   // A BSHD buffer [batch 1, seq 7, heads 12, 16] passed as BHSD: seq would be 12.

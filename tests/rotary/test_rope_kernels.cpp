@@ -201,9 +201,7 @@ void check_all_sizes() {
 
 }  // namespace
 
-TEST_CASE(
-    "vectorized cos/sin: float within 1 ulp of correctly rounded std::cos/sin of the double "
-    "angle") {
+TEST_CASE("vectorized cos/sin: float within 1 ulp of rounded std::cos/sin of the double angle") {
   const Eigen::VectorXd inv_freq = posemb::default_inv_freq(128);
   std::vector<float> cos(64), sin(64);
   std::int64_t worst = 0;
@@ -310,7 +308,7 @@ TEST_CASE("fast paths equal the scalar reference: Eigen::bfloat16") {
   check_all_sizes<Eigen::bfloat16>();
 }
 
-TEST_CASE("cos/sin tables start on 64-byte boundaries in every build; copies share the rows") {
+TEST_CASE("cos/sin tables start on 64-byte boundaries in every build, copies share the rows") {
   const auto on_line = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 64 == 0; };
   // 3000 x 64 floats: 750 KiB, a block glibc maps on its own (16 bytes past a page boundary).
   const posemb::RopeTable<float> table(posemb::default_rope_spec(128), 0, 3000);
@@ -344,9 +342,7 @@ TEST_CASE("BHSD blocks are as long as the threads allow") {
   CHECK(bhsd_block_tokens(1, 100, 8) == 64);    // never below 64
 }
 
-TEST_CASE(
-    "BHSD visits every head and token once: partial head groups, several token blocks, every "
-    "level") {
+TEST_CASE("BHSD visits every head and token once: partial groups, several blocks, every level") {
   // 6 heads: one full group of bhsd_heads_per_group and a partial one; 1100 tokens: two full
   // blocks of 512 (one thread) or eight of 128 (two threads, head_dim 96) and a partial one.
   using posemb::detail::bhsd_block_tokens;
@@ -378,7 +374,7 @@ TEST_CASE(
   posemb::set_isa_level(saved);
 }
 
-TEST_CASE("two threads give the same result as the reference on a tensor large enough to split") {
+TEST_CASE("two threads equal the reference on a tensor large enough to split") {
   // [2, 64, 32, 128] float: 2^19 elements, so threads_for allows 2 threads.
   REQUIRE(posemb::detail::threads_for(2 * 64 * 32 * 128, 2) == 2);
   for (Pairing pairing : {Pairing::Interleaved, Pairing::RotateHalf}) {
@@ -624,7 +620,7 @@ void check_special_values_at_position_zero(Pairing pairing, bool in_place) {
 
 }  // namespace
 
-TEST_CASE("half-precision kernels keep subnormals, infinities and NaNs (rotation at position 0)") {
+TEST_CASE("half-precision kernels keep subnormals, infinities and NaNs (position 0)") {
   for (Pairing pairing : {Pairing::Interleaved, Pairing::RotateHalf}) {
     for (bool in_place : {false, true}) {
       check_special_values_at_position_zero<Eigen::bfloat16>(pairing, in_place);

@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "posemb/detail/random.hpp"
+#include "posemb/random.hpp"
 #include "posemb/error.hpp"
 #include "posemb/absolute/absolute.hpp"
 #include "posemb/tensor.hpp"
@@ -38,7 +38,7 @@ class LearnedPositionTable {
   using Weights = Eigen::Map<EmbeddingTable<T>>;
   using ConstWeights = Eigen::Map<const EmbeddingTable<T>>;
 
-  // Owns max_len * d weights drawn from N(0, init_std^2) by detail::BoxMullerNormal(seed), in
+  // Owns max_len * d weights drawn from N(0, init_std^2) by SeededNormal(seed), in
   // row-major order, each rounded once to T.
   LearnedPositionTable(std::int64_t max_len, std::int64_t d, std::uint64_t seed,
                        double init_std = 0.02)
@@ -47,7 +47,7 @@ class LearnedPositionTable {
     detail::require_positive_finite("init_std", init_std);
     detail::allocate_sized("max_len", max_len, static_cast<long double>(max_len) * d, sizeof(T),
                            [&] { owned_.resize(static_cast<std::size_t>(max_len * d)); });
-    detail::BoxMullerNormal normal(seed);
+    SeededNormal normal(seed);
     for (T& w : owned_) w = detail::round_to_storage<T>(init_std * normal());
   }
 

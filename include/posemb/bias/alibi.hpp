@@ -64,13 +64,31 @@ struct HeadRange {
   int end = 0;
 };
 
+// How the slopes are rounded once formed.
+enum class AlibiSlopeRounding {
+  None,      // the exact slopes (the paper's), in double
+  BFloat16,  // each slope rounded to float32, then to bfloat16 (round to nearest even): Falcon's
+             // build_alibi_tensor (transformers models/falcon/modeling_falcon.py, and Falcon-RW's
+             // own modelling_RW.py) multiplies `slopes[..., None].bfloat16()` by the positions
+};
+
 // Returns slopes: [n_heads] in the reference code's head order, or [end - begin] for the heads of
 // `heads` only. max_bias is B above.
 // Example (MPT-7B: 32 heads, alibi_bias_max 8; rank 1 of 4 holds heads 8 .. 15):
 //   const Eigen::VectorXd all = posemb::alibi_slopes(32);                                 // [32]
 //   const Eigen::VectorXd mine = posemb::alibi_slopes(32, 8.0, posemb::HeadRange{8, 16});  // [8]
+// Falcon-RW's slopes (tiiuae/falcon-rw-1b, 32 heads): its bias is then
+// bfloat16(slope * bfloat16(k)) (torch promotes the int64 positions to bfloat16 and rounds the
+// product to bfloat16):
+//   const Eigen::VectorXd falcon =
+//       posemb::alibi_slopes(32, 8.0, std::nullopt, posemb::AlibiSlopeRounding::BFloat16);
 inline Eigen::VectorXd alibi_slopes(int n_heads, double max_bias = 8.0,
-                                    std::optional<HeadRange> heads = std::nullopt) {
+                                    std::optional<HeadRange> heads = std::nullopt,
+                                    AlibiSlopeRounding rounding = AlibiSlopeRounding::None) {
+  if (rounding != AlibiSlopeRounding::None && rounding != AlibiSlopeRounding::BFloat16) {
+    detail::fail("rounding", static_cast<int>(rounding),
+                 "expected AlibiSlopeRounding::None or AlibiSlopeRounding::BFloat16");
+  }
   detail::require_positive("n_heads", n_heads);
   detail::require_positive_finite("max_bias", max_bias);
   const HeadRange range = heads.value_or(HeadRange{0, n_heads});
@@ -86,7 +104,11 @@ inline Eigen::VectorXd alibi_slopes(int n_heads, double max_bias = 8.0,
     const double exponent = h < c
                                 ? static_cast<double>(h + 1) / static_cast<double>(c)
                                 : static_cast<double>(2 * (h - c) + 1) / static_cast<double>(2 * c);
-    slopes[h - range.begin] = std::exp2(-max_bias * exponent);
+    const double slope = std::exp2(-max_bias * exponent);
+    slopes[h - range.begin] =
+        rounding == AlibiSlopeRounding::None
+            ? slope
+            : static_cast<double>(static_cast<float>(Eigen::bfloat16(static_cast<float>(slope))));
   }
   return slopes;
 }

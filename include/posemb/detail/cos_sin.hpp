@@ -1,6 +1,6 @@
 // The one generator of cos/sin in posemb: every rotary table, kernel and absolute table forms
 // its cos and sin here, from angles in double, so that they agree bit for bit wherever the same
-// angle is asked for at the same instruction-set level (posemb/isa.hpp). Raw pointers only.
+// angle is asked for at the same instruction-set level (posemb/machine/isa.hpp). Raw pointers only.
 //
 // How an angle x (radians, double, any magnitude) becomes cos x and sin x:
 //
@@ -15,7 +15,7 @@
 //    sin r = {s, c, -s, -c}[q mod 4].
 //
 // With FMA every multiply-add of steps 1-3 is an explicit fma, so the levels that have FMA give
-// the same bits; without FMA every product is rounded (posemb/isa.hpp).
+// the same bits; without FMA every product is rounded (posemb/machine/isa.hpp).
 //
 // Degree: for float output, sin to y^9 and cos to y^10: the truncation is at most
 // |y|^10 / 11! <= 2.3e-9 relative for sin and |y|^12 / 12! / cos y <= 1.7e-10 for cos, under
@@ -37,8 +37,8 @@
 #include <type_traits>
 #include <vector>
 
-#include "posemb/isa.hpp"
-#include "posemb/streaming_stores.hpp"
+#include "posemb/machine/isa.hpp"
+#include "posemb/machine/streaming_stores.hpp"
 
 namespace posemb {
 namespace detail {
@@ -251,7 +251,7 @@ inline void cos_sin_of(const double* angle, const double* magnitude, Eigen::Inde
 // Fills the rows of a cos/sin table: fill_row(row, cos_row, sin_row) forms row `row` into the
 // `width` values at each pointer. cos, sin: [count, width] row-major. A table of
 // streaming_store_threshold() bytes or more (cos and sin together) is formed a few kilobytes of
-// rows at a time in a buffer and streamed to cos and sin (posemb/streaming_stores.hpp); the
+// rows at a time in a buffer and streamed to cos and sin (posemb/machine/streaming_stores.hpp); the
 // values are the same.
 template <class C, class FillRow>
 inline void fill_table_rows(Eigen::Index count, Eigen::Index width, C* cos, C* sin,

@@ -1,6 +1,6 @@
 // Half-precision storage to and from float: one lane at a time (bit arithmetic for bfloat16),
 // eight at a time with F16C for Eigen::half (level avx2), sixteen at a time with AVX-512 for
-// both (level avx512; posemb/isa.hpp). Every path is bit-identical to static_cast (round to
+// both (level avx512; posemb/machine/isa.hpp). Every path is bit-identical to static_cast (round to
 // nearest even on the way back).
 #pragma once
 
@@ -10,7 +10,7 @@
 #include <cstring>
 #include <type_traits>
 
-#include "posemb/isa.hpp"
+#include "posemb/machine/isa.hpp"
 #include "posemb/tensor.hpp"
 
 namespace posemb {

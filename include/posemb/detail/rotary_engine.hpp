@@ -41,7 +41,7 @@
 #include "posemb/detail/parallel.hpp"
 #include "posemb/detail/rotate.hpp"
 #include "posemb/error.hpp"
-#include "posemb/streaming_stores.hpp"
+#include "posemb/machine/streaming_stores.hpp"
 #include "posemb/tensor.hpp"
 
 namespace posemb {
@@ -216,8 +216,8 @@ void for_block_cos_sin(const Source& source, Eigen::Index b, Eigen::Index s0, in
 }
 
 // Head vectors rotated into a small staging buffer (it stays in L1) and streamed to their
-// destination (posemb/streaming_stores.hpp): heads whose destinations are adjacent form one run,
-// moved by one streaming copy when the buffer is full or the next head lands elsewhere. Each
+// destination (posemb/machine/streaming_stores.hpp): heads whose destinations are adjacent form one
+// run, moved by one streaming copy when the buffer is full or the next head lands elsewhere. Each
 // head is rotated whole: pass-through features copied, pairs [0, rotary_dim / 2) rotated.
 // Staged at the destination's offset within a cache line, so that both sides of the copy are
 // aligned alike.
@@ -410,6 +410,9 @@ class HeadBatch {
 // one thread's contiguous run of blocks: each block gets its cos/sin once and rotates all its
 // heads, with ordinary stores (rotate_block) or, out of place and large, streaming stores
 // (stream_block, stream_block_overlapped). Nothing is checked here (rotate_tensor checks).
+// streamed_bytes: the output size that decides streaming (posemb/machine/streaming_stores.hpp);
+// -1, the default, for this rotation's own output. A caller rotating a large output a piece at
+// a time (kv/append.hpp) passes the whole output's size.
 template <class T, class Source>
 class TensorRotation {
  public:
@@ -417,7 +420,7 @@ class TensorRotation {
 
   TensorRotation(const Source& source, const ActivationShape& in_shape, const T* in,
                  const ActivationShape& out_shape, Eigen::Index out_seq_offset, T* out, int parts,
-                 Rotation rotation)
+                 Rotation rotation, Eigen::Index streamed_bytes = -1)
       : source_(source),
         in_shape_(in_shape),
         out_shape_(out_shape),
@@ -434,7 +437,9 @@ class TensorRotation {
                                       : bhsd_block_tokens(in_shape.batch, in_shape.seq, parts)),
         blocks_per_row_((in_shape.seq + block_tokens_ - 1) / block_tokens_),
         stream_(out != in &&
-                use_streaming_stores(static_cast<std::size_t>(in_shape.size()) * sizeof(T))) {}
+                use_streaming_stores(static_cast<std::size_t>(
+                    streamed_bytes >= 0 ? streamed_bytes
+                                        : in_shape.size() * Eigen::Index{sizeof(T)}))) {}
 
   Eigen::Index blocks() const { return in_shape_.batch * blocks_per_row_; }
 
@@ -617,8 +622,8 @@ class TensorRotation {
 // block of tokens is a multiple of 64 bytes (float and double always; half types when head_dim is
 // even); otherwise two threads may share the line at a boundary, each writing its own bytes with
 // ordinary stores. Out of place, an output of streaming_store_threshold() bytes or more is written
-// with streaming stores (posemb/streaming_stores.hpp), heads visited in the output's memory order
-// (BHSD: a few heads at a time), each thread fencing at the end of each run.
+// with streaming stores (posemb/machine/streaming_stores.hpp), heads visited in the output's memory
+// order (BHSD: a few heads at a time), each thread fencing at the end of each run.
 template <class T, class Source>
 void rotate_tensor(const Source& source, const ActivationShape& in_shape, const T* in,
                    const ActivationShape& out_shape, Eigen::Index out_seq_offset, T* out,

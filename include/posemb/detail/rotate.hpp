@@ -10,8 +10,8 @@
 //
 // How they are vectorized: plain loops over contiguous `__restrict` pointers, one loop per
 // pairing and per in-place / out-of-place case, with no branches in the loop bodies, compiled
-// once per instruction-set level (posemb/isa.hpp: portable, AVX2, AVX-512) and chosen at run
-// time, so that the compiler vectorizes them for each. Half-precision storage is compute-bound
+// once per instruction-set level (posemb/machine/isa.hpp: portable, AVX2, AVX-512) and chosen at
+// run time, so that the compiler vectorizes them for each. Half-precision storage is compute-bound
 // (widening and rounding cost more than the rotation); at level avx512 it has its own 16-pair
 // kernels (detail/rotate_avx512.hpp), otherwise it goes through float buffers on the stack.
 //
@@ -27,7 +27,7 @@
 
 #include "posemb/detail/half_io.hpp"
 #include "posemb/detail/rotate_avx512.hpp"
-#include "posemb/isa.hpp"
+#include "posemb/machine/isa.hpp"
 #include "posemb/tensor.hpp"
 
 namespace posemb {
@@ -58,7 +58,7 @@ POSEMB_INLINE C rotated_second(C a, C b, C cos, C sin) {
 }
 
 // Each kernel below is a loop over n lanes, N an Eigen::Index or lane_count (a constant), run
-// as blocks of lane_block lanes and then the rest (see lane_block in posemb/isa.hpp).
+// as blocks of lane_block lanes and then the rest (see lane_block in posemb/machine/isa.hpp).
 
 // RotateHalf, out of place: pair i is (lo[i], hi[i]) with lo = head + pair_begin and
 // hi = head + rotary_dim / 2 + pair_begin. in_*, out_*, cos, sin: [n], no overlap.

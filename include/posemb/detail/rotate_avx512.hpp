@@ -1,6 +1,6 @@
 // AVX-512 rotation for half-precision storage (Eigen::half, Eigen::bfloat16): 16 pairs per
 // step, widened to float, rotated, rounded once: one pass, no staging buffers. Compiled for
-// level avx512 (posemb/isa.hpp) on x86-64 with GCC or clang.
+// level avx512 (posemb/machine/isa.hpp) on x86-64 with GCC or clang.
 #pragma once
 
 #include <Eigen/Core>
@@ -9,7 +9,7 @@
 #include <type_traits>
 
 #include "posemb/detail/half_io.hpp"
-#include "posemb/isa.hpp"
+#include "posemb/machine/isa.hpp"
 
 namespace posemb {
 namespace detail {
@@ -134,8 +134,8 @@ POSEMB_TARGET_AVX512 inline void rotate_heads_half_precision_avx512(const Heads*
 
 // ---------------------------------------------------------------------------------------------
 // Float head vectors rotated whole and written with streaming (non-temporal) stores straight
-// from the registers (posemb/streaming_stores.hpp), 16 pairs per step, with the arithmetic of
-// the float kernels at levels with FMA (a cos - b sin = fmsub(a, cos, b sin), a sin + b cos =
+// from the registers (posemb/machine/streaming_stores.hpp), 16 pairs per step, with the arithmetic
+// of the float kernels at levels with FMA (a cos - b sin = fmsub(a, cos, b sin), a sin + b cos =
 // fmadd(a, sin, b cos)), so the bits are theirs. The caller fences.
 POSEMB_TARGET_AVX512 POSEMB_INLINE void rotate_16_pairs(__m512 a, __m512 b, __m512 c, __m512 s,
                                                         __m512& x, __m512& y) {

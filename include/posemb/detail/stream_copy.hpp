@@ -1,11 +1,11 @@
-// The streaming (non-temporal) copy behind posemb's streaming stores (posemb/streaming_stores.hpp):
-// whole 64-byte lines of the destination are written with non-temporal stores, which go to
-// memory without first reading the line into the cache (an ordinary store reads it: "read for
-// ownership"), so a pass that reads x and writes out moves two streams instead of three. The
-// partial lines at either end of a run are written with ordinary stores. A copy, so the bytes
-// are those of the source whatever the level.
+// The streaming (non-temporal) copy behind posemb's streaming stores
+// (posemb/machine/streaming_stores.hpp): whole 64-byte lines of the destination are written with
+// non-temporal stores, which go to memory without first reading the line into the cache (an
+// ordinary store reads it: "read for ownership"), so a pass that reads x and writes out moves two
+// streams instead of three. The partial lines at either end of a run are written with ordinary
+// stores. A copy, so the bytes are those of the source whatever the level.
 //
-// Compiled per instruction-set level (posemb/isa.hpp): 512-bit stores at avx512, 256-bit at
+// Compiled per instruction-set level (posemb/machine/isa.hpp): 512-bit stores at avx512, 256-bit at
 // avx2, 128-bit SSE2 stores at portable on x86-64 (every x86-64 CPU has SSE2); elsewhere a plain
 // memcpy. Non-temporal stores are weakly ordered: a thread calls stream_fence() after its last
 // streaming copy, before its results are handed to another thread.
@@ -16,7 +16,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "posemb/isa.hpp"
+#include "posemb/machine/isa.hpp"
 
 #if defined(__x86_64__) || defined(_M_X64)
 #define POSEMB_STREAM_X86 1

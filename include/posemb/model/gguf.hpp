@@ -59,6 +59,8 @@ struct GgufHparams {
   std::string scaling_type = "linear";                   // none, linear, yarn, longrope
   std::int64_t n_ctx_orig = 0;                           // n_ctx_orig_yarn
   double attn_factor = 1.0;                              // rope.scaling.attn_factor
+  double yarn_log_mul = 0.0;                             // deepseek2: yarn_log_multiplier / 0.1f
+  double logit_softcap = 0.0;                            // gemma2's attn_logit_softcapping; 0: none
   std::int64_t n_swa = 0;                                // 0: no SWA layers
   std::vector<bool> swa_layers;                          // [n_layer]
   std::vector<bool> rope_layers;                         // [n_layer]; false: NoPE
@@ -84,15 +86,22 @@ struct GgufPositions {
 
 namespace detail {
 
-// The architectures posemb knows, with llama_model_rope_type's mode and the converter's order.
+// The architectures posemb knows, with llama_model_rope_type's mode and the converter's order
+// (convert_hf_to_gguf.py permutes only arch llama's q/k rows).
+constexpr const char* gguf_known_archs =
+    "llama, llama4, qwen2, qwen3, qwen3moe, qwen2moe, qwen2vl, glm4, phi3, gemma2, gemma3, "
+    "gptneox, command-r, gpt-oss, deepseek2";
+
 inline bool gguf_arch_mode(const std::string& arch, GgufRopeMode& mode, bool& permuted) {
   permuted = arch == "llama";
-  if (arch == "llama" || arch == "llama4" || arch == "glm4") {
+  if (arch == "llama" || arch == "llama4" || arch == "glm4" || arch == "command-r" ||
+      arch == "deepseek2") {
     mode = GgufRopeMode::Norm;
   } else if (arch == "qwen2vl") {
     mode = GgufRopeMode::Mrope;
-  } else if (arch == "qwen2" || arch == "qwen3" || arch == "qwen3moe" || arch == "phi3" ||
-             arch == "gemma3" || arch == "gptneox") {
+  } else if (arch == "qwen2" || arch == "qwen3" || arch == "qwen3moe" || arch == "qwen2moe" ||
+             arch == "phi3" || arch == "gemma2" || arch == "gemma3" || arch == "gptneox" ||
+             arch == "gpt-oss") {
     mode = GgufRopeMode::Neox;
   } else {
     return false;
@@ -137,13 +146,17 @@ inline double gguf_freq_scale(const GgufFile& file, const std::string& prefix) {
   return 1.0 / *factor;
 }
 
-// n_rot: even, in (0, head_dim], = head_dim where llama.cpp's loader demands it.
+// n_rot: even, in (0, head_dim], = head_dim where llama.cpp's loader demands it (load_hparams for
+// llama; the graph builders' GGML_ASSERT(n_embd_head == n_rot): llama4, qwen2vl,
+// src/models/qwen2moe.cpp; gpt-oss's q/k/v shapes n_head * n_rot, src/models/openai-moe.cpp).
 inline void check_gguf_rot(const GgufHparams& h, const std::string& key) {
   if (h.n_rot <= 0 || h.n_rot % 2 != 0 || h.n_rot > h.head_dim) {
     fail(key, h.n_rot,
          "expected an even number in [2, head_dim = " + std::to_string(h.head_dim) + "]");
   }
-  if ((h.arch == "llama" || h.arch == "llama4" || h.arch == "qwen2vl") && h.n_rot != h.head_dim) {
+  if ((h.arch == "llama" || h.arch == "llama4" || h.arch == "qwen2vl" || h.arch == "qwen2moe" ||
+       h.arch == "gpt-oss") &&
+      h.n_rot != h.head_dim) {
     fail(key, h.n_rot, "expected head_dim = " + std::to_string(h.head_dim) + " for " + h.arch);
   }
 }
@@ -178,17 +191,13 @@ inline std::optional<std::vector<std::int64_t>> gguf_sections(const GgufFile& fi
   return sections;
 }
 
-// The plan's size is bounded (a hostile block_count or key_length must not allocate gigabytes):
-// Llama 3.1 405B has 126 layers of 64 pairs.
-constexpr std::int64_t max_gguf_layers = 65536;
-constexpr std::int64_t max_gguf_plan_pairs = std::int64_t(1) << 22;
-
 // Model-wide sizes: block_count, context_length, embedding_length, head counts, head_dim, n_rot.
 inline void read_gguf_sizes(const GgufFile& file, GgufHparams& h) {
   const std::string p = h.arch + ".";
   h.n_layer = gguf_required(file, p + "block_count");
-  if (h.n_layer < 1 || h.n_layer > max_gguf_layers) {
-    fail(p + "block_count", h.n_layer, "expected 1 .. " + std::to_string(max_gguf_layers));
+  // The plan's size is bounded (positions.hpp: max_model_layers, max_model_rope_pairs).
+  if (h.n_layer < 1 || h.n_layer > max_model_layers) {
+    fail(p + "block_count", h.n_layer, "expected 1 .. " + std::to_string(max_model_layers));
   }
   h.n_ctx_train = gguf_required(file, p + "context_length");
   require_positive(p + "context_length", h.n_ctx_train);
@@ -201,12 +210,16 @@ inline void read_gguf_sizes(const GgufFile& file, GgufHparams& h) {
                    h.head_dim);
   const std::optional<std::uint32_t> n_rot = file.uint32(p + "rope.dimension_count");
   h.n_rot = n_rot ? *n_rot : h.head_dim;
-  check_gguf_rot(h, p + "rope.dimension_count");
-  if (h.n_layer * (h.n_rot / 2) > max_gguf_plan_pairs) {
-    fail(p + "block_count", h.n_layer,
-         "expected block_count * n_rot / 2 <= " + std::to_string(max_gguf_plan_pairs) +
-             " (n_rot = " + std::to_string(h.n_rot) + ")");
+  // deepseek2 with MLA (llama_hparams::is_mla: both *_length_mla keys): q and k are
+  // key_length_mla = nope + rope wide, n_rot the rope slice (src/models/deepseek2.cpp,
+  // n_embd_head_qk_rope = n_rot); n_rot still defaults to key_length (load_hparams).
+  const std::optional<std::uint32_t> k_mla = file.uint32(p + "attention.key_length_mla");
+  if (h.arch == "deepseek2" && k_mla && file.uint32(p + "attention.value_length_mla")) {
+    h.head_dim = *k_mla;
+    require_positive(p + "attention.key_length_mla", h.head_dim);
   }
+  check_gguf_rot(h, p + "rope.dimension_count");
+  require_model_rope_pairs(p + "block_count", h.n_layer, h.n_layer * (h.n_rot / 2));
 }
 
 // Base, scale, scaling type, original context and attention factor (load_hparams).
@@ -226,6 +239,15 @@ inline void read_gguf_rope_scaling(const GgufFile& file, GgufHparams& h) {
   h.n_ctx_orig = orig && *orig != 0 ? *orig : h.n_ctx_train;
   if (auto attn = file.float32(p + "rope.scaling.attn_factor")) h.attn_factor = *attn;
   require_positive_finite(p + "rope.scaling.attn_factor", h.attn_factor);
+  // deepseek2 only (src/models/deepseek2.cpp, load_arch_hparams): the converter's 0.1 *
+  // mscale_all_dim, divided back by the float 0.1f.
+  const std::optional<double> log_mul = file.float32(p + "rope.scaling.yarn_log_multiplier");
+  if (h.arch == "deepseek2" && log_mul) {
+    h.yarn_log_mul = *log_mul / static_cast<double>(0.1f);
+    if (!(std::isfinite(h.yarn_log_mul) && h.yarn_log_mul >= 0.0)) {
+      fail(p + "rope.scaling.yarn_log_multiplier", *log_mul, "expected a finite number >= 0");
+    }
+  }
   // SWA layers default to the global values (gemma3: base 10000 and scale 1, below).
   h.freq_base_swa = h.freq_base;
   h.freq_scale_swa = h.freq_scale;
@@ -237,6 +259,9 @@ inline void read_gguf_rope_scaling(const GgufFile& file, GgufHparams& h) {
 // il % P < P - 1). gemma3: SWA only when attention.sliding_window > 0. llama4: chunked 8192 with
 // P 4 and NoPE every n_no_rope_layer_step = 4th layer (llm_build_llama_iswa: use_rope iff
 // (il + 1) % step != 0), unless attention.sliding_window is present and 0 (step = n_layer).
+// gemma2 (src/models/gemma2.cpp) and gpt-oss (src/models/openai-moe.cpp, load_arch_hparams):
+// load_swa_pattern(ml, 2), so the even layers are SWA; window attention.sliding_window
+// (gemma2: default 4096; gpt-oss: required); SWA base and scale the global ones (read above).
 inline void read_gguf_layer_pattern(const GgufFile& file, GgufHparams& h) {
   const std::string p = h.arch + ".";
   const auto n = static_cast<std::size_t>(h.n_layer);
@@ -251,6 +276,13 @@ inline void read_gguf_layer_pattern(const GgufFile& file, GgufHparams& h) {
     period = pattern ? *pattern : 6;
     h.freq_base_swa = file.float32(p + "rope.freq_base_swa").value_or(10000.0);
     h.freq_scale_swa = 1.0;
+  } else if (h.arch == "gemma2" || h.arch == "gpt-oss") {
+    if (!window && h.arch == "gpt-oss") {
+      throw Error(p + "attention.sliding_window", ": missing; required by llama.cpp's loader");
+    }
+    h.n_swa = window ? *window : 4096;
+    require_positive(p + "attention.sliding_window", h.n_swa);
+    period = pattern ? *pattern : 2;
   } else if (h.arch == "llama4") {
     const bool no_chunks = window && *window == 0;
     nope_step = no_chunks ? h.n_layer : 4;
@@ -273,12 +305,17 @@ inline GgufHparams read_gguf_hparams(const GgufFile& file) {
   h.arch = *arch;
   if (!gguf_arch_mode(h.arch, h.rope_mode, h.permuted)) {
     fail("general.architecture", "\"" + h.arch + "\"",
-         "expected one of llama, llama4, qwen2, qwen3, qwen3moe, qwen2vl, glm4, phi3, gemma3, "
-         "gptneox");
+         std::string("expected one of ") + gguf_known_archs);
   }
   read_gguf_sizes(file, h);
   read_gguf_rope_scaling(file, h);
   read_gguf_layer_pattern(file, h);
+  if (h.arch == "gemma2") {
+    // llama_hparams::f_attn_logit_softcapping: default 50 (src/llama-hparams.h), attn_soft_cap
+    // set by src/models/gemma2.cpp, applied in llm_graph_context::build_attn_mha.
+    h.logit_softcap = file.float32(h.arch + ".attn_logit_softcapping").value_or(50.0);
+    require_positive_finite(h.arch + ".attn_logit_softcapping", h.logit_softcap);
+  }
   h.sections = gguf_sections(file, h, h.arch + ".rope.dimension_sections");
   if (h.arch == "glm4" && h.sections) {
     // llama_model_rope_type: GLM4 is MROPE iff llama_hparams::use_mrope(), i.e. sections[0] > 0
@@ -346,19 +383,33 @@ inline std::pair<double, double> gguf_yarn_corr_dims(std::int64_t n_rot, std::in
           std::min(static_cast<double>(n_rot - 1), std::ceil(corr_dim(1.0)))};
 }
 
+// cparams.yarn_attn_factor (llama_context::llama_context, src/llama-context.cpp), F = 1 / the
+// global scale, get_mscale(s, m) = s <= 1 ? 1 : 0.1 m ln s + 1:
+//   yarn: get_mscale(F, 1), or with rope_yarn_log_mul L != 0 get_mscale(F, m) / get_mscale(F, L),
+//         m = L for deepseek2 when L != 1 else 1; then divided by 1 + 0.1 ln F
+//   always: times rope.scaling.attn_factor
+inline double gguf_yarn_attn_factor(const GgufHparams& h) {
+  if (h.scaling_type != "yarn") return h.attn_factor;
+  const double F = 1.0 / h.freq_scale;
+  const auto get_mscale = [F](double m) { return F <= 1.0 ? 1.0 : 0.1 * m * std::log(F) + 1.0; };
+  const double L = h.yarn_log_mul;
+  const double m = h.arch == "deepseek2" && L != 1.0 ? L : 1.0;
+  const double factor = L != 0.0 ? get_mscale(m) / get_mscale(L) : get_mscale(1.0);
+  return factor / (1.0 + 0.1 * std::log(F)) * h.attn_factor;
+}
+
 // One RoPE layer's frequencies and magnitude, in float64 (ggml_rope_cache_init + rope_yarn,
 // ggml/src/ggml-cpu/ops.cpp):
 //   extrap_i = base^(-2i/n_rot) / ff_i,  interp_i = scale * extrap_i
 //   ext_factor 0: inv_i = interp_i
 //   ext_factor 1 (yarn): ramp_i = 1 - clamp((i - lo) / max(0.001, hi - lo), 0, 1),
 //                        inv_i = interp_i (1 - ramp_i) + extrap_i ramp_i
-// Magnitude: rope.scaling.attn_factor, and for yarn get_mscale(F) / (1 + 0.1 ln F) times
-// (1 + 0.1 ln(1 / scale)), F = 1 / the global scale (yarn_attn_factor, llama_context).
+// Magnitude: gguf_yarn_attn_factor, for yarn times rope_yarn's (1 + 0.1 ln(1 / scale)).
 inline GgufLayerRope gguf_layer_rope(const GgufHparams& h, double base, double scale,
                                      const std::vector<double>* factors, std::string rope_type) {
   const bool yarn = h.scaling_type == "yarn";
   const auto [lo, hi] = gguf_yarn_corr_dims(h.n_rot, h.n_ctx_orig, base);
-  GgufLayerRope rope{std::move(rope_type), Eigen::VectorXd(h.n_rot / 2), h.attn_factor};
+  GgufLayerRope rope{std::move(rope_type), Eigen::VectorXd(h.n_rot / 2), gguf_yarn_attn_factor(h)};
   for (Eigen::Index i = 0; i < rope.inv_freq.size(); ++i) {
     const double ff = factors != nullptr ? (*factors)[static_cast<std::size_t>(i)] : 1.0;
     const double extrap =
@@ -371,10 +422,7 @@ inline GgufLayerRope gguf_layer_rope(const GgufHparams& h, double base, double s
     require_positive_finite("inv_freq[" + std::to_string(i) + "]", rope.inv_freq[i]);
   }
   if (yarn) {
-    const double F = 1.0 / h.freq_scale;
-    const double mscale = F <= 1.0 ? 1.0 : 0.1 * std::log(F) + 1.0;
-    rope.attention_scale *=
-        mscale / (1.0 + 0.1 * std::log(F)) * (1.0 + 0.1 * std::log(1.0 / scale));
+    rope.attention_scale *= 1.0 + 0.1 * std::log(1.0 / scale);
     require_positive_finite(h.arch + ".rope.scaling.factor (YaRN magnitude)", rope.attention_scale);
   }
   return rope;
@@ -426,11 +474,20 @@ inline RopeScheme gguf_rope_scheme(const GgufHparams& h, double base, double sca
 
 // kq_scale of the arch's graph builder (src/models/*.cpp, e.g. llama.cpp's `f_attention_scale ==
 // 0 ? 1/sqrt(n_embd_head) : f_attention_scale`; none of these archs reads attention.scale):
-// head_dim^-0.5; gemma3 sets f_attention_scale in load_hparams: the 27B (62 layers)
-// (n_embd / n_head)^-0.5, the others key_length^-0.5.
+// head_dim^-0.5; gemma3 / gemma2 set f_attention_scale in load_arch_hparams: the 27B (gemma3 62
+// layers, gemma2 46) (n_embd / n_head)^-0.5, the others key_length^-0.5 (gemma2 scales q by it
+// and passes kq_scale 1). gpt-oss: n_rot^-0.5 (= head_dim, checked). deepseek2
+// (src/models/deepseek2.cpp, graph builder): mscale^2 / sqrt(key_length_mla) with
+// mscale = yarn_attn_factor (1 + 0.1 ln(1/s)) (1 + 0.1 L ln(1/s)), s the global scale.
 inline double gguf_softmax_scale(const GgufHparams& h) {
-  if (h.arch == "gemma3" && h.n_layer == 62) {
+  if ((h.arch == "gemma3" && h.n_layer == 62) || (h.arch == "gemma2" && h.n_layer == 46)) {
     return 1.0 / std::sqrt(static_cast<double>(h.n_embd / h.n_head[0]));
+  }
+  if (h.arch == "deepseek2") {
+    const double log_f = std::log(1.0 / h.freq_scale);
+    const double mscale =
+        gguf_yarn_attn_factor(h) * (1.0 + 0.1 * log_f) * (1.0 + 0.1 * h.yarn_log_mul * log_f);
+    return mscale * mscale / std::sqrt(static_cast<double>(h.head_dim));
   }
   return 1.0 / std::sqrt(static_cast<double>(h.head_dim));
 }
@@ -445,6 +502,9 @@ inline LayerPositions gguf_layer(
   layer.index = static_cast<int>(il);
   layer.head_dim = static_cast<int>(h.head_dim);
   layer.attention.softmax_scale = gguf_softmax_scale(h);
+  if (h.logit_softcap > 0.0) layer.attention.logit_softcap = h.logit_softcap;
+  // gpt-oss's attn_sinks tensor joins every layer's softmax (src/models/openai-moe.cpp).
+  layer.attention.attention_sinks = h.arch == "gpt-oss";
   const bool swa = h.swa_layers[il];
   if (swa && h.arch == "llama4") {
     layer.layer_type = "chunked_attention";

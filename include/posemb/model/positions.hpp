@@ -190,4 +190,22 @@ struct ModelPositions {
   }
 };
 
+// What the readers accept of a model's size: a hostile config.json or GGUF must not make each
+// later per-layer step (specs, plans, printing) loop or allocate for minutes. Deep checkpoints
+// have about 128 layers; Llama 3.1 405B has 126 layers of 64 rotary pairs (8064 pairs).
+constexpr int max_model_layers = 4096;
+constexpr std::int64_t max_model_rope_pairs = std::int64_t(1) << 17;
+
+// Throws naming `layers_key` (the file's layer count, n_layers) when the RoPE layers' rotary
+// pairs sum (so far) to more than max_model_rope_pairs.
+inline void require_model_rope_pairs(const std::string& layers_key, std::int64_t n_layers,
+                                     std::int64_t rope_pairs) {
+  if (rope_pairs > max_model_rope_pairs) {
+    detail::fail(layers_key, n_layers,
+                 "expected the RoPE layers' rotary pairs to sum to at most " +
+                     std::to_string(max_model_rope_pairs) + " (" + std::to_string(rope_pairs) +
+                     " or more)");
+  }
+}
+
 }  // namespace posemb

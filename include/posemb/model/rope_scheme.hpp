@@ -32,8 +32,9 @@ struct LinearRopeParams {
 struct DynamicNtkParams {
   double factor = 1.0;                       // s
   std::int64_t max_position_embeddings = 0;  // L: no change up to L tokens
-  // Hunyuan's alpha: up to L tokens the base is theta * alpha^(d / (d - 2)) (static NTK);
-  // beyond L the dynamic base above replaces it (HunYuanDenseV1RotaryEmbedding).
+  // Hunyuan's alpha: the base is theta * alpha^(d / (d - 2)) at every length (static NTK;
+  // HunYuanDenseV1RotaryEmbedding gives it rope_type "ntk_alpha", which dynamic_rope_update
+  // leaves alone).
   std::optional<double> alpha = std::nullopt;
 };
 
@@ -64,7 +65,8 @@ inline bool operator==(const Llama3Params& a, const Llama3Params& b) {
 inline bool operator==(const LongRopeParams& a, const LongRopeParams& b) {
   return a.short_factor == b.short_factor && a.long_factor == b.long_factor &&
          a.original_max_position_embeddings == b.original_max_position_embeddings &&
-         a.factor == b.factor && a.attention_factor == b.attention_factor;
+         a.factor == b.factor && a.attention_factor == b.attention_factor &&
+         a.short_mscale == b.short_mscale && a.long_mscale == b.long_mscale;
 }
 inline bool operator==(const ProportionalParams& a, const ProportionalParams& b) {
   return a.partial_rotary_factor == b.partial_rotary_factor && a.factor == b.factor;
@@ -167,13 +169,11 @@ inline const std::array<RopeVariant, std::variant_size_v<RopeParams>>& rope_vari
          return detail::uniform_bands(spec, PairBand::Interpolated);
        }},
       // dynamic: NTK base grown with seq_len beyond max_position_embeddings; with Hunyuan's
-      // alpha, the static NTK base theta * alpha^(d/(d-2)) up to max_position_embeddings.
+      // alpha, the static NTK base theta * alpha^(d/(d-2)) at every seq_len.
       {"dynamic", false,
        [](const RopeScheme& s, std::optional<std::int64_t> seq_len) {
          const auto& p = std::get<DynamicNtkParams>(s.params);
-         if (p.alpha && seq_len.value_or(0) <= p.max_position_embeddings) {
-           return ntk_rope_spec(s.dims(), s.theta, *p.alpha, s.pairing);
-         }
+         if (p.alpha) return ntk_rope_spec(s.dims(), s.theta, *p.alpha, s.pairing);
          return dynamic_ntk_rope_spec(s.dims(), s.theta, p.factor, p.max_position_embeddings,
                                       seq_len.value_or(p.max_position_embeddings), s.pairing);
        },

@@ -52,7 +52,7 @@
 #include <vector>
 
 #include "posemb/detail/cos_sin.hpp"
-#include "posemb/detail/random.hpp"
+#include "posemb/random.hpp"
 #include "posemb/detail/rotary_engine.hpp"
 #include "posemb/error.hpp"
 #include "posemb/rotary/frequencies.hpp"
@@ -249,7 +249,7 @@ inline double fope_noise_std(double sigma, int coefficient_heads, int d_in, int 
 //   E, the "step-eye": step = ceil(D_in / D_out), E[h, i * step, i] = 1 for i * step < D_in
 //      (the identity when D_in == D_out; trailing columns may hold no 1 when D_in > D_out);
 //   R, normal noise with std fope_noise_std(sigma, n_kv_heads, D_in, D_out).
-// The noise comes from detail::BoxMullerNormal(seed): A_sin's entries in C order, then A_cos's.
+// The noise comes from SeededNormal(seed): A_sin's entries in C order, then A_cos's.
 // A seed gives the same matrices everywhere, but not torch's: load a trained checkpoint's
 // arrays with fope_with_coefficients to reproduce a model.
 inline Fope make_fope(const FopeConfig& config) {
@@ -262,7 +262,7 @@ inline Fope make_fope(const FopeConfig& config) {
   const std::size_t step = (n_in + n_out - 1) / n_out;
   const std::size_t per_array = n_heads * n_in * n_out;
   auto storage = std::make_shared<std::vector<float>>(2 * per_array);
-  detail::BoxMullerNormal normal(resolved.seed);
+  SeededNormal normal(resolved.seed);
   for (std::size_t array = 0; array < 2; ++array) {  // 0: A_sin, 1: A_cos
     float* a = storage->data() + array * per_array;
     for (std::size_t h = 0; h < n_heads; ++h) {

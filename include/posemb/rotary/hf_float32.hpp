@@ -272,7 +272,7 @@ inline HfFloat32Rope hf_float32_llama3(RotaryDims dims, double base, const Llama
 // HF `_compute_longrope_parameters`: ext = torch.tensor(long_factor or short_factor, float32)
 // (long when seq_len > L0: `longrope_frequency_update` with max position + 1);
 //   inv_freq = 1.0 / (ext * base ** (arange(0, d, 2).float() / d)).
-// attention_scaling: longrope_attention_factor (a python float).
+// attention_scaling: longrope_attention_factor (a python float; PhiMoE's short / long mscale).
 inline HfFloat32Rope hf_float32_longrope(RotaryDims dims, double base, const LongRopeParams& params,
                                          std::optional<std::int64_t> seq_len,
                                          Pairing pairing = Pairing::RotateHalf) {
@@ -287,7 +287,8 @@ inline HfFloat32Rope hf_float32_longrope(RotaryDims dims, double base, const Lon
   for (Eigen::Index i = 0; i < inv.size(); ++i) {
     inv[i] = div32(1.0f, mul32(f32(ext[static_cast<std::size_t>(i)]), pos_freqs[i]));
   }
-  return make_hf_float32_rope(std::move(inv), longrope_attention_factor(params), dims, pairing);
+  return make_hf_float32_rope(std::move(inv), longrope_attention_factor(params, seq_len), dims,
+                              pairing);
 }
 
 // cos and sin of one token as HF's forward forms them, in storage type T (held in float):

@@ -131,6 +131,7 @@ inline RopeSpec default_rope_spec(RotaryDims dims, double base = 10000.0,
   spec.pairing = pairing;
   spec.rotary_dim = dims.rotary_dim;
   spec.head_dim = dims.head_dim;
+  spec.validate();  // a base so small that base^(-2i/d) overflows: posemb::Error, not inf
   return spec;
 }
 

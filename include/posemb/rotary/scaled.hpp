@@ -306,9 +306,20 @@ struct LongRopeParams {
   std::int64_t original_max_position_embeddings = 0;  // L0 (> 0); the switch point
   double factor = 1.0;  // s = max_position_embeddings / L0 in Phi-3; only sets the attention factor
   std::optional<double> attention_factor;
+  // PhiMoE (modeling_phimoe.py, PhimoeRotaryEmbedding.forward): when both are set, the attention
+  // factor is short_mscale up to L0 tokens and long_mscale beyond (attention_factor unused).
+  std::optional<double> short_mscale;
+  std::optional<double> long_mscale;
 };
 
-inline double longrope_attention_factor(const LongRopeParams& params) {
+inline double longrope_attention_factor(const LongRopeParams& params,
+                                        std::optional<std::int64_t> seq_len = std::nullopt) {
+  if (params.short_mscale && params.long_mscale) {
+    const bool use_long = seq_len && *seq_len > params.original_max_position_embeddings;
+    const double mscale = use_long ? *params.long_mscale : *params.short_mscale;
+    detail::require_positive_finite(use_long ? "long_mscale" : "short_mscale", mscale);
+    return mscale;
+  }
   if (params.attention_factor) {
     detail::require_positive_finite("attention_factor", *params.attention_factor);
     return *params.attention_factor;
@@ -349,8 +360,8 @@ inline RopeSpec longrope_rope_spec(RotaryDims dims, double base, const LongRopeP
   Eigen::VectorXd inv_freq = default_inv_freq(rotary_dim, base);
   for (Eigen::Index i = 0; i < inv_freq.size(); ++i)
     inv_freq[i] /= ext[static_cast<std::size_t>(i)];
-  return detail::make_rope_spec(std::move(inv_freq), longrope_attention_factor(params), dims,
-                                pairing);
+  return detail::make_rope_spec(std::move(inv_freq), longrope_attention_factor(params, seq_len),
+                                dims, pairing);
 }
 
 // ---------------------------------------------------------------------------------------------

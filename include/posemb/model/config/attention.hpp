@@ -29,8 +29,13 @@ inline std::optional<std::int64_t> read_token_count(const JsonReader& root, cons
   return value;
 }
 
-// The key of the family's sliding window (GPT-Neo: window_size).
+// The key of the family's sliding window (GPT-Neo: window_size; ModernBERT: local_attention, the
+// whole band).
 inline const char* window_key(const ModelFamily& family) {
+  if (family.window == WindowRule::HalfLocalAttention ||
+      family.window == WindowRule::HalfLocalAttentionPlusOne) {
+    return "local_attention";
+  }
   return family.layer_types == LayerTypeRule::AttentionTypes ? "window_size" : "sliding_window";
 }
 
@@ -58,6 +63,16 @@ inline std::optional<std::int64_t> read_window(const JsonReader& root, const Mod
   return window;
 }
 
+// The window the attention is given from the config's band: UltraBERT's radius r sees |i - j| <= r,
+// so W = r + 1 (modeling_ultrabert.py, UltrabertAttention); ModernBERT's local_attention L is the
+// whole band, W = L // 2 + 1 (modeling_modernbert.py, ModernBertAttention), its decoder's
+// L // 2 (configuration_modernbert_decoder.py, sliding_window).
+inline std::optional<std::int64_t> band_window(WindowRule rule, std::optional<std::int64_t> band) {
+  if (!band) return band;
+  if (rule == WindowRule::SlidingLayersRadius) return *band + 1;
+  return *band / 2 + (rule == WindowRule::HalfLocalAttentionPlusOne ? 1 : 0);
+}
+
 // The window on the layers the family's WindowRule names; Qwen2-style families and SmolLM3
 // only with use_sliding_window.
 inline std::optional<std::int64_t> read_sliding_window(const JsonReader& root,
@@ -69,12 +84,21 @@ inline std::optional<std::int64_t> read_sliding_window(const JsonReader& root,
     case WindowRule::SlidingLayers: {
       if (layer.layer_type != "sliding_attention") return std::nullopt;
       const bool gated = family.layer_types == LayerTypeRule::MaxWindowLayers ||
+                         family.layer_types == LayerTypeRule::EvenBelowWindowLayers ||
                          family.layer_types == LayerTypeRule::NopeSliding;
       if (gated && !root.boolean("use_sliding_window").value_or(false)) return std::nullopt;
       return read_window(root, family);
     }
     case WindowRule::EveryLayer:
       return read_window(root, family);
+    case WindowRule::EveryLayerIfEnabled:
+      if (!root.boolean("use_sliding_window").value_or(false)) return std::nullopt;
+      return read_window(root, family);
+    case WindowRule::SlidingLayersRadius:
+    case WindowRule::HalfLocalAttention:
+    case WindowRule::HalfLocalAttentionPlusOne:
+      if (layer.layer_type != "sliding_attention") return std::nullopt;
+      return band_window(family.window, read_window(root, family));
   }
   return std::nullopt;
 }

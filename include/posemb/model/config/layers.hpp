@@ -50,12 +50,22 @@ inline void read_heads(const JsonReader& root, const ModelFamily& family, ModelP
   }
 }
 
-// num_hidden_layers (or n_layer, n_layers, num_layers); 1 when the config gives none.
-inline int read_layer_count(const JsonReader& root) {
+// The key of the layer count: num_hidden_layers (or n_layer, n_layers, num_layers), as named in
+// errors.
+inline std::string layer_count_key(const JsonReader& root) {
   const char* key = root.first_key({"num_hidden_layers", "n_layer", "n_layers", "num_layers"});
-  if (key == nullptr) return 1;
+  return key != nullptr ? key : "num_hidden_layers";
+}
+
+// The layer count (layer_count_key); 1 when the config gives none.
+inline int read_layer_count(const JsonReader& root) {
+  const std::string key = layer_count_key(root);
+  if (!root.has(key)) return 1;
   const std::int64_t n = root.integer(key, "");
-  if (n < 1 || n > (1 << 16)) fail(root.name(key), n, "expected a layer count in [1, 65536]");
+  if (n < 1 || n > max_model_layers) {
+    fail(root.name(key), n,
+         "expected a layer count in [1, " + std::to_string(max_model_layers) + "]");
+  }
   return static_cast<int>(n);
 }
 
@@ -76,10 +86,11 @@ inline PositionKind read_position_kind(const JsonReader& root, const ModelFamily
   return kind;
 }
 
-// The base head size: head_dim (T5: d_kv), else the family's class default, else hidden_size
-// (else its class default) / num_attention_heads; 0 if none is known.
+// The base head size: head_dim (T5: d_kv; JetMoE: kv_channels, its attribute_map's head_dim),
+// else the family's class default, else hidden_size (else its class default) /
+// num_attention_heads; 0 if none is known.
 inline int base_head_dim(const JsonReader& root, const ModelFamily& family, int n_heads) {
-  if (const char* key = root.first_key({"head_dim", "d_kv"})) {
+  if (const char* key = root.first_key({"head_dim", "d_kv", "kv_channels"})) {
     return to_head_dim(root.name(key), root.integer(key, ""));
   }
   if (family.defaults.head_dim > 0) return family.defaults.head_dim;
@@ -147,9 +158,9 @@ inline void read_relative_bias_layers(const JsonReader& root, const ModelFamily&
   } else {
     stacks = {{root.boolean("is_decoder").value_or(false) ? "decoder" : "encoder", encoder_layers}};
   }
-  if (encoder_layers + decoder_layers > (1 << 16)) {
+  if (encoder_layers + decoder_layers > max_model_layers) {
     fail(root.name("num_layers + num_decoder_layers"), encoder_layers + decoder_layers,
-         "expected a layer count in [1, 65536]");
+         "expected a layer count in [1, " + std::to_string(max_model_layers) + "]");
   }
   for (const auto& [stack, layers] : stacks) {
     const int first = static_cast<int>(model.layers.size());
@@ -231,8 +242,27 @@ inline std::string derived_layer_type(const JsonReader& root, const ModelFamily&
     case LayerTypeRule::FixedPattern:
       sliding = (i + 1) % layer_pattern(root, family, nullptr) != 0;
       break;
+    case LayerTypeRule::FixedPatternFromZero:
+      sliding = i % layer_pattern(root, family, nullptr) != 0;
+      break;
+    case LayerTypeRule::GlobalEveryN:
+      sliding = (i + 1) % layer_pattern(root, family, "global_attn_every_n_layers") != 0;
+      break;
+    case LayerTypeRule::GlobalEveryNFromZero:
+      sliding = i % layer_pattern(root, family, "global_attn_every_n_layers") != 0;
+      break;
+    case LayerTypeRule::LaraMiniPeriod: {  // configuration_lara_mini.py, the released pattern
+      static const char* const period[] = {"linear_attention", "sliding_attention",
+                                           "linear_attention", "full_attention",
+                                           "sliding_attention"};
+      return period[i % 5];
+    }
     case LayerTypeRule::MaxWindowLayers:
       sliding = window_enabled() && i >= root.integer("max_window_layers").value_or(family.pattern);
+      break;
+    case LayerTypeRule::EvenBelowWindowLayers:
+      sliding = window_enabled() && i % 2 == 0 &&
+                i < root.integer("max_window_layers").value_or(family.pattern);
       break;
     case LayerTypeRule::NopeSliding:
       sliding = window_enabled() && !rope_layer;

@@ -124,10 +124,14 @@ inline void read_decoder(const JsonReader& root, const ConfigOptions& options,
   const std::vector<bool> rope_layers = read_rope_layers(root, family, n_layers);
   const std::vector<std::string> types = read_layer_types(root, family, n_layers, rope_layers);
   RopeBlockReader blocks(root, family, options, model);
+  const std::string layers_key = root.name(layer_count_key(root));
+  std::int64_t rope_pairs = 0;
   for (int i = 0; i < n_layers; ++i) {
     const auto at = static_cast<std::size_t>(i);
     model.layers.push_back(
         read_layer(root, family, blocks, i, types[at], kind, rope_layers[at], model.n_heads));
+    if (const auto& rope = model.layers.back().rope) rope_pairs += rope->rotary_dim / 2;
+    require_model_rope_pairs(layers_key, n_layers, rope_pairs);
   }
 }
 

@@ -12,6 +12,7 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <variant>
 
@@ -172,6 +173,11 @@ class RopeBlockReader {
       // The configuration class's default block (configuration_gpt_oss.py,
       // configuration_ministral3.py), when the config has neither rope block.
       synthetic = nlohmann::json::parse(family_.defaults.rope_parameters);
+      // A default nested by layer type (configuration_modernbert.py): this layer type's block.
+      if (synthetic.contains(layer_type) && synthetic[layer_type].is_object()) {
+        nlohmann::json own = synthetic[layer_type];
+        synthetic = std::move(own);
+      }
     } else if (family_.split == RopeSplit::Gemma4 && block_ == nullptr) {
       // configuration_gemma4.py's defaults.
       synthetic = sliding ? nlohmann::json{{"rope_type", "default"}, {"rope_theta", 1e4}}
@@ -231,6 +237,16 @@ class RopeBlockReader {
     return fraction;
   }
 
+  // Llama's default rope rotates the whole head whatever partial_rotary_factor says
+  // (transformers 5.24.0 modeling_llama.py, LlamaRotaryEmbedding.compute_default_rope_parameters:
+  // dim = head_dim); the other rope types take it (modeling_rope_utils.py, ROPE_INIT_FUNCTIONS).
+  // The config's own model_type: model types without a row also read with Llama's row.
+  bool default_rope_whole_head(const std::string& rope_type) const {
+    const nlohmann::json& root = root_.json();
+    return rope_type == "default" && root.contains("model_type") &&
+           root.at("model_type") == "llama";
+  }
+
   // rotary_dim: the family's rotary_dim key (GPT-J, CodeGen; else its class default), the whole
   // head for a variant that rotates it whole, else d = int(head_dim * fraction) as HF (a double
   // product truncated). An odd d: HF builds 1 / theta^(arange(0, d, 2) / d), ceil(d / 2)
@@ -285,8 +301,8 @@ class RopeBlockReader {
   }
 
   // Hunyuan (modeling_hunyuan_v1_dense.py, HunYuanDenseV1RotaryEmbedding.__init__): a dynamic
-  // block with alpha starts from base theta * alpha^(d/(d-2)), d = head_dim; its forward's
-  // dynamic_rope_update (modeling_rope_utils.py) replaces that beyond max_position_embeddings.
+  // block with alpha has the static base theta * alpha^(d/(d-2)), d = head_dim, at every length
+  // (transformers 5.24 renames it rope_type "ntk_alpha", so dynamic_rope_update never regrows it).
   void read_dynamic_alpha(const JsonReader& block, RopeScheme& scheme) const {
     auto* dynamic = std::get_if<DynamicNtkParams>(&scheme.params);
     if (!family_.dynamic_alpha || dynamic == nullptr || !block.has("alpha")) return;
@@ -295,21 +311,62 @@ class RopeBlockReader {
     dynamic->alpha = alpha;
   }
 
+  // PhiMoE (modeling_phimoe.py, PhimoeRotaryEmbedding.forward): a longrope block's short_mscale
+  // (up to original_max_position_embeddings) and long_mscale (beyond) scale cos / sin in place
+  // of the attention factor; configuration_phimoe.py requires both to be numbers.
+  void read_longrope_mscales(const JsonReader& block, RopeScheme& scheme) const {
+    auto* longrope = std::get_if<LongRopeParams>(&scheme.params);
+    if (!family_.longrope_mscales || longrope == nullptr) return;
+    const std::string why = "required for a PhiMoE longrope block";
+    longrope->short_mscale = block.number("short_mscale", why);
+    longrope->long_mscale = block.number("long_mscale", why);
+    require_positive_finite(block.name("short_mscale"), *longrope->short_mscale);
+    require_positive_finite(block.name("long_mscale"), *longrope->long_mscale);
+  }
+
+  // The scaling factor of the variants whose transformers validator checks it (linear, dynamic,
+  // yarn, llama3), else nothing.
+  static std::optional<double> checked_factor(const RopeScheme& scheme) {
+    return std::visit(
+        [](const auto& params) -> std::optional<double> {
+          using P = std::decay_t<decltype(params)>;
+          if constexpr (std::is_same_v<P, LinearRopeParams> ||
+                        std::is_same_v<P, DynamicNtkParams> || std::is_same_v<P, YarnParams> ||
+                        std::is_same_v<P, Llama3Params>) {
+            return params.factor;
+          } else {
+            return std::nullopt;
+          }
+        },
+        scheme.params);
+  }
+
+  void add_warning(std::string warning) {
+    for (const std::string& known : model_.warnings) {
+      if (known == warning) return;
+    }
+    model_.warnings.push_back(std::move(warning));
+  }
+
   // What transformers logs a warning about and still runs (modeling_rope_utils.py,
-  // _validate_llama3_rope_parameters): a llama3 block whose high_freq_factor is not above
-  // low_freq_factor (Llama-4-Scout-17B-16E-Instruct: both 1; the medium band is empty).
+  // RotaryEmbeddingConfigMixin._validate_{linear,dynamic,yarn,llama3}_rope_parameters):
+  // a factor below 1 ("factor field must be a float or int >= 1"), and a llama3 block whose
+  // high_freq_factor is not above low_freq_factor (Llama-4-Scout-17B-16E-Instruct: both 1; the
+  // medium band is empty).
   void note_warnings(const JsonReader& block, const RopeScheme& scheme) {
+    if (const std::optional<double> factor = checked_factor(scheme); factor && *factor < 1.0) {
+      std::ostringstream text;
+      text << block.name("factor") << " = " << *factor
+           << " is below 1: transformers expects a factor >= 1 (it shortens wavelengths)";
+      add_warning(text.str());
+    }
     const auto* llama3 = std::get_if<Llama3Params>(&scheme.params);
     if (llama3 == nullptr || llama3->high_freq_factor > llama3->low_freq_factor) return;
     std::ostringstream text;
     text << block.name("high_freq_factor") << " = " << llama3->high_freq_factor
          << " is not greater than " << block.name("low_freq_factor") << " = "
          << llama3->low_freq_factor << ": the band between them is empty";
-    std::string warning = text.str();
-    for (const std::string& known : model_.warnings) {
-      if (known == warning) return;
-    }
-    model_.warnings.push_back(std::move(warning));
+    add_warning(text.str());
   }
 
   // Builds the spec(s) once so that an invalid value fails here, named by its block.
@@ -341,7 +398,8 @@ class RopeBlockReader {
     if (scheme.rope_type == "mrope") scheme.rope_type = "default";  // Qwen2VLConfig's rewrite
     scheme.theta = read_theta(block);
     const int head_dim = rope_head_dim(layer_type);
-    const double fraction = read_fraction(block, ignore_partial);
+    const double fraction =
+        read_fraction(block, ignore_partial || default_rope_whole_head(scheme.rope_type));
     if (scheme.rope_type == "fope") {
       if (fraction != 1.0 || options_.pairing.value_or(family_.pairing) != Pairing::RotateHalf) {
         fail(block.name("rope_type"), "\"fope\"",
@@ -368,6 +426,7 @@ class RopeBlockReader {
                                   "required for rope_type \"" + scheme.rope_type + "\""};
     scheme.params = rope_reader(*variant).read(context);
     read_dynamic_alpha(block, scheme);
+    read_longrope_mscales(block, scheme);
     if (block.has("mrope_section")) read_mrope(block, scheme);
     out.softmax_factor = read_softmax_factor(block, scheme, context.why);
     if (family_.temperature == TemperatureRule::EveryLayerLlama4Beta) {

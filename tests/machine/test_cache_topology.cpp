@@ -1,6 +1,6 @@
-// The last-level cache detection (posemb/cache_topology.hpp) on injected inputs: a fake sysfs
-// tree written into a temporary directory, CPUID answers of an Intel part (captured on a 2-CPU
-// Intel KVM guest: leaf 0 and leaf 4 as the CPU returned them) and of an AMD Zen 4 CCX (the
+// The last-level cache detection (posemb/machine/cache_topology.hpp) on injected inputs: a fake
+// sysfs tree written into a temporary directory, CPUID answers of an Intel part (captured on a
+// 2-CPU Intel KVM guest: leaf 0 and leaf 4 as the CPU returned them) and of an AMD Zen 4 CCX (the
 // register values the AMD APM's Fn8000_001D layout gives for a 16-way 64-byte-line 32 MiB L3
 // with 32768 sets shared by 16 logical processors, as EPYC 9004 parts report it), an absent
 // sysfs, a hypervisor's huge sysconf value, and nothing at all.
@@ -16,8 +16,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "posemb/cache_topology.hpp"
-#include "posemb/streaming_stores.hpp"
+#include "posemb/machine/cache_topology.hpp"
+#include "posemb/machine/streaming_stores.hpp"
 
 namespace {
 

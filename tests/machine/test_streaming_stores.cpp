@@ -1,9 +1,9 @@
-// Streaming stores (posemb/streaming_stores.hpp, detail/stream_copy.hpp) and the caller's thread
-// pool (posemb::Threads::pool, posemb/eigen_threads.hpp): the outputs are the same bits with
-// streaming stores forced on or off, with and without a pool, at every instruction-set level
-// this CPU runs, for every storage type, both pairings, table / spec / FoPE sources, unaligned
-// tensors, tails shorter than a vector and layout-changing writes. The settings read their
-// environment variables and reject malformed values.
+// Streaming stores (posemb/machine/streaming_stores.hpp, detail/stream_copy.hpp) and the caller's
+// thread pool (posemb::Threads::pool, posemb/machine/eigen_threads.hpp): the outputs are the same
+// bits with streaming stores forced on or off, with and without a pool, at every instruction-set
+// level this CPU runs, for every storage type, both pairings, table / spec / FoPE sources,
+// unaligned tensors, tails shorter than a vector and layout-changing writes. The settings read
+// their environment variables and reject malformed values.
 #define EIGEN_USE_THREADS
 #include <catch2/catch.hpp>
 
@@ -20,11 +20,11 @@
 #include <thread>
 #include <vector>
 
-#include "posemb/eigen_threads.hpp"
+#include "posemb/machine/eigen_threads.hpp"
 #include "posemb/rotary/fope.hpp"
-#include "posemb/isa.hpp"
+#include "posemb/machine/isa.hpp"
 #include "posemb/rotary/rope.hpp"
-#include "posemb/streaming_stores.hpp"
+#include "posemb/machine/streaming_stores.hpp"
 
 namespace {
 
@@ -323,12 +323,11 @@ TEST_CASE("streaming stores: double outputs equal the ordinary stores bit for bi
 TEST_CASE("streaming stores: Eigen::half outputs equal the ordinary stores bit for bit") {
   check_streaming_matches_ordinary<Eigen::half>("half");
 }
-TEST_CASE("streaming stores: Eigen::bfloat16 outputs equal the ordinary stores bit for bit") {
+TEST_CASE("streaming stores: bfloat16 outputs equal the ordinary stores bit for bit") {
   check_streaming_matches_ordinary<Eigen::bfloat16>("bfloat16");
 }
 
-TEST_CASE(
-    "thread pool: float with Eigen pools of 1, 2, 3 threads and a callable equals one thread") {
+TEST_CASE("thread pool: Eigen pools of 1, 2, 3 threads and a callable equal one thread") {
   check_pools_match_single_thread<float>("float");
 }
 TEST_CASE("thread pool: double with pools equals one thread") {
@@ -341,8 +340,7 @@ TEST_CASE("thread pool: Eigen::bfloat16 with pools equals one thread") {
   check_pools_match_single_thread<Eigen::bfloat16>("bfloat16");
 }
 
-TEST_CASE(
-    "thread pool: one part runs on the calling thread without the pool, as do small tensors") {
+TEST_CASE("thread pool: one part, and a small tensor, run on the calling thread") {
   std::atomic<int> calls{0};
   const posemb::ParallelFor counting = [&](std::size_t tasks,
                                            const std::function<void(std::size_t)>& task) {
@@ -407,7 +405,7 @@ TEST_CASE("streaming stores: the table builds give the same tables streamed or n
   }
 }
 
-TEST_CASE("streaming stores: the streaming copy equals memcpy for every length and alignment") {
+TEST_CASE("streaming stores: the streaming copy equals memcpy at every length, alignment") {
   SettingsGuard guard;
   std::vector<unsigned char> source(400), expected(400), target(400);
   for (std::size_t i = 0; i < source.size(); ++i)
@@ -431,7 +429,7 @@ TEST_CASE("streaming stores: the streaming copy equals memcpy for every length a
   }
 }
 
-TEST_CASE("streaming stores: settings, the default from the cache size, and the environment") {
+TEST_CASE("streaming stores: settings, the default from the cache size, the environment") {
   SettingsGuard guard;
   CHECK(posemb::last_level_cache_bytes() >= (std::size_t(256) << 10));
   CHECK(posemb::default_streaming_store_threshold() == posemb::usable_cache_bytes() / 2);

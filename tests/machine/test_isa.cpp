@@ -1,5 +1,5 @@
-// Instruction-set levels (posemb/isa.hpp): every level this CPU runs, forced in turn, against
-// the scalar reference (libm cos/sin of the double angle, the RoFormer rotation written out
+// Instruction-set levels (posemb/machine/isa.hpp): every level this CPU runs, forced in turn,
+// against the scalar reference (libm cos/sin of the double angle, the RoFormer rotation written out
 // here) for float, double, Eigen::half and Eigen::bfloat16 storage, both pairings, in place and
 // out of place, pair counts that leave tails after every vector width; the arithmetic each
 // level documents (fused or not) reproduced bit for bit; conversions bit-identical to
@@ -17,7 +17,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "posemb/isa.hpp"
+#include "posemb/machine/isa.hpp"
 #include "posemb/rotary/rope.hpp"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -32,8 +32,8 @@ using posemb::TensorLayout;
 
 constexpr double two_pi = 6.283185307179586476925286766559;
 
-// Whether code for `level` uses fused multiply-adds, as posemb/isa.hpp documents: every level
-// above portable, and portable when this build targets FMA.
+// Whether code for `level` uses fused multiply-adds, as posemb/machine/isa.hpp documents: every
+// level above portable, and portable when this build targets FMA.
 bool level_is_fused(IsaLevel level) {
 #if defined(__FMA__)
   (void)level;
@@ -120,7 +120,7 @@ std::vector<T> random_values(Eigen::Index n, std::uint32_t seed) {
   return values;
 }
 
-// a cos - b sin and a sin + b cos as the level computes them (posemb/isa.hpp), in C.
+// a cos - b sin and a sin + b cos as the level computes them (posemb/machine/isa.hpp), in C.
 template <class C>
 C expected_first(bool fused, C a, C b, C c, C s) {
   if (fused) return std::fma(a, c, -(b * s));
@@ -313,7 +313,7 @@ TEST_CASE("isa: the best level is detected, reported and active by default") {
   WARN("best level on this machine: " << posemb::to_string(best));
 }
 
-TEST_CASE("isa: forcing a level is honoured; unsupported or unknown levels throw") {
+TEST_CASE("isa: forcing a level is honoured, unsupported or unknown levels throw") {
   LevelGuard guard;
   for (IsaLevel level : supported_levels()) {
     posemb::set_isa_level(level);
@@ -344,9 +344,7 @@ TEST_CASE("isa: forcing a level is honoured; unsupported or unknown levels throw
   else ::unsetenv("POSEMB_ISA");
 }
 
-TEST_CASE(
-    "isa: cos/sin at every level within 1 float ulp / 4 double ulps of libm; fused levels agree "
-    "bit for bit") {
+TEST_CASE("isa: cos/sin within 1 float / 4 double ulps of libm, fused levels bit for bit") {
   LevelGuard guard;
   const Eigen::VectorXd inv_freq = posemb::default_inv_freq(128);
   std::vector<std::vector<float>> fused_float;

@@ -1,0 +1,3 @@
+module posemb
+
+go 1.19

@@ -1,0 +1,77 @@
+"""Builds the transformers harness's tiny random models (config.json + safetensors, float32).
+
+    python build_models.py OUT_DIR OUT.json [CASE ...]
+
+Uses conformance/transformers/tiny_models.py (the cases of the transformers harness). OUT.json maps
+each case to "ok" or the builder's exception. All cases run in one process (imports dominate).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+# Appended, not prepended: the transformers harness has a capture.py of its own.
+sys.path.append(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "transformers"))
+
+# The architectures the llama.cpp harness converts: tiny_models cases with RoPE that
+# convert_hf_to_gguf.py has a class for (ALiBi / learned / T5 cases have no ROPE node).
+CASES = [
+    "llama", "llama-linear", "llama-yarn", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "mistral",
+    "mixtral", "gemma2", "gemma3_text", "phi3", "gpt_neox", "gptj", "falcon", "deepseek_v3",
+    "glm4", "cohere", "cohere2", "llama4_text", "gpt_oss", "qwen2_vl", "phi3-orig4000",
+]
+# Cases of this harness only: a tiny_models case with some positional fields replaced.
+# phi3-orig4000: an original context that is no multiple of 256, so llama.cpp's padding of the
+# context (GGML_PAD(n_ctx, 256), llama_context::llama_context) decides LongRoPE's factors: started
+# with 3900 it runs 4096 > 4000, the long ones, where transformers at 3900 tokens uses the short.
+EXTRA_CASES = {
+    "phi3-orig4000": ("phi3", lambda o: o | {
+        "original_max_position_embeddings": 4000,
+        "rope_parameters": o["rope_parameters"] | {"original_max_position_embeddings": 4000}}),
+}
+
+
+def register_extra_cases(tiny_models) -> None:
+    """Adds EXTRA_CASES to tiny_models.CASES (model_for / build then know them)."""
+    import dataclasses
+
+    for name, (base, change) in EXTRA_CASES.items():
+        case = tiny_models.CASES[base]
+        extra = dataclasses.replace(case, overrides=change(case.overrides))
+        tiny_models.CASES.setdefault(name, extra)
+
+
+def write_vocab_stub(folder: str) -> None:
+    """tokenizer.json with vocab_size entries and no added tokens: Gemma's converter trims
+    token_embd to len(model.vocab) + len(added_tokens) (conversion/gemma.py modify_tensors)
+    even on the no-vocab path, so the stub keeps every row. No other field is read."""
+    with open(os.path.join(folder, "config.json")) as f:
+        config = json.load(f)
+    size = (config.get("text_config") or config)["vocab_size"]
+    stub = {"model": {"type": "WordLevel", "vocab": {f"t{i}": i for i in range(size)}},
+            "added_tokens": []}
+    with open(os.path.join(folder, "tokenizer.json"), "w") as f:
+        json.dump(stub, f)
+
+
+def main() -> None:
+    import tiny_models
+
+    register_extra_cases(tiny_models)
+    out_dir, out_json, *cases = sys.argv[1:]
+    results = {}
+    for case in cases or CASES:
+        try:
+            write_vocab_stub(tiny_models.build(case, out_dir))
+            results[case] = "ok"
+        except Exception as error:
+            results[case] = f"{type(error).__name__}: {error}"
+        print(f"{case}: {results[case]}", file=sys.stderr, flush=True)
+    with open(out_json, "w") as f:
+        json.dump(results, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

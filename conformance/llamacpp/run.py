@@ -1,0 +1,247 @@
+"""The llama.cpp harness: tiny models -> the real converter -> the real loader's ROPE nodes vs posemb.
+
+    python conformance/llamacpp/run.py --llama-cpp SDIST/vendor/llama.cpp --posemb TOOL \
+        --posemb-c LIBPOSEMB_C [--work build/llamacpp] [--out build/conformance/llamacpp] [CASE ...]
+
+Needs llama_cpp (conformance/llamacpp/setup.sh), posemb and transformers importable. Per case:
+  convert   the converter's verdict (its own message on failure)
+  read      `posemb layers MODEL.gguf --seq-len N --json` and the C API's posemb_model_load_gguf
+            read it (the message on failure)
+  load      llama.cpp loads and decodes it (positions 0..31, around n_ctx_orig, 100000..)
+  params    per ROPE node: the tool's and the C API's plan == the node's op_params
+            (compare.params_row)
+  rotation, exact_closer   per ROPE node (compare.rotation_rows)
+Exit status: a full run (no CASE, no --no-grid / --no-models) adds the row `pinned`: 0 only when
+the rows that do not pass are exactly EXPECTED_NOT_PASS and the grid's YaRN cases; a partial run:
+non-zero on any row that is not a pass (report.exit_status).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pickle
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [HERE, os.path.join(HERE, "..")]
+
+from build_models import CASES  # noqa: E402
+from report import Row, exit_status, write  # noqa: E402
+
+# The rows of a full run that do not pass, each a departure of the other side, with its evidence
+# (docs/conformance-llamacpp.md): the run exits 0 only when exactly these do not pass.
+EXPECTED_NOT_PASS = {
+    # conversion/gptneox.py (GPTNeoXModel.set_gguf_parameters) and conversion/command_r.py
+    # (Cohere2Model.set_gguf_parameters) read hparams["rotary_pct"], which transformers 5
+    # configs no longer carry (rope_parameters.partial_rotary_factor, or nothing).
+    ("gpt_neox", "convert"),
+    ("cohere2", "convert"),
+    # convert_hf_to_gguf.py has no class for GPTJForCausalLM.
+    ("gptj", "convert"),
+    # conversion/falcon.py (FalconModel) takes num_kv_heads (2, saved beside multi_query: true)
+    # and reshapes the fused QKV for 2 K/V heads; the model has one.
+    ("falcon", "convert"),
+}
+# The grid's realistic YaRN cases (grid.yarn_cases): ggml's float32 angles (ggml_rope_cache_init:
+# theta *= theta_scale per pair, ggml/src/ggml-cpu/ops.cpp) at positions to 131071 give NMSE ~1e-5
+# against ggml's own rule in float64, growing as p^2; posemb's is ~1e-24 there (their
+# exact_closer rows pass).
+N_CTX = 256  # the context llama.cpp is started with (LongRoPE: short factors)
+# Second contexts: above Phi-3's 4096 (LongRoPE: long factors); below phi3-orig4000's 4000 but
+# padded by llama.cpp to 4096 above it (long factors; transformers at 3900 tokens: short).
+CONTEXTS = {"phi3": (N_CTX, 8192), "phi3-orig4000": (N_CTX, 3900)}
+
+
+def ranges_for(n_ctx_orig: int) -> list[tuple[int, int]]:
+    """Positions 0..31, 16 around the original context, 16 from 100000 (memory cleared between)."""
+    ranges = [(0, 32), (100000, 16)]
+    if n_ctx_orig > 16:
+        ranges.insert(1, (n_ctx_orig - 8, 16))
+    return ranges
+
+
+def posemb_layers(tool: str, gguf: str, seq_len: int) -> list[dict]:
+    """The plan of `posemb layers MODEL.gguf --seq-len N --json` (RuntimeError: its message)."""
+    run = subprocess.run([tool, "layers", gguf, "--seq-len", str(seq_len), "--json"],
+                         capture_output=True, text=True)
+    if run.returncode != 0:
+        raise RuntimeError(run.stderr.strip() or f"exit {run.returncode}")
+    return json.loads(run.stdout)
+
+
+def node_rows(case: str, gguf: str, tool: str, c_lib: str, n_ctx: int) -> list[Row]:
+    """Rows of every ROPE node of one context size."""
+    from c_plan import c_plans
+    from compare import layer_of, params_row, rotation_rows
+
+    tag = f"{case} n_ctx {n_ctx}"
+    try:
+        plans = {p["layer"]: p for p in posemb_layers(tool, gguf, n_ctx)}
+        library = c_plans(c_lib, gguf, n_ctx)
+    except (RuntimeError, OSError) as error:
+        return [Row(tag, "read", "fail", detail=str(error))]
+    rows = [Row(tag, "read", "pass", detail=f"{len(plans)} layers (tool), "
+                                            f"{len(library)} RoPE layers (C API)")]
+    try:
+        nodes = _capture(gguf, n_ctx, ranges_for(_n_ctx_orig(gguf)))
+    except RuntimeError as error:
+        return rows + [Row(tag, "load", "error", detail=f"llama.cpp: {error}")]
+    if not nodes:
+        return rows + [Row(tag, "load", "fail", detail="no GGML_OP_ROPE node was computed")]
+    rows.append(Row(tag, "load", "pass", detail=f"{len(nodes)} ROPE nodes"))
+    for node in nodes:
+        layer = layer_of(node["name"])
+        if layer not in plans:
+            rows.append(Row(tag, "params", "fail", detail=f"node {node['name']}: no layer"))
+            continue
+        rows.append(params_row(tag, node, plans[layer], library.get(layer)))
+        rows += rotation_rows(tag, node, plans[layer])
+    inside = [n for n in nodes if sum(n["range"]) <= n_ctx]
+    config = os.path.join(os.path.dirname(gguf), "..", "tiny", case, "config.json")
+    try:
+        import tiny_models
+        from build_models import register_extra_cases
+        from diff_check import diff_row
+
+        register_extra_cases(tiny_models)
+
+        rows.append(diff_row(tag, tool, gguf, config, n_ctx, inside, tiny_models.model_for(case)))
+    except Exception as error:
+        rows.append(Row(tag, "diff", "error", detail=f"transformers: {type(error).__name__}: {error}"))
+    return rows
+
+
+def _capture(gguf: str, n_ctx: int, ranges: list[tuple[int, int]]) -> list[dict]:
+    """capture.py in a child process (llama_cpp: setup.sh); RuntimeError: its last stderr line
+    (llama.cpp's GGML_ABORT / GGML_ASSERT message, a Python exception)."""
+    out = gguf + f".{n_ctx}.nodes.pickle"
+    run = subprocess.run([sys.executable, os.path.join(HERE, "capture.py"), gguf, str(n_ctx),
+                          json.dumps(ranges), out], capture_output=True, text=True)
+    if run.returncode != 0:
+        lines = [l for l in run.stderr.splitlines() if l.strip() and not l.startswith(("#", " "))]
+        why = next((l for l in lines if "GGML_" in l or ".cpp:" in l), lines[-1] if lines else "")
+        raise RuntimeError(f"exit {run.returncode}: {why.strip()}")
+    with open(out, "rb") as f:
+        return pickle.load(f)
+
+
+def _n_ctx_orig(gguf: str) -> int:
+    """The GGUF's rope.scaling.original_context_length, else its context_length (gguf-py)."""
+    import gguf as gguf_py
+
+    reader = gguf_py.GGUFReader(gguf)
+    arch = bytes(reader.fields["general.architecture"].parts[-1]).decode()
+    for key in (f"{arch}.rope.scaling.original_context_length", f"{arch}.context_length"):
+        if key in reader.fields:
+            return int(reader.fields[key].parts[-1][0])
+    return 0
+
+
+def _versions() -> dict[str, str]:
+    """The pinned packages the report ran with (absent ones as "not installed")."""
+    from importlib import metadata
+
+    versions = {}
+    for name in ("llama-cpp-python", "transformers", "torch", "gguf"):
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = "not installed"
+    return versions
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--llama-cpp", required=True, help="the sdist's vendor/llama.cpp")
+    parser.add_argument("--posemb", required=True, help="the posemb command-line tool")
+    parser.add_argument("--posemb-c", required=True, help="posemb's C API, libposemb_c.so")
+    parser.add_argument("--work", default="build/llamacpp")
+    parser.add_argument("--out", default="build/conformance/llamacpp")
+    parser.add_argument("--ggml-lib", help="folder of libggml-base/-cpu (default: the wheel's)")
+    parser.add_argument("--no-models", action="store_true", help="only the rope grid")
+    parser.add_argument("--no-grid", action="store_true", help="only the models")
+    parser.add_argument("--reuse", action="store_true",
+                        help="keep the models and GGUFs already in --work (built/converted.json)")
+    parser.add_argument("cases", nargs="*")
+    args = parser.parse_args()
+    rows = [] if args.no_grid else grid(args.ggml_lib)
+    cases = [] if args.no_models else args.cases or CASES
+    rows += model_rows(cases, args)
+    full = not (args.no_grid or args.no_models or args.cases)
+    if full:
+        rows.append(pinned_row(rows))
+    write(rows, args.out, title="llama.cpp conformance", versions=_versions())
+    print(_summary_line(rows))
+    raise SystemExit((rows[-1].status != "pass") if full else exit_status(rows))
+
+
+def pinned_row(rows: list[Row]) -> Row:
+    """One row comparing the non-pass (case, check) set of a full run with the pinned one."""
+    from grid import case_name, yarn_cases
+
+    pinned = EXPECTED_NOT_PASS | {(case_name(c), "grid") for c in yarn_cases()}
+    seen = {(r.case, r.check) for r in rows if r.status != "pass"}
+    new, gone = sorted(seen - pinned), sorted(pinned - seen)
+    return Row("pinned", "expected_not_pass", "fail" if new or gone else "pass",
+               detail=f"{len(seen)} non-pass rows; pinned {len(pinned)}; not pinned: "
+                      f"{new or 'none'}; pinned but passing: {gone or 'none'}")
+
+
+def _summary_line(rows: list[Row]) -> str:
+    from report import summary
+
+    counts = summary(rows)
+    return (f"{counts['cases']} cases, {counts['checks']} checks: {counts['pass']} pass, "
+            f"{counts['fail']} fail, {counts['error']} error")
+
+
+def grid(lib_dir: str | None) -> list[Row]:
+    """The test-backend-ops rope grid (grid.py) on the given or the installed libggml."""
+    try:
+        if lib_dir is None:
+            import llama_cpp
+
+            lib_dir = os.path.join(os.path.dirname(llama_cpp.__file__), "lib")
+        from grid import grid_rows
+
+        return grid_rows(lib_dir)
+    except Exception as error:
+        return [Row("rope grid", "grid", "error", detail=f"libggml: {type(error).__name__}: {error}")]
+
+
+def model_rows(cases: list[str], args) -> list[Row]:
+    """Build, convert, read, load and compare every case."""
+    if not cases:
+        return []
+    tiny, gguf_dir = os.path.join(args.work, "tiny"), os.path.join(args.work, "gguf")
+    os.makedirs(gguf_dir, exist_ok=True)
+    py = sys.executable
+    if not args.reuse:
+        subprocess.run([py, os.path.join(HERE, "build_models.py"), tiny,
+                        os.path.join(args.work, "built.json"), *cases], check=True)
+        pairs = [f"{tiny}/{c}={gguf_dir}/{c}.gguf" for c in cases]
+        subprocess.run([py, os.path.join(HERE, "convert.py"), args.llama_cpp,
+                        os.path.join(args.work, "converted.json"), *pairs], check=True)
+    built = json.load(open(os.path.join(args.work, "built.json")))
+    converted = json.load(open(os.path.join(args.work, "converted.json")))
+    rows: list[Row] = []
+    for case in cases:
+        if built.get(case) != "ok":
+            rows.append(Row(case, "build", "error", detail=built.get(case, "not built")))
+            continue
+        verdict = converted.get(case, "not converted")
+        if verdict != "ok":
+            rows.append(Row(case, "convert", "fail", detail=f"converter: {verdict}"))
+            continue
+        rows.append(Row(case, "convert", "pass"))
+        gguf = f"{gguf_dir}/{case}.gguf"
+        for n_ctx in CONTEXTS.get(case, (N_CTX,)):
+            rows += node_rows(case, gguf, args.posemb, args.posemb_c, n_ctx)
+    return rows
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,266 @@
+"""Per-family checks of a captured forward against posemb: layers, rope (exact and hf-float32),
+attention settings. Each returns report rows (conformance/report.py)."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+import posemb
+import rotation
+from report import Row
+
+
+def rope_block(config, layer_type: str | None) -> dict:
+    """The layer's rope block of the saved config (nested per layer type in v5), with the
+    config's max_position_embeddings (dynamic NTK's original length)."""
+    block = dict(getattr(config, "rope_parameters", None) or {})
+    if not block:  # transformers v4: rope_scaling (+ rope_theta at the top level)
+        block = dict(getattr(config, "rope_scaling", None) or {})
+        block.setdefault("rope_theta", getattr(config, "rope_theta", None))
+    if layer_type in block and isinstance(block[layer_type], dict):
+        block = dict(block[layer_type])
+    block.setdefault("max_position_embeddings", getattr(config, "max_position_embeddings", None))
+    return block
+
+
+def original_length(config) -> int:
+    block = rope_block(config, None)
+    nested = [v for v in block.values() if isinstance(v, dict)]
+    for b in [block] + nested:
+        if b.get("original_max_position_embeddings"):
+            return int(b["original_max_position_embeddings"])
+    return int(getattr(config, "original_max_position_embeddings", None)
+               or getattr(config, "max_position_embeddings", None) or 2048)
+
+
+def inv_freq_buffer(buffers: dict, layer_type: str | None):
+    """transformers' inv_freq buffer for a layer type (float32) as a call left it, or None."""
+    for name, value in buffers.items():
+        if layer_type and name.endswith(f"rotary_emb.{layer_type}_inv_freq"):
+            return value
+        # transformers v4: Gemma 3 / 3n's second rotary module for the sliding layers, OLMo 3's
+        # rotary module per layer type
+        if layer_type == "sliding_attention" and name.endswith("rotary_emb_local.inv_freq"):
+            return value
+        if layer_type and name.endswith(f"rotary_embs.{layer_type}.inv_freq"):
+            return value
+    for name, value in buffers.items():
+        if name.endswith("rotary_emb.inv_freq"):
+            return value
+    return None
+
+
+class RopeStats:
+    """Accumulates one check's worst error over calls."""
+
+    def __init__(self):
+        self.max_error, self.tolerance, self.failures, self.values, self.notes = 0.0, 0.0, [], 0, []
+
+    def add(self, err: np.ndarray, tol: np.ndarray, where: str):
+        self.values += err.size
+        self.max_error = max(self.max_error, float(err.max(initial=0.0)))
+        self.tolerance = max(self.tolerance, float(tol.max(initial=0.0)))
+        bad = err > tol
+        if bad.any():
+            self.failures.append(f"{where}: {int(bad.sum())} of {err.size} beyond the bound")
+
+    def row(self, case, check, extra=""):
+        status = "fail" if self.failures else "pass"
+        detail = "; ".join(self.failures[:3] + sorted(set(self.notes))[:3]) or f"{self.values} values"
+        return Row(case, check, status, self.max_error, self.tolerance, (extra + " " + detail).strip())
+
+
+def hf_order(function: str):
+    """The feature order transformers' output is in, as a map of posemb's output [..., d].
+
+    DeepSeek's apply_rotary_pos_emb_interleave (modeling_deepseek_v3.py) permutes q/k from
+    interleaved pairs (2i, 2i+1) to rotate-half order (i, i + d/2) and then rotates half: its
+    output is posemb's interleaved rotation under that same per-head permutation."""
+    if function != "apply_rotary_pos_emb_interleave":
+        return lambda a: a
+
+    def permute(a):
+        d = a.shape[-1]
+        return a.reshape(*a.shape[:-1], d // 2, 2).swapaxes(-1, -2).reshape(a.shape)
+
+    return permute
+
+
+# model_type -> why posemb's hf-float32 mode does not claim bit equality with the family's
+# forward (its transcription is LlamaRotaryEmbedding.forward + apply_rotary_pos_emb): the exact
+# check stays, the hf-float32 rows become one `rope_hf_float32_not_claimed` row saying why.
+HF_FLOAT32_NOT_CLAIMED = {
+    "llama4_text": "Llama 4 rotates by a complex multiply (modeling_llama4.py, apply_rotary_emb: "
+                   "torch.view_as_complex(x) * freqs_cis from torch.polar), not x cos + "
+                   "rotate_half(x) sin: other float32 operations",
+    "deepseek_v2": "DeepSeek-V2 rotates by a complex multiply (modeling_deepseek_v2.py, "
+                   "apply_rotary_emb: torch.view_as_complex(x) * freqs_cis from torch.polar), not x "
+                   "cos + rotate_half(x) sin: other float32 operations",
+    "codegen": "CodeGen has no inv_freq buffer: create_sinusoidal_positions (modeling_codegen.py) "
+               "builds its sin/cos table as GPT-J does, so the pairs whose torch float32 pow/cos "
+               "are not correctly rounded cannot be set apart",
+    "gptj": "GPT-J has no inv_freq buffer: create_sinusoidal_positions (modeling_gptj.py) builds "
+            "its sin/cos table with einsum from an int64 arange, and without the buffer the pairs "
+            "whose torch float32 pow/cos are not correctly rounded cannot be set apart",
+}
+
+
+def rope_rows(case, model, config, pmodel, captures, seq_lens):
+    rows = _rope_rows(case, model, config, pmodel, captures, seq_lens)
+    why = HF_FLOAT32_NOT_CLAIMED.get(config.model_type)
+    if why is None:
+        return rows
+    return [rows[0], Row(case, "rope_hf_float32_not_claimed", "pass", detail=f"not claimed: {why}")]
+
+
+def _rope_rows(case, model, config, pmodel, captures, seq_lens):
+    """captures: [(label, positions [s] int64, Capture)]; seq_lens[label]: posemb's seq_len."""
+    exact, bits, buffer_bits = RopeStats(), RopeStats(), RopeStats()
+    pow_pairs = set()
+    for label, positions, capture in captures:
+        seq_len = seq_lens[label]
+        for call in capture.rope:
+            layer = pmodel.layers[call.layer]
+            where = f"{label} layer {call.layer} {call.name}"
+            if layer.rope is None:
+                exact.failures.append(f"{where}: transformers rotates, posemb says {layer.kind}")
+                continue
+            x = call.x_in.float().numpy()
+            y_hf = call.x_out.float().numpy()
+            order = hf_order(call.function)
+            block = rope_block(config, layer.layer_type)
+            spec = layer.rope_spec(seq_len)
+            x_full, part = rotation.embed(x, spec)
+            y = order(rotation.rotate(x_full, positions, spec, call.layout, part))
+            k = rotation.angle_coefficient(spec, layer, seq_len, block)
+            tol = order(rotation.bound(x_full, positions, call.layout, spec, k)[..., part])
+            exact.add(np.abs(y.astype(np.float64) - y_hf), tol, where)
+            # hf-float32: posemb's own float32 angles, then transformers' inv_freq buffer
+            if layer.rope.mrope_section:
+                bits.notes.append("M-RoPE: hf-float32 is not claimed (posemb refuses it)")
+                continue
+            try:
+                hf = layer.rope_spec(seq_len, angles="hf-float32")
+            except posemb.Error as error:  # a rope type the hf-float32 mode does not claim
+                bits.notes.append(f"hf-float32 is not claimed (posemb refuses it: {error})")
+                continue
+            y32 = order(rotation.rotate(x_full, positions, hf, call.layout, part))
+            buffer = inv_freq_buffer(capture.buffers, layer.layer_type)
+            same = np.ones(hf.rotary_dim // 2, dtype=bool)
+            if buffer is not None and buffer.numel() == hf.rotary_dim // 2:
+                same = buffer.numpy() == hf.inv_freq
+                pow_pairs |= {(label, i) for i in np.nonzero(~same)[0]}
+                own = posemb.HfFloat32Rope(buffer.numpy(), hf.head_dim, hf.attention_scale,
+                                           hf.pairing)
+                y_own = order(rotation.rotate(x_full, positions, own, call.layout, part))
+                diff = (y_own.view(np.uint32) != y_hf.view(np.uint32))
+                rounded = order(_correctly_rounded(buffer, positions, spec, part, call.layout))
+                buffer_bits.add((diff & rounded).astype(np.float64), np.zeros(diff.shape), where)
+                buffer_bits.notes.append("features whose torch float32 cos or sin is not the "
+                                         "correctly rounded value are held to the exact bound")
+                bits.notes.append(buffer_bits.notes[-1])
+            mask = order(_pair_mask(same, spec, y32.shape[-1], part))
+            if buffer is not None and buffer.numel() == hf.rotary_dim // 2:
+                rounded = order(_correctly_rounded(buffer, positions, spec, part, call.layout))
+                mask = mask & rounded
+            diff = ((y32.view(np.uint32) != y_hf.view(np.uint32)) & mask).astype(np.float64)
+            bits.add(diff, np.zeros_like(diff), where)
+    if pow_pairs:
+        bits.notes.append(f"{len(pow_pairs)} (call, pair)s where transformers' float32 pow "
+                          "differs from posemb's correctly rounded inv_freq: held to the exact bound")
+    return [exact.row(case, "rope"), bits.row(case, "rope_hf_float32", "differing bits:"),
+            buffer_bits.row(case, "rope_hf_float32_buffer", "HfFloat32Rope(transformers inv_freq):")]
+
+
+def _correctly_rounded(buffer, positions, spec, part, layout):
+    """Features [.., seq, .., d] whose angle's torch float32 cos and sin (the forward's
+    `emb.cos()`, `emb.sin()`) are the correctly rounded values: the bitwise claim's domain."""
+    angle = buffer[None, :] * torch.from_numpy(positions).float()[:, None]  # [seq, d/2] float32
+    exact = angle.double().numpy()
+    ok = (angle.cos().numpy() == np.cos(exact).astype(np.float32)) & \
+         (angle.sin().numpy() == np.sin(exact).astype(np.float32))
+    feats = np.ones((len(positions), spec.head_dim), dtype=bool)
+    lo, d = spec.rotary_offset, spec.rotary_dim
+    feats[:, lo:lo + d] = np.repeat(ok, 2, axis=1) if spec.pairing == "interleaved" else \
+        np.concatenate([ok, ok], axis=1)
+    feats = feats[:, part]
+    return feats[None, None] if layout == "bhsd" else feats[None, :, None]
+
+
+def _pair_mask(same: np.ndarray, spec, width: int, part: slice) -> np.ndarray:
+    """Features whose pair's float32 inv_freq equals transformers' (the bitwise claim)."""
+    mask = np.ones(spec.head_dim, dtype=bool)
+    lo, d = spec.rotary_offset, spec.rotary_dim
+    if spec.pairing == "interleaved":
+        mask[lo:lo + d] = np.repeat(same, 2)
+    else:
+        mask[lo:lo + d] = np.concatenate([same, same])
+    return mask[part] if width != spec.head_dim else mask
+
+
+def layer_rows(case, model, config, pmodel, capture):
+    """Which layers rotate, and each attention module's head_dim, against posemb's layers."""
+    n = config.num_hidden_layers
+    rows = []
+    rotated = sorted({c.layer for c in capture.rope})
+    posemb_rope = [l.index for l in pmodel.layers if l.rope is not None]
+    ok = len(pmodel.layers) == n and rotated == posemb_rope
+    rows.append(Row(case, "layers", "pass" if ok else "fail", detail=(
+        f"{n} layers; rope layers transformers {rotated}, posemb {posemb_rope}; "
+        f"posemb kinds {[l.kind for l in pmodel.layers]}")))
+    bad = []
+    for call in capture.rope:
+        layer = pmodel.layers[call.layer]
+        if layer.rope is None:
+            continue
+        spec = layer.rope_spec()
+        width = call.x_in.shape[-1]
+        if width not in (spec.head_dim, spec.rotary_dim):
+            bad.append(f"layer {call.layer}: transformers rotates {width} features, posemb "
+                       f"head_dim {spec.head_dim} rotary_dim {spec.rotary_dim}")
+    rows.append(Row(case, "head_dim", "fail" if bad else "pass", detail="; ".join(bad[:3]) or
+                    f"rope widths {sorted({c.x_in.shape[-1] for c in capture.rope})}"))
+    return rows
+
+
+# model_type -> config -> the factor the family multiplies k (or q) by before the rope, outside
+# the scaling it gives the attention function: posemb's softmax_scale is the product.
+LOGIT_FACTOR = {
+    # FalconH1Attention.forward (modeling_falcon_h1.py): key_states = k_proj(x) * key_multiplier
+    "falcon_h1": lambda config: config.key_multiplier,
+}
+
+
+def _mask_window(capture):
+    """The window every layer gets from the mask when the model built only sliding-window masks
+    (no full causal one), or None."""
+    windows = {w for w in capture.mask_windows if w}
+    return windows.pop() if len(windows) == 1 and capture.causal_masks == 0 else None
+
+
+def attention_rows(case, pmodel, capture, config=None):
+    """scaling, sliding window, softcap and sinks per attention call vs posemb's layer.attention."""
+    bad, seen = [], 0
+    factor = LOGIT_FACTOR.get(getattr(config, "model_type", None), lambda c: 1.0)(config)
+    mask_window = _mask_window(capture)
+    for call in capture.attention:
+        if call.layer < 0:
+            continue
+        seen += 1
+        att = pmodel.layers[call.layer].attention
+        scaling = None if call.scaling is None else call.scaling * factor
+        if scaling is not None and (att.softmax_scale is None or
+                                    abs(att.softmax_scale - scaling) > 1e-12 * abs(scaling)):
+            bad.append(f"layer {call.layer} scaling {scaling} vs {att.softmax_scale}")
+        window = call.sliding_window or mask_window
+        if (window or None) != (att.sliding_window or None):
+            bad.append(f"layer {call.layer} sliding_window {window} vs {att.sliding_window}")
+        if (call.softcap or None) != (att.logit_softcap or None):
+            bad.append(f"layer {call.layer} softcap {call.softcap} vs {att.logit_softcap}")
+        if call.sinks != att.attention_sinks:
+            bad.append(f"layer {call.layer} sinks {call.sinks} vs {att.attention_sinks}")
+    if seen == 0:
+        return [Row(case, "attention", "error", detail="no eager attention call recorded")]
+    return [Row(case, "attention", "fail" if bad else "pass",
+                detail="; ".join(sorted(set(bad))[:4]) or f"{seen} calls")]
