@@ -337,4 +337,11 @@ TEST_CASE("a paged cache's runs stop at block ends and negative slots", "[kv]") 
     CHECK(runs[i].slot == want[i][1]);
     CHECK(runs[i].count == want[i][2]);
   }
+  // A contiguous cache's consecutive slots split at max_tokens.
+  posemb::PositionMatrix row(1, 10);
+  row << 0, 1, 2, 3, 4, 5, 6, 7, 8, 9;
+  posemb::detail::append_runs(row, posemb::kv_cache(CacheLayout::BHSD, 1, 10, 1, {}, {}), 4, runs);
+  REQUIRE(runs.size() == 3);
+  CHECK((runs[0].count == 4 && runs[1].s0 == 4 && runs[1].count == 4 && runs[2].slot == 8 &&
+         runs[2].count == 2));
 }
