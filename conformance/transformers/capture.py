@@ -55,6 +55,9 @@ class Adapter:
 ADAPTERS: dict[str, Adapter] = {
     "llama": Adapter("llama.modeling_llama", "apply_rotary_pos_emb", _pair),
     "granite": Adapter("granite.modeling_granite", "apply_rotary_pos_emb", _pair),
+    "granite_swa": Adapter("granite_swa.modeling_granite_swa", "apply_rotary_pos_emb", _pair),
+    "granitemoe_swa": Adapter("granitemoe_swa.modeling_granitemoe_swa", "apply_rotary_pos_emb",
+                              _pair),
     "helium": Adapter("helium.modeling_helium", "apply_rotary_pos_emb", _pair),
     "olmo3": Adapter("olmo3.modeling_olmo3", "apply_rotary_pos_emb", _pair),
     "starcoder2": Adapter("starcoder2.modeling_starcoder2", "apply_rotary_pos_emb", _pair),

@@ -117,7 +117,7 @@ SWEEP = (
     "afmoe apertus apertus1p5_text arcee aria_text axk2 beam bitnet cohere2_moe "
     "cwm deepseek_v32 deepseek_v4 diffllama doge dory dots1 dots3_note_text "
     "embedding_gemma2_text eurobert exaone_moe flex_olmo gemma gemma4_unified_text glm4_moe_lite "
-    "gpt_neox_japanese granite_docling_text granite_swa granitemoe granitemoe_swa granitemoeshared "
+    "gpt_neox_japanese granite_docling_text granitemoe granitemoeshared "
     "gte hrm_text hy_v3 hy_v4 hy_v4_vl_text hyperclovax jais2 jetmoe jina_embeddings_v3 kolibri1 "
     "laguna lara_mini mellum mimo_v2_flash minicpm3 minimax_m2 minimax_m3_vl_text mistral4 "
     "modernbert modernbert-decoder molmo2_text moshi muse_glimmer_text muse_spark_text nanochat "
@@ -200,8 +200,6 @@ GAPS = {
               "which posemb's reader does not read",
     "granite_docling_text": "not in posemb's family table: its attention_multiplier defaults to "
                             "0.015625, where posemb's reader falls back to Granite's 1",
-    **_group("not in posemb's family table: a rope theta per layer (layer_rope_theta), which "
-             "posemb's reader does not read", "granite_swa granitemoe_swa"),
     "cohere2_moe": "not in posemb's family table: RoPE on sliding layers and on the dense "
                    "prefix layers (force_rope, from mlp_layer_types and "
                    "prefix_dense_sliding_window_pattern), which no posemb rule gives",

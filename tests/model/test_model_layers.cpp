@@ -1032,3 +1032,56 @@ TEST_CASE("JetMoE: the head is kv_channels wide (default 128)", "[config][models
   CHECK(absent.layers[0].head_dim == 128);
   CHECK(absent.layers[0].attention.softmax_scale == Approx(1.0 / std::sqrt(128.0)).epsilon(1e-15));
 }
+
+TEST_CASE("GraniteSWA: a rope theta per layer, 0 for no RoPE", "[config][models][families]") {
+  // GraniteSWAConfig (modular_granite_swa.py): full iff i % 4 == 0, sliding_window 128 on the
+  // sliding layers, layer_rope_theta default [rope_theta] * num_hidden_layers; GraniteSWAModel
+  // gives layer i the rotary embedding of {**rope_parameters, "rope_theta": layer_rope_theta[i]},
+  // none when it is 0; GraniteSWAAttention: scaling = attention_multiplier (1), a sink per head.
+  const std::string swa = R"({"hidden_size": 256, "num_attention_heads": 4,
+      "num_hidden_layers": 4, "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0})";
+  for (const char* type : {"granite_swa", "granitemoe_swa"}) {
+    CAPTURE(type);
+    const std::string base = swa + R"(, "model_type": ")" + type + "\"";
+    const auto model = parse(base + R"(, "layer_rope_theta": [10000.0, 0, 500000.0, 1000000.0]})");
+    check_layers(parse(base + "}"), {F, S, S, S}, {none, 128, 128, 128});
+    CHECK(model.layers[1].layer_type == S);
+    CHECK(model.layers[1].kind == posemb::PositionKind::None);
+    CHECK(model.layers[1].attention.sliding_window == 128);
+    CHECK(model.layers[1].attention.softmax_scale == 1.0);
+    CHECK(model.layers[1].attention.attention_sinks);
+    // head_dim 64: inv_freq[i] = theta^(-2i / 64).
+    CHECK(model.layers[0].rope->theta == 1e4);
+    CHECK(model.layers[2].rope->theta == 5e5);
+    CHECK(model.layers[3].rope->theta == 1e6);
+    const posemb::RopeSpec spec = model.layers[2].rope_spec(std::nullopt);
+    REQUIRE(spec.inv_freq.size() == 32);
+    CHECK(spec.inv_freq[1] == Approx(std::pow(5e5, -2.0 / 64.0)).epsilon(1e-15));
+    // Property: a layer with its own theta is the plain family's layer at that rope_theta.
+    const auto plain = parse(R"({"hidden_size": 256, "num_attention_heads": 4,
+        "num_hidden_layers": 1, "model_type": ")" +
+                             std::string(type) +
+                             R"(", "rope_parameters": {"rope_type": "default",
+        "rope_theta": 500000.0}})");
+    CHECK(plain.layers[0].rope_spec(std::nullopt).inv_freq == spec.inv_freq);
+    // Without layer_rope_theta every layer has the block's theta.
+    for (const posemb::LayerPositions& layer : parse(base + "}").layers) {
+      REQUIRE(layer.rope);
+      CHECK(layer.rope->theta == 1e4);
+    }
+    CHECK(
+        parse(base + R"(, "attention_multiplier": 0.0078125})").layers[0].attention.softmax_scale ==
+        0.0078125);
+    CHECK_THAT(error_of(base + R"(, "layer_rope_theta": [10000.0, 0]})"),
+               Catch::Contains("layer_rope_theta.size() = 2") &&
+                   Catch::Contains("num_hidden_layers = 4"));
+    CHECK_THAT(error_of(base + R"(, "layer_rope_theta": [10000.0, -5, 0, 0]})"),
+               Catch::Contains("layer_rope_theta[1] = -5"));
+    CHECK_THAT(error_of(base + R"(, "layer_rope_theta": [10000.0, "x", 0, 0]})"),
+               Catch::Contains("layer_rope_theta") && Catch::Contains("a list of numbers"));
+  }
+  // Granite itself reads no layer_rope_theta.
+  const auto granite = parse(swa + R"(, "model_type": "granite",
+      "layer_rope_theta": [0, 0, 0, 0]})");
+  for (const posemb::LayerPositions& layer : granite.layers) CHECK(layer.rope->theta == 1e4);
+}

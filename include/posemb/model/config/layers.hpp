@@ -3,6 +3,7 @@
 // encoder and decoder stacks. The family's row (families.hpp) decides every model-type rule.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -206,6 +207,27 @@ inline std::vector<bool> read_rope_layers(const JsonReader& root, const ModelFam
   if (interval < 1) fail(root.name(key ? key : "interval"), interval, "expected an interval >= 1");
   for (int i = 0; i < n_layers; ++i) rope[static_cast<std::size_t>(i)] = (i + 1) % interval != 0;
   return rope;
+}
+
+// GraniteSWA (modular_granite_swa.py, GraniteSWAConfig.layer_rope_theta and GraniteSWAModel):
+// layer i's rope theta, replacing the block's; 0 means no RoPE. Empty when the family does not
+// read the key or the config leaves it out (transformers then repeats rope_theta per layer).
+inline std::vector<double> read_layer_thetas(const JsonReader& root, const ModelFamily& family,
+                                             int n_layers) {
+  const char* key = "layer_rope_theta";
+  if (!family.layer_rope_theta || !root.has(key)) return {};
+  std::vector<double> thetas = root.numbers(key, "");
+  if (static_cast<int>(thetas.size()) != n_layers) {
+    fail(root.name(key) + ".size()", thetas.size(),
+         "expected num_hidden_layers = " + std::to_string(n_layers));
+  }
+  for (std::size_t i = 0; i < thetas.size(); ++i) {
+    if (thetas[i] != 0.0 && !(thetas[i] > 0.0 && std::isfinite(thetas[i]))) {
+      fail(root.name(key) + "[" + std::to_string(i) + "]", thetas[i],
+           "expected a rope theta > 0, or 0 for no RoPE");
+    }
+  }
+  return thetas;
 }
 
 // The config's value of key (>= 1), else fallback.
