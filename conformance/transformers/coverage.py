@@ -198,8 +198,6 @@ GAPS = {
     "neomme": "not in posemb's family table: NeoMME's windows are per layer (per_layer_config, "
               "short and long windows alternating over the sliding layers, each passed + 1), "
               "which posemb's reader does not read",
-    "granite_docling_text": "not in posemb's family table: its attention_multiplier defaults to "
-                            "0.015625, where posemb's reader falls back to Granite's 1",
     "cohere2_moe": "not in posemb's family table: RoPE on sliding layers and on the dense "
                    "prefix layers (force_rope, from mlp_layer_types and "
                    "prefix_dense_sliding_window_pattern), which no posemb rule gives",

@@ -1085,3 +1085,30 @@ TEST_CASE("GraniteSWA: a rope theta per layer, 0 for no RoPE", "[config][models]
       "layer_rope_theta": [0, 0, 0, 0]})");
   for (const posemb::LayerPositions& layer : granite.layers) CHECK(layer.rope->theta == 1e4);
 }
+
+TEST_CASE("Granite Docling's text tower: attention_multiplier defaults to 0.015625",
+          "[config][models][families]") {
+  // GraniteDoclingTextConfig.attention_multiplier 0.015625 (configuration_granite_docling.py);
+  // GraniteDoclingTextAttention: scaling = attention_multiplier. GraniteConfig's default is 1.
+  const std::string text = R"({"hidden_size": 256, "num_attention_heads": 4,
+      "num_hidden_layers": 2)";
+  const auto absent = parse(text + R"(, "model_type": "granite_docling_text"})");
+  for (const posemb::LayerPositions& layer : absent.layers) {
+    CHECK(layer.attention.softmax_scale == 0.015625);
+    CHECK(layer.rope->theta == 1e4);
+    CHECK(layer.rope->rotary_dim == 64);
+  }
+  CHECK(parse(text + R"(, "model_type": "granite_docling_text", "attention_multiplier": 0.5})")
+            .layers[0]
+            .attention.softmax_scale == 0.5);
+  CHECK(parse(text + R"(, "model_type": "granite"})").layers[0].attention.softmax_scale == 1.0);
+  // GraniteDoclingConfig's text_config is a GraniteDoclingTextConfig when it names no type.
+  const auto wrapped = parse(R"({"model_type": "granite_docling", "text_config": )" + text + "}}");
+  CHECK(wrapped.model_type == "granite_docling_text");
+  CHECK(wrapped.layers[0].attention.softmax_scale == 0.015625);
+  // The class's head count applies when absent: 1024 / 16 = 64.
+  CHECK(parse(R"({"model_type": "granite_docling_text"})").layers[0].head_dim == 64);
+  CHECK_THAT(error_of(text + R"(, "model_type": "granite_docling_text",
+      "attention_multiplier": -1})"),
+             Catch::Contains("attention_multiplier = -1"));
+}
