@@ -114,7 +114,7 @@ def _sweep_row(model_type, sweeps, carries):
 
 # Model types the sweep runs (sweep.py): rope decoders and encoders without a hand-written case.
 SWEEP = (
-    "afmoe apertus apertus1p5_text arcee aria_text axk2 beam bitnet cohere2_moe "
+    "afmoe apertus apertus1p5_text arcee aria_text axk2 beam bitnet "
     "cwm deepseek_v32 deepseek_v4 diffllama doge dory dots1 dots3_note_text "
     "embedding_gemma2_text eurobert exaone_moe flex_olmo gemma gemma4_unified_text glm4_moe_lite "
     "gpt_neox_japanese granite_docling_text granitemoe granitemoeshared "
@@ -198,9 +198,6 @@ GAPS = {
     "neomme": "not in posemb's family table: NeoMME's windows are per layer (per_layer_config, "
               "short and long windows alternating over the sliding layers, each passed + 1), "
               "which posemb's reader does not read",
-    "cohere2_moe": "not in posemb's family table: RoPE on sliding layers and on the dense "
-                   "prefix layers (force_rope, from mlp_layer_types and "
-                   "prefix_dense_sliding_window_pattern), which no posemb rule gives",
     "mistral4": "not in posemb's family table: MLA whose rope slice is head_dim * "
                 "partial_rotary_factor with Ministral 3's llama_4_scaling_beta, where posemb's "
                 "MLA rule rotates qk_rope_head_dim",

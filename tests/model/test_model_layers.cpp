@@ -1112,3 +1112,70 @@ TEST_CASE("Granite Docling's text tower: attention_multiplier defaults to 0.0156
       "attention_multiplier": -1})"),
              Catch::Contains("attention_multiplier = -1"));
 }
+
+TEST_CASE("Cohere2-MoE: RoPE on sliding layers and on the dense prefix",
+          "[config][models][families]") {
+  // Cohere2MoeConfig.__post_init__ (configuration_cohere2_moe.py): without layer_types, the first
+  // first_k_dense_replace layers sliding iff (i + 1) % prefix_dense_sliding_window_pattern (1),
+  // the rest iff (j + 1) % sliding_window_pattern (4), j from the prefix's end; mlp_layer_types
+  // "dense" below first_k_dense_replace. Cohere2MoeAttention (modeling_cohere2_moe.py): RoPE iff
+  // a sliding window or force_rope (a dense layer while the prefix pattern is 1); head_dim 128,
+  // window 4096, scaling head_dim^-0.5, cohere's interleaved pairs.
+  const std::string moe = R"({"model_type": "cohere2_moe", "hidden_size": 256,
+      "num_attention_heads": 4, "num_hidden_layers": 5)";
+  const auto prefix = parse(moe + R"(, "first_k_dense_replace": 1})");
+  REQUIRE(prefix.layers.size() == 5);
+  const std::vector<std::string> types = {F, S, S, S, F};
+  const std::vector<std::optional<std::int64_t>> windows = {none, 4096, 4096, 4096, none};
+  for (std::size_t i = 0; i < 5; ++i) {
+    const posemb::LayerPositions& layer = prefix.layers[i];
+    CAPTURE(i);
+    CHECK(layer.layer_type == types[i]);
+    CHECK(layer.attention.sliding_window == windows[i]);
+    CHECK(layer.kind == (i < 4 ? posemb::PositionKind::Rope : posemb::PositionKind::None));
+    CHECK(layer.head_dim == 128);
+    CHECK(layer.attention.softmax_scale == Approx(1.0 / std::sqrt(128.0)).epsilon(1e-15));
+    if (layer.rope) {
+      CHECK(layer.rope->pairing == posemb::Pairing::Interleaved);
+      CHECK(layer.rope->theta == 1e4);
+    }
+  }
+  // Without a dense prefix it is Cohere2's rule: 3 sliding RoPE layers, 1 full without.
+  check_layers(parse(moe + "}"), {S, S, S, F, S}, {4096, 4096, 4096, none, 4096}, false);
+  // Property: the config transformers saves (layer_types and mlp_layer_types written out) loads
+  // as the config it came from.
+  const auto saved = parse(moe + R"(, "layer_types": ["full_attention", "sliding_attention",
+      "sliding_attention", "sliding_attention", "full_attention"],
+      "mlp_layer_types": ["dense", "sparse", "sparse", "sparse", "sparse"]})");
+  for (std::size_t i = 0; i < 5; ++i) {
+    CAPTURE(i);
+    CHECK(saved.layers[i].kind == prefix.layers[i].kind);
+    CHECK(saved.layers[i].layer_type == prefix.layers[i].layer_type);
+    CHECK(saved.layers[i].attention.sliding_window == prefix.layers[i].attention.sliding_window);
+  }
+  // A prefix pattern other than 1: no force_rope; prefix layers sliding iff (i + 1) % 2 != 0.
+  check_layers(parse(moe + R"(, "first_k_dense_replace": 2,
+      "prefix_dense_sliding_window_pattern": 2})"),
+               {S, F, S, S, S}, {4096, none, 4096, 4096, 4096}, false);
+  // No window: no sliding layer rotates, the dense prefix still does.
+  const auto unwindowed = parse(moe + R"(, "first_k_dense_replace": 1, "sliding_window": null})");
+  CHECK(unwindowed.layers[0].kind == posemb::PositionKind::Rope);
+  for (std::size_t i = 1; i < 5; ++i) {
+    CHECK(unwindowed.layers[i].kind == posemb::PositionKind::None);
+    CHECK_FALSE(unwindowed.layers[i].attention.sliding_window);
+  }
+  CHECK_THAT(error_of(moe + R"(, "first_k_dense_replace": 6})"),
+             Catch::Contains("first_k_dense_replace = 6"));
+  CHECK_THAT(error_of(moe + R"(, "mlp_layer_types": ["dense"]})"),
+             Catch::Contains("mlp_layer_types.size() = 1"));
+  CHECK_THAT(error_of(moe + R"(, "mlp_layer_types": ["dense", "moe", "sparse", "sparse",
+      "sparse"]})"),
+             Catch::Contains("mlp_layer_types[1] = \"moe\""));
+  CHECK_THAT(error_of(moe + R"(, "prefix_dense_sliding_window_pattern": 0})"),
+             Catch::Contains("prefix_dense_sliding_window_pattern = 0"));
+  // Cohere2 reads neither key.
+  const auto cohere2 = parse(R"({"model_type": "cohere2", "hidden_size": 256,
+      "num_attention_heads": 4, "num_hidden_layers": 4, "sliding_window": 4096,
+      "first_k_dense_replace": 1, "mlp_layer_types": ["dense", "x", "x", "x"]})");
+  CHECK(cohere2.layers[3].kind == posemb::PositionKind::None);
+}

@@ -44,6 +44,9 @@ enum class LayerTypeRule {
   CrossAttention,   // Mllama: cross_attention iff i in cross_attention_layers, else full
   LinearOddLayers,  // MiniMax: linear_attention iff (i+1) % 2 == 0, else full_attention
   AllMamba,         // Granite 4 hybrid: layers_block_type without layer_types, every layer mamba
+  DensePrefixPattern,  // Cohere2-MoE: the first first_k_dense_replace layers sliding iff (i+1) %
+                       // prefix_dense_sliding_window_pattern (1) != 0, the rest iff (j+1) %
+                       // sliding_window_pattern != 0, j counted from the prefix's end
 };
 
 enum class WindowRule {
@@ -114,6 +117,8 @@ enum class NopeRule {
   NonSlidingLayers,        // layers that are not sliding have none
   NonSlidingWhenWindowed,  // with a sliding_window, layers that are not sliding have none
   NoRopeLayers,  // no_rope_layers[i] == 0 (1 = RoPE), default every no_rope_layer_interval-th
+  SlidingOrDensePrefix,  // Cohere2-MoE: RoPE on sliding layers when windowed and, when
+                         // prefix_dense_sliding_window_pattern is 1, on the dense-MLP layers
 };
 
 struct ModelFamily {
@@ -159,7 +164,7 @@ struct ModelFamily {
   bool layer_rope_theta;
 };
 
-inline const std::array<ModelFamily, 80>& model_families() {
+inline const std::array<ModelFamily, 81>& model_families() {
   using P = Pairing;
   using K = PositionKind;
   using L = LayerTypeRule;
@@ -178,7 +183,7 @@ inline const std::array<ModelFamily, 80>& model_families() {
   // attention_multiplier, max_position_embeddings, rope block}, dynamic alpha, rope keys
   // transformers ignores, longrope mscales, layer_rope_theta.
   // clang-format off
-  static const std::array<ModelFamily, 80> table{{
+  static const std::array<ModelFamily, 81> table{{
       {"llama", "llama/configuration_llama.py, modeling_llama.py", K::Rope, half, 1.0, 1e4, L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, T::None, PR::Fixed, nullptr, nullptr, false, false, B::AfterScale, false, {}, false, nullptr, false, false},
       {"mistral", "mistral/modeling_mistral.py (sliding_window on every layer)", K::Rope, half, 1.0, 1e4, L::AllFull, 0, W::EveryLayer, S::HeadDim, R::OneBlock, N::None, T::None, PR::Fixed, nullptr, nullptr, false, false, B::AfterScale, false, {}, false, nullptr, false, false},
       {"mixtral", "mixtral/configuration_mixtral.py (default_theta 1e6), modeling_mixtral.py (sliding_window on every layer)", K::Rope, half, 1.0, 1e6, L::AllFull, 0, W::EveryLayer, S::HeadDim, R::OneBlock, N::None, T::None, PR::Fixed, nullptr, nullptr, false, false, B::AfterScale, false, {}, false, nullptr, false, false},
@@ -197,6 +202,7 @@ inline const std::array<ModelFamily, 80>& model_families() {
       {"llama4_text", "llama4/configuration_llama4.py (head_dim 128, attention_chunk_size 8192, attn_temperature_tuning true), modeling_llama4.py (interleaved, NoPE)", K::Rope, inter, 1.0, 5e5, L::ChunkedRope, 4, W::Never, S::HeadDim, R::OneBlock, N::NoRopeLayers, T::Llama4NopeLayers, PR::Fixed, nullptr, nullptr, false, false, B::AfterScale, false, {5120, 40, 128, 0, 8192, 0, 0.0, 0.0, 131072, nullptr}, false, nullptr, false, false},
       {"cohere", "cohere/modeling_cohere.py (rotate_half on x[..., ::2], x[..., 1::2])", K::Rope, inter, 1.0, 1e4, L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, T::None, PR::Fixed, nullptr, nullptr, false, false, B::AfterScale, false, {}, false, nullptr, false, false},
       {"cohere2", "cohere2/configuration_cohere2.py, modeling_cohere2.py (RoPE on sliding layers only)", K::Rope, inter, 1.0, 1e4, L::SlidingPattern, 4, W::SlidingLayers, S::HeadDim, R::OneBlock, N::NonSlidingLayers, T::None, PR::Fixed, nullptr, nullptr, false, false, B::AfterScale, false, {}, false, nullptr, false, false},
+      {"cohere2_moe", "cohere2_moe/configuration_cohere2_moe.py (head_dim 128, sliding_window 4096, sliding_window_pattern 4, first_k_dense_replace prefix, mlp_layer_types), modeling_cohere2_moe.py (Cohere2MoeAttention: RoPE iff sliding_window or force_rope; cohere's interleaved rotate_half)", K::Rope, inter, 1.0, 1e4, L::DensePrefixPattern, 4, W::SlidingLayers, S::HeadDim, R::OneBlock, N::SlidingOrDensePrefix, T::None, PR::Fixed, nullptr, nullptr, false, false, B::AfterScale, false, {8192, 64, 128, 4096, 0, 0, 0.0, 0.0, 8192, nullptr}, false, nullptr, false, false},
       {"glm", "glm/configuration_glm.py (partial_rotary_factor 0.5), modeling_glm.py", K::Rope, inter, 0.5, 1e4, L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, T::None, PR::Fixed, nullptr, nullptr, false, false, B::AfterScale, false, {}, false, nullptr, false, false},
       {"glm4", "glm4/configuration_glm4.py (partial_rotary_factor 0.5), modeling_glm4.py", K::Rope, inter, 0.5, 1e4, L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, T::None, PR::Fixed, nullptr, nullptr, false, false, B::AfterScale, false, {}, false, nullptr, false, false},
       {"ernie4_5", "ernie4_5/configuration_ernie4_5.py (default_theta 500000, head_dim 128), modeling_ernie4_5.py (repeat_interleave'd cos/sin)", K::Rope, inter, 1.0, 5e5, L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, T::None, PR::Fixed, nullptr, nullptr, false, false, B::AfterScale, false, {1024, 16, 128, 0, 0, 0, 0.0, 0.0, 131072, nullptr}, false, nullptr, false, false},

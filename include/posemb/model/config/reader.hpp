@@ -74,6 +74,8 @@ inline bool has_positions(const JsonReader& root, const ModelFamily& family,
       return sliding || !window_set(root, family);
     case NopeRule::NoRopeLayers:
       return rope_layer;
+    case NopeRule::SlidingOrDensePrefix:  // modeling_cohere2_moe.py, Cohere2MoeAttention
+      return (sliding && window_set(root, family)) || rope_layer;
   }
   return true;
 }
