@@ -55,6 +55,9 @@ class Adapter:
 ADAPTERS: dict[str, Adapter] = {
     "llama": Adapter("llama.modeling_llama", "apply_rotary_pos_emb", _pair),
     "granite": Adapter("granite.modeling_granite", "apply_rotary_pos_emb", _pair),
+    "granite_swa": Adapter("granite_swa.modeling_granite_swa", "apply_rotary_pos_emb", _pair),
+    "granitemoe_swa": Adapter("granitemoe_swa.modeling_granitemoe_swa", "apply_rotary_pos_emb",
+                              _pair),
     "helium": Adapter("helium.modeling_helium", "apply_rotary_pos_emb", _pair),
     "olmo3": Adapter("olmo3.modeling_olmo3", "apply_rotary_pos_emb", _pair),
     "starcoder2": Adapter("starcoder2.modeling_starcoder2", "apply_rotary_pos_emb", _pair),
@@ -80,6 +83,7 @@ ADAPTERS: dict[str, Adapter] = {
     "glm4": Adapter("glm4.modeling_glm4", "apply_rotary_pos_emb", _pair),
     "cohere": Adapter("cohere.modeling_cohere", "apply_rotary_pos_emb", _pair),
     "cohere2": Adapter("cohere2.modeling_cohere2", "apply_rotary_pos_emb", _pair),
+    "cohere2_moe": Adapter("cohere2_moe.modeling_cohere2_moe", "apply_rotary_pos_emb", _pair),
     "llama4_text": Adapter("llama4.modeling_llama4", "apply_rotary_emb", _llama4),
     "gpt_oss": Adapter("gpt_oss.modeling_gpt_oss", "apply_rotary_pos_emb", _pair),
     "qwen2_vl": Adapter("qwen2_vl.modeling_qwen2_vl", "apply_rotary_pos_emb", _pair),

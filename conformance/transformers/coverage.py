@@ -114,10 +114,10 @@ def _sweep_row(model_type, sweeps, carries):
 
 # Model types the sweep runs (sweep.py): rope decoders and encoders without a hand-written case.
 SWEEP = (
-    "afmoe apertus apertus1p5_text arcee aria_text axk2 beam bitnet cohere2_moe "
+    "afmoe apertus apertus1p5_text arcee aria_text axk2 beam bitnet "
     "cwm deepseek_v32 deepseek_v4 diffllama doge dory dots1 dots3_note_text "
     "embedding_gemma2_text eurobert exaone_moe flex_olmo gemma gemma4_unified_text glm4_moe_lite "
-    "gpt_neox_japanese granite_docling_text granite_swa granitemoe granitemoe_swa granitemoeshared "
+    "gpt_neox_japanese granite_docling_text granitemoe granitemoeshared "
     "gte hrm_text hy_v3 hy_v4 hy_v4_vl_text hyperclovax jais2 jetmoe jina_embeddings_v3 kolibri1 "
     "laguna lara_mini mellum mimo_v2_flash minicpm3 minimax_m2 minimax_m3_vl_text mistral4 "
     "modernbert modernbert-decoder molmo2_text moshi muse_glimmer_text muse_spark_text nanochat "
@@ -198,16 +198,12 @@ GAPS = {
     "neomme": "not in posemb's family table: NeoMME's windows are per layer (per_layer_config, "
               "short and long windows alternating over the sliding layers, each passed + 1), "
               "which posemb's reader does not read",
-    "granite_docling_text": "not in posemb's family table: its attention_multiplier defaults to "
-                            "0.015625, where posemb's reader falls back to Granite's 1",
-    **_group("not in posemb's family table: a rope theta per layer (layer_rope_theta), which "
-             "posemb's reader does not read", "granite_swa granitemoe_swa"),
-    "cohere2_moe": "not in posemb's family table: RoPE on sliding layers and on the dense "
-                   "prefix layers (force_rope, from mlp_layer_types and "
-                   "prefix_dense_sliding_window_pattern), which no posemb rule gives",
-    "mistral4": "not in posemb's family table: MLA whose rope slice is head_dim * "
-                "partial_rotary_factor with Ministral 3's llama_4_scaling_beta, where posemb's "
-                "MLA rule rotates qk_rope_head_dim",
+    "mistral4": "not in posemb's family table: MLA (DeepSeek's mscale, rope_interleave, "
+                "Ministral 3's llama_4_scaling_beta on q) whose rotary width is head_dim * "
+                "partial_rotary_factor with head_dim forced to qk_nope + qk_rope "
+                "(Mistral4Config.__post_init__), where posemb's MLA rule applies the factor to "
+                "qk_rope_head_dim; the class's default yarn block takes its factor from the qk "
+                "sizes, which a static class-default block cannot give",
     "nanochat": "not in posemb's family table: its rotate_half flips the signs (cat(x2, -x1)), "
                 "a rotation by -theta that no posemb pairing gives",
     **_group("not in posemb's family table: its layer_types or rope block use names posemb "

@@ -34,9 +34,21 @@ def original_length(config) -> int:
                or getattr(config, "max_position_embeddings", None) or 2048)
 
 
-def inv_freq_buffer(buffers: dict, layer_type: str | None):
-    """transformers' inv_freq buffer for a layer type (float32) as a call left it, or None."""
+def layer_theta_module(config, layer: int) -> int | None:
+    """The index in GraniteSWAModel.rotary_embs (modular_granite_swa.py: one rotary module per
+    distinct non-zero layer_rope_theta, in sorted order) of a layer's module, or None."""
+    thetas = getattr(config, "layer_rope_theta", None)
+    if not thetas or not thetas[layer]:
+        return None
+    return sorted({theta for theta in thetas if theta}).index(thetas[layer])
+
+
+def inv_freq_buffer(buffers: dict, layer_type: str | None, module: int | None = None):
+    """transformers' inv_freq buffer for a layer type (float32) as a call left it, or None;
+    module: the layer's index in a list of rotary modules (layer_theta_module)."""
     for name, value in buffers.items():
+        if module is not None and name.endswith(f"rotary_embs.{module}.inv_freq"):
+            return value
         if layer_type and name.endswith(f"rotary_emb.{layer_type}_inv_freq"):
             return value
         # transformers v4: Gemma 3 / 3n's second rotary module for the sliding layers, OLMo 3's
@@ -146,7 +158,8 @@ def _rope_rows(case, model, config, pmodel, captures, seq_lens):
                 bits.notes.append(f"hf-float32 is not claimed (posemb refuses it: {error})")
                 continue
             y32 = order(rotation.rotate(x_full, positions, hf, call.layout, part))
-            buffer = inv_freq_buffer(capture.buffers, layer.layer_type)
+            buffer = inv_freq_buffer(capture.buffers, layer.layer_type,
+                                     layer_theta_module(config, call.layer))
             same = np.ones(hf.rotary_dim // 2, dtype=bool)
             if buffer is not None and buffer.numel() == hf.rotary_dim // 2:
                 same = buffer.numpy() == hf.inv_freq

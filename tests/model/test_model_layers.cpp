@@ -1032,3 +1032,150 @@ TEST_CASE("JetMoE: the head is kv_channels wide (default 128)", "[config][models
   CHECK(absent.layers[0].head_dim == 128);
   CHECK(absent.layers[0].attention.softmax_scale == Approx(1.0 / std::sqrt(128.0)).epsilon(1e-15));
 }
+
+TEST_CASE("GraniteSWA: a rope theta per layer, 0 for no RoPE", "[config][models][families]") {
+  // GraniteSWAConfig (modular_granite_swa.py): full iff i % 4 == 0, sliding_window 128 on the
+  // sliding layers, layer_rope_theta default [rope_theta] * num_hidden_layers; GraniteSWAModel
+  // gives layer i the rotary embedding of {**rope_parameters, "rope_theta": layer_rope_theta[i]},
+  // none when it is 0; GraniteSWAAttention: scaling = attention_multiplier (1), a sink per head.
+  const std::string swa = R"({"hidden_size": 256, "num_attention_heads": 4,
+      "num_hidden_layers": 4, "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0})";
+  for (const char* type : {"granite_swa", "granitemoe_swa"}) {
+    CAPTURE(type);
+    const std::string base = swa + R"(, "model_type": ")" + type + "\"";
+    const auto model = parse(base + R"(, "layer_rope_theta": [10000.0, 0, 500000.0, 1000000.0]})");
+    check_layers(parse(base + "}"), {F, S, S, S}, {none, 128, 128, 128});
+    CHECK(model.layers[1].layer_type == S);
+    CHECK(model.layers[1].kind == posemb::PositionKind::None);
+    CHECK(model.layers[1].attention.sliding_window == 128);
+    CHECK(model.layers[1].attention.softmax_scale == 1.0);
+    CHECK(model.layers[1].attention.attention_sinks);
+    // head_dim 64: inv_freq[i] = theta^(-2i / 64).
+    CHECK(model.layers[0].rope->theta == 1e4);
+    CHECK(model.layers[2].rope->theta == 5e5);
+    CHECK(model.layers[3].rope->theta == 1e6);
+    const posemb::RopeSpec spec = model.layers[2].rope_spec(std::nullopt);
+    REQUIRE(spec.inv_freq.size() == 32);
+    CHECK(spec.inv_freq[1] == Approx(std::pow(5e5, -2.0 / 64.0)).epsilon(1e-15));
+    // Property: a layer with its own theta is the plain family's layer at that rope_theta.
+    const auto plain = parse(R"({"hidden_size": 256, "num_attention_heads": 4,
+        "num_hidden_layers": 1, "model_type": ")" +
+                             std::string(type) +
+                             R"(", "rope_parameters": {"rope_type": "default",
+        "rope_theta": 500000.0}})");
+    CHECK(plain.layers[0].rope_spec(std::nullopt).inv_freq == spec.inv_freq);
+    // Without layer_rope_theta every layer has the block's theta.
+    for (const posemb::LayerPositions& layer : parse(base + "}").layers) {
+      REQUIRE(layer.rope);
+      CHECK(layer.rope->theta == 1e4);
+    }
+    CHECK(
+        parse(base + R"(, "attention_multiplier": 0.0078125})").layers[0].attention.softmax_scale ==
+        0.0078125);
+    CHECK_THAT(error_of(base + R"(, "layer_rope_theta": [10000.0, 0]})"),
+               Catch::Contains("layer_rope_theta.size() = 2") &&
+                   Catch::Contains("num_hidden_layers = 4"));
+    CHECK_THAT(error_of(base + R"(, "layer_rope_theta": [10000.0, -5, 0, 0]})"),
+               Catch::Contains("layer_rope_theta[1] = -5"));
+    CHECK_THAT(error_of(base + R"(, "layer_rope_theta": [10000.0, "x", 0, 0]})"),
+               Catch::Contains("layer_rope_theta") && Catch::Contains("a list of numbers"));
+  }
+  // Granite itself reads no layer_rope_theta.
+  const auto granite = parse(swa + R"(, "model_type": "granite",
+      "layer_rope_theta": [0, 0, 0, 0]})");
+  for (const posemb::LayerPositions& layer : granite.layers) CHECK(layer.rope->theta == 1e4);
+}
+
+TEST_CASE("Granite Docling's text tower: attention_multiplier defaults to 0.015625",
+          "[config][models][families]") {
+  // GraniteDoclingTextConfig.attention_multiplier 0.015625 (configuration_granite_docling.py);
+  // GraniteDoclingTextAttention: scaling = attention_multiplier. GraniteConfig's default is 1.
+  const std::string text = R"({"hidden_size": 256, "num_attention_heads": 4,
+      "num_hidden_layers": 2)";
+  const auto absent = parse(text + R"(, "model_type": "granite_docling_text"})");
+  for (const posemb::LayerPositions& layer : absent.layers) {
+    CHECK(layer.attention.softmax_scale == 0.015625);
+    CHECK(layer.rope->theta == 1e4);
+    CHECK(layer.rope->rotary_dim == 64);
+  }
+  CHECK(parse(text + R"(, "model_type": "granite_docling_text", "attention_multiplier": 0.5})")
+            .layers[0]
+            .attention.softmax_scale == 0.5);
+  CHECK(parse(text + R"(, "model_type": "granite"})").layers[0].attention.softmax_scale == 1.0);
+  // GraniteDoclingConfig's text_config is a GraniteDoclingTextConfig when it names no type.
+  const auto wrapped = parse(R"({"model_type": "granite_docling", "text_config": )" + text + "}}");
+  CHECK(wrapped.model_type == "granite_docling_text");
+  CHECK(wrapped.layers[0].attention.softmax_scale == 0.015625);
+  // The class's head count applies when absent: 1024 / 16 = 64.
+  CHECK(parse(R"({"model_type": "granite_docling_text"})").layers[0].head_dim == 64);
+  CHECK_THAT(error_of(text + R"(, "model_type": "granite_docling_text",
+      "attention_multiplier": -1})"),
+             Catch::Contains("attention_multiplier = -1"));
+}
+
+TEST_CASE("Cohere2-MoE: RoPE on sliding layers and on the dense prefix",
+          "[config][models][families]") {
+  // Cohere2MoeConfig.__post_init__ (configuration_cohere2_moe.py): without layer_types, the first
+  // first_k_dense_replace layers sliding iff (i + 1) % prefix_dense_sliding_window_pattern (1),
+  // the rest iff (j + 1) % sliding_window_pattern (4), j from the prefix's end; mlp_layer_types
+  // "dense" below first_k_dense_replace. Cohere2MoeAttention (modeling_cohere2_moe.py): RoPE iff
+  // a sliding window or force_rope (a dense layer while the prefix pattern is 1); head_dim 128,
+  // window 4096, scaling head_dim^-0.5, cohere's interleaved pairs.
+  const std::string moe = R"({"model_type": "cohere2_moe", "hidden_size": 256,
+      "num_attention_heads": 4, "num_hidden_layers": 5)";
+  const auto prefix = parse(moe + R"(, "first_k_dense_replace": 1})");
+  REQUIRE(prefix.layers.size() == 5);
+  const std::vector<std::string> types = {F, S, S, S, F};
+  const std::vector<std::optional<std::int64_t>> windows = {none, 4096, 4096, 4096, none};
+  for (std::size_t i = 0; i < 5; ++i) {
+    const posemb::LayerPositions& layer = prefix.layers[i];
+    CAPTURE(i);
+    CHECK(layer.layer_type == types[i]);
+    CHECK(layer.attention.sliding_window == windows[i]);
+    CHECK(layer.kind == (i < 4 ? posemb::PositionKind::Rope : posemb::PositionKind::None));
+    CHECK(layer.head_dim == 128);
+    CHECK(layer.attention.softmax_scale == Approx(1.0 / std::sqrt(128.0)).epsilon(1e-15));
+    if (layer.rope) {
+      CHECK(layer.rope->pairing == posemb::Pairing::Interleaved);
+      CHECK(layer.rope->theta == 1e4);
+    }
+  }
+  // Without a dense prefix it is Cohere2's rule: 3 sliding RoPE layers, 1 full without.
+  check_layers(parse(moe + "}"), {S, S, S, F, S}, {4096, 4096, 4096, none, 4096}, false);
+  // Property: the config transformers saves (layer_types and mlp_layer_types written out) loads
+  // as the config it came from.
+  const auto saved = parse(moe + R"(, "layer_types": ["full_attention", "sliding_attention",
+      "sliding_attention", "sliding_attention", "full_attention"],
+      "mlp_layer_types": ["dense", "sparse", "sparse", "sparse", "sparse"]})");
+  for (std::size_t i = 0; i < 5; ++i) {
+    CAPTURE(i);
+    CHECK(saved.layers[i].kind == prefix.layers[i].kind);
+    CHECK(saved.layers[i].layer_type == prefix.layers[i].layer_type);
+    CHECK(saved.layers[i].attention.sliding_window == prefix.layers[i].attention.sliding_window);
+  }
+  // A prefix pattern other than 1: no force_rope; prefix layers sliding iff (i + 1) % 2 != 0.
+  check_layers(parse(moe + R"(, "first_k_dense_replace": 2,
+      "prefix_dense_sliding_window_pattern": 2})"),
+               {S, F, S, S, S}, {4096, none, 4096, 4096, 4096}, false);
+  // No window: no sliding layer rotates, the dense prefix still does.
+  const auto unwindowed = parse(moe + R"(, "first_k_dense_replace": 1, "sliding_window": null})");
+  CHECK(unwindowed.layers[0].kind == posemb::PositionKind::Rope);
+  for (std::size_t i = 1; i < 5; ++i) {
+    CHECK(unwindowed.layers[i].kind == posemb::PositionKind::None);
+    CHECK_FALSE(unwindowed.layers[i].attention.sliding_window);
+  }
+  CHECK_THAT(error_of(moe + R"(, "first_k_dense_replace": 6})"),
+             Catch::Contains("first_k_dense_replace = 6"));
+  CHECK_THAT(error_of(moe + R"(, "mlp_layer_types": ["dense"]})"),
+             Catch::Contains("mlp_layer_types.size() = 1"));
+  CHECK_THAT(error_of(moe + R"(, "mlp_layer_types": ["dense", "moe", "sparse", "sparse",
+      "sparse"]})"),
+             Catch::Contains("mlp_layer_types[1] = \"moe\""));
+  CHECK_THAT(error_of(moe + R"(, "prefix_dense_sliding_window_pattern": 0})"),
+             Catch::Contains("prefix_dense_sliding_window_pattern = 0"));
+  // Cohere2 reads neither key.
+  const auto cohere2 = parse(R"({"model_type": "cohere2", "hidden_size": 256,
+      "num_attention_heads": 4, "num_hidden_layers": 4, "sliding_window": 4096,
+      "first_k_dense_replace": 1, "mlp_layer_types": ["dense", "x", "x", "x"]})");
+  CHECK(cohere2.layers[3].kind == posemb::PositionKind::None);
+}

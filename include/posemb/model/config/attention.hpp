@@ -181,7 +181,11 @@ inline double read_softmax_scale(const JsonReader& root, const ModelFamily& fami
     case SoftmaxRule::Unscaled:
       return 1.0;
     case SoftmaxRule::AttentionMultiplier: {
-      const double scale = root.number("attention_multiplier").value_or(1.0);
+      // attention_multiplier, else the class default (GraniteDoclingTextConfig: 0.015625), else
+      // GraniteConfig's 1.
+      const double fallback =
+          family.defaults.attention_multiplier > 0.0 ? family.defaults.attention_multiplier : 1.0;
+      const double scale = root.number("attention_multiplier").value_or(fallback);
       require_positive_finite(root.name("attention_multiplier"), scale);
       return scale;
     }

@@ -3,6 +3,7 @@
 // encoder and decoder stacks. The family's row (families.hpp) decides every model-type rule.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -179,10 +180,67 @@ inline void read_relative_bias_layers(const JsonReader& root, const ModelFamily&
   }
 }
 
+// The config's value of key (>= 1), else fallback.
+inline std::int64_t layer_pattern_or(const JsonReader& root, const char* key,
+                                     std::int64_t fallback) {
+  const std::int64_t value = root.integer(key).value_or(fallback);
+  if (value < 1) fail(root.name(key), value, "expected a layer count >= 1");
+  return value;
+}
+
+// The family's pattern, or the config's value of key when given (key nullptr: none).
+inline std::int64_t layer_pattern(const JsonReader& root, const ModelFamily& family,
+                                  const char* key) {
+  const std::int64_t value = key ? root.integer(key).value_or(family.pattern) : family.pattern;
+  if (value < 1) fail(root.name(key ? key : "pattern"), value, "expected a layer count >= 1");
+  return value;
+}
+
+// Cohere2-MoE's dense prefix (configuration_cohere2_moe.py, Cohere2MoeConfig.__post_init__):
+// first_k_dense_replace in [0, n_layers] (default 0; a key the class pops, not one it saves).
+inline int dense_prefix_length(const JsonReader& root, int n_layers) {
+  const std::int64_t prefix = root.integer("first_k_dense_replace").value_or(0);
+  if (prefix < 0 || prefix > n_layers) {
+    fail(root.name("first_k_dense_replace"), prefix,
+         "expected a layer count in [0, num_hidden_layers = " + std::to_string(n_layers) + "]");
+  }
+  return static_cast<int>(prefix);
+}
+
+// Cohere2-MoE's force_rope (modeling_cohere2_moe.py, Cohere2MoeAttention.__init__): layer i's
+// mlp_layer_types entry is "dense" (default: i < first_k_dense_replace) and
+// prefix_dense_sliding_window_pattern is 1 (its default).
+inline std::vector<bool> dense_prefix_rope_layers(const JsonReader& root, int n_layers) {
+  std::vector<bool> rope(static_cast<std::size_t>(n_layers), false);
+  if (layer_pattern_or(root, "prefix_dense_sliding_window_pattern", 1) != 1) return rope;
+  const char* key = "mlp_layer_types";
+  if (const auto types = root.strings(key)) {
+    if (static_cast<int>(types->size()) != n_layers) {
+      fail(root.name(key) + ".size()", types->size(),
+           "expected num_hidden_layers = " + std::to_string(n_layers));
+    }
+    for (std::size_t i = 0; i < types->size(); ++i) {
+      if ((*types)[i] != "dense" && (*types)[i] != "sparse") {
+        fail(root.name(key) + "[" + std::to_string(i) + "]", "\"" + (*types)[i] + "\"",
+             "expected \"dense\" or \"sparse\"");
+      }
+      rope[i] = (*types)[i] == "dense";
+    }
+    return rope;
+  }
+  const int prefix = dense_prefix_length(root, n_layers);
+  for (int i = 0; i < prefix; ++i) rope[static_cast<std::size_t>(i)] = true;
+  return rope;
+}
+
 // Per layer: does it have RoPE (no_rope_layers: 1 = RoPE, 0 = NoPE; else every
-// no_rope_layer_interval-th layer, default the family's pattern, has none).
+// no_rope_layer_interval-th layer, default the family's pattern, has none); for Cohere2-MoE,
+// is it a force_rope layer (dense_prefix_rope_layers).
 inline std::vector<bool> read_rope_layers(const JsonReader& root, const ModelFamily& family,
                                           int n_layers) {
+  if (family.nope == NopeRule::SlidingOrDensePrefix) {
+    return dense_prefix_rope_layers(root, n_layers);
+  }
   std::vector<bool> rope(static_cast<std::size_t>(n_layers), true);
   if (family.nope != NopeRule::NoRopeLayers) return rope;
   const auto list = root.integers("no_rope_layers");
@@ -208,25 +266,30 @@ inline std::vector<bool> read_rope_layers(const JsonReader& root, const ModelFam
   return rope;
 }
 
-// The config's value of key (>= 1), else fallback.
-inline std::int64_t layer_pattern_or(const JsonReader& root, const char* key,
-                                     std::int64_t fallback) {
-  const std::int64_t value = root.integer(key).value_or(fallback);
-  if (value < 1) fail(root.name(key), value, "expected a layer count >= 1");
-  return value;
-}
-
-// The family's pattern, or the config's value of key when given (key nullptr: none).
-inline std::int64_t layer_pattern(const JsonReader& root, const ModelFamily& family,
-                                  const char* key) {
-  const std::int64_t value = key ? root.integer(key).value_or(family.pattern) : family.pattern;
-  if (value < 1) fail(root.name(key ? key : "pattern"), value, "expected a layer count >= 1");
-  return value;
+// GraniteSWA (modular_granite_swa.py, GraniteSWAConfig.layer_rope_theta and GraniteSWAModel):
+// layer i's rope theta, replacing the block's; 0 means no RoPE. Empty when the family does not
+// read the key or the config leaves it out (transformers then repeats rope_theta per layer).
+inline std::vector<double> read_layer_thetas(const JsonReader& root, const ModelFamily& family,
+                                             int n_layers) {
+  const char* key = "layer_rope_theta";
+  if (!family.layer_rope_theta || !root.has(key)) return {};
+  std::vector<double> thetas = root.numbers(key, "");
+  if (static_cast<int>(thetas.size()) != n_layers) {
+    fail(root.name(key) + ".size()", thetas.size(),
+         "expected num_hidden_layers = " + std::to_string(n_layers));
+  }
+  for (std::size_t i = 0; i < thetas.size(); ++i) {
+    if (thetas[i] != 0.0 && !(thetas[i] > 0.0 && std::isfinite(thetas[i]))) {
+      fail(root.name(key) + "[" + std::to_string(i) + "]", thetas[i],
+           "expected a rope theta > 0, or 0 for no RoPE");
+    }
+  }
+  return thetas;
 }
 
 // Layer i's type by the family's LayerTypeRule, for a config without layer_types.
 inline std::string derived_layer_type(const JsonReader& root, const ModelFamily& family, int i,
-                                      bool rope_layer) {
+                                      int n_layers, bool rope_layer) {
   const auto window_enabled = [&] {
     return root.boolean("use_sliding_window").value_or(false) && root.has("sliding_window");
   };
@@ -275,6 +338,15 @@ inline std::string derived_layer_type(const JsonReader& root, const ModelFamily&
                  : "full_attention";
     case LayerTypeRule::AllMamba:
       return "mamba";
+    case LayerTypeRule::DensePrefixPattern: {  // configuration_cohere2_moe.py
+      const int prefix = dense_prefix_length(root, n_layers);
+      if (i < prefix) {
+        sliding = (i + 1) % layer_pattern_or(root, "prefix_dense_sliding_window_pattern", 1) != 0;
+      } else {
+        sliding = (i - prefix + 1) % layer_pattern(root, family, "sliding_window_pattern") != 0;
+      }
+      break;
+    }
     case LayerTypeRule::LinearOddLayers:
       return (i + 1) % 2 == 0 ? "linear_attention" : "full_attention";
     default:  // listed_layer_types()
@@ -396,7 +468,8 @@ inline std::vector<std::string> read_layer_types(const JsonReader& root, const M
   } else {
     types = listed_layer_types(root, family, n_layers);
     for (int i = static_cast<int>(types.size()); i < n_layers; ++i) {
-      types.push_back(derived_layer_type(root, family, i, rope[static_cast<std::size_t>(i)]));
+      types.push_back(
+          derived_layer_type(root, family, i, n_layers, rope[static_cast<std::size_t>(i)]));
     }
   }
   // Gemma 4's config class forces the last layer to full attention.

@@ -74,25 +74,31 @@ inline bool has_positions(const JsonReader& root, const ModelFamily& family,
       return sliding || !window_set(root, family);
     case NopeRule::NoRopeLayers:
       return rope_layer;
+    case NopeRule::SlidingOrDensePrefix:  // modeling_cohere2_moe.py, Cohere2MoeAttention
+      return (sliding && window_set(root, family)) || rope_layer;
   }
   return true;
 }
 
-// One layer of a decoder whose layers are not T5's: its kind (none by has_positions(), FoPE by
-// its block), RoPE scheme and attention.
+// One layer of a decoder whose layers are not T5's: its kind (none by has_positions() or a
+// layer theta of 0, FoPE by its block), RoPE scheme and attention. layer_theta: the layer's
+// own rope theta (read_layer_thetas), replacing its block's.
 inline LayerPositions read_layer(const JsonReader& root, const ModelFamily& family,
                                  RopeBlockReader& blocks, int index, std::string layer_type,
-                                 PositionKind kind, bool rope_layer, int n_heads) {
+                                 PositionKind kind, bool rope_layer, int n_heads,
+                                 std::optional<double> layer_theta) {
   LayerPositions layer;
   layer.index = index;
   layer.layer_type = std::move(layer_type);
   layer.kind = kind;
-  if (!has_positions(root, family, layer.layer_type, rope_layer)) layer.kind = PositionKind::None;
+  if (!has_positions(root, family, layer.layer_type, rope_layer) || layer_theta == 0.0) {
+    layer.kind = PositionKind::None;
+  }
   layer.head_dim = layer_head_dim(root, family, n_heads, layer.layer_type);
   double softmax_factor = 1.0;
   std::optional<QueryTemperature> block_temperature;
   if (layer.kind == PositionKind::Rope) {
-    const RopeBlock& block = blocks.block(layer.layer_type);
+    const RopeBlock& block = blocks.block(layer.layer_type, layer_theta);
     softmax_factor = block.softmax_factor;
     block_temperature = block.temperature;
     if (block.fope) {
@@ -123,13 +129,16 @@ inline void read_decoder(const JsonReader& root, const ConfigOptions& options,
   }
   const std::vector<bool> rope_layers = read_rope_layers(root, family, n_layers);
   const std::vector<std::string> types = read_layer_types(root, family, n_layers, rope_layers);
+  const std::vector<double> thetas = read_layer_thetas(root, family, n_layers);
   RopeBlockReader blocks(root, family, options, model);
   const std::string layers_key = root.name(layer_count_key(root));
   std::int64_t rope_pairs = 0;
   for (int i = 0; i < n_layers; ++i) {
     const auto at = static_cast<std::size_t>(i);
-    model.layers.push_back(
-        read_layer(root, family, blocks, i, types[at], kind, rope_layers[at], model.n_heads));
+    const std::optional<double> theta =
+        thetas.empty() ? std::nullopt : std::optional<double>(thetas[at]);
+    model.layers.push_back(read_layer(root, family, blocks, i, types[at], kind, rope_layers[at],
+                                      model.n_heads, theta));
     if (const auto& rope = model.layers.back().rope) rope_pairs += rope->rotary_dim / 2;
     require_model_rope_pairs(layers_key, n_layers, rope_pairs);
   }

@@ -108,8 +108,10 @@ class RopeBlockReader {
                   ModelPositions& model)
       : root_(root), family_(family), options_(options), model_(model) {}
 
-  const RopeBlock& block(const std::string& layer_type) {
-    const auto cached = blocks_.find(layer_type);
+  // The block of a layer type; theta, when given, replaces the block's rope_theta (a layer's own
+  // theta, read_layer_thetas).
+  const RopeBlock& block(const std::string& layer_type, std::optional<double> theta = {}) {
+    const auto cached = blocks_.find({layer_type, theta});
     if (cached != blocks_.end()) return cached->second;
     find_block();
     std::string name = block_name_;
@@ -123,8 +125,8 @@ class RopeBlockReader {
                                  ? JsonReader(json != nullptr ? *json : empty, root_.name(""))
                                  : root_.child(*json, root_.name(name + "."));
     RopeBlock out =
-        read_block(block, name.empty() ? "" : root_.name(name), layer_type, ignore_partial);
-    return blocks_.emplace(layer_type, std::move(out)).first->second;
+        read_block(block, name.empty() ? "" : root_.name(name), layer_type, ignore_partial, theta);
+    return blocks_.emplace(std::make_pair(layer_type, theta), std::move(out)).first->second;
   }
 
  private:
@@ -197,8 +199,10 @@ class RopeBlockReader {
     return &synthetic;
   }
 
-  // theta: P.rope_theta, else rope_theta, else rotary_emb_base (GPT-NeoX), else the family's.
-  double read_theta(const JsonReader& block) const {
+  // theta: the layer's own (layer_theta), else P.rope_theta, else rope_theta, else
+  // rotary_emb_base (GPT-NeoX), else the family's.
+  double read_theta(const JsonReader& block, std::optional<double> layer_theta) const {
+    if (layer_theta) return *layer_theta;
     std::optional<double> theta = block.number("rope_theta");
     if (!theta) {
       theta = root_.first_of({"rope_theta", "rotary_emb_base"},
@@ -384,9 +388,11 @@ class RopeBlockReader {
     }
   }
 
-  // block_name: where the block is, for errors from its values ("" for the config itself).
+  // block_name: where the block is, for errors from its values ("" for the config itself);
+  // layer_theta: the layer's own theta, or nullopt.
   RopeBlock read_block(const JsonReader& block, const std::string& block_name,
-                       const std::string& layer_type, bool ignore_partial) {
+                       const std::string& layer_type, bool ignore_partial,
+                       std::optional<double> layer_theta) {
     RopeBlock out;
     RopeScheme& scheme = out.scheme;
     const char* type_key = block.first_key({"rope_type", "type"});
@@ -396,7 +402,7 @@ class RopeBlockReader {
     scheme.rope_type = type_key ? *block.string(type_key) : "default";
     if (scheme.rope_type == "su") scheme.rope_type = "longrope";    // Phi-3's first name
     if (scheme.rope_type == "mrope") scheme.rope_type = "default";  // Qwen2VLConfig's rewrite
-    scheme.theta = read_theta(block);
+    scheme.theta = read_theta(block, layer_theta);
     const int head_dim = rope_head_dim(layer_type);
     const double fraction =
         read_fraction(block, ignore_partial || default_rope_whole_head(scheme.rope_type));
@@ -445,7 +451,7 @@ class RopeBlockReader {
   bool nested_ = false;
   std::string block_name_;
   const nlohmann::json* block_ = nullptr;
-  std::map<std::string, RopeBlock> blocks_;          // by layer type
+  std::map<std::pair<std::string, std::optional<double>>, RopeBlock> blocks_;  // by (type, theta)
   std::map<std::string, nlohmann::json> synthetic_;  // blocks the family implies, by layer type
 };
 
