@@ -10,8 +10,9 @@
 // straight into their slots, other types into a per-thread buffer that stays in L2 and is
 // converted from there into the slots (kv/convert.hpp, vectors at the active instruction-set
 // level); the values are converted from the caller's array into theirs. Engines do the same in
-// two passes: llama.cpp's graph runs ggml_rope_ext and then ggml_cpy into the cache view; vLLM
-// runs its rotary kernel and then reshape_and_cache with its slot_mapping.
+// two passes: llama.cpp's graph runs ggml_rope_ext and then ggml_set_rows into the cache
+// (llama_kv_cache::cpy_k / cpy_v; older versions ggml_cpy into a view); vLLM runs its rotary
+// kernel and then reshape_and_cache with its slot_mapping.
 //
 // Layouts of each cache buffer (last axis: head_dim values, or their bytes for q8_0):
 //   CacheLayout::BHSD   [batch, kv_heads, max_seq, head_dim]     slot = sequence index in row b
