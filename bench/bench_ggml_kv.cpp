@@ -115,7 +115,14 @@ struct GgmlAppend {
     ggml_threadpool_free(pool);
     ggml_free(context);
   }
-  void run() { ggml_graph_compute(graph, &plan); }
+  // The graph, then the pool paused: unpaused, its workers poll for work after each compute
+  // (ggml_graph_compute_poll_for_work: 1024 * 128 * poll rounds, poll 50 by default), holding the
+  // core posemb's second thread runs on next; paused, they wait on a condition variable, and the
+  // next compute wakes them (ggml_graph_compute_kickoff), a cost counted in ggml's time.
+  void run() {
+    ggml_graph_compute(graph, &plan);
+    ggml_threadpool_pause(pool);
+  }
 };
 
 // A cache buffer of kv_size rows of the dtype.

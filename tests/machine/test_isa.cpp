@@ -19,6 +19,7 @@
 
 #include "posemb/machine/isa.hpp"
 #include "posemb/rotary/rope.hpp"
+#include "support.hpp"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <cpuid.h>
@@ -29,6 +30,7 @@ namespace {
 using posemb::IsaLevel;
 using posemb::Pairing;
 using posemb::TensorLayout;
+using test_support::reference_rotate_head;
 
 constexpr double two_pi = 6.283185307179586476925286766559;
 
@@ -176,24 +178,6 @@ std::int64_t check_rotation_bits(IsaLevel level, Pairing pairing, bool in_place,
         bits_of(second) != bits_of(static_cast<T>(expected_second(!fused, a, b, c, s)));
   }
   return distinguishing;
-}
-
-// The RoFormer rotation of one head with libm cos/sin of the double angle rounded to C.
-// x: [head_dim], rotated in place.
-template <class T>
-void reference_rotate_head(T* x, std::int64_t position, const posemb::RopeSpec& spec) {
-  using C = posemb::compute_t<T>;
-  const int half = spec.rotary_dim / 2;
-  for (int i = 0; i < half; ++i) {
-    const int ia = spec.pairing == Pairing::Interleaved ? 2 * i : i;
-    const int ib = spec.pairing == Pairing::Interleaved ? 2 * i + 1 : i + half;
-    const double angle = std::remainder(static_cast<double>(position) * spec.inv_freq[i], two_pi);
-    const C c = static_cast<C>(spec.attention_scale * std::cos(angle));
-    const C s = static_cast<C>(spec.attention_scale * std::sin(angle));
-    const C a = static_cast<C>(x[ia]), b = static_cast<C>(x[ib]);
-    x[ia] = static_cast<T>(a * c - b * s);
-    x[ib] = static_cast<T>(a * s + b * c);
-  }
 }
 
 // Largest |fast - reference| / (|a| + |b|) over x [1, seq, 3, head_dim] rotated by apply_rope

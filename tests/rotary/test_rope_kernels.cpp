@@ -17,11 +17,13 @@
 
 #include "posemb/isa.hpp"
 #include "posemb/rotary/rope.hpp"
+#include "support.hpp"
 
 namespace {
 
 using posemb::Pairing;
 using posemb::TensorLayout;
+using test_support::reference_rotate_head;
 
 constexpr double two_pi = 6.283185307179586476925286766559;
 
@@ -33,26 +35,6 @@ std::int64_t ulp_distance(float a, float b) {
   const std::int64_t la = ia < 0 ? std::int64_t(INT32_MIN) - ia : ia;
   const std::int64_t lb = ib < 0 ? std::int64_t(INT32_MIN) - ib : ib;
   return la > lb ? la - lb : lb - la;
-}
-
-// The scalar reference, straight from RoFormer eq. 13-15 with the angle convention of rope.hpp:
-// theta = remainder(p * inv_freq_i, 2 pi) in double, c = s * cos theta and s * sin theta rounded
-// to the arithmetic type C, then a' = a c - b s, b' = a s + b c in C.
-// x: one head [head_dim], rotated in place.
-template <class T>
-void reference_rotate_head(T* x, std::int64_t position, const posemb::RopeSpec& spec) {
-  using C = posemb::compute_t<T>;
-  const int half = spec.rotary_dim / 2;
-  for (int i = 0; i < half; ++i) {
-    const int ia = spec.pairing == Pairing::Interleaved ? 2 * i : i;
-    const int ib = spec.pairing == Pairing::Interleaved ? 2 * i + 1 : i + half;
-    const double angle = std::remainder(static_cast<double>(position) * spec.inv_freq[i], two_pi);
-    const C c = static_cast<C>(spec.attention_scale * std::cos(angle));
-    const C s = static_cast<C>(spec.attention_scale * std::sin(angle));
-    const C a = static_cast<C>(x[ia]), b = static_cast<C>(x[ib]);
-    x[ia] = static_cast<T>(a * c - b * s);
-    x[ib] = static_cast<T>(a * s + b * c);
-  }
 }
 
 // Relative tolerance of one rotated value, in units of (|a| + |b|) of its pair: the fast cos/sin

@@ -410,9 +410,11 @@ class HeadBatch {
 // one thread's contiguous run of blocks: each block gets its cos/sin once and rotates all its
 // heads, with ordinary stores (rotate_block) or, out of place and large, streaming stores
 // (stream_block, stream_block_overlapped). Nothing is checked here (rotate_tensor checks).
-// streamed_bytes: the output size that decides streaming (posemb/machine/streaming_stores.hpp);
-// -1, the default, for this rotation's own output. A caller rotating a large output a piece at
-// a time (kv/append.hpp) passes the whole output's size.
+// stream: whether an out-of-place rotation streams; by default decided by this rotation's output
+// size (posemb/machine/streaming_stores.hpp). A caller rotating a large output a piece at a time,
+// or into its own small buffer (kv/append.hpp), decides for it.
+enum class StreamChoice { BySize, Stream, NoStream };
+
 template <class T, class Source>
 class TensorRotation {
  public:
@@ -420,7 +422,7 @@ class TensorRotation {
 
   TensorRotation(const Source& source, const ActivationShape& in_shape, const T* in,
                  const ActivationShape& out_shape, Eigen::Index out_seq_offset, T* out, int parts,
-                 Rotation rotation, Eigen::Index streamed_bytes = -1)
+                 Rotation rotation, StreamChoice stream = StreamChoice::BySize)
       : source_(source),
         in_shape_(in_shape),
         out_shape_(out_shape),
@@ -437,9 +439,9 @@ class TensorRotation {
                                       : bhsd_block_tokens(in_shape.batch, in_shape.seq, parts)),
         blocks_per_row_((in_shape.seq + block_tokens_ - 1) / block_tokens_),
         stream_(out != in &&
-                use_streaming_stores(static_cast<std::size_t>(
-                    streamed_bytes >= 0 ? streamed_bytes
-                                        : in_shape.size() * Eigen::Index{sizeof(T)}))) {}
+                (stream == StreamChoice::BySize ? use_streaming_stores(static_cast<std::size_t>(
+                                                      in_shape.size() * Eigen::Index{sizeof(T)}))
+                                                : stream == StreamChoice::Stream)) {}
 
   Eigen::Index blocks() const { return in_shape_.batch * blocks_per_row_; }
 

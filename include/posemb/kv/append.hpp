@@ -337,7 +337,11 @@ inline void write_span(const float* in, Eigen::Index n, const CacheBuffer& buffe
 // Converts rows of `count` tokens (row (t, h) at in + (t * heads + h) * head_dim) into buffer's
 // slots from run.slot (kv/convert.hpp, at the active level). BSHD and Paged: the run's rows follow
 // each other in `in` and in the cache, one span (a decode step's token: one call). BHSD: each
-// head's slots are a span of the cache, its rows head_dim * heads apart in `in`.
+// head's slots are a span of the cache; `in` is read in its own order, token by token (its rows
+// of one head are heads * head_dim floats apart, 4 KiB at 8 heads of 128: a page per row, which
+// the hardware prefetchers do not follow), each token's heads going to their spans. Streaming:
+// float32 rows are streamed from `in`, other types converted into `staged` ([heads, count] rows)
+// and each head's span streamed from there.
 inline void store_rows(const KvCache& cache, const CacheBuffer& buffer, const AppendRun& run,
                        const float* in, bool stream, std::vector<unsigned char>& staged) {
   const Eigen::Index heads = cache.kv_heads, head_dim = buffer.head_dim;
@@ -349,23 +353,25 @@ inline void store_rows(const KvCache& cache, const CacheBuffer& buffer, const Ap
     write_span(in, rows * head_dim, buffer, base, rows * row_bytes, stream, staged);
     return;
   }
-  const Eigen::Index in_stride = heads * head_dim;  // between a head's rows in `in`
-  for (Eigen::Index h = 0; h < heads; ++h) {
-    unsigned char* to = base + h * at.head_stride;
-    if (!stream) {
-      convert_rows(in + h * head_dim, in_stride, to, row_bytes, run.count, head_dim, buffer.dtype,
-                   buffer.scale);
-    } else if (buffer.dtype == CacheDtype::Float32) {  // row by row
-      for (int t = 0; t < run.count; ++t) {
-        write_span(in + (t * heads + h) * head_dim, head_dim, buffer, to + t * row_bytes, row_bytes,
-                   stream, staged);
+  const Eigen::Index token_values = heads * head_dim;
+  if (!stream || buffer.dtype == CacheDtype::Float32) {
+    for (int t = 0; t < run.count; ++t) {
+      for (Eigen::Index h = 0; h < heads; ++h) {
+        write_span(in + t * token_values + h * head_dim, head_dim, buffer,
+                   base + h * at.head_stride + t * row_bytes, row_bytes, stream, staged);
       }
-    } else {
-      staged.resize(static_cast<std::size_t>(run.count * row_bytes));
-      convert_rows(in + h * head_dim, in_stride, staged.data(), row_bytes, run.count, head_dim,
-                   buffer.dtype, buffer.scale);
-      stream_copy(to, staged.data(), static_cast<std::size_t>(run.count * row_bytes));
     }
+    return;
+  }
+  const Eigen::Index span = run.count * row_bytes;  // a head's slots of the run
+  staged.resize(static_cast<std::size_t>(heads * span));
+  for (int t = 0; t < run.count; ++t) {
+    convert_rows(in + t * token_values, head_dim, staged.data() + t * row_bytes, span, heads,
+                 head_dim, buffer.dtype, buffer.scale);
+  }
+  for (Eigen::Index h = 0; h < heads; ++h) {
+    stream_copy(base + h * at.head_stride, staged.data() + h * span,
+                static_cast<std::size_t>(span));
   }
 }
 
@@ -398,16 +404,17 @@ inline RunTarget cache_target(const KvCache& cache, const AppendRun& run) {
 
 // The keys of a run rotated into `to` by the engine, through a window of the source (engine
 // sources), or, for a source with its own rotation (HfFloat32Rope), by that rotation at the run's
-// positions. streamed_bytes: the call's output size, which decides streaming stores.
+// positions. stream: whether the engine writes `to` with streaming stores (the cache, when the
+// call's output is large; never a thread's own buffer, which is read back at once).
 template <class Traits, class EngineSource, class Source, class P>
 void rotate_run(const EngineSource& engine, const Source& source, const P& positions,
                 const ActivationShape& keys_shape, const float* keys, const AppendRun& run,
-                const RunTarget& to, Eigen::Index streamed_bytes) {
+                const RunTarget& to, StreamChoice stream) {
   const ActivationShape window({1, run.count, keys_shape.heads, keys_shape.head_dim},
                                TensorLayout::BSHD);
   const float* in = keys + keys_shape.offset(run.b, run.s0, 0);
   if constexpr (has_own_rotation<Traits>::value) {
-    (void)engine, (void)streamed_bytes;
+    (void)engine, (void)stream;
     FractionalPositionMatrix at(1, run.count);
     for (int t = 0; t < run.count; ++t) at(0, t) = positions.at(run.b, run.s0 + t);
     Traits::template rotate_tensor<float>(source, Positions(at), window, in, to.shape, to.seq,
@@ -415,9 +422,8 @@ void rotate_run(const EngineSource& engine, const Source& source, const P& posit
   } else {
     (void)source, (void)positions;
     const TokenWindow<EngineSource> piece{engine, run.b, run.s0};
-    const TensorRotation<float, TokenWindow<EngineSource>> plan(piece, window, in, to.shape, to.seq,
-                                                                to.out, /*parts=*/1,
-                                                                Rotation::Forward, streamed_bytes);
+    const TensorRotation<float, TokenWindow<EngineSource>> plan(
+        piece, window, in, to.shape, to.seq, to.out, /*parts=*/1, Rotation::Forward, stream);
     plan.rotate_blocks(0, plan.blocks());
   }
 }
@@ -519,14 +525,17 @@ void append_rotated(const K& keys, const V& values,
           const detail::AppendRun& run = runs[static_cast<std::size_t>(i)];
           if (float32_keys) {  // straight into the cache
             detail::rotate_run<Traits>(engine, source, positions, k_shape, keys.data(), run,
-                                       detail::cache_target(cache, run), written);
+                                       detail::cache_target(cache, run),
+                                       stream ? detail::StreamChoice::Stream
+                                              : detail::StreamChoice::NoStream);
           } else {  // into the thread's buffer, then converted into the cache
             scratch.rotated.resize(
                 static_cast<std::size_t>(run.count * k_shape.heads * k_shape.head_dim));
             const ActivationShape window({1, run.count, k_shape.heads, k_shape.head_dim},
                                          TensorLayout::BSHD);
             detail::rotate_run<Traits>(engine, source, positions, k_shape, keys.data(), run,
-                                       {scratch.rotated.data(), window, 0}, written);
+                                       {scratch.rotated.data(), window, 0},
+                                       detail::StreamChoice::NoStream);
             detail::store_rows(cache, cache.keys, run, scratch.rotated.data(), stream,
                                scratch.converted);
           }
