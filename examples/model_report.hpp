@@ -147,6 +147,7 @@ inline std::string describe_layer(const LayerPositions& layer, int common_head_d
                      : layer.layer_type == "sliding_attention" ? "sliding"
                      : layer.layer_type == "chunked_attention" ? "chunked"
                      : layer.layer_type == "linear_attention"  ? "linear attention"
+                     : layer.layer_type == "indexed_attention" ? "indexed"
                                                                : "global";
   std::vector<std::string> parts;
   if (layer.rope) {
@@ -169,6 +170,12 @@ inline std::string describe_layer(const LayerPositions& layer, int common_head_d
   }
   if (layer.head_dim != common_head_dim)
     parts.push_back("head_dim " + std::to_string(layer.head_dim));
+  if (const auto& indexer = layer.indexer) {  // "indexer rotate_half 0-63 of 128"
+    parts.push_back("indexer " + std::string(posemb::to_string(indexer->rope.pairing)) + " " +
+                    std::to_string(indexer->rotary_offset) + "-" +
+                    std::to_string(indexer->rotary_offset + indexer->rope.rotary_dim - 1) + " of " +
+                    std::to_string(indexer->head_dim));
+  }
   const LayerAttention& attention = layer.attention;
   if (attention.sliding_window)
     parts.push_back("window " + std::to_string(*attention.sliding_window));

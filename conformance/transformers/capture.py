@@ -80,6 +80,8 @@ ADAPTERS: dict[str, Adapter] = {
     "gptj": Adapter("gptj.modeling_gptj", "apply_rotary_pos_emb", _gptj),
     "falcon": Adapter("falcon.modeling_falcon", "apply_rotary_pos_emb", _pair),
     "deepseek_v3": Adapter("deepseek_v3.modeling_deepseek_v3", "apply_rotary_pos_emb|apply_rotary_pos_emb_interleave", _pair),
+    # MLA's apply_rotary_pos_emb_interleave and the indexer's apply_rotary_pos_emb (RopeCall.indexer)
+    "deepseek_v32": Adapter("deepseek_v32.modeling_deepseek_v32", "apply_rotary_pos_emb|apply_rotary_pos_emb_interleave", _pair),
     "glm4": Adapter("glm4.modeling_glm4", "apply_rotary_pos_emb", _pair),
     "cohere": Adapter("cohere.modeling_cohere", "apply_rotary_pos_emb", _pair),
     "cohere2": Adapter("cohere2.modeling_cohere2", "apply_rotary_pos_emb", _pair),
@@ -115,6 +117,7 @@ class RopeCall:
     x_out: torch.Tensor
     layout: str
     function: str = ""  # the modeling module's function that was called
+    indexer: bool = False  # called by a lightning indexer (DeepseekV32Indexer, ...), not the attention
 
 
 @dataclasses.dataclass
@@ -172,7 +175,7 @@ def recording(model, model_type: str):
     adapter = ADAPTERS[model_type]
     module = importlib.import_module(f"transformers.models.{adapter.module}")
     capture = Capture([], [])
-    state = {"layer": -1}
+    state = {"layer": -1, "indexer": False}
     originals = {name: getattr(module, name) for name in adapter.function.split("|")}
     attention_fn = getattr(module, "eager_attention_forward", None)
 
@@ -180,8 +183,11 @@ def recording(model, model_type: str):
         def rope(*args, **kwargs):
             result = rope_fn(*args, **kwargs)
             for name, x_in, x_out, layout in adapter.adapt(args, result):
+                if kwargs.get("unsqueeze_dim") == 2:  # cos, sin [batch, seq, 1, d]: q, k BSHD
+                    layout = "bshd"
                 capture.rope.append(RopeCall(state["layer"], name, x_in.detach().clone(),
-                                             x_out.detach().clone(), layout, function))
+                                             x_out.detach().clone(), layout, function,
+                                             state["indexer"]))
             return result
 
         return rope
@@ -211,6 +217,9 @@ def recording(model, model_type: str):
         setattr(module, name, mask(name, mask_fn))
     hooks = [m.register_forward_pre_hook(lambda m, a, i=m.layer_idx: state.update(layer=i))
              for m in _layer_modules(model)]
+    indexers = [m for m in model.modules() if type(m).__name__.endswith("Indexer")]
+    hooks += [m.register_forward_pre_hook(lambda m, a: state.update(indexer=True)) for m in indexers]
+    hooks += [m.register_forward_hook(lambda m, a, o: state.update(indexer=False)) for m in indexers]
     if attention_fn is None:
         hooks += _inline_attention_hooks(model, model_type, capture, state)
     for name, rope_fn in originals.items():

@@ -115,7 +115,7 @@ def _sweep_row(model_type, sweeps, carries):
 # Model types the sweep runs (sweep.py): rope decoders and encoders without a hand-written case.
 SWEEP = (
     "afmoe apertus apertus1p5_text arcee aria_text axk2 beam bitnet "
-    "cwm deepseek_v32 deepseek_v4 diffllama doge dory dots1 dots3_note_text "
+    "cwm deepseek_v4 diffllama doge dory dots1 dots3_note_text "
     "embedding_gemma2_text eurobert exaone_moe flex_olmo gemma gemma4_unified_text glm4_moe_lite "
     "gpt_neox_japanese granite_docling_text granitemoe granitemoeshared "
     "gte hrm_text hy_v3 hy_v4 hy_v4_vl_text hyperclovax jais2 jetmoe jina_embeddings_v3 kolibri1 "
@@ -207,8 +207,11 @@ GAPS = {
     "nanochat": "not in posemb's family table: its rotate_half flips the signs (cat(x2, -x1)), "
                 "a rotation by -theta that no posemb pairing gives",
     **_group("not in posemb's family table: its layer_types or rope block use names posemb "
-             "refuses (load_model raises)", "axk2 beam deepseek_v32 deepseek_v4 dory "
-             "dots3_note_text hy_v4 hy_v4_vl_text zaya"),
+             "refuses (load_model raises)", "beam deepseek_v4 dory zaya"),
+    **_group("DeepSeek Sparse Attention (indexed_attention layers) with rules no row gives: "
+             "Dots3's interleaved indexer under partial rotary 0.25 of head_dim 256 and a "
+             "sliding window; HY V4's text tower with M-RoPE (mrope_section) in MLA and "
+             "indexer", "dots3_note_text hy_v4_vl_text"),
     **_group("not in posemb's family table: the family has layers without rope (NoPE) or more "
              "config layers than rope calls, which Llama's rules do not give",
              "hrm_text muse_glimmer_text muse_spark_text"),

@@ -143,6 +143,12 @@ def _rope_rows(case, model, config, pmodel, captures, seq_lens):
             order = hf_order(call.function)
             block = rope_block(config, layer.layer_type)
             spec = layer.rope_spec(seq_len)
+            if call.indexer:  # the layer's lightning indexer: its own pairing on the rope slice
+                if layer.indexer is None:
+                    exact.failures.append(f"{where}: transformers' indexer rotates, posemb's "
+                                          f"{layer.layer_type} layer has no indexer")
+                    continue
+                spec = layer.indexer.spec(seq_len)
             x_full, part = rotation.embed(x, spec)
             y = order(rotation.rotate(x_full, positions, spec, call.layout, part))
             k = rotation.angle_coefficient(spec, layer, seq_len, block)
@@ -153,7 +159,8 @@ def _rope_rows(case, model, config, pmodel, captures, seq_lens):
                 bits.notes.append("M-RoPE: hf-float32 is not claimed (posemb refuses it)")
                 continue
             try:
-                hf = layer.rope_spec(seq_len, angles="hf-float32")
+                hf = (layer.indexer.spec(seq_len, angles="hf-float32") if call.indexer
+                      else layer.rope_spec(seq_len, angles="hf-float32"))
             except posemb.Error as error:  # a rope type the hf-float32 mode does not claim
                 bits.notes.append(f"hf-float32 is not claimed (posemb refuses it: {error})")
                 continue
@@ -218,9 +225,14 @@ def layer_rows(case, model, config, pmodel, capture):
     rows = []
     rotated = sorted({c.layer for c in capture.rope})
     posemb_rope = [l.index for l in pmodel.layers if l.rope is not None]
-    ok = len(pmodel.layers) == n and rotated == posemb_rope
+    # layers whose own lightning indexer rotates (DeepSeek-V3.2, HY V4's "full" indexer layers)
+    indexed = sorted({c.layer for c in capture.rope if c.indexer})
+    posemb_indexed = [l.index for l in pmodel.layers if l.indexer is not None]
+    ok = len(pmodel.layers) == n and rotated == posemb_rope and indexed == posemb_indexed
+    indexers = (f"; indexer layers transformers {indexed}, posemb {posemb_indexed}"
+                if indexed or posemb_indexed else "")
     rows.append(Row(case, "layers", "pass" if ok else "fail", detail=(
-        f"{n} layers; rope layers transformers {rotated}, posemb {posemb_rope}; "
+        f"{n} layers; rope layers transformers {rotated}, posemb {posemb_rope}{indexers}; "
         f"posemb kinds {[l.kind for l in pmodel.layers]}")))
     bad = []
     for call in capture.rope:
@@ -229,6 +241,11 @@ def layer_rows(case, model, config, pmodel, capture):
             continue
         spec = layer.rope_spec()
         width = call.x_in.shape[-1]
+        if call.indexer and layer.indexer is None:
+            bad.append(f"layer {call.layer}: transformers' indexer rotates {width} features, "
+                       f"posemb's layer has no indexer")
+        elif call.indexer:
+            spec = layer.indexer.spec()
         if width not in (spec.head_dim, spec.rotary_dim):
             bad.append(f"layer {call.layer}: transformers rotates {width} features, posemb "
                        f"head_dim {spec.head_dim} rotary_dim {spec.rotary_dim}")

@@ -30,8 +30,10 @@ SIZES = {
     "n_layer": 2, "n_head": 2, "ffn_hidden_size": 64, "shared_intermediate_size": 32,
 }
 # Model types whose class pattern needs more than SIZES' two layers to hold each of its layer
-# types (the default layer_types of 2 layers are all sliding): the layers their sweep builds.
-LAYERS = {"afmoe": 4, "exaone_moe": 4, "kolibri1": 5, "lara_mini": 5, "ultrabert": 3}
+# types (the default layer_types of 2 layers are all sliding; HY V4's indexer_types of 2 layers
+# are all "full"): the layers their sweep builds.
+LAYERS = {"afmoe": 4, "exaone_moe": 4, "kolibri1": 5, "lara_mini": 5, "ultrabert": 3,
+          "hy_v4": 3}  # HY V4: layer 2 a "shared" indexer layer
 SEQ = 32  # every position set has 32 positions (run.position_sets)
 
 

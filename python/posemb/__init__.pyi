@@ -126,6 +126,15 @@ class RopeScheme:
     def spec(self, seq_len: Optional[int] = ..., *, angles: HfFloat32Angles) -> HfFloat32Rope: ...
     def mrope_spec(self, seq_len: Optional[int] = ...) -> MropeSpec: ...
 
+class IndexerRope:
+    head_dim: int
+    rotary_offset: int
+    rope: RopeScheme
+    @overload
+    def spec(self, seq_len: Optional[int] = ..., angles: ExactAngles = ...) -> RopeSpec: ...
+    @overload
+    def spec(self, seq_len: Optional[int] = ..., *, angles: HfFloat32Angles) -> HfFloat32Rope: ...
+
 class T5Buckets:
     num_buckets: int
     max_distance: int
@@ -148,6 +157,7 @@ class LayerPositions:
     stack: str
     relative_bias: Optional[T5Buckets]
     relative_bias_table_layer: int
+    indexer: Optional[IndexerRope]
     softmax_attention: bool
     @overload
     def rope_spec(self, seq_len: Optional[int] = ..., angles: ExactAngles = ...) -> RopeSpec: ...

@@ -96,11 +96,34 @@ Example:
       .def("mrope_spec", &RopeScheme::mrope_spec, py::arg("seq_len") = py::none());
 }
 
+void bind_indexer(py::module_& m) {
+  py::class_<IndexerRope>(m, "IndexerRope", R"doc(The lightning indexer of an indexed_attention
+layer (DeepSeek Sparse Attention): head_dim (index_head_dim, the indexer's q/k width),
+rotary_offset (where its rotated slice starts), rope (RopeScheme over that slice: the layer's
+frequencies with the indexer's pairing). spec(seq_len=None) builds its RopeSpec.
+
+Example:
+    >>> indexer = posemb.load_model("config.json").layers[0].indexer
+    >>> indexer.rope.pairing, indexer.head_dim
+    ('rotate_half', 128)
+)doc")
+      .def_readonly("head_dim", &IndexerRope::head_dim)
+      .def_readonly("rotary_offset", &IndexerRope::rotary_offset)
+      .def_readonly("rope", &IndexerRope::rope)
+      .def(
+          "spec",
+          [](const IndexerRope& i, OptLength seq_len, const std::string& angles) {
+            return rope_in_mode(i.rope, seq_len, angles);
+          },
+          py::arg("seq_len") = py::none(), py::arg("angles") = "exact");
+}
+
 void bind_layer(py::module_& m) {
   py::class_<LayerPositions>(m, "LayerPositions", R"doc(What one layer does with positions: kind
 ('rope', 'fope', 'alibi', 'learned', 'sinusoidal', 'relative_bias', 'none': the CLI's
 "positions"), layer_type, head_dim (the q/k width), rope (RopeScheme or None), attention
-(LayerAttention), and for T5 stack, relative_bias (T5Buckets), relative_bias_table_layer.
+(LayerAttention), indexer (IndexerRope of an indexed_attention layer, or None), and for T5
+stack, relative_bias (T5Buckets), relative_bias_table_layer.
 
 Example:
     >>> layer = posemb.load_model("config.json").layers[5]
@@ -115,6 +138,7 @@ Example:
       .def_readonly("stack", &LayerPositions::stack)
       .def_readonly("relative_bias", &LayerPositions::relative_bias)
       .def_readonly("relative_bias_table_layer", &LayerPositions::relative_bias_table_layer)
+      .def_readonly("indexer", &LayerPositions::indexer)
       .def_property_readonly("softmax_attention", &LayerPositions::softmax_attention)
       .def(
           "rope_spec",
@@ -364,6 +388,7 @@ Example:
 void bind_model(py::module_& m) {
   bind_attention(m);
   bind_scheme(m);
+  bind_indexer(m);
   bind_layer(m);
   bind_model_positions(m);
   bind_mrope_index(m);

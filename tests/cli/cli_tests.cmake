@@ -568,6 +568,10 @@ posemb_cli_test("apply mrope positions of 2 axes"
 posemb_cli_test("inspect deepseek rope slice is not partial"
   ARGS inspect ${posemb_SOURCE_DIR}/examples/configs/deepseek_v3_mla_yarn.json
   STDOUT_MATCHES "head_dim: 192.rotary_dim: 64.pairing: interleaved")
+# DeepSeek-V3.2: MLA interleaved, the lightning indexer rotate-half on its first 64 of 128.
+posemb_cli_test("inspect deepseek v3.2 indexer"
+  ARGS inspect ${posemb_SOURCE_DIR}/examples/configs/deepseek_v32_indexer.json
+  STDOUT_MATCHES "layers 0-60 indexed \\(1e4, yarn 40, rotary 64, indexer rotate_half 0-63 of 128\\)")
 posemb_cli_test("inspect gpt-neox partial rotary"
   ARGS inspect ${posemb_SOURCE_DIR}/examples/configs/gpt_neox_20b_partial.json
   STDOUT_MATCHES "head_dim: 96.rotary_dim: 24 \\(partial rotary\\).pairing: rotate_half")

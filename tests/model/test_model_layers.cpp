@@ -239,6 +239,91 @@ TEST_CASE("DeepSeek-V3's softmax scale carries the YaRN m squared", "[config][mo
   CHECK(m.rope_spec().attention_scale == 1.0);  // mscale == mscale_all_dim
 }
 
+// configuration_deepseek_v32.py (DeepseekV32Config: layer_types indexed_attention) and
+// modeling_deepseek_v32.py (DeepseekV32Attention: apply_rotary_pos_emb_interleave on the last 64
+// of q/k; DeepseekV32Indexer: apply_rotary_pos_emb, rotate-half, on the first 64 of 128).
+TEST_CASE("DeepSeek-V3.2's indexed_attention layers: the indexer rotates half of its own heads",
+          "[config][models]") {
+  const std::string v32 = R"({"model_type": "deepseek_v32", "num_hidden_layers": 2,
+      "num_attention_heads": 2, "hidden_size": 64, "qk_rope_head_dim": 64,
+      "qk_nope_head_dim": 128, "max_position_embeddings": 163840, "rope_parameters": {
+      "rope_type": "yarn", "rope_theta": 10000.0, "factor": 40.0, "beta_fast": 32.0,
+      "beta_slow": 1.0, "mscale": 1.0, "mscale_all_dim": 1.0,
+      "original_max_position_embeddings": 4096})";
+  const posemb::ModelPositions m = parse(v32 + "}");
+  REQUIRE(m.layers.size() == 2);
+  for (const posemb::LayerPositions& layer : m.layers) {
+    CHECK(layer.layer_type == "indexed_attention");
+    CHECK(layer.head_dim == 192);
+    REQUIRE(layer.indexer);
+    CHECK(layer.indexer->head_dim == 128);  // DeepseekV32Config's default index_head_dim
+    CHECK(layer.indexer->rotary_offset == 0);
+    const posemb::RopeSpec attention = layer.rope_spec(), indexer = layer.indexer_rope_spec();
+    CHECK(attention.pairing == posemb::Pairing::Interleaved);
+    CHECK(indexer.pairing == posemb::Pairing::RotateHalf);
+    // The same cos / sin: YaRN's frequencies and attention factor at any length.
+    for (const std::optional<std::int64_t> seq_len : {std::optional<std::int64_t>{}, {1 << 20}}) {
+      CHECK(layer.indexer_rope_spec(seq_len).inv_freq == layer.rope_spec(seq_len).inv_freq);
+      CHECK(layer.indexer_rope_spec(seq_len).attention_scale ==
+            layer.rope_spec(seq_len).attention_scale);
+    }
+    REQUIRE(layer.attention.softmax_scale);
+    CHECK(*layer.attention.softmax_scale ==
+          Approx(std::pow(192.0, -0.5) * std::pow(0.1 * std::log(40.0) + 1.0, 2)).epsilon(1e-15));
+    CHECK_FALSE(layer.attention.sliding_window);
+  }
+  // The indexer's scores depend on relative positions only, out to millions of tokens.
+  const posemb::RopeSpec indexer = m.layers[0].indexer_rope_spec();
+  std::mt19937 rng(7);
+  std::normal_distribution<double> normal;
+  Eigen::VectorXd q(64), k(64);
+  for (Eigen::Index i = 0; i < 64; ++i) q[i] = normal(rng), k[i] = normal(rng);
+  const auto score = [&](std::int64_t at_q, std::int64_t at_k) {
+    Eigen::VectorXd rq = q, rk = k;
+    posemb::apply_rope_inplace(rq, at_q, indexer);
+    posemb::apply_rope_inplace(rk, at_k, indexer);
+    return rq.dot(rk);
+  };
+  CHECK(score(3000017, 3000000) == Approx(score(17, 0)).epsilon(1e-9));
+  // Other families' indexed_attention layers and the other layers have no indexer.
+  CHECK_FALSE(parse(std::string(small_llama) + R"(, "layer_types": ["indexed_attention",
+      "full_attention", "full_attention", "full_attention"]})")
+                  .layers[0]
+                  .indexer);
+  CHECK_THAT(error_of(v32 + R"(, "index_head_dim": 32})"),
+             Catch::Contains("index_head_dim = 32") && Catch::Contains("qk_rope_head_dim = 64"));
+  CHECK_THAT(error_of(v32 + R"(, "index_head_dim": 0})"), Catch::Contains("index_head_dim = 0"));
+}
+
+// configuration_hy_v4.py (HYV4Config: indexer_types) and modeling_hy_v4.py (HYV4Attention: MLA
+// rotate-half, sinks, the indexer only on "full" layers; HYV4Indexer: the rope slice last).
+TEST_CASE("HY V4: indexers on the full indexer layers, the rope slice last", "[config][models]") {
+  const std::string hy = R"({"model_type": "hy_v4", "num_hidden_layers": 6,
+      "num_attention_heads": 2, "hidden_size": 64, "qk_rope_head_dim": 64,
+      "qk_nope_head_dim": 192, "index_head_dim": 128)";
+  const posemb::ModelPositions m = parse(hy + "}");
+  std::vector<int> indexed;
+  for (const posemb::LayerPositions& layer : m.layers) {
+    CHECK(layer.rope_spec().pairing == posemb::Pairing::RotateHalf);
+    CHECK(layer.attention.attention_sinks);
+    CHECK(*layer.attention.softmax_scale == Approx(std::pow(256.0, -0.5)).epsilon(1e-15));
+    if (!layer.indexer) continue;
+    indexed.push_back(layer.index);
+    CHECK(layer.indexer->rotary_offset == 128 - 64);
+    CHECK(layer.indexer_rope_spec().pairing == posemb::Pairing::RotateHalf);
+  }
+  CHECK(indexed == std::vector<int>{0, 1, 5});  // "full" iff i == 0 or (i - 1) % 4 == 0
+  const auto given = parse(hy + R"(, "indexer_types": ["full", "shared", "shared", "full",
+      "shared", "shared"]})");
+  CHECK(given.layers[3].indexer);
+  CHECK_FALSE(given.layers[1].indexer);
+  CHECK_THAT(error_of(hy + R"(, "indexer_types": ["full", "sparse", "full", "full", "full",
+      "full"]})"),
+             Catch::Contains("indexer_types[1] = \"sparse\""));
+  CHECK_THAT(error_of(hy + R"(, "indexer_types": ["full"]})"),
+             Catch::Contains("indexer_types.size() = 1") && Catch::Contains("= 6"));
+}
+
 TEST_CASE("Llama 4's NoPE layers carry the query temperature", "[config][models]") {
   const auto m = posemb::load_model_positions((models_dir / "llama-4-scout-17b-16e.json").string());
   REQUIRE(m.layers[3].attention.query_temperature);

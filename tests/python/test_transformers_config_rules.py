@@ -3,8 +3,9 @@
 (modeling_rope_utils.py, RotaryEmbeddingConfigMixin._validate_*_rope_parameters), Llama's default
 rope over the whole head (modeling_llama.py, LlamaRotaryEmbedding.compute_default_rope_parameters)
 the Qwen2-MoE / Qwen3-MoE layer types and sliding windows (configuration_qwen2_moe.py,
-modeling_qwen3_moe.py), Hunyuan's static alpha (modeling_hunyuan_v1_dense.py) and Falcon's
-bfloat16-rounded ALiBi slopes (modeling_falcon.py, build_alibi_tensor)."""
+modeling_qwen3_moe.py), Hunyuan's static alpha (modeling_hunyuan_v1_dense.py), Falcon's
+bfloat16-rounded ALiBi slopes (modeling_falcon.py, build_alibi_tensor) and the lightning
+indexers of DeepSeek-V3.2 and HY V4 (modeling_deepseek_v32.py, modeling_hy_v4.py)."""
 import json
 import logging
 
@@ -180,3 +181,33 @@ def test_phimoe_short_mscale_scales_cos_sin(tmp_path, last):
     angles = positions[0, :, None].double().numpy() * spec.inv_freq[None, :]
     expected = np.concatenate([np.cos(angles), np.cos(angles)], axis=-1) * spec.attention_scale
     np.testing.assert_allclose(cos[0].double().numpy(), expected, rtol=0, atol=2e-6 * last + 1e-6)
+
+
+@pytest.mark.parametrize("model_type, layers, first", [("deepseek_v32", 3, True),
+                                                       ("hy_v4", 6, False)])
+def test_indexers_are_where_transformers_builds_them(tmp_path, model_type, layers, first):
+    config = transformers.AutoConfig.for_model(model_type, num_hidden_layers=layers,
+                                               num_attention_heads=2, num_key_value_heads=2,
+                                               hidden_size=64, first_k_dense_replace=1,
+                                               n_routed_experts=2, num_experts_per_tok=1)
+    config.save_pretrained(tmp_path)
+    model = posemb.load_model(str(tmp_path / "config.json"))
+    hf = transformers.AutoModel.from_config(config)
+    # The attention modules that own an indexer (HYV4Attention.indexer is None on "shared" layers).
+    owners = [i for i, layer in enumerate(hf.layers) if layer.self_attn.indexer is not None]
+    assert [layer.index for layer in model.layers if layer.indexer is not None] == owners
+    assert [layer.layer_type for layer in model.layers] == config.layer_types
+    indexer = model.layers[0].indexer
+    assert indexer.head_dim == config.index_head_dim
+    assert indexer.rope.pairing == "rotate_half"
+    assert indexer.rope.head_dim == config.qk_rope_head_dim
+    assert indexer.rotary_offset == (0 if first else config.index_head_dim - config.qk_rope_head_dim)
+    np.testing.assert_array_equal(indexer.spec().inv_freq, model.layers[0].rope_spec().inv_freq)
+
+
+def test_indexer_types_are_checked(tmp_path):
+    config = json.loads(transformers.AutoConfig.for_model(
+        "hy_v4", num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=2,
+        hidden_size=64).to_json_string())
+    with pytest.raises(posemb.Error, match=r'indexer_types\[1\] = "sparse"'):
+        _load(tmp_path, dict(config, indexer_types=["full", "sparse"]))

@@ -27,13 +27,19 @@
 
 namespace posemb {
 
-// The layer types of HuggingFace's `layer_types`: attention types, and the layers of hybrid
-// models that have no positions (mamba: Jamba, Granite 4; conv: LFM2; cross_attention: Mllama's
-// layers attending to the image without RoPE).
+// The layer types of HuggingFace's `layer_types`: attention types (indexed_attention: DeepSeek
+// Sparse Attention, full causal attention over the keys a lightning indexer selects), and the
+// layers of hybrid models that have no positions (mamba: Jamba, Granite 4; conv: LFM2;
+// cross_attention: Mllama's layers attending to the image without RoPE).
 inline const std::vector<std::string>& known_layer_types() {
-  static const std::vector<std::string> types = {
-      "full_attention", "sliding_attention", "chunked_attention", "linear_attention", "mamba",
-      "conv",           "cross_attention"};
+  static const std::vector<std::string> types = {"full_attention",
+                                                 "sliding_attention",
+                                                 "chunked_attention",
+                                                 "indexed_attention",
+                                                 "linear_attention",
+                                                 "mamba",
+                                                 "conv",
+                                                 "cross_attention"};
   return types;
 }
 
@@ -42,6 +48,21 @@ inline bool is_known_layer_type(const std::string& type) {
     if (type == known) return true;
   }
   return false;
+}
+
+// The lightning indexer of an indexed_attention layer (DeepSeek-V3.2's DeepseekV32Indexer,
+// modeling_deepseek_v32.py): its own q/k heads of head_dim (index_head_dim) features, of which
+// rope.rotary_dim from rotary_offset on are rotated by the layer's frequencies and scaling
+// (the same cos/sin as the attention) with the indexer's own pairing.
+//   q_index: [batch, seq, index_n_heads, head_dim]; k_index: [batch, seq, 1, head_dim]
+struct IndexerRope {
+  int head_dim = 0;       // index_head_dim
+  int rotary_offset = 0;  // 0: the rotated slice first; head_dim - rope.rotary_dim: last
+  RopeScheme rope;        // head_dim: the slice's width (rotated whole)
+};
+
+inline bool operator==(const IndexerRope& a, const IndexerRope& b) {
+  return a.head_dim == b.head_dim && a.rotary_offset == b.rotary_offset && a.rope == b.rope;
 }
 
 // What one decoder layer does with positions.
@@ -59,6 +80,7 @@ struct LayerPositions {
   // layer of its stack, which holds the table; UMT5: every layer its own).
   std::optional<T5Buckets> relative_bias;
   int relative_bias_table_layer = 0;
+  std::optional<IndexerRope> indexer;  // indexed_attention layers of a family with an indexer
 
   // Linear-attention (Qwen3-Next's gated DeltaNet, MiniMax), mamba and conv layers have no
   // softmax over q·kᵀ.
@@ -71,6 +93,12 @@ struct LayerPositions {
     if (!rope) detail::fail("kind", to_string(kind), "expected rope for a RoPE spec");
     return rope->spec(seq_len);
   }
+
+  // The indexer's RoPE spec over its rotated slice at seq_len; throws unless the layer has one.
+  RopeSpec indexer_rope_spec(std::optional<std::int64_t> seq_len = std::nullopt) const {
+    if (!indexer) detail::fail("layer_type", layer_type, "expected a layer with an indexer");
+    return indexer->rope.spec(seq_len);
+  }
 };
 
 inline bool operator==(const QueryTemperature& a, const QueryTemperature& b) {
@@ -81,7 +109,7 @@ inline bool operator==(const QueryTemperature& a, const QueryTemperature& b) {
 // True when two layers do the same (everything but the index).
 inline bool same_positions(const LayerPositions& a, const LayerPositions& b) {
   return a.kind == b.kind && a.head_dim == b.head_dim && a.rope == b.rope &&
-         a.softmax_attention() == b.softmax_attention() &&
+         a.indexer == b.indexer && a.softmax_attention() == b.softmax_attention() &&
          a.attention.softmax_scale == b.attention.softmax_scale &&
          a.attention.sliding_window == b.attention.sliding_window &&
          a.attention.attention_chunk_size == b.attention.attention_chunk_size &&

@@ -122,6 +122,52 @@ inline int layer_head_dim(const JsonReader& root, const ModelFamily& family, int
   return base_head_dim(root, family, n_heads);
 }
 
+// Whether layer i runs an indexer of its own: always, or by indexer_types[i] ("full" or
+// "shared"; default "full" at layer 0 and every i with (i - 1) % 4 == 0, HYV4Config).
+inline bool own_indexer(const JsonReader& root, const ModelFamily& family, int i) {
+  if (family.indexer != IndexerRule::RotateHalfLastShared) return true;
+  const char* key = "indexer_types";
+  const auto types = root.strings(key);
+  if (!types) return i == 0 || (i - 1) % 4 == 0;
+  const int n_layers = read_layer_count(root);
+  if (static_cast<int>(types->size()) != n_layers) {
+    fail(root.name(key) + ".size()", types->size(),
+         "expected num_hidden_layers = " + std::to_string(n_layers));
+  }
+  const std::string& type = (*types)[static_cast<std::size_t>(i)];
+  if (type != "full" && type != "shared") {
+    fail(root.name(key) + "[" + std::to_string(i) + "]", "\"" + type + "\"",
+         "expected \"full\" or \"shared\"");
+  }
+  return type == "full";
+}
+
+// The lightning indexer of an indexed_attention RoPE layer (families.hpp, IndexerRule;
+// modeling_deepseek_v32.py, DeepseekV32Indexer): index_head_dim features (default 128,
+// DeepseekV32Config, HYV4Config), the layer's frequencies on qk_rope_head_dim of them (the
+// layer's rope head; first or last by the rule) rotated half; nullopt for other layers and
+// families.
+inline std::optional<IndexerRope> read_indexer(const JsonReader& root, const ModelFamily& family,
+                                               const LayerPositions& layer) {
+  if (family.indexer == IndexerRule::None || layer.layer_type != "indexed_attention" ||
+      !layer.rope || !own_indexer(root, family, layer.index)) {
+    return std::nullopt;
+  }
+  IndexerRope indexer;
+  indexer.head_dim =
+      to_head_dim(root.name("index_head_dim"), root.integer("index_head_dim").value_or(128));
+  indexer.rope = *layer.rope;
+  indexer.rope.pairing = Pairing::RotateHalf;
+  if (indexer.rope.head_dim > indexer.head_dim) {
+    fail(root.name("index_head_dim"), indexer.head_dim,
+         "expected >= the rotated qk_rope_head_dim = " + std::to_string(indexer.rope.head_dim));
+  }
+  if (family.indexer == IndexerRule::RotateHalfLastShared) {
+    indexer.rotary_offset = indexer.head_dim - indexer.rope.head_dim;
+  }
+  return indexer;
+}
+
 // T5 (configuration_t5.py, modeling_t5.py): the encoder's num_layers layers, then the
 // decoder's num_decoder_layers (default num_layers), or one stack when is_encoder_decoder is
 // false (the decoder's when is_decoder). Bidirectional buckets in the encoder, causal in the
@@ -349,6 +395,8 @@ inline std::string derived_layer_type(const JsonReader& root, const ModelFamily&
     }
     case LayerTypeRule::LinearOddLayers:
       return (i + 1) % 2 == 0 ? "linear_attention" : "full_attention";
+    case LayerTypeRule::AllIndexed:  // configuration_deepseek_v32.py, DeepseekV32Config
+      return "indexed_attention";
     default:  // listed_layer_types()
       break;
   }

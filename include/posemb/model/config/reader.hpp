@@ -107,6 +107,7 @@ inline LayerPositions read_layer(const JsonReader& root, const ModelFamily& fami
       layer.rope = block.scheme;
     }
   }
+  layer.indexer = read_indexer(root, family, layer);
   read_attention(root, family, layer, softmax_factor, block_temperature);
   return layer;
 }

@@ -49,6 +49,8 @@ inline const std::vector<std::string>& position_keys() {
                                                 "rope_interleave",
                                                 "qk_rope_head_dim",
                                                 "qk_nope_head_dim",
+                                                "index_head_dim",
+                                                "indexer_types",
                                                 "full_attention_interval",
                                                 "use_bidirectional_attention",
                                                 "window_size",
