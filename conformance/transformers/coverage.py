@@ -198,12 +198,6 @@ GAPS = {
     "neomme": "not in posemb's family table: NeoMME's windows are per layer (per_layer_config, "
               "short and long windows alternating over the sliding layers, each passed + 1), "
               "which posemb's reader does not read",
-    "mistral4": "not in posemb's family table: MLA (DeepSeek's mscale, rope_interleave, "
-                "Ministral 3's llama_4_scaling_beta on q) whose rotary width is head_dim * "
-                "partial_rotary_factor with head_dim forced to qk_nope + qk_rope "
-                "(Mistral4Config.__post_init__), where posemb's MLA rule applies the factor to "
-                "qk_rope_head_dim; the class's default yarn block takes its factor from the qk "
-                "sizes, which a static class-default block cannot give",
     "nanochat": "not in posemb's family table: its rotate_half flips the signs (cat(x2, -x1)), "
                 "a rotation by -theta that no posemb pairing gives",
     **_group("not in posemb's family table: its layer_types or rope block use names posemb "

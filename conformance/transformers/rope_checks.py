@@ -294,3 +294,37 @@ def attention_rows(case, pmodel, capture, config=None):
         return [Row(case, "attention", "error", detail="no eager attention call recorded")]
     return [Row(case, "attention", "fail" if bad else "pass",
                 detail="; ".join(sorted(set(bad))[:4]) or f"{seen} calls")]
+
+
+def temperature_rows(case, model_type, config, pmodel, captures):
+    """Ministral 3's and Mistral 4's query temperature: the modeling module's own
+    get_llama_4_attn_scale(position_ids, llama_4_scaling_beta, original_max_position_embeddings)
+    (modeling_ministral3.py, modeling_mistral4.py: q * scale before the attention) at every
+    position of every set, against each layer's query_temperature.factor(p); [] for the families
+    without it."""
+    import importlib
+
+    import capture as capture_module
+
+    module = importlib.import_module(f"transformers.models.{capture_module.ADAPTERS[model_type].module}")
+    scale = getattr(module, "get_llama_4_attn_scale", None)
+    if scale is None:
+        return []
+    block = config.rope_parameters
+    worst, bad = 0.0, []
+    for label, positions, _ in captures:
+        hf = scale(torch.from_numpy(positions)[None], block.get("llama_4_scaling_beta"),
+                   block.get("original_max_position_embeddings")).flatten().double().numpy()
+        for layer in pmodel.layers:
+            t = layer.attention.query_temperature
+            if t is None:
+                bad.append(f"{label} layer {layer.index}: no query temperature in posemb")
+                continue
+            ours = np.array([t.factor(int(p)) for p in positions])
+            err = float(np.max(np.abs(ours - hf) / hf))
+            worst = max(worst, err)
+            if err > 1e-6:  # transformers' float32 log: a few ulps
+                bad.append(f"{label} layer {layer.index}: relative error {err:.3g}")
+    return [Row(case, "query_temperature", "fail" if bad else "pass", worst, 1e-6,
+                "; ".join(bad[:3]) or f"get_llama_4_attn_scale at {sum(len(p) for _, p, _ in captures)} "
+                f"positions x {len(pmodel.layers)} layers")]

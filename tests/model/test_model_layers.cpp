@@ -684,6 +684,33 @@ TEST_CASE("Ministral 3's and Llama 4's query temperatures", "[config][models]") 
   CHECK(u.factor(8191) == Approx(1.0 + 0.1 * std::log(2.0)).epsilon(1e-15));
 }
 
+// configuration_mistral4.py (Mistral4Config.__post_init__: head_dim = qk_nope + qk_rope, the
+// default yarn block, partial_rotary_factor = qk_rope / head_dim) and modeling_mistral4.py
+// (Mistral4Attention: yarn_apply_mscale, q * get_llama_4_attn_scale).
+TEST_CASE("Mistral 4: MLA with its partial factor over the qk head and Llama 4's beta",
+          "[config][models]") {
+  const std::string mistral4 = R"({"model_type": "mistral4", "num_hidden_layers": 1,
+      "num_attention_heads": 2, "hidden_size": 64, "qk_rope_head_dim": 64,
+      "qk_nope_head_dim": 64)";
+  for (const std::string& partial :
+       {std::string(), std::string(R"(, "partial_rotary_factor": 0.5)")}) {
+    const posemb::LayerPositions layer = parse(mistral4 + partial + "}").layers[0];
+    const posemb::RopeSpec spec = layer.rope_spec();
+    CHECK(layer.head_dim == 128);
+    CHECK(spec.head_dim == 64);
+    CHECK(spec.rotary_dim == 64);  // the qk_rope slice, rotated whole
+    CHECK(spec.pairing == posemb::Pairing::Interleaved);
+    CHECK(layer.rope->rope_type == "yarn");  // the class's default block: factor 128, L0 8192
+    CHECK(*layer.attention.softmax_scale ==
+          Approx(std::pow(128.0, -0.5) * std::pow(0.1 * std::log(128.0) + 1.0, 2)).epsilon(1e-15));
+    const posemb::QueryTemperature t = *layer.attention.query_temperature;
+    CHECK(t.factor(8191) == 1.0);
+    CHECK(t.factor(3 * 8192) == Approx(1.0 + 0.1 * std::log(4.0)).epsilon(1e-15));
+  }
+  CHECK_THAT(error_of(mistral4 + R"(, "partial_rotary_factor": 0.25})"),
+             Catch::Contains("partial_rotary_factor = 0.25") && Catch::Contains("64 / 128"));
+}
+
 TEST_CASE("layers without positions are none, never an error", "[config][models]") {
   const std::string granite = R"({"model_type": "granitemoehybrid", "hidden_size": 256,
       "num_attention_heads": 4, "num_hidden_layers": 2, "layer_types": ["mamba", "attention"])";

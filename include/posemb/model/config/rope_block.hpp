@@ -241,6 +241,25 @@ class RopeBlockReader {
     return fraction;
   }
 
+  // Mistral 4 (families.hpp, partial_of_qk_head): the factor p given is of qk_nope + qk_rope
+  // (Mistral4Config.__post_init__ sets head_dim to it and setdefault()s p = qk_rope / head_dim),
+  // and its cos/sin of int(head_dim * p) features multiply the qk_rope_head_dim slice
+  // (apply_rotary_pos_emb), so the two must agree: the slice rotates whole (fraction 1).
+  double fraction_of_qk_head(const JsonReader& block, double fraction, int rope_head) const {
+    if (!block.has("partial_rotary_factor") && !root_.has("partial_rotary_factor")) return 1.0;
+    const std::int64_t qk = root_.integer("qk_nope_head_dim").value_or(0) + rope_head;
+    if (static_cast<std::int64_t>(static_cast<double>(qk) * fraction) != rope_head) {
+      const std::string key = block.has("partial_rotary_factor")
+                                  ? block.name("partial_rotary_factor")
+                                  : root_.name("partial_rotary_factor");
+      fail(key, fraction,
+           "expected qk_rope_head_dim / (qk_nope_head_dim + qk_rope_head_dim) = " +
+               std::to_string(rope_head) + " / " + std::to_string(qk) +
+               " (the rotated width must be the qk_rope_head_dim slice)");
+    }
+    return 1.0;
+  }
+
   // Llama's default rope rotates the whole head whatever partial_rotary_factor says
   // (transformers 5.24.0 modeling_llama.py, LlamaRotaryEmbedding.compute_default_rope_parameters:
   // dim = head_dim); the other rope types take it (modeling_rope_utils.py, ROPE_INIT_FUNCTIONS).
@@ -404,8 +423,9 @@ class RopeBlockReader {
     if (scheme.rope_type == "mrope") scheme.rope_type = "default";  // Qwen2VLConfig's rewrite
     scheme.theta = read_theta(block, layer_theta);
     const int head_dim = rope_head_dim(layer_type);
-    const double fraction =
+    double fraction =
         read_fraction(block, ignore_partial || default_rope_whole_head(scheme.rope_type));
+    if (family_.partial_of_qk_head) fraction = fraction_of_qk_head(block, fraction, head_dim);
     if (scheme.rope_type == "fope") {
       if (fraction != 1.0 || options_.pairing.value_or(family_.pairing) != Pairing::RotateHalf) {
         fail(block.name("rope_type"), "\"fope\"",
