@@ -32,10 +32,15 @@ def table(inputs):
     return drift.table(inputs)
 
 
-# OLM's sinusoidal table on torch 2.13 differs from the published one in two printed figures:
-# torch.exp's float32 result for div_term[3] = exp(-6 ln(10000) / 64) is one ulp off the correctly
-# rounded value the published table used, and at positions 1000-2000 that ulp moves the score by 1e-4.
-EXP_ULP_LINES = {(5, 1005, 1000): -7.3551, (0, 2000, 2000): 11.9833}
+# OLM's sinusoidal table on torch 2.13 can differ from the published one by 1e-4 in two printed
+# figures: torch.exp's float32 result for div_term[3] = exp(-6 ln(10000) / 64) is one ulp off the
+# correctly rounded value the published table used, and at positions 1000-2000 the float32 table
+# and sums move the score's 4th decimal, by an amount that depends on the CPU torch's float32
+# kernels run on (the order of their sums among them, examples/python/drift_table.py). Seen, both
+# torch 2.13.0: (5, 1005, 1000) -7.3551 and (0, 2000, 2000) 11.9833 on AMD EPYC (Zen 4); -7.3550
+# and 11.9835 on an Intel Xeon where torch reports CPU capability AVX512 (published: -7.3550,
+# 11.9834). Those two lines are held to the published figure +- 1e-4; every other line exactly.
+FLOAT32_SENSITIVE_LINES = {(5, 1005, 1000), (0, 2000, 2000)}
 
 
 def test_olm_reproduces_the_published_table(table):
@@ -43,7 +48,10 @@ def test_olm_reproduces_the_published_table(table):
         key = (r["gap"], r["m"], r["n"])
         sinusoidal, rope = drift.PUBLISHED[key]
         assert round(r["olm_rope"], 4) == rope, r
-        assert round(r["olm_sinusoidal"], 4) == EXP_ULP_LINES.get(key, sinusoidal), r
+        if key in FLOAT32_SENSITIVE_LINES:
+            assert abs(round(r["olm_sinusoidal"], 4) - sinusoidal) < 1.5e-4, r
+        else:
+            assert round(r["olm_sinusoidal"], 4) == sinusoidal, r
 
 
 def test_olm_table_with_correctly_rounded_exp_gives_every_published_figure(inputs):
