@@ -142,13 +142,12 @@ def _rope_rows(case, model, config, pmodel, captures, seq_lens):
             y_hf = call.x_out.float().numpy()
             order = hf_order(call.function)
             block = rope_block(config, layer.layer_type)
-            spec = layer.rope_spec(seq_len)
-            if call.indexer:  # the layer's lightning indexer: its own pairing on the rope slice
-                if layer.indexer is None:
-                    exact.failures.append(f"{where}: transformers' indexer rotates, posemb's "
-                                          f"{layer.layer_type} layer has no indexer")
-                    continue
-                spec = layer.indexer.spec(seq_len)
+            spec_of = _call_spec(layer, call)
+            if spec_of is None:
+                exact.failures.append(f"{where}: transformers' indexer rotates, posemb's "
+                                      f"{layer.layer_type} layer has no indexer")
+                continue
+            spec = spec_of(seq_len)
             x_full, part = rotation.embed(x, spec)
             y = order(rotation.rotate(x_full, positions, spec, call.layout, part))
             k = rotation.angle_coefficient(spec, layer, seq_len, block)
@@ -159,8 +158,7 @@ def _rope_rows(case, model, config, pmodel, captures, seq_lens):
                 bits.notes.append("M-RoPE: hf-float32 is not claimed (posemb refuses it)")
                 continue
             try:
-                hf = (layer.indexer.spec(seq_len, angles="hf-float32") if call.indexer
-                      else layer.rope_spec(seq_len, angles="hf-float32"))
+                hf = spec_of(seq_len, angles="hf-float32")
             except posemb.Error as error:  # a rope type the hf-float32 mode does not claim
                 bits.notes.append(f"hf-float32 is not claimed (posemb refuses it: {error})")
                 continue
@@ -191,6 +189,15 @@ def _rope_rows(case, model, config, pmodel, captures, seq_lens):
                           "differs from posemb's correctly rounded inv_freq: held to the exact bound")
     return [exact.row(case, "rope"), bits.row(case, "rope_hf_float32", "differing bits:"),
             buffer_bits.row(case, "rope_hf_float32_buffer", "HfFloat32Rope(transformers inv_freq):")]
+
+
+def _call_spec(layer, call):
+    """posemb's spec builder (seq_len, angles) for a recorded rope call: the layer's lightning
+    indexer's for an indexer call (its own pairing on the rope slice), the layer's otherwise;
+    None when the call is an indexer's and posemb's layer has none."""
+    if not call.indexer:
+        return layer.rope_spec
+    return layer.indexer.spec if layer.indexer is not None else None
 
 
 def _correctly_rounded(buffer, positions, spec, part, layout):
@@ -239,13 +246,13 @@ def layer_rows(case, model, config, pmodel, capture):
         layer = pmodel.layers[call.layer]
         if layer.rope is None:
             continue
-        spec = layer.rope_spec()
         width = call.x_in.shape[-1]
-        if call.indexer and layer.indexer is None:
+        spec_of = _call_spec(layer, call)
+        if spec_of is None:
             bad.append(f"layer {call.layer}: transformers' indexer rotates {width} features, "
                        f"posemb's layer has no indexer")
-        elif call.indexer:
-            spec = layer.indexer.spec()
+            continue
+        spec = spec_of()
         if width not in (spec.head_dim, spec.rotary_dim):
             bad.append(f"layer {call.layer}: transformers rotates {width} features, posemb "
                        f"head_dim {spec.head_dim} rotary_dim {spec.rotary_dim}")

@@ -122,35 +122,43 @@ inline int layer_head_dim(const JsonReader& root, const ModelFamily& family, int
   return base_head_dim(root, family, n_heads);
 }
 
-// Whether layer i runs an indexer of its own: always, or by indexer_types[i] ("full" or
-// "shared"; default "full" at layer 0 and every i with (i - 1) % 4 == 0, HYV4Config).
-inline bool own_indexer(const JsonReader& root, const ModelFamily& family, int i) {
-  if (family.indexer != IndexerRule::RotateHalfLastShared) return true;
+// Which of the n_layers layers run a lightning indexer of their own: all of them, or by
+// indexer_types[i] ("full" or "shared"; default "full" at layer 0 and every i with
+// (i - 1) % 4 == 0, HYV4Config).
+inline std::vector<bool> read_indexer_owners(const JsonReader& root, const ModelFamily& family,
+                                             int n_layers) {
+  std::vector<bool> owners(static_cast<std::size_t>(n_layers), true);
+  if (family.indexer != IndexerRule::RotateHalfLastShared) return owners;
   const char* key = "indexer_types";
   const auto types = root.strings(key);
-  if (!types) return i == 0 || (i - 1) % 4 == 0;
-  const int n_layers = read_layer_count(root);
+  if (!types) {
+    for (int i = 0; i < n_layers; ++i) owners[static_cast<std::size_t>(i)] = i == 0 || (i - 1) % 4 == 0;
+    return owners;
+  }
   if (static_cast<int>(types->size()) != n_layers) {
     fail(root.name(key) + ".size()", types->size(),
          "expected num_hidden_layers = " + std::to_string(n_layers));
   }
-  const std::string& type = (*types)[static_cast<std::size_t>(i)];
-  if (type != "full" && type != "shared") {
-    fail(root.name(key) + "[" + std::to_string(i) + "]", "\"" + type + "\"",
-         "expected \"full\" or \"shared\"");
+  for (std::size_t i = 0; i < types->size(); ++i) {
+    const std::string& type = (*types)[i];
+    if (type != "full" && type != "shared") {
+      fail(root.name(key) + "[" + std::to_string(i) + "]", "\"" + type + "\"",
+           "expected \"full\" or \"shared\"");
+    }
+    owners[i] = type == "full";
   }
-  return type == "full";
+  return owners;
 }
 
 // The lightning indexer of an indexed_attention RoPE layer (families.hpp, IndexerRule;
 // modeling_deepseek_v32.py, DeepseekV32Indexer): index_head_dim features (default 128,
 // DeepseekV32Config, HYV4Config), the layer's frequencies on qk_rope_head_dim of them (the
 // layer's rope head; first or last by the rule) rotated half; nullopt for other layers and
-// families.
+// families. owns_indexer: the layer's entry of read_indexer_owners.
 inline std::optional<IndexerRope> read_indexer(const JsonReader& root, const ModelFamily& family,
-                                               const LayerPositions& layer) {
+                                               const LayerPositions& layer, bool owns_indexer) {
   if (family.indexer == IndexerRule::None || layer.layer_type != "indexed_attention" ||
-      !layer.rope || !own_indexer(root, family, layer.index)) {
+      !layer.rope || !owns_indexer) {
     return std::nullopt;
   }
   IndexerRope indexer;

@@ -80,25 +80,32 @@ inline bool has_positions(const JsonReader& root, const ModelFamily& family,
   return true;
 }
 
+// What the config says of one decoder layer before its RoPE block is read (read_decoder).
+struct LayerRow {
+  int index = 0;
+  std::string layer_type;
+  bool rope_layer = true;
+  std::optional<double> theta;  // its own rope theta (read_layer_thetas), replacing its block's
+  bool owns_indexer = false;    // its own lightning indexer (read_indexer_owners)
+};
+
 // One layer of a decoder whose layers are not T5's: its kind (none by has_positions() or a
-// layer theta of 0, FoPE by its block), RoPE scheme and attention. layer_theta: the layer's
-// own rope theta (read_layer_thetas), replacing its block's.
+// layer theta of 0, FoPE by its block), RoPE scheme, indexer and attention.
 inline LayerPositions read_layer(const JsonReader& root, const ModelFamily& family,
-                                 RopeBlockReader& blocks, int index, std::string layer_type,
-                                 PositionKind kind, bool rope_layer, int n_heads,
-                                 std::optional<double> layer_theta) {
+                                 RopeBlockReader& blocks, PositionKind kind, int n_heads,
+                                 LayerRow row) {
   LayerPositions layer;
-  layer.index = index;
-  layer.layer_type = std::move(layer_type);
+  layer.index = row.index;
+  layer.layer_type = std::move(row.layer_type);
   layer.kind = kind;
-  if (!has_positions(root, family, layer.layer_type, rope_layer) || layer_theta == 0.0) {
+  if (!has_positions(root, family, layer.layer_type, row.rope_layer) || row.theta == 0.0) {
     layer.kind = PositionKind::None;
   }
   layer.head_dim = layer_head_dim(root, family, n_heads, layer.layer_type);
   double softmax_factor = 1.0;
   std::optional<QueryTemperature> block_temperature;
   if (layer.kind == PositionKind::Rope) {
-    const RopeBlock& block = blocks.block(layer.layer_type, layer_theta);
+    const RopeBlock& block = blocks.block(layer.layer_type, row.theta);
     softmax_factor = block.softmax_factor;
     block_temperature = block.temperature;
     if (block.fope) {
@@ -107,7 +114,7 @@ inline LayerPositions read_layer(const JsonReader& root, const ModelFamily& fami
       layer.rope = block.scheme;
     }
   }
-  layer.indexer = read_indexer(root, family, layer);
+  layer.indexer = read_indexer(root, family, layer, row.owns_indexer);
   read_attention(root, family, layer, softmax_factor, block_temperature);
   return layer;
 }
@@ -131,15 +138,15 @@ inline void read_decoder(const JsonReader& root, const ConfigOptions& options,
   const std::vector<bool> rope_layers = read_rope_layers(root, family, n_layers);
   const std::vector<std::string> types = read_layer_types(root, family, n_layers, rope_layers);
   const std::vector<double> thetas = read_layer_thetas(root, family, n_layers);
+  const std::vector<bool> indexer_owners = read_indexer_owners(root, family, n_layers);
   RopeBlockReader blocks(root, family, options, model);
   const std::string layers_key = root.name(layer_count_key(root));
   std::int64_t rope_pairs = 0;
   for (int i = 0; i < n_layers; ++i) {
     const auto at = static_cast<std::size_t>(i);
-    const std::optional<double> theta =
-        thetas.empty() ? std::nullopt : std::optional<double>(thetas[at]);
-    model.layers.push_back(read_layer(root, family, blocks, i, types[at], kind, rope_layers[at],
-                                      model.n_heads, theta));
+    LayerRow row{i, types[at], rope_layers[at], std::nullopt, indexer_owners[at]};
+    if (!thetas.empty()) row.theta = thetas[at];
+    model.layers.push_back(read_layer(root, family, blocks, kind, model.n_heads, std::move(row)));
     if (const auto& rope = model.layers.back().rope) rope_pairs += rope->rotary_dim / 2;
     require_model_rope_pairs(layers_key, n_layers, rope_pairs);
   }

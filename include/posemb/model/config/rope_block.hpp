@@ -225,34 +225,41 @@ class RopeBlockReader {
     return head_dim;
   }
 
+  // A partial rotary factor and the key that gave it (empty: the family's default).
+  struct PartialRotary {
+    double fraction = 1.0;
+    std::string key;
+  };
+
   // The partial rotary factor: P.partial_rotary_factor, else partial_rotary_factor, else
   // rotary_pct (GPT-NeoX), else the family's. The block wins: convert_rope_params_to_dict
   // (modeling_rope_utils.py, transformers v5) only setdefault()s the top-level value.
-  double read_fraction(const JsonReader& block, bool ignore_partial) const {
-    std::string key = block.name("partial_rotary_factor");
-    std::optional<double> partial = block.number("partial_rotary_factor");
-    if (!partial && (partial = root_.number("partial_rotary_factor"))) {
-      key = root_.name("partial_rotary_factor");
+  PartialRotary read_fraction(const JsonReader& block, bool ignore_partial) const {
+    PartialRotary out{family_.partial_rotary_factor, ""};
+    if (auto partial = block.number("partial_rotary_factor")) {
+      out = {*partial, block.name("partial_rotary_factor")};
+    } else if ((partial = root_.number("partial_rotary_factor"))) {
+      out = {*partial, root_.name("partial_rotary_factor")};
+    } else if ((partial = root_.number("rotary_pct"))) {
+      out = {*partial, root_.name("rotary_pct")};
     }
-    if (!partial && (partial = root_.number("rotary_pct"))) key = root_.name("rotary_pct");
-    double fraction = partial.value_or(family_.partial_rotary_factor);
-    if (ignore_partial) fraction = 1.0;
-    if (!(fraction > 0.0 && fraction <= 1.0)) fail(key, fraction, "expected in (0, 1]");
-    return fraction;
+    if (ignore_partial) out.fraction = 1.0;
+    if (!(out.fraction > 0.0 && out.fraction <= 1.0)) {
+      fail(out.key.empty() ? block.name("partial_rotary_factor") : out.key, out.fraction,
+           "expected in (0, 1]");
+    }
+    return out;
   }
 
   // Mistral 4 (families.hpp, partial_of_qk_head): the factor p given is of qk_nope + qk_rope
   // (Mistral4Config.__post_init__ sets head_dim to it and setdefault()s p = qk_rope / head_dim),
   // and its cos/sin of int(head_dim * p) features multiply the qk_rope_head_dim slice
   // (apply_rotary_pos_emb), so the two must agree: the slice rotates whole (fraction 1).
-  double fraction_of_qk_head(const JsonReader& block, double fraction, int rope_head) const {
-    if (!block.has("partial_rotary_factor") && !root_.has("partial_rotary_factor")) return 1.0;
+  double fraction_of_qk_head(const PartialRotary& partial, int rope_head) const {
+    if (partial.key.empty()) return 1.0;
     const std::int64_t qk = root_.integer("qk_nope_head_dim").value_or(0) + rope_head;
-    if (static_cast<std::int64_t>(static_cast<double>(qk) * fraction) != rope_head) {
-      const std::string key = block.has("partial_rotary_factor")
-                                  ? block.name("partial_rotary_factor")
-                                  : root_.name("partial_rotary_factor");
-      fail(key, fraction,
+    if (static_cast<std::int64_t>(static_cast<double>(qk) * partial.fraction) != rope_head) {
+      fail(partial.key, partial.fraction,
            "expected qk_rope_head_dim / (qk_nope_head_dim + qk_rope_head_dim) = " +
                std::to_string(rope_head) + " / " + std::to_string(qk) +
                " (the rotated width must be the qk_rope_head_dim slice)");
@@ -423,9 +430,10 @@ class RopeBlockReader {
     if (scheme.rope_type == "mrope") scheme.rope_type = "default";  // Qwen2VLConfig's rewrite
     scheme.theta = read_theta(block, layer_theta);
     const int head_dim = rope_head_dim(layer_type);
-    double fraction =
+    const PartialRotary partial =
         read_fraction(block, ignore_partial || default_rope_whole_head(scheme.rope_type));
-    if (family_.partial_of_qk_head) fraction = fraction_of_qk_head(block, fraction, head_dim);
+    const double fraction =
+        family_.partial_of_qk_head ? fraction_of_qk_head(partial, head_dim) : partial.fraction;
     if (scheme.rope_type == "fope") {
       if (fraction != 1.0 || options_.pairing.value_or(family_.pairing) != Pairing::RotateHalf) {
         fail(block.name("rope_type"), "\"fope\"",
