@@ -64,7 +64,8 @@ std::string layer_json(const ModelPositions& model, const LayerPositions& layer,
           json_or_null(attention.query_temperature, [](const QueryTemperature& t) {
             return "{\"floor_scale\": " + full_precision(t.floor_scale) +
                    ", \"attn_scale\": " + full_precision(t.attn_scale) +
-                   ", \"position_offset\": " + std::to_string(t.position_offset) + "}";
+                   ", \"position_offset\": " + std::to_string(t.position_offset) +
+                   (t.form == TemperatureForm::Power ? ", \"form\": \"power\"" : "") + "}";
           });
   json += ", \"logit_softcap\": " + json_or_null(attention.logit_softcap, full_precision);
   json += std::string(", \"attention_sinks\": ") + (attention.attention_sinks ? "true" : "false");
@@ -99,6 +100,17 @@ std::string layers_json(const ModelPositions& model, std::optional<std::int64_t>
 }
 
 // One row of the `layers` table.
+// "floor 8192, scale 0.1" (Llama 4), "..., floor(p/F)" (Ministral 3), "power (1 + (p+1)/2048)^0.1"
+// (Beam).
+std::string temperature_text(const QueryTemperature& t) {
+  if (t.form == TemperatureForm::Power) {
+    return "power (1 + (p+" + std::to_string(t.position_offset) + ")/" +
+           full_precision(t.floor_scale) + ")^" + full_precision(t.attn_scale);
+  }
+  return "floor " + full_precision(t.floor_scale) + ", scale " + full_precision(t.attn_scale) +
+         (t.position_offset == 0 ? ", floor(p/F)" : "");
+}
+
 std::string layer_row(const LayerPositions& layer, std::optional<std::int64_t> seq_len) {
   const LayerAttention& a = layer.attention;
   int rotary_dim = 0;
@@ -111,11 +123,7 @@ std::string layer_row(const LayerPositions& layer, std::optional<std::int64_t> s
   const auto count = [](const std::optional<std::int64_t>& value) {
     return value ? std::to_string(*value) : std::string("-");
   };
-  std::string temperature =
-      a.query_temperature ? "floor " + full_precision(a.query_temperature->floor_scale) +
-                                ", scale " + full_precision(a.query_temperature->attn_scale) +
-                                (a.query_temperature->position_offset == 0 ? ", floor(p/F)" : "")
-                          : "-";
+  std::string temperature = a.query_temperature ? temperature_text(*a.query_temperature) : "-";
   if (a.logit_softcap) temperature += "; softcap " + full_precision(*a.logit_softcap);
   if (a.attention_sinks) temperature += "; sinks";
   char line[256];

@@ -20,6 +20,7 @@ nlohmann::json attention_json(const LayerAttention& attention, int head_dim) {
     temperature = {{"floor_scale", t->floor_scale},
                    {"attn_scale", t->attn_scale},
                    {"position_offset", t->position_offset}};
+    if (t->form == TemperatureForm::Power) temperature["form"] = "power";
   }
   return {{"causal", true},
           {"softmax_scale",

@@ -121,6 +121,12 @@ func (m *Model) LayerRopeType(layer int64) (string, error) {
 func (m *Model) LayerAttention(layer int64) (LayerAttention, error) {
 	var a C.posemb_layer_attention
 	err := call(func() C.posemb_status { return C.posemb_model_layer_attention(m.p, C.int64_t(layer), &a) })
+	var form C.posemb_temperature_form
+	if err == nil {
+		err = call(func() C.posemb_status {
+			return C.posemb_model_layer_query_temperature_form(m.p, C.int64_t(layer), &form)
+		})
+	}
 	runtime.KeepAlive(m)
 	return LayerAttention{
 		SoftmaxAttention: a.softmax_attention != 0, HasSoftmaxScale: a.has_softmax_scale != 0,
@@ -130,6 +136,7 @@ func (m *Model) LayerAttention(layer int64) (LayerAttention, error) {
 		QueryTemperatureFloorScale:     float64(a.query_temperature_floor_scale),
 		QueryTemperatureAttnScale:      float64(a.query_temperature_attn_scale),
 		QueryTemperaturePositionOffset: int64(a.query_temperature_position_offset),
+		QueryTemperatureForm:           TemperatureForm(form),
 		HasLogitSoftcap:                a.has_logit_softcap != 0, LogitSoftcap: float64(a.logit_softcap),
 		AttentionSinks: a.attention_sinks != 0, AlibiBiasBeforeScale: a.alibi_bias_before_scale != 0,
 	}, err

@@ -167,6 +167,16 @@ type RopeInfo struct {
 	AttentionScale                   float64
 }
 
+// TemperatureForm: how a query temperature grows with the position p.
+type TemperatureForm int
+
+const (
+	// TemperatureFloorLog: log1p(floor((p + offset) / floor_scale)) attn_scale + 1 (Llama 4).
+	TemperatureFloorLog TemperatureForm = 0
+	// TemperaturePower: (1 + (p + offset) / floor_scale) ^ attn_scale (Beam).
+	TemperaturePower TemperatureForm = 1
+)
+
 // LayerAttention: a layer's attention settings; each Has* says whether the value is set.
 type LayerAttention struct {
 	SoftmaxAttention                                      bool
@@ -179,6 +189,7 @@ type LayerAttention struct {
 	HasQueryTemperature                                   bool
 	QueryTemperatureFloorScale, QueryTemperatureAttnScale float64
 	QueryTemperaturePositionOffset                        int64
+	QueryTemperatureForm                                  TemperatureForm
 	HasLogitSoftcap                                       bool
 	LogitSoftcap                                          float64
 	AttentionSinks                                        bool

@@ -380,6 +380,32 @@ func TestConformanceCasesMatchTheCxxResults(t *testing.T) {
 	t.Logf("%d cases, %d records", cases, len(l.lines))
 }
 
+const beamConfig = `{"model_type": "beam", "hidden_size": 256, "num_attention_heads": 2,
+	"num_key_value_heads": 2, "head_dim": 128, "num_hidden_layers": 2,
+	"layer_types": ["sliding_attention", "full_attention"], "sliding_window": 512,
+	"rope_parameters": {"sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+	                    "full_attention": null}}`
+
+// Beam's full layers: no RoPE, q times (1 + (p + 1) / 2048)^0.1 (modeling_beam.py,
+// compute_attention_scaling); its sliding layers: RoPE, no temperature.
+func TestBeamPowerTemperature(t *testing.T) {
+	model, err := ParseConfig(beamConfig, 0, true)
+	must(t, err)
+	defer model.Close()
+	sliding, err := model.LayerAttention(0)
+	must(t, err)
+	full, err := model.LayerAttention(1)
+	must(t, err)
+	if sliding.HasQueryTemperature || sliding.QueryTemperatureForm != TemperatureFloorLog {
+		t.Errorf("layer 0: %+v", sliding)
+	}
+	if !full.HasQueryTemperature || full.QueryTemperatureFloorScale != 2048 ||
+		full.QueryTemperatureAttnScale != 0.1 || full.QueryTemperaturePositionOffset != 1 ||
+		full.QueryTemperatureForm != TemperaturePower {
+		t.Errorf("layer 1: %+v", full)
+	}
+}
+
 func TestVersionAndABI(t *testing.T) {
 	if ABIVersion()>>16 != 1 || Version() == "" {
 		t.Errorf("ABI %x, version %q", ABIVersion(), Version())

@@ -304,34 +304,47 @@ def attention_rows(case, pmodel, capture, config=None):
 
 
 def temperature_rows(case, model_type, config, pmodel, captures):
-    """Ministral 3's and Mistral 4's query temperature: the modeling module's own
-    get_llama_4_attn_scale(position_ids, llama_4_scaling_beta, original_max_position_embeddings)
-    (modeling_ministral3.py, modeling_mistral4.py: q * scale before the attention) at every
-    position of every set, against each layer's query_temperature.factor(p); [] for the families
-    without it."""
+    """The query temperature against the modeling module's own function at every position of
+    every set: get_llama_4_attn_scale(position_ids, llama_4_scaling_beta,
+    original_max_position_embeddings) on every layer (modeling_ministral3.py,
+    modeling_mistral4.py: q * scale before the attention), compute_attention_scaling(position_ids)
+    on the layer types whose rope parameters are None (modeling_beam.py, BeamModel.forward), none
+    elsewhere; each against the layer's query_temperature.factor(p). [] for the families without
+    either function."""
     import importlib
 
     import capture as capture_module
 
     module = importlib.import_module(f"transformers.models.{capture_module.ADAPTERS[model_type].module}")
-    scale = getattr(module, "get_llama_4_attn_scale", None)
-    if scale is None:
+    llama4 = getattr(module, "get_llama_4_attn_scale", None)
+    power = getattr(module, "compute_attention_scaling", None)
+    if llama4 is None and power is None:
         return []
     block = config.rope_parameters
     worst, bad = 0.0, []
     for label, positions, _ in captures:
-        hf = scale(torch.from_numpy(positions)[None], block.get("llama_4_scaling_beta"),
-                   block.get("original_max_position_embeddings")).flatten().double().numpy()
+        at = torch.from_numpy(positions)[None]
+        if llama4 is not None:
+            hf = llama4(at, block.get("llama_4_scaling_beta"),
+                        block.get("original_max_position_embeddings")).flatten().double().numpy()
+            want = {layer.index: hf for layer in pmodel.layers}
+        else:
+            hf = power(at).flatten().double().numpy()
+            want = {i: hf if block[t] is None else None for i, t in enumerate(config.layer_types)}
         for layer in pmodel.layers:
-            t = layer.attention.query_temperature
+            t, expected = layer.attention.query_temperature, want.get(layer.index)
+            if (t is None) != (expected is None):
+                bad.append(f"{label} layer {layer.index}: query temperature in transformers "
+                           f"{expected is not None}, in posemb {t is not None}")
+                continue
             if t is None:
-                bad.append(f"{label} layer {layer.index}: no query temperature in posemb")
                 continue
             ours = np.array([t.factor(int(p)) for p in positions])
-            err = float(np.max(np.abs(ours - hf) / hf))
+            err = float(np.max(np.abs(ours - expected) / expected))
             worst = max(worst, err)
-            if err > 1e-6:  # transformers' float32 log: a few ulps
+            if err > 1e-6:  # transformers' float32 log (and exp): a few ulps
                 bad.append(f"{label} layer {layer.index}: relative error {err:.3g}")
+    what = "get_llama_4_attn_scale" if llama4 is not None else "compute_attention_scaling"
     return [Row(case, "query_temperature", "fail" if bad else "pass", worst, 1e-6,
-                "; ".join(bad[:3]) or f"get_llama_4_attn_scale at {sum(len(p) for _, p, _ in captures)} "
+                "; ".join(bad[:3]) or f"{what} at {sum(len(p) for _, p, _ in captures)} "
                 f"positions x {len(pmodel.layers)} layers")]

@@ -98,6 +98,7 @@ class QueryTemperature:
     floor_scale: float
     attn_scale: float
     position_offset: int
+    form: Literal["floor_log", "power"]
     def factor(self, position: float) -> float: ...
 
 class LayerAttention:

@@ -13,9 +13,10 @@ namespace {
 using OptLength = std::optional<std::int64_t>;
 
 void bind_attention(py::module_& m) {
-  py::class_<QueryTemperature>(m, "QueryTemperature", R"doc(A query temperature:
-q *= log1p(floor((p + position_offset) / floor_scale)) * attn_scale + 1 (Llama 4's layers without
-RoPE: position_offset 1; Ministral 3: 0).
+  py::class_<QueryTemperature>(m, "QueryTemperature", R"doc(A query temperature, by form:
+'floor_log': q *= log1p(floor((p + position_offset) / floor_scale)) * attn_scale + 1 (Llama 4's
+layers without RoPE: position_offset 1; Ministral 3: 0); 'power': q *= (1 + (p + position_offset)
+/ floor_scale) ** attn_scale (Beam's layers without RoPE: 2048, 0.1, 1).
 
 Example:
     >>> model.layers[3].attention.query_temperature.factor(8191)
@@ -24,6 +25,7 @@ Example:
       .def_readonly("floor_scale", &QueryTemperature::floor_scale)
       .def_readonly("attn_scale", &QueryTemperature::attn_scale)
       .def_readonly("position_offset", &QueryTemperature::position_offset)
+      .def_property_readonly("form", [](const QueryTemperature& t) { return to_string(t.form); })
       .def("factor", &QueryTemperature::factor, py::arg("position"));
   py::class_<LayerAttention>(m, "LayerAttention", R"doc(One layer's attention-side parameters
 (None: not used): softmax_scale (logits = softmax_scale * q k^T; None means 1 / sqrt(head_dim)),

@@ -152,6 +152,17 @@ posemb_status posemb_model_layer_attention(const posemb_model* model, int64_t la
   });
 }
 
+posemb_status posemb_model_layer_query_temperature_form(const posemb_model* model, int64_t layer,
+                                                        posemb_temperature_form* out) {
+  return guarded([&] {
+    const posemb::LayerPositions& l = layer_of(model, layer);
+    require_pointer(out, "out", "a posemb_temperature_form to write");
+    const auto& t = l.attention.query_temperature;
+    *out = t && t->form == posemb::TemperatureForm::Power ? POSEMB_TEMPERATURE_POWER
+                                                          : POSEMB_TEMPERATURE_FLOOR_LOG;
+  });
+}
+
 posemb_status posemb_model_layer_t5_buckets(const posemb_model* model, int64_t layer, int32_t* has,
                                             posemb_t5_buckets* out) {
   return guarded([&] {

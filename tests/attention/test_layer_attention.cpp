@@ -378,7 +378,8 @@ TEST_CASE("layer attention: blocked ALiBi before the scale, 4-D with a softcap")
 }
 
 // ---------------------------------------------------------------------------------------------
-// Query temperature: Llama 4's floor((p + 1) / F) and Ministral 3's floor(p / L0).
+// Query temperature: Llama 4's floor((p + 1) / F), Ministral 3's floor(p / L0) and Beam's
+// power (1 + (p + 1) / 2048)^0.1.
 
 TEST_CASE("layer attention: both query temperature forms at their steps") {
   const posemb::QueryTemperature llama4{8192.0, 0.1, 1};
@@ -395,6 +396,28 @@ TEST_CASE("layer attention: both query temperature forms at their steps") {
         Approx(1.0 + 0.1 * std::log(1.0 + 61.0)).epsilon(1e-15));  // floor(1e6 / 16384) = 61
   // The default keeps Llama 4's form.
   CHECK(posemb::QueryTemperature{}.position_offset == 1);
+  CHECK(posemb::QueryTemperature{}.form == posemb::TemperatureForm::FloorLog);
+}
+
+TEST_CASE("layer attention: Beam's power temperature, smooth in p, to millions") {
+  const posemb::QueryTemperature beam{2048.0, 0.1, 1, posemb::TemperatureForm::Power};
+  CHECK(beam.factor(-1) == 1.0);
+  // (1 + 2048 / 2048)^0.1 = 2^0.1 at p = 2047; 4097^0.1 / 2048^0.1 = (1 + 4096 / 2048)^0.1.
+  CHECK(beam.factor(2047) == Approx(std::pow(2.0, 0.1)).epsilon(1e-15));
+  CHECK(beam.factor(4095) == Approx(std::pow(3.0, 0.1)).epsilon(1e-15));
+  CHECK(beam.factor(0) == Approx(std::pow(2049.0 / 2048.0, 0.1)).epsilon(1e-15));
+  // No steps: every position raises it (unlike the floor forms).
+  CHECK(beam.factor(1) > beam.factor(0));
+  // 1M positions: (1 + 1000001 / 2048)^0.1 = 1.8587...; 2M: the ratio of the two is
+  // ((2048 + 2000001) / (2048 + 1000001))^0.1.
+  const double m1 = beam.factor(1000000), m2 = beam.factor(2000000);
+  CHECK(m1 == Approx(std::pow(1.0 + 1000001.0 / 2048.0, 0.1)).epsilon(1e-14));
+  CHECK(m2 / m1 == Approx(std::pow(2002049.0 / 1002049.0, 0.1)).epsilon(1e-14));
+  // A different form is a different temperature.
+  posemb::QueryTemperature floor_log = beam;
+  floor_log.form = posemb::TemperatureForm::FloorLog;
+  CHECK_FALSE(floor_log == beam);
+  CHECK(std::string(posemb::to_string(beam.form)) == "power");
 }
 
 TEST_CASE("layer attention: query temperature in the kernel equals the loop, both forms") {
@@ -488,6 +511,9 @@ TEST_CASE("layer attention: same_attention compares every field") {
   changed[5].attention_sinks = true;
   changed[6].bias_placement = posemb::BiasPlacement::BeforeScale;
   changed[7].query_temperature = posemb::QueryTemperature{8192.0, 0.1, 0};
+  changed.push_back(base);
+  changed.back().query_temperature =
+      posemb::QueryTemperature{8192.0, 0.1, 1, posemb::TemperatureForm::Power};
   for (std::size_t n = 0; n < changed.size(); ++n) {
     CAPTURE(n);
     CHECK_FALSE(posemb::same_attention(base, changed[n]));

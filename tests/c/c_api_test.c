@@ -427,6 +427,37 @@ static void check_cxx_errors(const char* data_dir) {
   posemb_rope_free(rope128);
 }
 
+/* Beam's full layers: no RoPE, q times (1 + (p + 1) / 2048)^0.1 (modeling_beam.py,
+ * compute_attention_scaling); its sliding layers: RoPE, no temperature. */
+static void check_temperature_form(void) {
+  static const char config[] = "{\"model_type\": \"beam\", \"hidden_size\": 256, \"num_attention_heads\": 2, "
+    "\"num_key_value_heads\": 2, \"head_dim\": 128, \"num_hidden_layers\": 2, "
+    "\"layer_types\": [\"sliding_attention\", \"full_attention\"], \"sliding_window\": 512, "
+    "\"rope_parameters\": {\"sliding_attention\": {\"rope_type\": \"default\", "
+    "\"rope_theta\": 10000.0}, \"full_attention\": null}}";
+  posemb_model* model = NULL;
+  CHECK(posemb_model_parse_config(config, strlen(config), 0, 1, &model) == POSEMB_OK, "beam: %s",
+        posemb_last_error());
+  posemb_layer_attention a;
+  posemb_temperature_form form = POSEMB_TEMPERATURE_POWER;
+  CHECK(posemb_model_layer_attention(model, 0, &a) == POSEMB_OK && !a.has_query_temperature,
+        "beam layer 0: no query temperature");
+  CHECK(posemb_model_layer_query_temperature_form(model, 0, &form) == POSEMB_OK &&
+            form == POSEMB_TEMPERATURE_FLOOR_LOG,
+        "beam layer 0: form %d", (int)form);
+  CHECK(posemb_model_layer_attention(model, 1, &a) == POSEMB_OK && a.has_query_temperature &&
+            a.query_temperature_floor_scale == 2048.0 && a.query_temperature_attn_scale == 0.1 &&
+            a.query_temperature_position_offset == 1,
+        "beam layer 1: temperature %g %g", a.query_temperature_floor_scale,
+        a.query_temperature_attn_scale);
+  CHECK(posemb_model_layer_query_temperature_form(model, 1, &form) == POSEMB_OK &&
+            form == POSEMB_TEMPERATURE_POWER,
+        "beam layer 1: form %d", (int)form);
+  EXPECT_ERROR(posemb_model_layer_query_temperature_form(model, 1, NULL),
+               "posemb: out = NULL: expected a posemb_temperature_form to write");
+  posemb_model_free(model);
+}
+
 static void check_argument_errors(void) {
   posemb_model* model = NULL;
   EXPECT_ERROR(posemb_model_load_config(NULL, 0, 0, &model),
@@ -779,6 +810,7 @@ int main(int argc, char** argv) {
   check_cxx_errors(argv[2]);
   CHECK(next_line == n_lines, "%zu reference lines not checked", n_lines - next_line);
   check_argument_errors();
+  check_temperature_form();
   size_t case_records = 0;
   for (size_t i = 0; i < n_lines; ++i) case_records += starts(lines[i], "case");
   CHECK(cases > 0 && (size_t)cases == case_records, "%d of %zu cases run", cases, case_records);

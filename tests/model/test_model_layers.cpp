@@ -711,6 +711,42 @@ TEST_CASE("Mistral 4: MLA with its partial factor over the qk head and Llama 4's
              Catch::Contains("partial_rotary_factor = 0.25") && Catch::Contains("64 / 128"));
 }
 
+TEST_CASE("Beam: NoPE full layers by their null rope parameters, with a power temperature",
+          "[config][models]") {
+  // configuration_beam.py: every 6th layer and the last full; rope_parameters
+  // {"sliding_attention": default 1e4, "full_attention": None}; modeling_beam.py: no RoPE and
+  // q * (1 + (p + 1) / 2048)^0.1 on the full layers (compute_attention_scaling).
+  const std::string beam = R"({"model_type": "beam", "hidden_size": 256,
+      "num_attention_heads": 2, "num_hidden_layers": 8)";
+  for (const std::string& block :
+       {std::string(), std::string(R"(, "rope_parameters": {"full_attention": null,
+            "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}})")}) {
+    CAPTURE(block);
+    const posemb::ModelPositions model = parse(beam + block + "}");
+    for (const auto& layer : model.layers) {
+      CAPTURE(layer.index);
+      const bool full = layer.index == 5 || layer.index == 7;
+      CHECK(layer.layer_type == (full ? "full_attention" : "sliding_attention"));
+      CHECK(layer.head_dim == 128);
+      if (!full) {
+        CHECK(layer.rope_spec().inv_freq[1] == Approx(std::pow(1e4, -2.0 / 128)).epsilon(1e-15));
+        CHECK(*layer.attention.sliding_window == 512);
+        CHECK_FALSE(layer.attention.query_temperature);
+        continue;
+      }
+      CHECK(layer.kind == posemb::PositionKind::None);
+      const posemb::QueryTemperature t = *layer.attention.query_temperature;
+      CHECK(t.form == posemb::TemperatureForm::Power);
+      CHECK(t.factor(2047) == Approx(std::pow(2.0, 0.1)).epsilon(1e-15));
+      CHECK(t.factor(3000000) == Approx(std::pow(1.0 + 3000001.0 / 2048.0, 0.1)).epsilon(1e-14));
+    }
+  }
+  // A null block is a layer type's, checked as every nested key.
+  CHECK_THAT(error_of(beam + R"(, "rope_parameters": {"global": null,
+      "sliding_attention": {"rope_type": "default"}}})"),
+             Catch::Contains("rope_parameters.global"));
+}
+
 TEST_CASE("layers without positions are none, never an error", "[config][models]") {
   const std::string granite = R"({"model_type": "granitemoehybrid", "hidden_size": 256,
       "num_attention_heads": 4, "num_hidden_layers": 2, "layer_types": ["mamba", "attention"])";

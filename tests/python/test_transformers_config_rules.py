@@ -4,8 +4,10 @@
 rope over the whole head (modeling_llama.py, LlamaRotaryEmbedding.compute_default_rope_parameters)
 the Qwen2-MoE / Qwen3-MoE layer types and sliding windows (configuration_qwen2_moe.py,
 modeling_qwen3_moe.py), Hunyuan's static alpha (modeling_hunyuan_v1_dense.py), Falcon's
-bfloat16-rounded ALiBi slopes (modeling_falcon.py, build_alibi_tensor) and the lightning
-indexers of DeepSeek-V3.2 and HY V4 (modeling_deepseek_v32.py, modeling_hy_v4.py)."""
+bfloat16-rounded ALiBi slopes (modeling_falcon.py, build_alibi_tensor), the lightning
+indexers of DeepSeek-V3.2 and HY V4 (modeling_deepseek_v32.py, modeling_hy_v4.py) and Beam's
+NoPE layers and their query scale (modeling_beam.py, BeamModel.forward,
+compute_attention_scaling)."""
 import json
 import logging
 
@@ -211,3 +213,27 @@ def test_indexer_types_are_checked(tmp_path):
         hidden_size=64).to_json_string())
     with pytest.raises(posemb.Error, match=r'indexer_types\[1\] = "sparse"'):
         _load(tmp_path, dict(config, indexer_types=["full", "sparse"]))
+
+
+def test_beam_nope_layers_and_their_query_scale(tmp_path):
+    from transformers.models.beam.modeling_beam import compute_attention_scaling
+    import torch
+
+    config = transformers.AutoConfig.for_model("beam", num_hidden_layers=13, hidden_size=64,
+                                               num_attention_heads=2, num_key_value_heads=2)
+    config.save_pretrained(tmp_path)
+    model = posemb.load_model(str(tmp_path / "config.json"))
+    assert [layer.layer_type for layer in model.layers] == config.layer_types
+    nope = [i for i, t in enumerate(config.layer_types) if config.rope_parameters[t] is None]
+    assert nope == [5, 11, 12]  # every sixth layer and the last
+    assert [layer.index for layer in model.layers if layer.rope is None] == nope
+    positions = torch.tensor([[0, 1, 2046, 2047, 8191, 131071, 1048575, 4000000]])
+    hf = compute_attention_scaling(positions).flatten().double().numpy()
+    for layer in model.layers:
+        t = layer.attention.query_temperature
+        if layer.index not in nope:
+            assert t is None
+            continue
+        assert t.form == "power"
+        ours = np.array([t.factor(int(p)) for p in positions[0]])
+        np.testing.assert_allclose(ours, hf, rtol=1e-6)  # torch's float32 exp and log1p

@@ -252,12 +252,22 @@ pub struct RopeInfo {
     pub attention_scale: f64,
 }
 
-/// A layer's query temperature: q at p times log1p(floor((p + position_offset) / floor_scale)) attn_scale + 1.
+/// How a query temperature grows with the position p.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TemperatureForm {
+    /// log1p(floor((p + position_offset) / floor_scale)) attn_scale + 1 (Llama 4, Ministral 3)
+    FloorLog = 0,
+    /// (1 + (p + position_offset) / floor_scale) ^ attn_scale (Beam)
+    Power = 1,
+}
+
+/// A layer's query temperature: q at p times the factor its form gives.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct QueryTemperature {
     pub floor_scale: f64,
     pub attn_scale: f64,
     pub position_offset: i64,
+    pub form: TemperatureForm,
 }
 
 /// A layer's attention settings.
@@ -413,6 +423,8 @@ impl Model {
     pub fn layer_attention(&self, layer: i64) -> Result<LayerAttention> {
         let mut a = sys::posemb_layer_attention::default();
         check(unsafe { sys::posemb_model_layer_attention(self.raw(), layer, &mut a) })?;
+        let mut form = 0;
+        check(unsafe { sys::posemb_model_layer_query_temperature_form(self.raw(), layer, &mut form) })?;
         Ok(LayerAttention {
             softmax_attention: a.softmax_attention != 0,
             softmax_scale: opt(a.has_softmax_scale, a.softmax_scale),
@@ -424,6 +436,7 @@ impl Model {
                     floor_scale: a.query_temperature_floor_scale,
                     attn_scale: a.query_temperature_attn_scale,
                     position_offset: a.query_temperature_position_offset,
+                    form: if form == 1 { TemperatureForm::Power } else { TemperatureForm::FloorLog },
                 },
             ),
             logit_softcap: opt(a.has_logit_softcap, a.logit_softcap),

@@ -142,6 +142,11 @@ extern "C" {
         layer: i64,
         out: *mut posemb_layer_attention,
     ) -> posemb_status;
+    pub fn posemb_model_layer_query_temperature_form(
+        model: *const posemb_model,
+        layer: i64,
+        out: *mut i32,
+    ) -> posemb_status;
     pub fn posemb_model_layer_t5_buckets(
         model: *const posemb_model,
         layer: i64,

@@ -525,6 +525,30 @@ fn conformance_cases_match_the_cxx_results() {
     println!("{cases} cases, {} records", lines.lines.len());
 }
 
+const BEAM_CONFIG: &str = r#"{"model_type": "beam", "hidden_size": 256, "num_attention_heads": 2,
+    "num_key_value_heads": 2, "head_dim": 128, "num_hidden_layers": 2,
+    "layer_types": ["sliding_attention", "full_attention"], "sliding_window": 512,
+    "rope_parameters": {"sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+                        "full_attention": null}}"#;
+
+// Beam's full layers: no RoPE, q times (1 + (p + 1) / 2048)^0.1 (modeling_beam.py,
+// compute_attention_scaling); its sliding layers: RoPE, no temperature.
+#[test]
+fn beam_power_temperature() {
+    let model = Model::parse_config(BEAM_CONFIG, None, true).unwrap();
+    assert_eq!(model.layer_attention(0).unwrap().query_temperature, None);
+    let t = model.layer_attention(1).unwrap().query_temperature.unwrap();
+    assert_eq!(
+        t,
+        QueryTemperature {
+            floor_scale: 2048.0,
+            attn_scale: 0.1,
+            position_offset: 1,
+            form: TemperatureForm::Power
+        }
+    );
+}
+
 #[test]
 fn version_and_abi() {
     assert_eq!(abi_version() >> 16, 1);

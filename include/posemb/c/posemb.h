@@ -62,7 +62,7 @@ extern "C" {
 #endif
 
 #define POSEMB_C_ABI_MAJOR 1
-#define POSEMB_C_ABI_MINOR 1
+#define POSEMB_C_ABI_MINOR 2
 
 /* Each enum holds a last enumerator of INT32_MIN that is not a value: it makes every int32 a
  * defined value of the enum in C++ as in C, so that an out-of-range argument is refused with a
@@ -175,7 +175,9 @@ typedef struct posemb_layer_attention {
   int64_t sliding_window; /* key j visible from query i iff 0 <= i - j < window */
   int32_t has_attention_chunk_size;
   int64_t attention_chunk_size;
-  int32_t has_query_temperature; /* q at p times log1p(floor((p + offset) / floor)) attn + 1 */
+  /* q at p times log1p(floor((p + offset) / floor)) attn + 1, or by the form
+   * posemb_model_layer_query_temperature_form gives (ABI 1.2) */
+  int32_t has_query_temperature;
   double query_temperature_floor_scale;
   double query_temperature_attn_scale;
   int64_t query_temperature_position_offset;
@@ -223,6 +225,17 @@ POSEMB_C_API posemb_status posemb_model_layer_rope_type(const posemb_model* mode
                                                         const char** out);
 POSEMB_C_API posemb_status posemb_model_layer_attention(const posemb_model* model, int64_t layer,
                                                         posemb_layer_attention* out);
+/* How a layer's query temperature grows with the position p (ABI 1.2). */
+typedef enum posemb_temperature_form {
+  POSEMB_TEMPERATURE_FLOOR_LOG = 0, /* log1p(floor((p + offset) / floor)) attn + 1 (Llama 4) */
+  POSEMB_TEMPERATURE_POWER = 1,     /* (1 + (p + offset) / floor) ^ attn (Beam) */
+  POSEMB_TEMPERATURE_FORM_INT32_RANGE_ = POSEMB_ENUM_INT32_MIN_ /* not a value (see above) */
+} posemb_temperature_form;
+
+/* The form of the layer's query temperature (ABI 1.2); POSEMB_TEMPERATURE_FLOOR_LOG when the
+ * layer has none (posemb_layer_attention.has_query_temperature). */
+POSEMB_C_API posemb_status posemb_model_layer_query_temperature_form(
+    const posemb_model* model, int64_t layer, posemb_temperature_form* out);
 /* T5 buckets of a relative-bias layer: *has = 0 when the layer has none. */
 POSEMB_C_API posemb_status posemb_model_layer_t5_buckets(const posemb_model* model, int64_t layer,
                                                          int32_t* has, posemb_t5_buckets* out);

@@ -26,6 +26,7 @@ enum class LayerTypeRule {
   SlidingPattern,        // sliding iff (i+1) % sliding_window_pattern != 0
   FixedPattern,          // sliding iff (i+1) % pattern != 0 (no config key)
   FixedPatternFromZero,  // CWM: sliding iff i % pattern != 0 (no config key)
+  FixedPatternLastFull,  // Beam: sliding iff (i+1) % pattern != 0 and i is not the last layer
   GlobalEveryN,  // AfMoE: sliding iff (i+1) % global_attn_every_n_layers != 0 (default pattern)
   GlobalEveryNFromZero,  // ModernBERT: sliding iff i % global_attn_every_n_layers != 0 (default
                          // pattern)
@@ -96,6 +97,7 @@ enum class TemperatureRule {
                          // attn_scale, floor((p + 1) / F)
   EveryLayerLlama4Beta,  // every layer, with the rope block's llama_4_scaling_beta: F = the
                          // block's original_max_position_embeddings, floor(p / F) (Ministral 3)
+  PowerNopeLayers,       // softmax layers without RoPE: (1 + (p + 1) / 2048)^0.1 (Beam)
 };
 
 // The RoPE of an indexed_attention layer's lightning indexer (positions.hpp, IndexerRope): its
@@ -181,7 +183,7 @@ struct ModelFamily {
   IndexerRule indexer;  // indexed_attention layers' indexer RoPE
 };
 
-inline const std::array<ModelFamily, 85>& model_families() {
+inline const std::array<ModelFamily, 86>& model_families() {
   using P = Pairing;
   using K = PositionKind;
   using L = LayerTypeRule;
@@ -201,7 +203,7 @@ inline const std::array<ModelFamily, 85>& model_families() {
   // attention_multiplier, max_position_embeddings, rope block}, dynamic alpha, rope keys
   // transformers ignores, longrope mscales, layer_rope_theta, partial of the qk head, indexer.
   // clang-format off
-  static const std::array<ModelFamily, 85> table{{
+  static const std::array<ModelFamily, 86> table{{
       {"llama", "llama/configuration_llama.py, modeling_llama.py", K::Rope, half, 1.0, 1e4, L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, T::None, PR::Fixed, nullptr, nullptr, false, false, B::AfterScale, false, {}, false, nullptr, false, false, false, I::None},
       {"mistral", "mistral/modeling_mistral.py (sliding_window on every layer)", K::Rope, half, 1.0, 1e4, L::AllFull, 0, W::EveryLayer, S::HeadDim, R::OneBlock, N::None, T::None, PR::Fixed, nullptr, nullptr, false, false, B::AfterScale, false, {}, false, nullptr, false, false, false, I::None},
       {"mixtral", "mixtral/configuration_mixtral.py (default_theta 1e6), modeling_mixtral.py (sliding_window on every layer)", K::Rope, half, 1.0, 1e6, L::AllFull, 0, W::EveryLayer, S::HeadDim, R::OneBlock, N::None, T::None, PR::Fixed, nullptr, nullptr, false, false, B::AfterScale, false, {}, false, nullptr, false, false, false, I::None},
@@ -269,6 +271,7 @@ inline const std::array<ModelFamily, 85>& model_families() {
       {"hunyuan_v1_dense", "hunyuan_v1_dense/configuration_hunyuan_v1_dense.py (theta 1e4, head_dim 128, max_position_embeddings 2048), modeling_hunyuan_v1_dense.py (HunYuanDenseV1RotaryEmbedding: dynamic with alpha, static at every length)", K::Rope, half, 1.0, 1e4, L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, T::None, PR::Fixed, nullptr, nullptr, false, false, B::AfterScale, false, {4096, 32, 128, 0, 0, 0, 0.0, 0.0, 2048, nullptr}, true, nullptr, false, false, false, I::None},
       {"hunyuan_v1_moe", "hunyuan_v1_moe/configuration_hunyuan_v1_moe.py, modeling_hunyuan_v1_moe.py (as hunyuan_v1_dense)", K::Rope, half, 1.0, 1e4, L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, T::None, PR::Fixed, nullptr, nullptr, false, false, B::AfterScale, false, {4096, 32, 128, 0, 0, 0, 0.0, 0.0, 2048, nullptr}, true, nullptr, false, false, false, I::None},
       {"falcon_h1", "falcon_h1/configuration_falcon_h1.py (theta 1e5, key_multiplier 1), modular_falcon_h1.py (FalconH1Attention: k * key_multiplier; mamba in parallel, attention with RoPE in every layer)", K::Rope, half, 1.0, 1e5, L::AllFull, 0, W::Never, S::KeyMultiplier, R::OneBlock, N::None, T::None, PR::Fixed, nullptr, nullptr, false, false, B::AfterScale, false, {4096, 32, 0, 0, 0, 0, 0.0, 0.0, 8192, nullptr}, false, nullptr, false, false, false, I::None},
+      {"beam", "beam/configuration_beam.py (every 6th layer and the last full, sliding_window 512, head_dim 128, rope_parameters {sliding_attention: default 1e4, full_attention: None}), modeling_beam.py (BeamModel.forward: NoPE full layers, q * compute_attention_scaling)", K::Rope, half, 1.0, 1e4, L::FixedPatternLastFull, 6, W::SlidingLayers, S::HeadDim, R::OneBlock, N::None, T::PowerNopeLayers, PR::Fixed, nullptr, nullptr, false, false, B::AfterScale, false, {5120, 48, 128, 512, 0, 0, 0.0, 0.0, 8192, R"({"sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}, "full_attention": null})"}, false, nullptr, false, false, false, I::None},
       {"afmoe", "afmoe/configuration_afmoe.py (global_attn_every_n_layers 4, sliding_window 1024, head_dim 128), modeling_afmoe.py (AfmoeAttention: RoPE on sliding layers only)", K::Rope, half, 1.0, 1e4, L::GlobalEveryN, 4, W::SlidingLayers, S::HeadDim, R::OneBlock, N::NonSlidingLayers, T::None, PR::Fixed, nullptr, nullptr, false, false, B::AfterScale, false, {2048, 16, 128, 1024, 0, 0, 0.0, 0.0, 16384, nullptr}, false, nullptr, false, false, false, I::None},
       {"cwm", "cwm/configuration_cwm.py (default_theta 1e6, llama3 block, head_dim 128, sliding_window 8192, full iff i % 4 == 0), modeling_cwm.py", K::Rope, half, 1.0, 1e6, L::FixedPatternFromZero, 4, W::SlidingLayers, S::HeadDim, R::OneBlock, N::None, T::None, PR::Fixed, nullptr, nullptr, false, false, B::AfterScale, false, {6144, 48, 128, 8192, 0, 0, 0.0, 0.0, 131072, R"({"rope_type": "llama3", "rope_theta": 1000000.0, "factor": 16.0, "high_freq_factor": 4.0, "low_freq_factor": 1.0, "original_max_position_embeddings": 8192})"}, false, nullptr, false, false, false, I::None},
       {"exaone_moe", "exaone_moe/configuration_exaone_moe.py (sliding_window 4096, sliding_window_pattern 4), modeling_exaone_moe.py (as exaone4: RoPE on sliding layers when windowed)", K::Rope, half, 1.0, 1e4, L::SlidingPattern, 4, W::SlidingLayers, S::HeadDim, R::OneBlock, N::NonSlidingWhenWindowed, T::None, PR::Fixed, nullptr, nullptr, false, false, B::AfterScale, false, {4096, 32, 0, 4096, 0, 0, 0.0, 0.0, 2048, nullptr}, false, nullptr, false, false, false, I::None},

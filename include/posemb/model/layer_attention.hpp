@@ -11,26 +11,47 @@
 
 namespace posemb {
 
-// A query scale that grows with the position, multiplying q before the product:
-//   factor(p) = 1 + attn_scale · ln(1 + floor((p + position_offset) / floor_scale))
-// p the 0-based query position. Two families use it:
+// How a query temperature grows with the position (QueryTemperature::factor).
+enum class TemperatureForm {
+  FloorLog,  // 1 + attn_scale · ln(1 + floor((p + position_offset) / floor_scale))
+  Power,     // (1 + (p + position_offset) / floor_scale) ^ attn_scale
+};
+
+inline const char* to_string(TemperatureForm form) {
+  return form == TemperatureForm::Power ? "power" : "floor_log";
+}
+
+// A query scale that grows with the position, multiplying q before the product; p the 0-based
+// query position. Three families use it:
 //   Llama 4 (modeling_llama4.py, Llama4TextAttention._get_attn_scale, on its layers without
-//   RoPE): floor((p + 1) / floor_scale), position_offset 1, floor_scale 8192, attn_scale 0.1.
+//   RoPE): FloorLog, floor((p + 1) / floor_scale), position_offset 1, floor_scale 8192,
+//   attn_scale 0.1.
 //   Ministral 3 (modular_ministral3.py, _get_llama_4_attn_scale, on every layer after RoPE):
-//   1 + beta · ln(1 + floor(p / L0)), position_offset 0, floor_scale L0 =
+//   FloorLog, 1 + beta · ln(1 + floor(p / L0)), position_offset 0, floor_scale L0 =
 //   rope_parameters.original_max_position_embeddings, attn_scale beta = llama_4_scaling_beta.
+//   Beam (modeling_beam.py, compute_attention_scaling, on its layers without RoPE): Power,
+//   exp(0.1 · ln(1 + (p + 1) / 2048)), position_offset 1, floor_scale 2048, attn_scale 0.1.
 // Example: {8192, 0.1} (Llama 4) gives 1 at p = 8190 and 1.0693147180559945 (1 + 0.1 ln 2) at
-// 8191; {8192, 0.1, 0} gives 1.0693147180559945 from p = 8192.
+// 8191; {8192, 0.1, 0} gives 1.0693147180559945 from p = 8192; {2048, 0.1, 1, Power} gives
+// 2^0.1 = 1.0717734625362931 at p = 2047.
 struct QueryTemperature {
   double floor_scale = 8192.0;
   double attn_scale = 0.1;
   std::int64_t position_offset = 1;
+  TemperatureForm form = TemperatureForm::FloorLog;
 
   double factor(double position) const {
     const double shifted = position + static_cast<double>(position_offset);
+    if (form == TemperatureForm::Power)
+      return std::exp(attn_scale * std::log1p(shifted / floor_scale));
     return std::log1p(std::floor(shifted / floor_scale)) * attn_scale + 1.0;
   }
 };
+
+inline bool operator==(const QueryTemperature& a, const QueryTemperature& b) {
+  return a.floor_scale == b.floor_scale && a.attn_scale == b.attn_scale &&
+         a.position_offset == b.position_offset && a.form == b.form;
+}
 
 // Where an additive bias (ALiBi) enters the logits relative to the softmax scale:
 //   AfterScale   logits = scale · q kᵀ + bias       MPT (modeling_mpt.py, MptAttention.forward:
@@ -75,17 +96,10 @@ inline double effective_alibi_slope(double slope, double softmax_scale, BiasPlac
 // True when two layers' attention parameters are equal, every field of LayerAttention compared
 // (a field added above belongs here too).
 inline bool same_attention(const LayerAttention& a, const LayerAttention& b) {
-  const auto same_temperature = [](const QueryTemperature& x, const QueryTemperature& y) {
-    return x.floor_scale == y.floor_scale && x.attn_scale == y.attn_scale &&
-           x.position_offset == y.position_offset;
-  };
-  const bool temperatures =
-      a.query_temperature.has_value() == b.query_temperature.has_value() &&
-      (!a.query_temperature || same_temperature(*a.query_temperature, *b.query_temperature));
   return a.softmax_scale == b.softmax_scale && a.sliding_window == b.sliding_window &&
-         a.attention_chunk_size == b.attention_chunk_size && temperatures &&
-         a.logit_softcap == b.logit_softcap && a.attention_sinks == b.attention_sinks &&
-         a.bias_placement == b.bias_placement;
+         a.attention_chunk_size == b.attention_chunk_size &&
+         a.query_temperature == b.query_temperature && a.logit_softcap == b.logit_softcap &&
+         a.attention_sinks == b.attention_sinks && a.bias_placement == b.bias_placement;
 }
 
 inline const char* to_string(BiasPlacement placement) {

@@ -101,11 +101,6 @@ struct LayerPositions {
   }
 };
 
-inline bool operator==(const QueryTemperature& a, const QueryTemperature& b) {
-  return a.floor_scale == b.floor_scale && a.attn_scale == b.attn_scale &&
-         a.position_offset == b.position_offset;
-}
-
 // True when two layers do the same (everything but the index).
 inline bool same_positions(const LayerPositions& a, const LayerPositions& b) {
   return a.kind == b.kind && a.head_dim == b.head_dim && a.rope == b.rope &&

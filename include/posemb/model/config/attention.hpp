@@ -125,12 +125,18 @@ inline std::optional<QueryTemperature> read_beta_temperature(const JsonReader& b
 // The query temperature by the family's TemperatureRule (layer_attention.hpp): Llama 4
 // (modeling_llama4.py) on NoPE layers when attn_temperature_tuning is truthy (default true),
 // floor_scale (8192), attn_scale (0.1), floor((p + 1) / F); Ministral 3 on every softmax layer,
-// block_temperature (read_beta_temperature).
+// block_temperature (read_beta_temperature); Beam (modeling_beam.py,
+// compute_attention_scaling, constants in the code) on its softmax layers without RoPE:
+// (1 + (p + 1) / 2048)^0.1.
 inline std::optional<QueryTemperature> read_query_temperature(
     const JsonReader& root, const ModelFamily& family, const LayerPositions& layer,
     const std::optional<QueryTemperature>& block_temperature) {
   if (family.temperature == TemperatureRule::EveryLayerLlama4Beta) {
     return layer.softmax_attention() ? block_temperature : std::nullopt;
+  }
+  if (family.temperature == TemperatureRule::PowerNopeLayers) {
+    if (layer.kind != PositionKind::None || !layer.softmax_attention()) return std::nullopt;
+    return QueryTemperature{2048.0, 0.1, 1, TemperatureForm::Power};
   }
   if (family.temperature != TemperatureRule::Llama4NopeLayers || layer.kind != PositionKind::None ||
       !root.truthy("attn_temperature_tuning").value_or(true)) {

@@ -132,7 +132,8 @@ inline std::vector<bool> read_indexer_owners(const JsonReader& root, const Model
   const char* key = "indexer_types";
   const auto types = root.strings(key);
   if (!types) {
-    for (int i = 0; i < n_layers; ++i) owners[static_cast<std::size_t>(i)] = i == 0 || (i - 1) % 4 == 0;
+    for (int i = 0; i < n_layers; ++i)
+      owners[static_cast<std::size_t>(i)] = i == 0 || (i - 1) % 4 == 0;
     return owners;
   }
   if (static_cast<int>(types->size()) != n_layers) {
@@ -361,6 +362,9 @@ inline std::string derived_layer_type(const JsonReader& root, const ModelFamily&
       break;
     case LayerTypeRule::FixedPatternFromZero:
       sliding = i % layer_pattern(root, family, nullptr) != 0;
+      break;
+    case LayerTypeRule::FixedPatternLastFull:  // configuration_beam.py, BeamConfig.__post_init__
+      sliding = (i + 1) % layer_pattern(root, family, nullptr) != 0 && i != n_layers - 1;
       break;
     case LayerTypeRule::GlobalEveryN:
       sliding = (i + 1) % layer_pattern(root, family, "global_attn_every_n_layers") != 0;

@@ -89,8 +89,9 @@ struct LayerRow {
   bool owns_indexer = false;    // its own lightning indexer (read_indexer_owners)
 };
 
-// One layer of a decoder whose layers are not T5's: its kind (none by has_positions() or a
-// layer theta of 0, FoPE by its block), RoPE scheme, indexer and attention.
+// One layer of a decoder whose layers are not T5's: its kind (none by has_positions(), a layer
+// theta of 0 or null rope parameters for its type, FoPE by its block), RoPE scheme, indexer and
+// attention.
 inline LayerPositions read_layer(const JsonReader& root, const ModelFamily& family,
                                  RopeBlockReader& blocks, PositionKind kind, int n_heads,
                                  LayerRow row) {
@@ -98,7 +99,8 @@ inline LayerPositions read_layer(const JsonReader& root, const ModelFamily& fami
   layer.index = row.index;
   layer.layer_type = std::move(row.layer_type);
   layer.kind = kind;
-  if (!has_positions(root, family, layer.layer_type, row.rope_layer) || row.theta == 0.0) {
+  if (!has_positions(root, family, layer.layer_type, row.rope_layer) || row.theta == 0.0 ||
+      (kind == PositionKind::Rope && blocks.without_rope(layer.layer_type))) {
     layer.kind = PositionKind::None;
   }
   layer.head_dim = layer_head_dim(root, family, n_heads, layer.layer_type);

@@ -110,6 +110,22 @@ class RopeBlockReader {
 
   // The block of a layer type; theta, when given, replaces the block's rope_theta (a layer's own
   // theta, read_layer_thetas).
+  // Whether layer_type's rope parameters are null, in the config's block nested by layer type or
+  // in the class's default block: its layers have no RoPE (BeamConfig.__post_init__'s
+  // {"sliding_attention": {...}, "full_attention": None}; BeamModel.forward passes
+  // position_embeddings None to those layers).
+  bool without_rope(const std::string& layer_type) {
+    find_block();
+    if (block_ != nullptr) {
+      return nested_ && block_->contains(layer_type) && block_->at(layer_type).is_null();
+    }
+    if (family_.defaults.rope_parameters == nullptr || root_.json().contains("rope_parameters")) {
+      return false;
+    }
+    const nlohmann::json defaults = nlohmann::json::parse(family_.defaults.rope_parameters);
+    return defaults.contains(layer_type) && defaults.at(layer_type).is_null();
+  }
+
   const RopeBlock& block(const std::string& layer_type, std::optional<double> theta = {}) {
     const auto cached = blocks_.find({layer_type, theta});
     if (cached != blocks_.end()) return cached->second;
@@ -146,8 +162,8 @@ class RopeBlockReader {
     const JsonReader block = root_.child(*block_, root_.name(block_name_ + "."));
     if (block.has("rope_type") || block.has("type")) return;
     for (const auto& item : block_->items()) {
-      if (!item.value().is_object()) continue;
-      nested_ = true;
+      if (!item.value().is_object() && !item.value().is_null()) continue;
+      nested_ = nested_ || item.value().is_object();
       if (!is_known_layer_type(item.key())) {
         fail(block.name(item.key()), "{...}",
              "expected rope parameters, or rope parameters per layer type (full_attention, "
