@@ -201,7 +201,7 @@ GAPS = {
     "nanochat": "not in posemb's family table: its rotate_half flips the signs (cat(x2, -x1)), "
                 "a rotation by -theta that no posemb pairing gives",
     **_group("not in posemb's family table: its layer_types or rope block use names posemb "
-             "refuses (load_model raises)", "deepseek_v4 dory zaya"),
+             "refuses (load_model raises)", "deepseek_v4 dory"),
     **_group("DeepSeek Sparse Attention (indexed_attention layers) with rules no row gives: "
              "Dots3's interleaved indexer under partial rotary 0.25 of head_dim 256 and a "
              "sliding window; HY V4's text tower with M-RoPE (mrope_section) in MLA and "

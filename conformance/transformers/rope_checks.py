@@ -141,7 +141,8 @@ def _rope_rows(case, model, config, pmodel, captures, seq_lens):
             x = call.x_in.float().numpy()
             y_hf = call.x_out.float().numpy()
             order = hf_order(call.function)
-            block = rope_block(config, layer.layer_type)
+            hf_type = _hf_layer_type(config, call.layer, layer)
+            block = rope_block(config, hf_type)
             spec_of = _call_spec(layer, call)
             if spec_of is None:
                 exact.failures.append(f"{where}: transformers' indexer rotates, posemb's "
@@ -163,7 +164,7 @@ def _rope_rows(case, model, config, pmodel, captures, seq_lens):
                 bits.notes.append(f"hf-float32 is not claimed (posemb refuses it: {error})")
                 continue
             y32 = order(rotation.rotate(x_full, positions, hf, call.layout, part))
-            buffer = inv_freq_buffer(capture.buffers, layer.layer_type,
+            buffer = inv_freq_buffer(capture.buffers, hf_type,
                                      layer_theta_module(config, call.layer))
             same = np.ones(hf.rotary_dim // 2, dtype=bool)
             if buffer is not None and buffer.numel() == hf.rotary_dim // 2:
@@ -189,6 +190,13 @@ def _rope_rows(case, model, config, pmodel, captures, seq_lens):
                           "differs from posemb's correctly rounded inv_freq: held to the exact bound")
     return [exact.row(case, "rope"), bits.row(case, "rope_hf_float32", "differing bits:"),
             buffer_bits.row(case, "rope_hf_float32_buffer", "HfFloat32Rope(transformers inv_freq):")]
+
+
+def _hf_layer_type(config, index, layer):
+    """transformers' name of layer `index`'s type (its rope block key and rotary buffer prefix:
+    Zaya's "hybrid"), posemb's where the config has no layer_types."""
+    types = getattr(config, "layer_types", None)
+    return types[index] if types and index < len(types) else layer.layer_type
 
 
 def _call_spec(layer, call):

@@ -149,6 +149,7 @@ CASES: dict[str, Case] = {
     "opt": Case("opt", dict(vocab_size=256, hidden_size=64, ffn_dim=64, word_embed_proj_dim=64, num_hidden_layers=2, num_attention_heads=4, max_position_embeddings=2048), "facebook/opt-125m (2048 + offset 2)"),
     "bert": Case("bert", dict(vocab_size=256, hidden_size=64, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4, max_position_embeddings=512), "google-bert/bert-base-uncased (512)", auto="base"),
     "roberta": Case("roberta", dict(vocab_size=256, hidden_size=64, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4, max_position_embeddings=514, pad_token_id=1), "FacebookAI/roberta-base (514, padding_idx 1)", auto="base"),
+    "zaya": Case("zaya", _small(heads=2, kv_heads=2, head_dim=128, hidden_size=64, max_position_embeddings=131072, sliding_window=1024, num_experts=2, num_experts_per_tok=1, moe_intermediate_size=32, router_hidden_size=16, layer_types=["hybrid", "hybrid_sliding"], rope_parameters={"hybrid": {"rope_type": "default", "rope_theta": 5000000.0, "partial_rotary_factor": 0.5}, "hybrid_sliding": {"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.5}}), "Zyphra/ZAYA1-8B (configuration_zaya.py defaults: hybrid theta 5e6, hybrid_sliding 1e4, partial 0.5, head_dim 128; the hybrid_sliding layer and window 1024 synthetic)"),
 }
 
 

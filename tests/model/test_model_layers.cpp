@@ -747,6 +747,46 @@ TEST_CASE("Beam: NoPE full layers by their null rope parameters, with a power te
              Catch::Contains("rope_parameters.global"));
 }
 
+TEST_CASE("Zaya: its own layer type names, in layer_types and as rope block keys",
+          "[config][models]") {
+  // configuration_zaya.py: layer_types "hybrid" / "hybrid_sliding" (default every layer
+  // hybrid), rope_parameters nested by them (theta 5e6 / 1e4, partial_rotary_factor 0.5); the
+  // released config.json also has a rope_type beside them, which convert_rope_params_to_dict
+  // deletes. modeling_zaya.py: rotate_half on the first 64 of 128, the window on hybrid_sliding.
+  const std::string zaya = R"({"model_type": "zaya", "hidden_size": 2048,
+      "num_attention_heads": 8, "num_key_value_heads": 2, "head_dim": 128)";
+  const std::string released = zaya + R"(, "num_hidden_layers": 2, "sliding_window": 1024,
+      "layer_types": ["hybrid", "hybrid_sliding"],
+      "rope_parameters": {"rope_type": "default",
+        "hybrid": {"rope_type": "default", "rope_theta": 5000000.0, "partial_rotary_factor": 0.5},
+        "hybrid_sliding": {"rope_type": "default", "rope_theta": 10000.0,
+                           "partial_rotary_factor": 0.5}}})";
+  const posemb::ModelPositions model = parse(released);
+  CHECK(model.unused_keys.empty());
+  REQUIRE(model.layers.size() == 2);
+  CHECK(model.layers[0].layer_type == "full_attention");
+  CHECK(model.layers[1].layer_type == "sliding_attention");
+  CHECK_FALSE(model.layers[0].attention.sliding_window);
+  CHECK(*model.layers[1].attention.sliding_window == 1024);
+  for (const auto& layer : model.layers) {
+    const posemb::RopeSpec spec = layer.rope_spec();
+    CHECK(spec.rotary_dim == 64);
+    CHECK(spec.pairing == posemb::Pairing::RotateHalf);
+    const double theta = layer.index == 0 ? 5e6 : 1e4;
+    CHECK(spec.inv_freq[1] == Approx(std::pow(theta, -2.0 / 64)).epsilon(1e-15));
+  }
+  // The class defaults: 40 hybrid layers at theta 5e6, partial 0.5.
+  const posemb::ModelPositions defaults = parse(zaya + R"(, "num_hidden_layers": 40})");
+  CHECK(defaults.layers[39].layer_type == "full_attention");
+  CHECK(defaults.layers[39].rope_spec().inv_freq[1] ==
+        Approx(std::pow(5e6, -2.0 / 64)).epsilon(1e-15));
+  CHECK_THAT(error_of(zaya + R"(, "num_hidden_layers": 1, "layer_types": ["hybrid_local"]})"),
+             Catch::Contains("layer_types[0] = \"hybrid_local\""));
+  CHECK_THAT(error_of(zaya + R"(, "num_hidden_layers": 1, "layer_types": ["hybrid"],
+      "rope_parameters": {"hybrid_sliding": {"rope_type": "default"}}})"),
+             Catch::Contains("rope_parameters.hybrid: missing"));
+}
+
 TEST_CASE("layers without positions are none, never an error", "[config][models]") {
   const std::string granite = R"({"model_type": "granitemoehybrid", "hidden_size": 256,
       "num_attention_heads": 4, "num_hidden_layers": 2, "layer_types": ["mamba", "attention"])";

@@ -499,8 +499,9 @@ inline std::vector<std::string> listed_layer_types(const JsonReader& root,
   return types;
 }
 
-// The config's layer_types, checked ("attention", Granite 4's name, is full_attention).
-inline std::vector<std::string> given_layer_types(const JsonReader& root,
+// The config's layer_types, checked ("attention", Granite 4's name, is full_attention; the
+// family's own names are their layer types, layer_type_names).
+inline std::vector<std::string> given_layer_types(const JsonReader& root, const ModelFamily& family,
                                                   std::vector<std::string> types, int n_layers) {
   if (static_cast<int>(types.size()) != n_layers) {
     fail(root.name("layer_types") + ".size()", types.size(),
@@ -508,6 +509,7 @@ inline std::vector<std::string> given_layer_types(const JsonReader& root,
   }
   for (std::size_t i = 0; i < types.size(); ++i) {
     if (types[i] == "attention") types[i] = "full_attention";
+    types[i] = layer_type_of_name(family, types[i]);
     if (!is_known_layer_type(types[i])) {
       std::string known;
       for (const std::string& type : known_layer_types())
@@ -524,7 +526,7 @@ inline std::vector<std::string> read_layer_types(const JsonReader& root, const M
                                                  int n_layers, const std::vector<bool>& rope) {
   std::vector<std::string> types;
   if (auto given = root.strings("layer_types")) {
-    types = given_layer_types(root, std::move(*given), n_layers);
+    types = given_layer_types(root, family, std::move(*given), n_layers);
   } else {
     types = listed_layer_types(root, family, n_layers);
     for (int i = static_cast<int>(types.size()); i < n_layers; ++i) {

@@ -117,7 +117,8 @@ class RopeBlockReader {
   bool without_rope(const std::string& layer_type) {
     find_block();
     if (block_ != nullptr) {
-      return nested_ && block_->contains(layer_type) && block_->at(layer_type).is_null();
+      const std::string key = config_layer_type_name(family_, layer_type);
+      return nested_ && block_->contains(key) && block_->at(key).is_null();
     }
     if (family_.defaults.rope_parameters == nullptr || root_.json().contains("rope_parameters")) {
       return false;
@@ -160,16 +161,30 @@ class RopeBlockReader {
     }
     if (block_ == nullptr) return;
     const JsonReader block = root_.child(*block_, root_.name(block_name_ + "."));
-    if (block.has("rope_type") || block.has("type")) return;
+    if (nested_by_family_names()) {
+      // Zaya's released config.json nests by "hybrid" / "hybrid_sliding" and has a rope_type
+      // beside them, which ZayaConfig.convert_rope_params_to_dict deletes: read, not used.
+      static_cast<void>(block.has("rope_type"));
+    } else if (block.has("rope_type") || block.has("type")) {
+      return;
+    }
     for (const auto& item : block_->items()) {
       if (!item.value().is_object() && !item.value().is_null()) continue;
       nested_ = nested_ || item.value().is_object();
-      if (!is_known_layer_type(item.key())) {
+      if (!is_known_layer_type(layer_type_of_name(family_, item.key()))) {
         fail(block.name(item.key()), "{...}",
              "expected rope parameters, or rope parameters per layer type (full_attention, "
              "sliding_attention, chunked_attention, linear_attention)");
       }
     }
+  }
+
+  // Whether the block holds a block under one of the family's own layer type names.
+  bool nested_by_family_names() const {
+    for (const auto& [config_name, type] : layer_type_names(family_)) {
+      if (block_->contains(config_name) && block_->at(config_name).is_object()) return true;
+    }
+    return false;
   }
 
   // The JSON block a layer type reads (nullptr: none); name becomes its key path ("" for a
@@ -179,12 +194,13 @@ class RopeBlockReader {
     nlohmann::json& synthetic = synthetic_[layer_type];
     synthetic = nlohmann::json::object();
     if (nested_) {
-      name = block_name_ + "." + layer_type;
-      if (!block_->contains(layer_type) || !block_->at(layer_type).is_object()) {
+      const std::string key = config_layer_type_name(family_, layer_type);
+      name = block_name_ + "." + key;
+      if (!block_->contains(key) || !block_->at(key).is_object()) {
         root_.child(*block_, root_.name(block_name_ + "."))
-            .missing(layer_type, "expected rope parameters for every layer type in use");
+            .missing(key, "expected rope parameters for every layer type in use");
       }
-      return &block_->at(layer_type);
+      return &block_->at(key);
     }
     if (block_ == nullptr && family_.defaults.rope_parameters != nullptr &&
         !root_.json().contains("rope_parameters")) {
