@@ -107,6 +107,7 @@ ADAPTERS: dict[str, Adapter] = {
     "phimoe": Adapter("phimoe.modeling_phimoe", "apply_rotary_pos_emb", _pair),
     "qwen3_next": Adapter("qwen3_next.modeling_qwen3_next", "apply_rotary_pos_emb", _pair),
     "zaya": Adapter("zaya.modeling_zaya", "apply_rotary_pos_emb", _pair),
+    "dory": Adapter("dory.modeling_dory", "apply_rotary_pos_emb", _pair),
 }
 
 

@@ -200,8 +200,9 @@ GAPS = {
               "which posemb's reader does not read",
     "nanochat": "not in posemb's family table: its rotate_half flips the signs (cat(x2, -x1)), "
                 "a rotation by -theta that no posemb pairing gives",
-    **_group("not in posemb's family table: its layer_types or rope block use names posemb "
-             "refuses (load_model raises)", "deepseek_v4 dory"),
+    "deepseek_v4": "not in posemb's family table: its layer_types use names posemb refuses "
+                   "(compressed_sparse_attention, heavily_compressed_attention) and its "
+                   "rope_parameters are keyed by rope role (main, compress), not by layer type",
     **_group("DeepSeek Sparse Attention (indexed_attention layers) with rules no row gives: "
              "Dots3's interleaved indexer under partial rotary 0.25 of head_dim 256 and a "
              "sliding window; HY V4's text tower with M-RoPE (mrope_section) in MLA and "

@@ -787,6 +787,38 @@ TEST_CASE("Zaya: its own layer type names, in layer_types and as rope block keys
              Catch::Contains("rope_parameters.hybrid: missing"));
 }
 
+TEST_CASE("Dory: layer_types in (attention, mlp) blocks, counted in num_hidden_layers",
+          "[config][models]") {
+  // configuration_dory.py: config.json lists each layer as (attention type, "mlp") and counts
+  // blocks (DoryConfig.to_dict); __post_init__ halves both. Full iff (i + 1) % 4 == 0, rope
+  // parameters by layer type (sliding 1e4, full 1e7), head_dim 256, window 1024.
+  const std::string dory = R"({"model_type": "dory", "hidden_size": 2560,
+      "num_attention_heads": 16, "num_key_value_heads": 4)";
+  const posemb::ModelPositions blocks = parse(dory + R"(, "num_hidden_layers": 8,
+      "layer_types": ["sliding_attention", "mlp", "sliding_attention", "mlp",
+                      "sliding_attention", "mlp", "full_attention", "mlp"]})");
+  const posemb::ModelPositions defaults = parse(dory + R"(, "num_hidden_layers": 4})");
+  for (const auto* model : {&blocks, &defaults}) {
+    REQUIRE(model->layers.size() == 4);
+    for (const auto& layer : model->layers) {
+      CAPTURE(layer.index);
+      const bool full = layer.index == 3;
+      CHECK(layer.layer_type == (full ? "full_attention" : "sliding_attention"));
+      CHECK(layer.head_dim == 256);
+      CHECK(layer.rope_spec().inv_freq[1] ==
+            Approx(std::pow(full ? 1e7 : 1e4, -2.0 / 256)).epsilon(1e-15));
+      CHECK(layer.attention.sliding_window ==
+            (full ? std::nullopt : std::optional<std::int64_t>(1024)));
+    }
+  }
+  CHECK_THAT(error_of(dory + R"(, "num_hidden_layers": 3,
+      "layer_types": ["sliding_attention", "mlp", "full_attention"]})"),
+             Catch::Contains("num_hidden_layers = 3: expected an even count of blocks"));
+  CHECK_THAT(error_of(dory + R"(, "num_hidden_layers": 4,
+      "layer_types": ["sliding_attention", "mlp", "mlp", "full_attention"]})"),
+             Catch::Contains("layer_types[2] = \"mlp\": expected an attention type"));
+}
+
 TEST_CASE("layers without positions are none, never an error", "[config][models]") {
   const std::string granite = R"({"model_type": "granitemoehybrid", "hidden_size": 256,
       "num_attention_heads": 4, "num_hidden_layers": 2, "layer_types": ["mamba", "attention"])";

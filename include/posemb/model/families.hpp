@@ -29,6 +29,9 @@ enum class LayerTypeRule {
   FixedPattern,          // sliding iff (i+1) % pattern != 0 (no config key)
   FixedPatternFromZero,  // CWM: sliding iff i % pattern != 0 (no config key)
   FixedPatternLastFull,  // Beam: sliding iff (i+1) % pattern != 0 and i is not the last layer
+  // Dory: sliding iff (i+1) % pattern != 0; a config.json whose layer_types holds "mlp" lists
+  // each layer as two blocks (its attention type, "mlp") and counts blocks in num_hidden_layers
+  AttentionMlpPairs,
   GlobalEveryN,  // AfMoE: sliding iff (i+1) % global_attn_every_n_layers != 0 (default pattern)
   GlobalEveryNFromZero,  // ModernBERT: sliding iff i % global_attn_every_n_layers != 0 (default
                          // pattern)
@@ -189,7 +192,7 @@ struct ModelFamily {
   const char* layer_type_names;
 };
 
-inline const std::array<ModelFamily, 87>& model_families() {
+inline const std::array<ModelFamily, 88>& model_families() {
   using P = Pairing;
   using K = PositionKind;
   using L = LayerTypeRule;
@@ -210,7 +213,7 @@ inline const std::array<ModelFamily, 87>& model_families() {
   // transformers ignores, longrope mscales, layer_rope_theta, partial of the qk head, indexer,
   // layer type names.
   // clang-format off
-  static const std::array<ModelFamily, 87> table{{
+  static const std::array<ModelFamily, 88> table{{
       {"llama", "llama/configuration_llama.py, modeling_llama.py", K::Rope, half, 1.0, 1e4, L::AllFull, 0, W::Never, S::HeadDim, R::OneBlock, N::None, T::None, PR::Fixed, nullptr, nullptr, false, false, B::AfterScale, false, {}, false, nullptr, false, false, false, I::None, nullptr},
       {"mistral", "mistral/modeling_mistral.py (sliding_window on every layer)", K::Rope, half, 1.0, 1e4, L::AllFull, 0, W::EveryLayer, S::HeadDim, R::OneBlock, N::None, T::None, PR::Fixed, nullptr, nullptr, false, false, B::AfterScale, false, {}, false, nullptr, false, false, false, I::None, nullptr},
       {"mixtral", "mixtral/configuration_mixtral.py (default_theta 1e6), modeling_mixtral.py (sliding_window on every layer)", K::Rope, half, 1.0, 1e6, L::AllFull, 0, W::EveryLayer, S::HeadDim, R::OneBlock, N::None, T::None, PR::Fixed, nullptr, nullptr, false, false, B::AfterScale, false, {}, false, nullptr, false, false, false, I::None, nullptr},
@@ -280,6 +283,7 @@ inline const std::array<ModelFamily, 87>& model_families() {
       {"falcon_h1", "falcon_h1/configuration_falcon_h1.py (theta 1e5, key_multiplier 1), modular_falcon_h1.py (FalconH1Attention: k * key_multiplier; mamba in parallel, attention with RoPE in every layer)", K::Rope, half, 1.0, 1e5, L::AllFull, 0, W::Never, S::KeyMultiplier, R::OneBlock, N::None, T::None, PR::Fixed, nullptr, nullptr, false, false, B::AfterScale, false, {4096, 32, 0, 0, 0, 0, 0.0, 0.0, 8192, nullptr}, false, nullptr, false, false, false, I::None, nullptr},
       {"beam", "beam/configuration_beam.py (every 6th layer and the last full, sliding_window 512, head_dim 128, rope_parameters {sliding_attention: default 1e4, full_attention: None}), modeling_beam.py (BeamModel.forward: NoPE full layers, q * compute_attention_scaling)", K::Rope, half, 1.0, 1e4, L::FixedPatternLastFull, 6, W::SlidingLayers, S::HeadDim, R::OneBlock, N::None, T::PowerNopeLayers, PR::Fixed, nullptr, nullptr, false, false, B::AfterScale, false, {5120, 48, 128, 512, 0, 0, 0.0, 0.0, 8192, R"({"sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}, "full_attention": null})"}, false, nullptr, false, false, false, I::None, nullptr},
       {"zaya", "zaya/configuration_zaya.py (layer_types \"hybrid\" / \"hybrid_sliding\", rope_parameters by them: theta 5e6 / 1e4, partial_rotary_factor 0.5), modeling_zaya.py (ZayaAttention: rotate_half on the first rotary_dim features, sliding_window on hybrid_sliding layers)", K::Rope, half, 1.0, 1e4, L::AllFull, 0, W::SlidingLayers, S::HeadDim, R::OneBlock, N::None, T::None, PR::Fixed, nullptr, nullptr, false, false, B::AfterScale, false, {2048, 8, 128, 0, 0, 0, 0.0, 0.0, 131072, R"({"full_attention": {"rope_type": "default", "rope_theta": 5000000.0, "partial_rotary_factor": 0.5}, "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.5}})"}, false, "hybrid, hybrid_sliding", false, false, false, I::None, "hybrid=full_attention, hybrid_sliding=sliding_attention"},
+      {"dory", "dory/configuration_dory.py (layer_types and num_hidden_layers of config.json in (attention, mlp) blocks, halved by __post_init__; full iff (i+1) % 4 == 0; rope_parameters by layer type: sliding 1e4, full 1e7; head_dim 256, sliding_window 1024), modeling_dory.py (DoryAttention: RoPE after the q/k L2 norms, window on sliding layers)", K::Rope, half, 1.0, 1e4, L::AttentionMlpPairs, 4, W::SlidingLayers, S::HeadDim, R::OneBlock, N::None, T::None, PR::Fixed, nullptr, nullptr, false, false, B::AfterScale, false, {2560, 16, 256, 1024, 0, 0, 0.0, 0.0, 8192, R"({"sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}, "full_attention": {"rope_type": "default", "rope_theta": 10000000.0}})"}, false, nullptr, false, false, false, I::None, nullptr},
       {"afmoe", "afmoe/configuration_afmoe.py (global_attn_every_n_layers 4, sliding_window 1024, head_dim 128), modeling_afmoe.py (AfmoeAttention: RoPE on sliding layers only)", K::Rope, half, 1.0, 1e4, L::GlobalEveryN, 4, W::SlidingLayers, S::HeadDim, R::OneBlock, N::NonSlidingLayers, T::None, PR::Fixed, nullptr, nullptr, false, false, B::AfterScale, false, {2048, 16, 128, 1024, 0, 0, 0.0, 0.0, 16384, nullptr}, false, nullptr, false, false, false, I::None, nullptr},
       {"cwm", "cwm/configuration_cwm.py (default_theta 1e6, llama3 block, head_dim 128, sliding_window 8192, full iff i % 4 == 0), modeling_cwm.py", K::Rope, half, 1.0, 1e6, L::FixedPatternFromZero, 4, W::SlidingLayers, S::HeadDim, R::OneBlock, N::None, T::None, PR::Fixed, nullptr, nullptr, false, false, B::AfterScale, false, {6144, 48, 128, 8192, 0, 0, 0.0, 0.0, 131072, R"({"rope_type": "llama3", "rope_theta": 1000000.0, "factor": 16.0, "high_freq_factor": 4.0, "low_freq_factor": 1.0, "original_max_position_embeddings": 8192})"}, false, nullptr, false, false, false, I::None, nullptr},
       {"exaone_moe", "exaone_moe/configuration_exaone_moe.py (sliding_window 4096, sliding_window_pattern 4), modeling_exaone_moe.py (as exaone4: RoPE on sliding layers when windowed)", K::Rope, half, 1.0, 1e4, L::SlidingPattern, 4, W::SlidingLayers, S::HeadDim, R::OneBlock, N::NonSlidingWhenWindowed, T::None, PR::Fixed, nullptr, nullptr, false, false, B::AfterScale, false, {4096, 32, 0, 4096, 0, 0, 0.0, 0.0, 2048, nullptr}, false, nullptr, false, false, false, I::None, nullptr},

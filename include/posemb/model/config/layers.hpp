@@ -3,6 +3,7 @@
 // encoder and decoder stacks. The family's row (families.hpp) decides every model-type rule.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <optional>
@@ -58,8 +59,17 @@ inline std::string layer_count_key(const JsonReader& root) {
   return key != nullptr ? key : "num_hidden_layers";
 }
 
-// The layer count (layer_count_key); 1 when the config gives none.
-inline int read_layer_count(const JsonReader& root) {
+// Whether layer_types lists each layer as an (attention type, "mlp") pair of blocks (Dory's
+// config.json, families.hpp AttentionMlpPairs).
+inline bool layers_in_mlp_pairs(const JsonReader& root, const ModelFamily& family) {
+  if (family.layer_types != LayerTypeRule::AttentionMlpPairs) return false;
+  const auto types = root.strings("layer_types");
+  return types && std::find(types->begin(), types->end(), "mlp") != types->end();
+}
+
+// The layer count (layer_count_key); 1 when the config gives none. In (attention, mlp) pairs
+// the count is of blocks: half of it (DoryConfig.__post_init__).
+inline int read_layer_count(const JsonReader& root, const ModelFamily& family) {
   const std::string key = layer_count_key(root);
   if (!root.has(key)) return 1;
   const std::int64_t n = root.integer(key, "");
@@ -67,7 +77,12 @@ inline int read_layer_count(const JsonReader& root) {
     fail(root.name(key), n,
          "expected a layer count in [1, " + std::to_string(max_model_layers) + "]");
   }
-  return static_cast<int>(n);
+  if (!layers_in_mlp_pairs(root, family)) return static_cast<int>(n);
+  if (n % 2 != 0) {
+    fail(root.name(key), n,
+         "expected an even count of blocks (layer_types in (attention, mlp) pairs)");
+  }
+  return static_cast<int>(n / 2);
 }
 
 // The model's positional kind: the family's, ALiBi with "alibi": true (Falcon), and MPT's
@@ -363,6 +378,9 @@ inline std::string derived_layer_type(const JsonReader& root, const ModelFamily&
     case LayerTypeRule::FixedPatternFromZero:
       sliding = i % layer_pattern(root, family, nullptr) != 0;
       break;
+    case LayerTypeRule::AttentionMlpPairs:  // configuration_dory.py, DoryConfig.__post_init__
+      sliding = (i + 1) % layer_pattern(root, family, nullptr) != 0;
+      break;
     case LayerTypeRule::FixedPatternLastFull:  // configuration_beam.py, BeamConfig.__post_init__
       sliding = (i + 1) % layer_pattern(root, family, nullptr) != 0 && i != n_layers - 1;
       break;
@@ -499,10 +517,26 @@ inline std::vector<std::string> listed_layer_types(const JsonReader& root,
   return types;
 }
 
+// Dory's (attention type, "mlp") blocks: the attention types, every second block "mlp".
+inline std::vector<std::string> attention_of_mlp_pairs(const JsonReader& root,
+                                                       const std::vector<std::string>& blocks) {
+  std::vector<std::string> types;
+  for (std::size_t i = 0; i < blocks.size(); ++i) {
+    if ((i % 2 == 1) != (blocks[i] == "mlp")) {
+      fail(root.name("layer_types") + "[" + std::to_string(i) + "]", "\"" + blocks[i] + "\"",
+           i % 2 == 1 ? "expected \"mlp\" (layer_types in (attention, mlp) pairs)"
+                      : "expected an attention type (layer_types in (attention, mlp) pairs)");
+    }
+    if (i % 2 == 0) types.push_back(blocks[i]);
+  }
+  return types;
+}
+
 // The config's layer_types, checked ("attention", Granite 4's name, is full_attention; the
 // family's own names are their layer types, layer_type_names).
 inline std::vector<std::string> given_layer_types(const JsonReader& root, const ModelFamily& family,
                                                   std::vector<std::string> types, int n_layers) {
+  if (layers_in_mlp_pairs(root, family)) types = attention_of_mlp_pairs(root, types);
   if (static_cast<int>(types.size()) != n_layers) {
     fail(root.name("layer_types") + ".size()", types.size(),
          "expected num_hidden_layers = " + std::to_string(n_layers));

@@ -126,7 +126,7 @@ inline void read_decoder(const JsonReader& root, const ConfigOptions& options,
                          ModelPositions& model) {
   const ModelFamily& family = model_family(model.model_type);
   read_heads(root, family, model);
-  const int n_layers = read_layer_count(root);
+  const int n_layers = read_layer_count(root, family);
   const PositionKind kind = read_position_kind(root, family);
   if (kind == PositionKind::Learned && !model.max_position_embeddings) {
     root.missing("n_positions",
