@@ -108,8 +108,6 @@ class RopeBlockReader {
                   ModelPositions& model)
       : root_(root), family_(family), options_(options), model_(model) {}
 
-  // The block of a layer type; theta, when given, replaces the block's rope_theta (a layer's own
-  // theta, read_layer_thetas).
   // Whether layer_type's rope parameters are null, in the config's block nested by layer type or
   // in the class's default block: its layers have no RoPE (BeamConfig.__post_init__'s
   // {"sliding_attention": {...}, "full_attention": None}; BeamModel.forward passes
@@ -127,6 +125,8 @@ class RopeBlockReader {
     return defaults.contains(layer_type) && defaults.at(layer_type).is_null();
   }
 
+  // The block of a layer type; theta, when given, replaces the block's rope_theta (a layer's own
+  // theta, read_layer_thetas).
   const RopeBlock& block(const std::string& layer_type, std::optional<double> theta = {}) {
     const auto cached = blocks_.find({layer_type, theta});
     if (cached != blocks_.end()) return cached->second;
