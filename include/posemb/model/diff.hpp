@@ -104,16 +104,45 @@ inline const std::vector<PlanField>& plan_fields() {
   return fields;
 }
 
+// Where llama.cpp departs from transformers for one GGUF architecture on a correct conversion
+// (README §6): the plan fields it concerns (", "-separated) and why.
+struct ArchDeparture {
+  const char* arch;    // general.architecture
+  const char* fields;  // LayerPlan fields
+  // true: only when the GGUF's plan has no sliding window (the config's has one)
+  bool gguf_without_window;
+  const char* note;
+};
+
+inline const std::vector<ArchDeparture>& arch_departures() {
+  static const std::vector<ArchDeparture> table{
+      {"llama", "sliding_window", true, "llama.cpp runs no sliding window for arch llama"},
+      {"phi3", "sliding_window", true, "llama.cpp disables Phi-3 SWA (PR #13676)"},
+      {"llama4", "attention_chunk_size, query_temperature, positions", false,
+       "hard-coded in llama.cpp for llama4"},
+      {"gemma3", "sliding_window, inv_freq, softmax_scale", false,
+       "hard-coded in llama.cpp for gemma3"},
+  };
+  return table;
+}
+
+// The note of the first departure of the GGUF's arch that concerns field, or "".
+inline std::string arch_departure_note(const std::string& arch, const LayerPlan& g,
+                                       const std::string& field) {
+  for (const ArchDeparture& departure : arch_departures()) {
+    const std::string fields = std::string(", ") + departure.fields + ", ";
+    if (arch == departure.arch && fields.find(", " + field + ", ") != std::string::npos &&
+        !(departure.gguf_without_window && g.sliding_window)) {
+      return departure.note;
+    }
+  }
+  return "";
+}
+
 // README §6: the places llama.cpp departs from transformers on a correct conversion.
 inline std::string difference_note(const GgufPositions& gguf, const ModelPositions& config,
                                    const LayerPlan& g, const std::string& field) {
   const GgufHparams& h = gguf.hparams;
-  if (field == "sliding_window" && !g.sliding_window && h.arch == "llama") {
-    return "llama.cpp runs no sliding window for arch llama";
-  }
-  if (field == "sliding_window" && !g.sliding_window && h.arch == "phi3") {
-    return "llama.cpp disables Phi-3 SWA (PR #13676)";
-  }
   if (field == "inv_freq" && g.rope_type == std::string("longrope")) {
     return "llama.cpp picks LongRoPE factors once by context size (" +
            std::to_string(gguf.n_ctx_seq) + (gguf.n_ctx_seq > h.n_ctx_orig ? " > " : " <= ") +
@@ -128,13 +157,7 @@ inline std::string difference_note(const GgufPositions& gguf, const ModelPositio
       (field == "inv_freq" || field == "attention_scale")) {
     return "llama.cpp's YaRN floors the ramp with beta 32/1 and uses the magnitude 0.1 ln s + 1";
   }
-  if ((h.arch == "llama4" &&
-       (field == "attention_chunk_size" || field == "query_temperature" || field == "positions")) ||
-      (h.arch == "gemma3" &&
-       (field == "sliding_window" || field == "inv_freq" || field == "softmax_scale"))) {
-    return "hard-coded in llama.cpp for " + h.arch;
-  }
-  return "";
+  return arch_departure_note(h.arch, g, field);
 }
 
 }  // namespace detail

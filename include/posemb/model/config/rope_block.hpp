@@ -299,14 +299,13 @@ class RopeBlockReader {
     return 1.0;
   }
 
-  // Llama's default rope rotates the whole head whatever partial_rotary_factor says
-  // (transformers 5.24.0 modeling_llama.py, LlamaRotaryEmbedding.compute_default_rope_parameters:
-  // dim = head_dim); the other rope types take it (modeling_rope_utils.py, ROPE_INIT_FUNCTIONS).
-  // The config's own model_type: model types without a row also read with Llama's row.
+  // A family whose default rope rotates the whole head whatever partial_rotary_factor says
+  // (families.hpp, default_rope_whole_head: Llama); the other rope types take it
+  // (modeling_rope_utils.py, ROPE_INIT_FUNCTIONS). Only the model_type's own row says so: model
+  // types without a row read with Llama's row but take the factor.
   bool default_rope_whole_head(const std::string& rope_type) const {
-    const nlohmann::json& root = root_.json();
-    return rope_type == "default" && root.contains("model_type") &&
-           root.at("model_type") == "llama";
+    const ModelFamily* own = find_model_family(model_.model_type);
+    return rope_type == "default" && own != nullptr && own->default_rope_whole_head;
   }
 
   // rotary_dim: the family's rotary_dim key (GPT-J, CodeGen; else its class default), the whole
