@@ -54,7 +54,7 @@ struct MropeFamilyRules {
 
 inline const MropeFamilyRules& mrope_family_rules(MropeFamily family) {
   static const std::array<MropeFamilyRules, 3> rows{{
-      // name        seconds  video as frames
+      // name, temporal_in_seconds, video_as_frames
       {"qwen2_vl", false, false},
       {"qwen2_5_vl", true, false},
       {"qwen3_vl", false, true},
