@@ -9,7 +9,7 @@
 #include <string>
 
 #include "posemb/model/rope_variants/variant.hpp"
-#include "posemb/rotary/frequencies.hpp"
+#include "posemb/frequencies.hpp"
 #include "posemb/rotary/hf_float32.hpp"
 #include "posemb/rotary/scaled.hpp"
 

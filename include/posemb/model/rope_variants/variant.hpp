@@ -38,7 +38,7 @@
 #include <utility>
 #include <vector>
 
-#include "posemb/rotary/frequencies.hpp"
+#include "posemb/frequencies.hpp"
 #include "posemb/rotary/hf_float32.hpp"
 #include "posemb/rotary/rope.hpp"
 #include "posemb/tensor.hpp"
