@@ -217,37 +217,37 @@ inline constexpr bool implements_every_facet =
 // The same, one facet at a time, each with its own message.
 template <class V>
 constexpr bool check_rope_variant() {
-  static_assert(has_params<V>, "a rope variant has `using Params = ...`");
+  static_assert(has_params<V>, "posemb: a rope variant has `using Params = ...`");
   static_assert(has_names<V>,
-                "a rope variant has `static constexpr const char* name` and `legacy_name`");
+                "posemb: a rope variant has `static constexpr const char* name` and `legacy_name`");
   static_assert(has_rotary_dim_rules<V>,
-                "a rope variant has `static constexpr bool rotates_whole_head` and "
+                "posemb: a rope variant has `static constexpr bool rotates_whole_head` and "
                 "`odd_rotary_dim_rounds_up`");
   static_assert(has_reader<V>,
-                "a rope variant has `template <class Context> static Params read(const "
+                "posemb: a rope variant has `template <class Context> static Params read(const "
                 "Context&)` (config.json's block)");
   static_assert(has_factor<V>,
-                "a rope variant has `static std::optional<double> factor(const Params&)` and "
+                "posemb: a rope variant has `static std::optional<double> factor(const Params&)` and "
                 "`static constexpr bool transformers_checks_factor`");
   static_assert(has_spec<V>,
-                "a rope variant has `static RopeSpec spec(const Params&, const RopeBasis&, "
+                "posemb: a rope variant has `static RopeSpec spec(const Params&, const RopeBasis&, "
                 "std::optional<std::int64_t> seq_len)`");
   static_assert(has_bands<V>,
-                "a rope variant has `static RopeBands bands(const Params&, const RopeBasis&, "
+                "posemb: a rope variant has `static RopeBands bands(const Params&, const RopeBasis&, "
                 "const RopeSpec&)`");
   static_assert(has_hf_float32<V> != has_no_hf_float32<V>,
-                "a rope variant has exactly one of `static HfFloat32Rope hf_float32(const "
+                "posemb: a rope variant has exactly one of `static HfFloat32Rope hf_float32(const "
                 "Params&, const RopeBasis&, std::optional<std::int64_t>)` and `static constexpr "
                 "const char* no_hf_float32` (the reason)");
   static_assert(has_float32_steps<V>,
-                "a rope variant has `static double float32_steps(const Params&, "
+                "posemb: a rope variant has `static double float32_steps(const Params&, "
                 "std::optional<std::int64_t>)`");
   static_assert(has_gguf<V> != has_no_gguf<V>,
-                "a rope variant has exactly one of `gguf_scaling_type` + `static bool "
+                "posemb: a rope variant has exactly one of `gguf_scaling_type` + `static bool "
                 "gguf_runs(const GgufRopeKey&)` and `static constexpr const char* no_gguf` "
                 "(the reason)");
   static_assert(has_diff_note<V>,
-                "a rope variant has `static std::string diff_note(const RopeDiffContext&, const "
+                "posemb: a rope variant has `static std::string diff_note(const RopeDiffContext&, const "
                 "std::string& field)`");
   return implements_every_facet<V>;
 }
