@@ -188,3 +188,28 @@ TEST_CASE("hf-float32 refusals state the variant's reason", "[rope_variants][hf_
                                     "dynamic, yarn, llama3 or longrope for hf-float32 angles "
                                     "(proportional: no float32 transcription"));
 }
+
+TEST_CASE("Hunyuan's alpha has its float32 transcription", "[rope_variants][hf_float32]") {
+  // HunYuanDenseV1RotaryEmbedding.compute_ntk_alpha_rope_parameters: the static base
+  // theta * alpha^(d / (d - 2)), then the default's float32 steps; within float32 rounding of the
+  // exact NTK frequencies at every length (the growth of plain dynamic NTK never applies).
+  const json config = {
+      {"model_type", "hunyuan_v1_dense"},
+      {"num_attention_heads", 4},
+      {"hidden_size", 4 * 128},
+      {"head_dim", 128},
+      {"max_position_embeddings", 4096},
+      {"rope_parameters",
+       {{"rope_type", "dynamic"}, {"rope_theta", 10000.0}, {"factor", 1.0}, {"alpha", 1000.0}}}};
+  const posemb::RopeScheme scheme = *posemb::model_positions_from_json(config).layers.at(0).rope;
+  REQUIRE(std::get<posemb::DynamicNtkParams>(scheme.params).alpha == 1000.0);
+  for (std::int64_t seq_len : {16, 4096, 100000}) {
+    const posemb::HfFloat32Rope hf = posemb::hf_float32_rope(scheme, seq_len);
+    const Eigen::VectorXd exact =
+        posemb::default_inv_freq(128, 10000.0 * std::pow(1000.0, 128.0 / 126.0));
+    REQUIRE(hf.inv_freq.size() == exact.size());
+    for (Eigen::Index i = 0; i < exact.size(); ++i) {
+      CHECK(std::abs(hf.inv_freq[i] - exact[i]) <= 1e-6 * exact[i]);
+    }
+  }
+}

@@ -5,6 +5,7 @@
 // alpha, the static NTK base theta * alpha^(d / (d - 2)) at every length.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -43,6 +44,12 @@ struct DynamicNtkRope : RopeVariantDefaults {
   }
   static std::optional<double> factor(const Params& p) { return p.factor; }
 
+  // Hunyuan's static base theta * alpha^(d / (d - 2)).
+  static double alpha_base(const Params& p, const RopeBasis& b) {
+    const double d = b.dims.rotary_dim;
+    return b.theta * std::pow(*p.alpha, d / (d - 2.0));
+  }
+
   // seq_len nullopt: L (no growth).
   static RopeSpec spec(const Params& p, const RopeBasis& b, std::optional<std::int64_t> seq_len) {
     if (p.alpha) return ntk_rope_spec(b.dims, b.theta, *p.alpha, b.pairing);
@@ -55,8 +62,12 @@ struct DynamicNtkRope : RopeVariantDefaults {
     return out;
   }
 
+  // With alpha: HunYuanDenseV1RotaryEmbedding.compute_ntk_alpha_rope_parameters
+  // (modeling_hunyuan_v1_dense.py), the base theta * alpha^(d / (d - 2)) in python (double),
+  // then the default's float32 steps.
   static HfFloat32Rope hf_float32(const Params& p, const RopeBasis& b,
                                   std::optional<std::int64_t> seq_len) {
+    if (p.alpha) return hf_float32_default(b.dims, alpha_base(p, b), b.pairing);
     return hf_float32_dynamic_ntk(b.dims, b.theta, p.factor, p.max_position_embeddings,
                                   seq_len.value_or(p.max_position_embeddings), b.pairing);
   }
