@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "layer_check.hpp"
-#include "model_report.hpp"
+#include "posemb/model/report.hpp"
 #include "posemb/attention/scores.hpp"
 #include "posemb/rotary/permute.hpp"
 #include "posemb/rotary/rope.hpp"

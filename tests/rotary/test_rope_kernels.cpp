@@ -15,7 +15,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "posemb/isa.hpp"
+#include "posemb/machine/isa.hpp"
 #include "posemb/rotary/rope.hpp"
 #include "support.hpp"
 

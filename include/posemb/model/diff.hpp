@@ -143,20 +143,13 @@ inline std::string arch_departure_note(const std::string& arch, const LayerPlan&
 inline std::string difference_note(const GgufPositions& gguf, const ModelPositions& config,
                                    const LayerPlan& g, const std::string& field) {
   const GgufHparams& h = gguf.hparams;
-  if (field == "inv_freq" && g.rope_type == std::string("longrope")) {
-    return "llama.cpp picks LongRoPE factors once by context size (" +
-           std::to_string(gguf.n_ctx_seq) + (gguf.n_ctx_seq > h.n_ctx_orig ? " > " : " <= ") +
-           std::to_string(h.n_ctx_orig) + "), HF per call by sequence length";
-  }
+  // The rope variants' own departures (their diff_note facets, model/rope_variants/).
   const LayerPositions& layer = config.layers[static_cast<std::size_t>(g.layer)];
-  const std::string config_type = layer.rope ? layer.rope->rope_type : "";
-  if (config_type == "dynamic" && field == "inv_freq") {
-    return "dynamic NTK has no llama.cpp counterpart";
-  }
-  if (g.rope_type == std::string("yarn") && config_type == "yarn" &&
-      (field == "inv_freq" || field == "attention_scale")) {
-    return "llama.cpp's YaRN floors the ramp with beta 32/1 and uses the magnitude 0.1 ln s + 1";
-  }
+  const std::string variant_note =
+      rope_diff_note({g.rope_type.value_or(""), layer.rope ? layer.rope->rope_type : "",
+                      gguf.n_ctx_seq, h.n_ctx_orig},
+                     field);
+  if (!variant_note.empty()) return variant_note;
   return arch_departure_note(h.arch, g, field);
 }
 

@@ -71,7 +71,7 @@ struct GgufHparams {
 
 // One layer's rotation as llama.cpp computes it (README §3), and the name posemb gives its kind.
 struct GgufLayerRope {
-  std::string rope_type;     // "yarn", "longrope", "llama3", "linear" or "default"
+  std::string rope_type;     // the variant llama.cpp runs it as (model/rope_variants.hpp)
   Eigen::VectorXd inv_freq;  // [n_rot / 2]
   double attention_scale = 1.0;
 };
@@ -229,8 +229,8 @@ inline void read_gguf_rope_scaling(const GgufFile& file, GgufHparams& h) {
   require_positive_finite(p + "rope.freq_base", h.freq_base);
   h.freq_scale = gguf_freq_scale(file, p);
   if (auto type = file.string(p + "rope.scaling.type")) {
-    if (*type != "none" && *type != "linear" && *type != "yarn" && *type != "longrope") {
-      fail(p + "rope.scaling.type", "\"" + *type + "\"", "expected none, linear, yarn or longrope");
+    if (!gguf_scaling_type_known(*type)) {
+      fail(p + "rope.scaling.type", "\"" + *type + "\"", "expected " + gguf_scaling_types());
     }
     h.scaling_type = *type;
   }
@@ -351,9 +351,9 @@ inline std::optional<std::vector<double>> gguf_rope_tensor(const GgufFile& file,
 }
 
 // The factors ff_i every RoPE layer divides its frequencies by (llama_model::get_rope_factors),
-// and the rope_type they give: `rope_freqs` ("llama3") for llama (unless the scaling type is
-// longrope) and llama4; LongRoPE's long tensor when n_ctx_seq > n_ctx_orig, else the short one
-// ("longrope"), for phi3 and llama with type longrope.
+// and the tensor they come from: `rope_freqs` for llama (unless the scaling type is longrope) and
+// llama4; LongRoPE's long tensor when n_ctx_seq > n_ctx_orig, else the short one, for phi3 and
+// llama with type longrope.
 inline std::optional<std::pair<std::string, std::vector<double>>> gguf_rope_factors(
     const GgufFile& file, const GgufHparams& h, std::int64_t n_ctx_seq) {
   const bool longrope = h.arch == "phi3" || (h.arch == "llama" && h.scaling_type == "longrope");
@@ -367,7 +367,7 @@ inline std::optional<std::pair<std::string, std::vector<double>>> gguf_rope_fact
   }
   std::optional<std::vector<double>> factors = gguf_rope_tensor(file, h, name);
   if (!factors) return std::nullopt;
-  return std::make_pair(std::string(longrope ? "longrope" : "llama3"), std::move(*factors));
+  return std::make_pair(name, std::move(*factors));
 }
 
 // YaRN's correction range [lo, hi] in pairs (ggml_rope_yarn_corr_dims, ggml/src/ggml.c) with
@@ -520,10 +520,8 @@ inline LayerPositions gguf_layer(
   }
   const double base = swa ? h.freq_base_swa : h.freq_base;
   const double scale = swa ? h.freq_scale_swa : h.freq_scale;
-  const std::string rope_type = h.scaling_type == "yarn" ? "yarn"
-                                : factors                ? factors->first
-                                : scale != 1.0           ? "linear"
-                                                         : "default";
+  const std::string rope_type =
+      gguf_rope_type(GgufRopeKey{h.scaling_type, factors ? factors->first : "", scale});
   rope = gguf_layer_rope(h, base, scale, factors ? &factors->second : nullptr, rope_type);
   layer.rope = gguf_rope_scheme(h, base, scale, factors.has_value(), *rope);
   return layer;

@@ -151,8 +151,8 @@ inline std::int64_t temporal_index(const MropeSegment& segment, std::int64_t g,
 //       {posemb::MropeSegment::text(3), posemb::MropeSegment::image(1, 4, 6),
 //        posemb::MropeSegment::text(5)},
 //       {posemb::MropeFamily::Qwen2VL, /*spatial_merge_size=*/2});
-//   posemb::apply_mrope_inplace(q, index.positions, spec);            // prefill
-//   posemb::apply_mrope_inplace(q_step, posemb::MropePositions::text(  // decode
+//   posemb::rotate_inplace(q, index.positions, spec);            // prefill
+//   posemb::rotate_inplace(q_step, posemb::MropePositions::text(  // decode
 //       index.decode_offset(cache_length)), spec);
 inline MropeIndex mrope_position_ids(const std::vector<MropeSegment>& segments,
                                      const MropeIndexRules& rules) {

@@ -324,8 +324,7 @@ class RopeBlockReader {
       rotary_dim = head_dim;
     } else {
       rotary_dim = static_cast<int>(static_cast<double>(head_dim) * fraction);
-      if (rotary_dim % 2 != 0 && rotary_dim + 1 <= head_dim &&
-          (scheme.rope_type == "default" || scheme.rope_type == "linear")) {
+      if (rotary_dim % 2 != 0 && rotary_dim + 1 <= head_dim && variant.odd_rotary_dim_rounds_up) {
         scheme.theta = std::pow(scheme.theta, static_cast<double>(rotary_dim + 1) / rotary_dim);
         ++rotary_dim;
       }
@@ -385,21 +384,12 @@ class RopeBlockReader {
     require_positive_finite(block.name("long_mscale"), *longrope->long_mscale);
   }
 
-  // The scaling factor of the variants whose transformers validator checks it (linear, dynamic,
-  // yarn, llama3), else nothing.
+  // The scaling factor of the variants whose transformers validator checks it (their
+  // transformers_checks_factor facet), else nothing.
   static std::optional<double> checked_factor(const RopeScheme& scheme) {
-    return std::visit(
-        [](const auto& params) -> std::optional<double> {
-          using P = std::decay_t<decltype(params)>;
-          if constexpr (std::is_same_v<P, LinearRopeParams> ||
-                        std::is_same_v<P, DynamicNtkParams> || std::is_same_v<P, YarnParams> ||
-                        std::is_same_v<P, Llama3Params>) {
-            return params.factor;
-          } else {
-            return std::nullopt;
-          }
-        },
-        scheme.params);
+    const RopeVariant& variant = rope_variant(scheme.rope_type);
+    if (!variant.transformers_checks_factor) return std::nullopt;
+    return variant.factor(scheme.params);
   }
 
   void add_warning(std::string warning) {
@@ -457,7 +447,6 @@ class RopeBlockReader {
     // _check_received_keys (RotaryEmbeddingConfigMixin) drops it from the keys it checks.
     static_cast<void>(block.has("type"));
     scheme.rope_type = type_key ? *block.string(type_key) : "default";
-    if (scheme.rope_type == "su") scheme.rope_type = "longrope";    // Phi-3's first name
     if (scheme.rope_type == "mrope") scheme.rope_type = "default";  // Qwen2VLConfig's rewrite
     scheme.theta = read_theta(block, layer_theta);
     const int head_dim = rope_head_dim(layer_type);
@@ -480,6 +469,7 @@ class RopeBlockReader {
       fail(block.name(type_key), "\"" + scheme.rope_type + "\"",
            "expected one of " + rope_type_names() + ", fope");
     }
+    scheme.rope_type = variant->rope_type;  // a legacy name (Phi-3's "su") read as its variant
     scheme.head_dim = head_dim;
     scheme.rotary_dim = read_rotary_dim(*variant, head_dim, fraction, scheme);
     scheme.pairing = read_pairing();

@@ -1,7 +1,9 @@
-// kv_cache.hpp: re-rotating cached keys between specs and shifting them by delta positions.
-#include "posemb/rotary/kv_cache.hpp"
+// kv/rerotate.hpp: re-rotating cached keys between specs and shifting them by delta positions.
+#include "posemb/kv/rerotate.hpp"
 
 #include <catch2/catch.hpp>
+
+#include "support.hpp"
 
 #include <cmath>
 
@@ -19,15 +21,7 @@ posemb::Tensor4<T> random_keys(int batch, int seq, int heads, int head_dim) {
   return keys;
 }
 
-template <class T>
-double max_abs_diff(const posemb::Tensor4<T>& a, const posemb::Tensor4<T>& b) {
-  double worst = 0.0;
-  for (Eigen::Index i = 0; i < a.size(); ++i) {
-    worst = std::max(
-        worst, std::fabs(static_cast<double>(a.data()[i]) - static_cast<double>(b.data()[i])));
-  }
-  return worst;
-}
+using test_support::max_abs_diff;
 
 RopeSpec yarn_spec(posemb::RotaryDims dims, double factor) {
   posemb::YarnParams p;

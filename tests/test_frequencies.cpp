@@ -3,7 +3,7 @@
 
 #include <cmath>
 
-#include <posemb/rotary/frequencies.hpp>
+#include <posemb/frequencies.hpp>
 
 TEST_CASE("default inverse frequencies are base^(-2i/d)") {
   // d = 8, base 10000: 10000^(-i/4) = 1, 0.1, 0.01, 0.001.

@@ -1,10 +1,11 @@
-// What `posemb inspect` (tools/posemb.cpp) and examples/long_context.cpp print about a model:
-// every rotary pair with its default and scaled frequency and its band, and the layer pattern
-// in one line. Report formatting, so it lives beside the programs that print it, not in the
-// library; the library gives the numbers (RopeScheme::spec) and the bands (rope_bands).
+// What `posemb inspect` / `posemb freqs` (tools/) and examples/long_context.cpp print about a
+// model: every rotary pair with its default and scaled frequency and its band, and the layer
+// pattern in one line, from the numbers (RopeScheme::spec) and bands (rope_bands) of the model
+// layer. Needs nlohmann-json (through model/config.hpp).
 #pragma once
 
-#include <posemb/model/config.hpp>
+#include "posemb/model/config.hpp"
+#include "posemb/model/rope_variants.hpp"
 
 #include <cmath>
 #include <cstdint>
@@ -121,15 +122,7 @@ inline std::string short_number(double value) {
 
 // The factor a scaled variant applies ("" for default RoPE).
 inline std::string variant_summary(const RopeScheme& scheme) {
-  const auto factor = [&]() -> std::optional<double> {
-    if (const auto* p = std::get_if<LinearRopeParams>(&scheme.params)) return p->factor;
-    if (const auto* p = std::get_if<DynamicNtkParams>(&scheme.params)) return p->factor;
-    if (const auto* p = std::get_if<YarnParams>(&scheme.params)) return p->factor;
-    if (const auto* p = std::get_if<Llama3Params>(&scheme.params)) return p->factor;
-    if (const auto* p = std::get_if<LongRopeParams>(&scheme.params)) return p->factor;
-    if (const auto* p = std::get_if<ProportionalParams>(&scheme.params)) return p->factor;
-    return std::nullopt;
-  }();
+  const std::optional<double> factor = detail::rope_variant(scheme.rope_type).factor(scheme.params);
   std::string text = scheme.rope_type;
   if (factor) text += " " + short_number(*factor);
   if (const auto* p = std::get_if<ProportionalParams>(&scheme.params)) {
@@ -153,7 +146,8 @@ inline std::string describe_layer(const LayerPositions& layer, int common_head_d
   if (layer.rope) {
     std::string rope = short_number(layer.rope->theta);
     if (layer.rope->rope_type != "default") rope += ", " + variant_summary(*layer.rope);
-    if (layer.rope->rotary_dim < layer.head_dim && layer.rope->rope_type != "proportional") {
+    if (layer.rope->rotary_dim < layer.head_dim &&
+        !detail::rope_variant(layer.rope->rope_type).rotates_whole_head) {
       rope += ", rotary " + std::to_string(layer.rope->rotary_dim);
     }
     parts.push_back(rope);
