@@ -28,7 +28,6 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [HERE, os.path.join(HERE, "..")]
 
-from build_models import CASES  # noqa: E402
 from report import Row, exit_status, write  # noqa: E402
 
 # The rows of a full run that do not pass, each a departure of the other side, with its evidence
@@ -128,6 +127,13 @@ def _capture(gguf: str, n_ctx: int, ranges: list[tuple[int, int]]) -> list[dict]
         return pickle.load(f)
 
 
+def _all_cases() -> list[str]:
+    """Every case the harness runs (build_models.all_cases)."""
+    from build_models import all_cases
+
+    return all_cases()
+
+
 def _n_ctx_orig(gguf: str) -> int:
     """The GGUF's rope.scaling.original_context_length, else its context_length (gguf-py)."""
     import gguf as gguf_py
@@ -168,7 +174,7 @@ def main() -> None:
     parser.add_argument("cases", nargs="*")
     args = parser.parse_args()
     rows = [] if args.no_grid else grid(args.ggml_lib)
-    cases = [] if args.no_models else args.cases or CASES
+    cases = [] if args.no_models else args.cases or _all_cases()
     rows += model_rows(cases, args)
     full = not (args.no_grid or args.no_models or args.cases)
     if full:
