@@ -279,6 +279,10 @@ inline constexpr GgufArch gguf_archs[] = {
         .with_nope_every(4),
     // NEOX, partial: n_rot = rope.dimension_count.
     gguf_arch("stablelm", "src/models/stablelm.cpp"),
+    // NORM like ernie4_5 (Ernie4_5MoeModel does not permute); GGML_ASSERT(n_embd_head == n_rot).
+    gguf_arch("ernie4_5-moe", "src/models/ernie4-5-moe.cpp").norm().with_rot_is_head_dim(),
+    // NEOX; StarCoder2Model does not permute; GGML_ASSERT(n_embd_head == n_rot).
+    gguf_arch("starcoder2", "src/models/starcoder2.cpp").with_rot_is_head_dim(),
 };
 
 // The row of an architecture, nullptr when posemb has none.
