@@ -281,3 +281,48 @@ TEST_CASE("gemma4 without its per-layer SWA flags or key_length_swa is refused n
                     Catch::Contains("gemma4.attention.key_length_swa: missing"));
   std::filesystem::remove(path);
 }
+
+TEST_CASE("glm4moe: the nextn (MTP) layers are not in the plan; NEOX partial unless M-RoPE") {
+  // llama_hparams::n_layer() = block_count - nextn_predict_layers (src/llama-hparams.cpp); the
+  // per-layer arrays stay block_count long.
+  const auto plan = plan_of(test_gguf::model_writer("glm4moe", 3, 131072, 64, 2)
+                                .u32("glm4moe.nextn_predict_layers", 1)
+                                .u32("glm4moe.attention.key_length", 128)
+                                .u32("glm4moe.rope.dimension_count", 64)
+                                .f32("glm4moe.rope.freq_base", 1000000.0f),
+                            "glm4moe");
+  REQUIRE(plan.model.layers.size() == 2);
+  CHECK(plan.hparams.rope_mode == posemb::GgufRopeMode::Neox);
+  CHECK(plan.model.layers[1].rope->rotary_dim == 64);
+  CHECK(plan.ropes[1]->inv_freq[5] == Approx(ggml_inv_freq(1000000.0, 5, 64)).epsilon(1e-15));
+  const auto mrope = plan_of(test_gguf::model_writer("glm4moe", 2, 4096, 64, 2)
+                                 .u32("glm4moe.attention.key_length", 128)
+                                 .u32("glm4moe.rope.dimension_count", 64)
+                                 .ints("glm4moe.rope.dimension_sections", {8, 12, 12, 0}),
+                             "glm4moe_mrope");
+  CHECK(mrope.hparams.rope_mode == posemb::GgufRopeMode::Mrope);
+  const std::string path = temp_gguf("glm4moe_bad");
+  test_gguf::model_writer("glm4moe", 2, 4096, 64, 2)
+      .u32("glm4moe.nextn_predict_layers", 2)
+      .write(path);
+  CHECK_THROWS_WITH(
+      posemb::read_gguf_positions(path),
+      Catch::Contains("glm4moe.nextn_predict_layers = 2: expected < block_count = 2"));
+  std::filesystem::remove(path);
+}
+
+TEST_CASE("hunyuan-dense: rope.scaling.alpha scales the base by alpha^(d / (d - 2))") {
+  // src/models/hunyuan-vl.cpp, load_arch_hparams (in float).
+  const auto plan = plan_of(test_gguf::model_writer("hunyuan-dense", 2, 4096, 256, 2)
+                                .u32("hunyuan-dense.attention.key_length", 128)
+                                .f32("hunyuan-dense.rope.freq_base", 10000.0f)
+                                .f32("hunyuan-dense.rope.scaling.alpha", 1000.0f),
+                            "hunyuan");
+  const double base = 10000.0 * std::pow(1000.0, 128.0 / 126.0);
+  CHECK(plan.hparams.freq_base == Approx(base).epsilon(1e-7));
+  CHECK(plan.ropes[0]->inv_freq[10] == Approx(ggml_inv_freq(base, 10, 128)).epsilon(1e-6));
+  const auto plain = plan_of(test_gguf::model_writer("hunyuan-dense", 2, 4096, 256, 2)
+                                 .f32("hunyuan-dense.rope.freq_base", 10000.0f),
+                             "hunyuan_plain");
+  CHECK(plain.hparams.freq_base == 10000.0);
+}

@@ -46,6 +46,7 @@ struct GgufHparams {
   std::string arch;
   GgufArch rules;  // the arch's row (gguf_archs.hpp)
   std::int64_t n_layer = 0, n_ctx_train = 0, n_embd = 0;
+  std::int64_t n_layer_all = 0;      // block_count: n_layer plus the MTP (nextn) layers
   std::vector<std::int64_t> n_head;  // [n_layer]
   std::int64_t head_dim = 0;         // n_embd_head_k
   std::int64_t n_rot = 0;
@@ -194,7 +195,19 @@ inline void read_gguf_sizes(const GgufFile& file, GgufHparams& h) {
   require_positive(p + "context_length", h.n_ctx_train);
   h.n_embd = gguf_required(file, p + "embedding_length");
   require_positive(p + "embedding_length", h.n_embd);
-  h.n_head = gguf_head_counts(file, p + "attention.head_count", h.n_layer);
+  h.n_layer_all = h.n_layer;
+  if (h.rules.nextn) {
+    // llama_hparams::n_layer() = block_count - nextn_predict_layers; the graph runs n_layer()
+    // layers, the MTP layers only in graph_mtp (speculative decoding).
+    const std::int64_t nextn = file.uint32(p + "nextn_predict_layers").value_or(0);
+    if (nextn >= h.n_layer) {
+      fail(p + "nextn_predict_layers", nextn,
+           "expected < block_count = " + std::to_string(h.n_layer));
+    }
+    h.n_layer -= nextn;
+  }
+  h.n_head = gguf_head_counts(file, p + "attention.head_count", h.n_layer_all);
+  h.n_head.resize(static_cast<std::size_t>(h.n_layer));
   const std::optional<std::uint32_t> key_length = file.uint32(p + "attention.key_length");
   h.head_dim = key_length ? *key_length : h.n_embd / h.n_head[0];
   require_positive(key_length ? p + "attention.key_length" : p + "embedding_length / head_count",
@@ -219,6 +232,14 @@ inline void read_gguf_rope_scaling(const GgufFile& file, GgufHparams& h) {
   const std::string p = h.arch + ".";
   if (auto base = file.float32(p + "rope.freq_base")) h.freq_base = *base;
   require_positive_finite(p + "rope.freq_base", h.freq_base);
+  const std::optional<double> alpha = file.float32(p + "rope.scaling.alpha");
+  if (h.rules.ntk_alpha && alpha && *alpha > 0.0) {
+    // hunyuan_vl's load_arch_hparams (XDRoPE / NTK-aware): base * alpha^(d / (d - 2)), d the head
+    // width; llama.cpp computes it in float.
+    const double d = static_cast<double>(h.head_dim);
+    h.freq_base = static_cast<float>(h.freq_base * std::pow(*alpha, d / (d - 2.0)));
+    require_positive_finite(p + "rope.scaling.alpha (the scaled base)", h.freq_base);
+  }
   h.freq_scale = gguf_freq_scale(file, p);
   if (auto type = file.string(p + "rope.scaling.type")) {
     if (*type != "none" && *type != "linear" && *type != "yarn" && *type != "longrope") {
@@ -251,14 +272,15 @@ inline void read_gguf_rope_scaling(const GgufFile& file, GgufHparams& h) {
 // BOOL or integers, one per layer, as llama_model_loader::get_arr reads it), nullopt if absent.
 inline std::optional<std::vector<bool>> gguf_layer_flags(const GgufFile& file,
                                                          const std::string& key,
+                                                         std::int64_t n_layer_all,
                                                          std::int64_t n_layer) {
   const GgufValue* value = file.find(key);
   if (value == nullptr || value->type != GgufType::Array) return std::nullopt;
   const std::vector<std::int64_t> flags = file.flags(key);
-  if (static_cast<std::int64_t>(flags.size()) != n_layer) {
-    fail(key + ".size()", flags.size(), "expected block_count = " + std::to_string(n_layer));
+  if (static_cast<std::int64_t>(flags.size()) != n_layer_all) {
+    fail(key + ".size()", flags.size(), "expected block_count = " + std::to_string(n_layer_all));
   }
-  return std::vector<bool>(flags.begin(), flags.end());
+  return std::vector<bool>(flags.begin(), flags.begin() + n_layer);
 }
 
 // The SWA period and window of the arch's row (GgufArch's swa_* and chunk columns, from each
@@ -318,7 +340,7 @@ inline void read_gguf_layer_pattern(const GgufFile& file, GgufHparams& h) {
   }
   if (h.n_swa > 0 && h.rules.chunk == 0) {
     const std::string key = p + "attention.sliding_window_pattern";
-    const auto flags = gguf_layer_flags(file, key, h.n_layer);
+    const auto flags = gguf_layer_flags(file, key, h.n_layer_all, h.n_layer);
     if (flags) h.swa_layers = *flags;
     if (!flags && h.rules.swa_flags_required) {
       throw Error(key,
@@ -333,7 +355,8 @@ inline void read_gguf_layer_pattern(const GgufFile& file, GgufHparams& h) {
     if (finetuned != nullptr && finetuned->unsigned_value == 0) h.rope_layers.assign(n, false);
   }
   if (h.rules.recurrent_interval > 0) {
-    const auto flags = gguf_layer_flags(file, p + "attention.recurrent_layers", h.n_layer);
+    const auto flags =
+        gguf_layer_flags(file, p + "attention.recurrent_layers", h.n_layer_all, h.n_layer);
     const std::string key = p + "full_attention_interval";
     const std::int64_t interval = file.uint32(key).value_or(h.rules.recurrent_interval);
     require_positive(key, interval);

@@ -91,6 +91,12 @@ struct GgufArch {
   // Recurrent (linear-attention) layers: attention.recurrent_layers (one flag per layer) else
   // every layer but each full_attention_interval-th (this default).
   std::int64_t recurrent_interval = 0;
+  bool nextn = false;      // nextn_predict_layers MTP layers end block_count; the graph skips them
+  bool ntk_alpha = false;  // rope.scaling.alpha > 0 scales the base by alpha^(d / (d - 2))
+  // posemb diff's notes (README §6 of tests/data/gguf): why llama.cpp runs no sliding window a
+  // config asks for, and the fields whose llama.cpp values are hard-coded (space-separated).
+  std::string_view no_window_note;
+  std::string_view hardcoded_fields;
 
   constexpr GgufArch with_mode(GgufRopeMode m) const { return set(&GgufArch::mode, m); }
   constexpr GgufArch norm() const { return with_mode(GgufRopeMode::Norm); }
@@ -145,6 +151,14 @@ struct GgufArch {
     return set(&GgufArch::nope_temperature, true);
   }
   constexpr GgufArch with_rope_switch() const { return set(&GgufArch::rope_switch, true); }
+  constexpr GgufArch with_nextn() const { return set(&GgufArch::nextn, true); }
+  constexpr GgufArch with_ntk_alpha() const { return set(&GgufArch::ntk_alpha, true); }
+  constexpr GgufArch with_no_window_note(std::string_view note) const {
+    return set(&GgufArch::no_window_note, note);
+  }
+  constexpr GgufArch with_hardcoded_fields(std::string_view fields) const {
+    return set(&GgufArch::hardcoded_fields, fields);
+  }
   constexpr GgufArch with_recurrent_interval(std::int64_t n) const {
     return set(&GgufArch::recurrent_interval, n);
   }
@@ -174,7 +188,8 @@ inline constexpr GgufArch gguf_archs[] = {
         .norm()
         .with_permuted()
         .with_rot_is_head_dim()
-        .with_factors(GgufRopeFactors::RopeFreqsOrLongRope),
+        .with_factors(GgufRopeFactors::RopeFreqsOrLongRope)
+        .with_no_window_note("llama.cpp runs no sliding window for arch llama"),
     // load_arch_hparams: n_no_rope_layer_step 4, chunked SWA 8192 with pattern 4; graph: NoPE
     // layers scale queries; GGML_ASSERT(n_embd_head == n_rot). Llama4Model does not permute.
     gguf_arch("llama4", "src/models/llama4.cpp")
@@ -183,7 +198,8 @@ inline constexpr GgufArch gguf_archs[] = {
         .with_factors(GgufRopeFactors::RopeFreqs)
         .with_chunks(8192, 4)
         .with_nope_every(4)
-        .with_nope_temperature(),
+        .with_nope_temperature()
+        .with_hardcoded_fields("attention_chunk_size query_temperature positions"),
     gguf_arch("qwen2", "src/models/qwen2.cpp"),
     gguf_arch("qwen3", "src/models/qwen3.cpp"),
     gguf_arch("qwen3moe", "src/models/qwen3moe.cpp"),
@@ -193,7 +209,9 @@ inline constexpr GgufArch gguf_archs[] = {
         .with_rot_is_head_dim()
         .with_sections_required(),
     gguf_arch("glm4", "src/models/glm4.cpp").norm().with_mrope_if_sections(),
-    gguf_arch("phi3", "src/models/phi3.cpp").with_factors(GgufRopeFactors::LongRope),
+    gguf_arch("phi3", "src/models/phi3.cpp")
+        .with_factors(GgufRopeFactors::LongRope)
+        .with_no_window_note("llama.cpp disables Phi-3 SWA (PR #13676)"),
     // load_swa_pattern(ml, 2): even layers SWA, window default 4096; softcap default 50
     // (llama_hparams::f_attn_logit_softcapping); the 27B (46 layers) scales by n_embd / n_head.
     gguf_arch("gemma2", "src/models/gemma2.cpp")
@@ -208,7 +226,8 @@ inline constexpr GgufArch gguf_archs[] = {
         .with_swa_if_window()
         .with_swa_base(GgufSwaBase::KeyOr10000)
         .with_swa_unscaled()
-        .with_embd_head_scale_layers(62),
+        .with_embd_head_scale_layers(62)
+        .with_hardcoded_fields("sliding_window inv_freq softmax_scale"),
     gguf_arch("gptneox", "src/models/gptneox.cpp"),
     gguf_arch("command-r", "src/models/command-r.cpp").norm(),
     // load_swa_pattern(ml, 2) with attention.sliding_window required; attn_sinks; q/k/v shaped
@@ -255,7 +274,7 @@ inline constexpr GgufArch gguf_archs[] = {
     gguf_arch("phi2", "src/models/phi2.cpp"),
     // Gated DeltaNet layers (recurrent) but each full_attention_interval-th (default 4), or the
     // attention.recurrent_layers flags; kq_scale 1/sqrt(n_embd_head) (f_attention_scale unset).
-    gguf_arch("qwen3next", "src/models/qwen3next.cpp").with_recurrent_interval(4),
+    gguf_arch("qwen3next", "src/models/qwen3next.cpp").with_recurrent_interval(4).with_nextn(),
     // load_arch_hparams: SWA layers from attention.sliding_window_pattern's flags (required),
     // window required, key_length_swa wide with rope.dimension_count_swa (llama_hparams::n_rot(il),
     // n_embd_head_k(il)), base rope.freq_base_swa else 10000, scale 1 (llama_hparams'
@@ -281,6 +300,17 @@ inline constexpr GgufArch gguf_archs[] = {
     gguf_arch("stablelm", "src/models/stablelm.cpp"),
     // NORM like ernie4_5 (Ernie4_5MoeModel does not permute); GGML_ASSERT(n_embd_head == n_rot).
     gguf_arch("ernie4_5-moe", "src/models/ernie4-5-moe.cpp").norm().with_rot_is_head_dim(),
+    // NEOX, or M-RoPE when sections[0] > 0 and sections[1] > 0 (llama_model_rope_type); partial
+    // (rope.dimension_count); kq_scale 1/sqrt(n_embd_head); the nextn (MTP) layers run only in
+    // graph_mtp.
+    gguf_arch("glm4moe", "src/models/glm4-moe.cpp").with_mrope_if_sections().with_nextn(),
+    // llama_model_hunyuan_dense is llama_model_hunyuan_vl (src/models/hunyuan-vl.cpp): NEOX or
+    // M-RoPE by the sections, base * alpha^(d / (d - 2)) with rope.scaling.alpha,
+    // GGML_ASSERT(n_embd_head == n_rot), kq_scale 1/sqrt(n_embd_head).
+    gguf_arch("hunyuan-dense", "src/models/hunyuan-dense.cpp")
+        .with_mrope_if_sections()
+        .with_rot_is_head_dim()
+        .with_ntk_alpha(),
     // NEOX; StarCoder2Model does not permute; GGML_ASSERT(n_embd_head == n_rot).
     gguf_arch("starcoder2", "src/models/starcoder2.cpp").with_rot_is_head_dim(),
 };
