@@ -15,13 +15,17 @@ import sys
 # Appended, not prepended: the transformers harness has a capture.py of its own.
 sys.path.append(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "transformers"))
 
-# The architectures the llama.cpp harness converts: tiny_models cases with RoPE that
-# convert_hf_to_gguf.py has a class for (ALiBi / learned / T5 cases have no ROPE node).
-CASES = [
-    "llama", "llama-linear", "llama-yarn", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "mistral",
-    "mixtral", "gemma2", "gemma3_text", "phi3", "gpt_neox", "gptj", "falcon", "deepseek_v3",
-    "glm4", "cohere", "cohere2", "llama4_text", "gpt_oss", "qwen2_vl", "phi3-orig4000",
-]
+
+def all_cases() -> list[str]:
+    """Every case of the transformers harness (tiny_models.CASES, in its order), then this
+    harness's EXTRA_CASES: the converter is tried on each; one it cannot handle is a `convert`
+    row with its message, one without RoPE is loaded and compared like the others (no ROPE node on
+    either side)."""
+    import tiny_models
+
+    return [*tiny_models.CASES, *(c for c in EXTRA_CASES if c not in tiny_models.CASES)]
+
+
 # Cases of this harness only: a tiny_models case with some positional fields replaced.
 # phi3-orig4000: an original context that is no multiple of 256, so llama.cpp's padding of the
 # context (GGML_PAD(n_ctx, 256), llama_context::llama_context) decides LongRoPE's factors: started
@@ -62,7 +66,7 @@ def main() -> None:
     register_extra_cases(tiny_models)
     out_dir, out_json, *cases = sys.argv[1:]
     results = {}
-    for case in cases or CASES:
+    for case in cases or all_cases():
         try:
             write_vocab_stub(tiny_models.build(case, out_dir))
             results[case] = "ok"

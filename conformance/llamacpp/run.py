@@ -28,7 +28,6 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [HERE, os.path.join(HERE, "..")]
 
-from build_models import CASES  # noqa: E402
 from report import Row, exit_status, write  # noqa: E402
 
 # The rows of a full run that do not pass, each a departure of the other side, with its evidence
@@ -82,15 +81,21 @@ def node_rows(case: str, gguf: str, tool: str, c_lib: str, n_ctx: int) -> list[R
         plans = {p["layer"]: p for p in posemb_layers(tool, gguf, n_ctx)}
         library = c_plans(c_lib, gguf, n_ctx)
     except (RuntimeError, OSError) as error:
-        return [Row(tag, "read", "fail", detail=str(error))]
+        return [refused_row(tag, gguf, n_ctx, str(error))]
     rows = [Row(tag, "read", "pass", detail=f"{len(plans)} layers (tool), "
                                             f"{len(library)} RoPE layers (C API)")]
     try:
         nodes = _capture(gguf, n_ctx, ranges_for(_n_ctx_orig(gguf)))
     except RuntimeError as error:
         return rows + [Row(tag, "load", "error", detail=f"llama.cpp: {error}")]
+    rope_layers = sorted(l for l, p in plans.items() if p.get("positions") == "rope")
     if not nodes:
-        return rows + [Row(tag, "load", "fail", detail="no GGML_OP_ROPE node was computed")]
+        # ALiBi (bloom) or no positions: llama.cpp builds no ROPE node; posemb must plan none.
+        status = "pass" if not rope_layers else "fail"
+        return rows + [Row(tag, "load", status,
+                           detail=f"no GGML_OP_ROPE node; posemb's RoPE layers: "
+                                  f"{rope_layers or 'none'} (kinds: "
+                                  f"{sorted({p.get('positions') for p in plans.values()})})")]
     rows.append(Row(tag, "load", "pass", detail=f"{len(nodes)} ROPE nodes"))
     for node in nodes:
         layer = layer_of(node["name"])
@@ -99,6 +104,9 @@ def node_rows(case: str, gguf: str, tool: str, c_lib: str, n_ctx: int) -> list[R
             continue
         rows.append(params_row(tag, node, plans[layer], library.get(layer)))
         rows += rotation_rows(tag, node, plans[layer])
+    unrotated = sorted(set(rope_layers) - {layer_of(n["name"]) for n in nodes})
+    rows.append(Row(tag, "layers", "fail" if unrotated else "pass",
+                    detail=f"posemb's RoPE layers without a ROPE node: {unrotated or 'none'}"))
     inside = [n for n in nodes if sum(n["range"]) <= n_ctx]
     config = os.path.join(os.path.dirname(gguf), "..", "tiny", case, "config.json")
     try:
@@ -114,6 +122,17 @@ def node_rows(case: str, gguf: str, tool: str, c_lib: str, n_ctx: int) -> list[R
     return rows
 
 
+def refused_row(tag: str, gguf: str, n_ctx: int, refusal: str) -> Row:
+    """posemb refused the file: a failure when llama.cpp loads and runs it (posemb's gap), a pass
+    when llama.cpp refuses it too (both messages in the row)."""
+    try:
+        nodes = _capture(gguf, n_ctx, ranges_for(_n_ctx_orig(gguf)))
+    except RuntimeError as error:
+        return Row(tag, "read", "pass", detail=f"both refuse: posemb: {refusal}; llama.cpp: {error}")
+    return Row(tag, "read", "fail", detail=f"llama.cpp runs it ({len(nodes)} ROPE nodes); "
+                                           f"posemb: {refusal}")
+
+
 def _capture(gguf: str, n_ctx: int, ranges: list[tuple[int, int]]) -> list[dict]:
     """capture.py in a child process (llama_cpp: setup.sh); RuntimeError: its last stderr line
     (llama.cpp's GGML_ABORT / GGML_ASSERT message, a Python exception)."""
@@ -126,6 +145,13 @@ def _capture(gguf: str, n_ctx: int, ranges: list[tuple[int, int]]) -> list[dict]
         raise RuntimeError(f"exit {run.returncode}: {why.strip()}")
     with open(out, "rb") as f:
         return pickle.load(f)
+
+
+def _all_cases() -> list[str]:
+    """Every case the harness runs (build_models.all_cases)."""
+    from build_models import all_cases
+
+    return all_cases()
 
 
 def _n_ctx_orig(gguf: str) -> int:
@@ -168,7 +194,7 @@ def main() -> None:
     parser.add_argument("cases", nargs="*")
     args = parser.parse_args()
     rows = [] if args.no_grid else grid(args.ggml_lib)
-    cases = [] if args.no_models else args.cases or CASES
+    cases = [] if args.no_models else args.cases or _all_cases()
     rows += model_rows(cases, args)
     full = not (args.no_grid or args.no_models or args.cases)
     if full:

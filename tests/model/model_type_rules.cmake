@@ -6,7 +6,8 @@
 cmake_minimum_required(VERSION 3.25)
 
 # The files that may compare names: the family tables and llama.cpp's architectures.
-set(allowed include/posemb/model/families.hpp include/posemb/model/gguf.hpp)
+set(allowed include/posemb/model/families.hpp include/posemb/model/gguf_archs.hpp
+            include/posemb/model/gguf_arch_coverage.hpp)
 
 file(GLOB_RECURSE sources RELATIVE ${SOURCE_DIR}
      ${SOURCE_DIR}/include/*.hpp ${SOURCE_DIR}/src/*.cpp ${SOURCE_DIR}/src/*.hpp

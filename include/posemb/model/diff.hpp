@@ -15,7 +15,9 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <algorithm>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "posemb/model/config.hpp"
@@ -104,53 +106,33 @@ inline const std::vector<PlanField>& plan_fields() {
   return fields;
 }
 
-// Where llama.cpp departs from transformers for one GGUF architecture on a correct conversion
-// (README §6): the plan fields it concerns (", "-separated) and why.
-struct ArchDeparture {
-  const char* arch;    // general.architecture
-  const char* fields;  // LayerPlan fields
-  // true: only when the GGUF's plan has no sliding window (the config's has one)
-  bool gguf_without_window;
-  const char* note;
-};
-
-inline const std::vector<ArchDeparture>& arch_departures() {
-  static const std::vector<ArchDeparture> table{
-      {"llama", "sliding_window", true, "llama.cpp runs no sliding window for arch llama"},
-      {"phi3", "sliding_window", true, "llama.cpp disables Phi-3 SWA (PR #13676)"},
-      {"llama4", "attention_chunk_size, query_temperature, positions", false,
-       "hard-coded in llama.cpp for llama4"},
-      {"gemma3", "sliding_window, inv_freq, softmax_scale", false,
-       "hard-coded in llama.cpp for gemma3"},
-  };
-  return table;
-}
-
-// The note of the first departure of the GGUF's arch that concerns field, or "".
-inline std::string arch_departure_note(const std::string& arch, const LayerPlan& g,
-                                       const std::string& field) {
-  for (const ArchDeparture& departure : arch_departures()) {
-    const std::string fields = std::string(", ") + departure.fields + ", ";
-    if (arch == departure.arch && fields.find(", " + field + ", ") != std::string::npos &&
-        !(departure.gguf_without_window && g.sliding_window)) {
-      return departure.note;
-    }
+// True when `word` is one of the space-separated words of `list`.
+inline bool listed(std::string_view list, std::string_view word) {
+  while (!list.empty()) {
+    const std::size_t end = std::min(list.find(' '), list.size());
+    if (list.substr(0, end) == word) return true;
+    list.remove_prefix(std::min(end + 1, list.size()));
   }
-  return "";
+  return false;
 }
 
-// README §6: the places llama.cpp departs from transformers on a correct conversion.
+// README §6: the places llama.cpp departs from transformers on a correct conversion: the rope
+// variants' own (their diff_note facets, model/rope_variants/) and the arch's (its GgufArch row:
+// no_window_note, hardcoded_fields).
 inline std::string difference_note(const GgufPositions& gguf, const ModelPositions& config,
                                    const LayerPlan& g, const std::string& field) {
   const GgufHparams& h = gguf.hparams;
-  // The rope variants' own departures (their diff_note facets, model/rope_variants/).
+  if (field == "sliding_window" && !g.sliding_window && !h.rules.no_window_note.empty()) {
+    return std::string(h.rules.no_window_note);
+  }
   const LayerPositions& layer = config.layers[static_cast<std::size_t>(g.layer)];
   const std::string variant_note =
       rope_diff_note({g.rope_type.value_or(""), layer.rope ? layer.rope->rope_type : "",
                       gguf.n_ctx_seq, h.n_ctx_orig},
                      field);
   if (!variant_note.empty()) return variant_note;
-  return arch_departure_note(h.arch, g, field);
+  if (listed(h.rules.hardcoded_fields, field)) return "hard-coded in llama.cpp for " + h.arch;
+  return "";
 }
 
 }  // namespace detail
