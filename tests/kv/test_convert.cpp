@@ -70,14 +70,7 @@ void check_rows(CacheDtype dtype, float scale) {
   }
 }
 
-std::vector<posemb::IsaLevel> levels() {
-  std::vector<posemb::IsaLevel> out;
-  for (const auto level :
-       {posemb::IsaLevel::Portable, posemb::IsaLevel::Avx2, posemb::IsaLevel::Avx512}) {
-    if (static_cast<int>(level) <= static_cast<int>(posemb::best_isa_level())) out.push_back(level);
-  }
-  return out;
-}
+std::vector<posemb::IsaLevel> levels() { return posemb::supported_isa_levels(); }
 
 }  // namespace
 
