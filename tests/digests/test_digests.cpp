@@ -40,6 +40,7 @@
 #include "posemb/rotary/rope.hpp"
 #include "posemb/rotary/rotate.hpp"
 #include "posemb/rotary/scaled.hpp"
+#include "machine/fused_levels.hpp"
 
 namespace {
 
@@ -303,14 +304,7 @@ std::string digest_of(const Output& output) {
   return hex(fnv1a(output.bytes.data(), output.bytes.size()));
 }
 
-bool level_is_fused(IsaLevel level) {
-#if defined(__FMA__) || defined(__aarch64__)
-  (void)level;
-  return true;
-#else
-  return level != IsaLevel::Portable;
-#endif
-}
+using test_support::level_is_fused;
 
 // Restores the level the program started with.
 struct LevelGuard {

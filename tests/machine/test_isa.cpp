@@ -19,6 +19,7 @@
 
 #include "posemb/machine/isa.hpp"
 #include "posemb/rotary/rope.hpp"
+#include "machine/fused_levels.hpp"
 #include "support.hpp"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -34,17 +35,7 @@ using test_support::reference_rotate_head;
 
 constexpr double two_pi = 6.283185307179586476925286766559;
 
-// Whether code for `level` uses fused multiply-adds, as posemb/machine/isa.hpp documents: every
-// level above portable, and portable when this build targets FMA (every aarch64 build: the
-// architecture has FMA).
-bool level_is_fused(IsaLevel level) {
-#if defined(__FMA__) || defined(__aarch64__)
-  (void)level;
-  return true;
-#else
-  return level != IsaLevel::Portable;
-#endif
-}
+using test_support::level_is_fused;
 
 std::vector<IsaLevel> supported_levels() { return posemb::supported_isa_levels(); }
 
