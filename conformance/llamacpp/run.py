@@ -141,7 +141,8 @@ def _capture(gguf: str, n_ctx: int, ranges: list[tuple[int, int]]) -> list[dict]
                           json.dumps(ranges), out], capture_output=True, text=True)
     if run.returncode != 0:
         lines = [l for l in run.stderr.splitlines() if l.strip() and not l.startswith(("#", " "))]
-        why = next((l for l in lines if "GGML_" in l or ".cpp:" in l), lines[-1] if lines else "")
+        why = next((l for l in lines if "error loading model" in l or "GGML_" in l or ".cpp:" in l),
+                   lines[-1] if lines else "")
         raise RuntimeError(f"exit {run.returncode}: {why.strip()}")
     with open(out, "rb") as f:
         return pickle.load(f)
