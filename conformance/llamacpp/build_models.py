@@ -30,10 +30,19 @@ def all_cases() -> list[str]:
 # phi3-orig4000: an original context that is no multiple of 256, so llama.cpp's padding of the
 # context (GGML_PAD(n_ctx, 256), llama_context::llama_context) decides LongRoPE's factors: started
 # with 3900 it runs 4096 > 4000, the long ones, where transformers at 3900 tokens uses the short.
+# phi-mha, glm-wide, olmo3-wide: the tiny models of phi, glm and olmo3 that llama.cpp's loader
+# can take (their own tiny models fail check_tensor_dims, rows of their own): conversion/phi.py
+# writes no head_count_kv and a feed-forward length of 4 * hidden_size, so llama.cpp's phi2
+# assumes as many K/V heads as query heads (phi-mha has 2 of each, and intermediate_size 640);
+# src/models/chatglm.cpp and olmo2.cpp size q by n_embd = n_head * head_dim
+# (glm-wide and olmo3-wide have hidden_size 256 = 2 heads of 128).
 EXTRA_CASES = {
     "phi3-orig4000": ("phi3", lambda o: o | {
         "original_max_position_embeddings": 4000,
         "rope_parameters": o["rope_parameters"] | {"original_max_position_embeddings": 4000}}),
+    "phi-mha": ("phi", lambda o: o | {"num_key_value_heads": 2, "intermediate_size": 640}),
+    "glm-wide": ("glm", lambda o: o | {"hidden_size": 256}),
+    "olmo3-wide": ("olmo3", lambda o: o | {"hidden_size": 256}),
 }
 
 
