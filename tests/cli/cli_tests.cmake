@@ -62,9 +62,10 @@ posemb_cli_test("apply rope positions file vs library"
   CHECK rope-library ${rope_config} ${fope_a}/x.npy ${cli_out}/rope_positions.npy bshd 0 config query)
 # Each config gets X with its own head_dim: the values of ${fope_a}/x.npy [1, 32, 8, 64] read as
 # 16 heads of 32 and 32 heads of 16 (a spec refuses heads of another width).
+set(check "${posemb_cli_emulator_words} $<TARGET_FILE:posemb_cli_check>")
 add_test(NAME cli.make_head_dim_inputs
   COMMAND ${CMAKE_COMMAND} -E chdir ${cli_out} sh -c
-    "$<TARGET_FILE:posemb_cli_check> reshape ${fope_a}/x.npy x_hd32.npy 1 32 16 32 && $<TARGET_FILE:posemb_cli_check> reshape ${fope_a}/x.npy x_hd16.npy 1 32 32 16 && $<TARGET_FILE:posemb_cli_check> reshape ${fope_a}/x.npy x_bhsd.npy 1 8 32 64")
+    "${check} reshape ${fope_a}/x.npy x_hd32.npy 1 32 16 32 && ${check} reshape ${fope_a}/x.npy x_hd16.npy 1 32 32 16 && ${check} reshape ${fope_a}/x.npy x_bhsd.npy 1 8 32 64")
 set_tests_properties(cli.make_head_dim_inputs PROPERTIES FIXTURES_SETUP posemb_cli_head_dims)
 foreach(case_input IN ITEMS yarn_hd64:${fope_a}/x.npy llama3_hd32:${cli_out}/x_hd32.npy
                             partial_half:${fope_a}/x.npy longrope_phi3_style:${cli_out}/x_hd16.npy
