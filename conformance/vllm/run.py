@@ -31,7 +31,21 @@ DEFAULT_VLLM = os.path.join(os.environ.get("POSEMB_CACHE", "/var/cache/posemb"),
 
 # (case, check) rows that do not pass because vLLM 0.33.0 departs from transformers and posemb
 # (docs/conformance-vllm.md, "Departures"); `posemb diff --engine vllm` reports each.
-EXPECTED_NOT_PASS: set[tuple[str, str]] = set()
+EXPECTED_NOT_PASS = {
+    # DynamicNTKScalingRotaryEmbedding (dynamic_ntk_scaling_rope.py) caches max_position_embeddings
+    # rows of a constant base while vLLM's default max_model_len is max_position_embeddings *
+    # factor (config/model.py _get_and_verify_max_len): positions 4096..8191 raise IndexError
+    # (vllm-project/vllm#41236).
+    ("llama-dynamic", "vllm_model"),
+    # Phi3LongRoPEScaledRotaryEmbedding (phi3_long_rope_scaled_rope.py) takes long_factor for every
+    # position when max_model_len (here max_position_embeddings) > original_max_position_embeddings;
+    # transformers and posemb take short_factor for a sequence within the original context
+    # (vllm-project/vllm#27431).
+    ("phi3", "vllm_vs_transformers"),
+    ("phi3", "vllm_vs_posemb"),
+    ("phimoe", "vllm_vs_transformers"),
+    ("phimoe", "vllm_vs_posemb"),
+}
 
 
 def _args():
@@ -100,6 +114,17 @@ def _tokens_heads(x: np.ndarray, layout: str) -> np.ndarray:
     return np.ascontiguousarray(x, dtype=np.float32)
 
 
+def _config_dict(config) -> dict:
+    """The config as vLLM's model code reads it: to_dict(), plus transformers' per_layer_config
+    (per-layer attributes, Gemma 4's head_dim), which to_dict() leaves out."""
+    out = config.to_dict()
+    per_layer = getattr(config, "per_layer_config", None)
+    if per_layer is not None:
+        names = sorted(getattr(config, "per_layer_attributes", ()))
+        out["per_layer_config"] = [{n: getattr(p, n) for n in names} for p in per_layer]
+    return out
+
+
 def capture_case(name: str, work: str):
     """Builds the case's tiny model, runs transformers' forward at each position set and writes
     the worker's job: WORK/name/{config.json, inputs.npz, job.json}; returns (model, config,
@@ -136,7 +161,7 @@ def capture_case(name: str, work: str):
             job_calls.append({"key": key, "layer": call.layer,
                               "layer_type": types[call.layer] if types else None})
     np.savez(os.path.join(folder, "inputs.npz"), **inputs)
-    json.dump(config.to_dict(), open(os.path.join(folder, "config.json"), "w"), default=str)
+    json.dump(_config_dict(config), open(os.path.join(folder, "config.json"), "w"), default=str)
     json.dump({"architectures": config.architectures, "max_model_len": limit,
                "calls": job_calls}, open(os.path.join(folder, "job.json"), "w"))
     return model, config, pmodel, calls
@@ -171,7 +196,7 @@ def compare_case(name, config, pmodel, calls, folder) -> list:
         x = _tokens_heads(call.x_in.float().numpy(), call.layout)[None]  # [1, seq, heads, w]
         y_vllm = outputs[key][None].astype(np.float64)
         order = rope_checks.hf_order(call.function)
-        y_hf = order(_tokens_heads(call.x_out.float().numpy(), call.layout)[None])
+        y_hf = _tokens_heads(call.x_out.float().numpy(), call.layout)[None]
         x_full, part = rotation.embed(x, spec)
         y_posemb = rotation.rotate(x_full, positions, spec, "bshd", part)
         hf_type = rope_checks._hf_layer_type(config, call.layer, layer)
@@ -182,7 +207,9 @@ def compare_case(name, config, pmodel, calls, folder) -> list:
         mine.add(np.abs(y_vllm - y_posemb), tol, where)
     layers = meta["layers"]
     first = layers[min(layers, key=int)] if layers else {}
-    built = (f"vllm/model_executor/models/{module}.py: {first.get('class')} head_size "
+    source = (module.replace(".", "/") if module.startswith("vllm.")
+              else f"vllm/model_executor/models/{module}.py")
+    built = (f"{source}: {first.get('class')} head_size "
              f"{first.get('head_size')} rotary_dim {first.get('rotary_dim')} neox "
              f"{first.get('is_neox_style')} max_position {first.get('max_position')}")
     rows = [Row(name, "vllm_model", "error" if errors else "pass",

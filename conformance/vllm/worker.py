@@ -67,6 +67,14 @@ def _granite(config, layer, layer_type):
                 rope_parameters=params, is_neox_style=True)
 
 
+def _gemma4(config, layer, layer_type):
+    # gemma4.py Gemma4DecoderLayer: head_dim = config.per_layer_config[layer_idx].head_dim,
+    # rope_parameters[layer_type], is_neox_style=True
+    return dict(head_size=config.per_layer_config[layer]["head_dim"],
+                max_position=config.max_position_embeddings,
+                rope_parameters=_block(config, layer_type), is_neox_style=True)
+
+
 def _gpt_j(config, layer, layer_type):
     # gpt_j.py GPTJAttention: partial_rotary_factor = rotary_dim / head_size, is_neox_style=False
     head = config.n_embd // config.n_head
@@ -94,7 +102,7 @@ def _deepseek_v2(config, layer, layer_type):
     if params.get("rope_type", "default") != "default":
         params["rope_type"] = "deepseek_yarn"
     return dict(head_size=config.qk_rope_head_dim, max_position=config.max_position_embeddings,
-                rope_parameters=params, is_neox_style=False), True
+                rope_parameters=params, is_neox_style=False), Inputs(per_head=True)
 
 
 def _falcon_h1(config, layer, layer_type):
@@ -106,14 +114,23 @@ def _falcon_h1(config, layer, layer_type):
                 rope_parameters=params, is_neox_style=True)
 
 
+def _llama4(config, layer, layer_type):
+    # llama4.py Llama4Attention: is_neox_style=True on q/k whose projection rows were permuted at
+    # load (Llama4ForCausalLM.permute_qk_weight_for_rotary: per head, feature 2j + t moves to
+    # t * d/2 + j), so that rotate-half rotates the checkpoint's interleaved pairs
+    return _llama_style(True)(config, layer, layer_type), Inputs(permuted=True)
+
+
 # vLLM module (vllm/model_executor/models/<module>.py, from registry.py) -> the get_rope arguments
-# its attention passes for (config, layer index, layer type); (arguments, True) where the model
-# code rotates q/k per head ([tokens, heads, head_size]).
+# its attention passes for (config, layer index, layer type), with Inputs where the model code
+# hands q/k to the rotary layer otherwise than as [tokens, heads * head_size].
 ROPE_BUILDERS = {
     "llama": _llama_style(True),  # LlamaAttention (also Phi3ForCausalLM, via phi3.py)
     "phi3": _llama_style(True),  # Phi3ForCausalLM is a LlamaForCausalLM
     "mistral": _llama_style(True),  # MistralForCausalLM is a LlamaForCausalLM
-    "ernie45": _llama_style(True),  # Ernie4_5ForCausalLM is a LlamaForCausalLM
+    # ernie45.py Ernie4_5ForCausalLM: a LlamaForCausalLM whose rotary layers are then set to
+    # is_neox_style = False
+    "ernie45": _llama_style(False),
     "granite": _granite,
     "stablelm": _llama_style(True),
     "qwen2": _llama_style(True),
@@ -140,7 +157,35 @@ ROPE_BUILDERS = {
     "gpt_oss": _gpt_oss,
     "deepseek_v2": _deepseek_v2,
     "falcon_h1": _falcon_h1,
+    "gemma4": _gemma4,
+    "llama4": _llama4,
+    "granitemoeshared": _granite,  # granitemoe.py GraniteMoeAttention: layer_rope_theta too
+    "vllm.models.deepseek_v32": _deepseek_v2,  # vllm/models/deepseek_v32/attention.py: as MLA
 }
+
+# Architecture names transformers saves that differ from the released checkpoints' (the name
+# vLLM registers): transformers 5.24 saves PhimoeForCausalLM, microsoft/Phi-3.5-MoE-instruct's
+# config.json names PhiMoEForCausalLM.
+ARCHITECTURE_ALIASES = {"PhimoeForCausalLM": "PhiMoEForCausalLM"}
+
+
+@dataclasses.dataclass(frozen=True)
+class Inputs:
+    """How the model code hands q/k to the rotary layer."""
+
+    per_head: bool = False  # [tokens, heads, head_size] (MLA's q_pe / k_pe, deepseek_v2.py)
+    permuted: bool = False  # per head in the order of permute_qk_weight_for_rotary (llama4.py)
+
+
+def _to_half(x):
+    """Per head, the interleaved feature 2j + t at t * d/2 + j (the last axis)."""
+    d = x.shape[-1]
+    return x.reshape(*x.shape[:-1], d // 2, 2).swapaxes(-1, -2).reshape(x.shape)
+
+
+def _from_half(x):
+    d = x.shape[-1]
+    return x.reshape(*x.shape[:-1], 2, d // 2).swapaxes(-1, -2).reshape(x.shape)
 
 
 @dataclasses.dataclass
@@ -163,20 +208,20 @@ def _registry() -> Registry:
     return Registry(native, dict(registry._TRANSFORMERS_SUPPORTED_MODELS))
 
 
-def _rotate(rope, positions, x, head_size: int, per_head: bool):
+def _rotate(rope, positions, x, head_size: int, inputs: Inputs):
     """vLLM's rotation of x [tokens, heads, width] (width <= head_size: the leading features of
     a zero-padded head): forward_native where the layer has one (RotaryEmbedding and its
-    subclasses), else its forward (Phi3LongRoPEScaledRotaryEmbedding). q/k go in as the model
-    code passes them: [tokens, heads * head_size], or [tokens, heads, head_size] (per_head: MLA's
-    q_pe / k_pe, deepseek_v2.py)."""
+    subclasses), else its forward (Phi3LongRoPEScaledRotaryEmbedding); q/k handed over as the
+    model code hands them (Inputs)."""
     tokens, heads, width = x.shape
     full = np.zeros((tokens, heads, head_size), dtype=np.float32)
-    full[..., :width] = x
+    full[..., :width] = _to_half(x) if inputs.permuted else x
     query = torch.from_numpy(full)
-    query = query if per_head else query.reshape(tokens, heads * head_size)
+    query = query if inputs.per_head else query.reshape(tokens, heads * head_size)
     forward = getattr(rope, "forward_native", None) or rope.forward
     out, _ = forward(torch.from_numpy(positions), query, query.clone())
-    return out.reshape(tokens, heads, head_size)[..., :width].numpy()
+    out = out.reshape(tokens, heads, head_size)[..., :width].numpy()
+    return _from_half(out) if inputs.permuted else out
 
 
 def run_case(folder: str, registry: Registry) -> dict:
@@ -185,7 +230,7 @@ def run_case(folder: str, registry: Registry) -> dict:
 
     job = json.load(open(os.path.join(folder, "job.json")))
     config = _namespace(json.load(open(os.path.join(folder, "config.json"))))
-    arch = job["architectures"][0]
+    arch = ARCHITECTURE_ALIASES.get(job["architectures"][0], job["architectures"][0])
     meta = {"architecture": arch, "layers": {}, "errors": {}}
     if arch in registry.transformers:
         meta["module"] = "transformers"
@@ -210,7 +255,7 @@ def run_case(folder: str, registry: Registry) -> dict:
             key = call["key"]
             try:
                 args = ROPE_BUILDERS[module](config, call["layer"], call["layer_type"])
-                args, per_head = args if isinstance(args, tuple) else (args, False)
+                args, how = args if isinstance(args, tuple) else (args, Inputs())
                 rope = get_rope(**args)
                 meta["layers"][str(call["layer"])] = {
                     "class": type(rope).__name__, "head_size": args["head_size"],
@@ -220,7 +265,7 @@ def run_case(folder: str, registry: Registry) -> dict:
                     "rope_parameters": {k: v for k, v in args["rope_parameters"].items()
                                         if not isinstance(v, (list, tuple))}}
                 outputs[key] = _rotate(rope, inputs[f"{key}.positions"], inputs[f"{key}.x"],
-                                       args["head_size"], per_head)
+                                       args["head_size"], how)
             except Exception as error:  # reported as the call's error row, never dropped
                 meta["errors"][key] = f"{type(error).__name__}: {str(error)[:300]}"
     np.savez(os.path.join(folder, "vllm.npz"), **outputs)
