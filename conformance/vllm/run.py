@@ -118,10 +118,10 @@ def _config_dict(config) -> dict:
     """The config as vLLM's model code reads it: to_dict(), plus transformers' per_layer_config
     (per-layer attributes, Gemma 4's head_dim), which to_dict() leaves out."""
     out = config.to_dict()
-    per_layer = getattr(config, "per_layer_config", None)
-    if per_layer is not None:
-        names = sorted(getattr(config, "per_layer_attributes", ()))
-        out["per_layer_config"] = [{n: getattr(p, n) for n in names} for p in per_layer]
+    names = sorted(getattr(config, "per_layer_attributes", None) or ())
+    if names:
+        out["per_layer_config"] = [{n: getattr(p, n) for n in names}
+                                   for p in config.per_layer_config]
     return out
 
 
