@@ -218,6 +218,75 @@ def compare_case(name, config, pmodel, calls, folder) -> list:
     return rows
 
 
+# FoPE (Hua et al. 2024) as vLLM's FourierRotaryEmbedding runs it with fope_sep_head and no
+# num_inv_freq: per kv head, D_in retained frequencies (inv_freq > 2 pi / max_position) mixed into
+# D_in slots, the rest of the head_dim / 2 slots padded with cos 1, sin 1.
+FOPE = dict(head_dim=64, n_heads=4, n_kv_heads=2, theta=10000.0, max_position=512)
+
+
+def fope_job(work: str):
+    """Seeded q, k and coefficients for the FoPE comparison: WORK/fope/{fope.json, fope.npz};
+    returns posemb's FoPE layer with the same coefficients and the inputs."""
+    import posemb
+
+    folder = os.path.join(work, "fope")
+    os.makedirs(folder, exist_ok=True)
+    f = FOPE
+    config = posemb.FopeConfig(head_dim=f["head_dim"], n_heads=f["n_heads"],
+                               n_kv_heads=f["n_kv_heads"], theta=f["theta"],
+                               train_length=f["max_position"])
+    d_in = posemb.make_fope(config).d_in
+    config.d_out = d_in  # vLLM mixes D_in frequencies into D_in slots (output_dim = input_dim)
+    rng = np.random.default_rng(0)
+    shape = (f["n_kv_heads"], d_in, d_in)
+    sin_coef = (np.eye(d_in) + 0.3 * rng.standard_normal(shape)).astype(np.float32)
+    cos_coef = (np.eye(d_in) + 0.3 * rng.standard_normal(shape)).astype(np.float32)
+    positions = np.concatenate([np.arange(32), np.arange(f["max_position"] - 32,
+                                                          f["max_position"])]).astype(np.int64)
+    q = rng.standard_normal((len(positions), f["n_heads"], f["head_dim"])).astype(np.float32)
+    k = rng.standard_normal((len(positions), f["n_kv_heads"], f["head_dim"])).astype(np.float32)
+    np.savez(os.path.join(folder, "fope.npz"), sin_coef=sin_coef, cos_coef=cos_coef,
+             positions=positions, q=q, k=k)
+    json.dump(f, open(os.path.join(folder, "fope.json"), "w"))
+    return posemb.fope_with_coefficients(config, sin_coef, cos_coef), positions, q, k
+
+
+def fope_rows(fope, positions, q, k, folder) -> list:
+    """vLLM's FoPE rotation against posemb's (exact angles, the same coefficients): per
+    feature |delta| <= |x pair| * A * (8 u + u p w K), A the largest sum over D_in of |cos_coef|
+    + |sin_coef| of a slot (the mixture's gain), K = 8 (float32 angles, cos/sin, two einsums)."""
+    import posemb
+    from report import Row
+
+    meta = json.load(open(os.path.join(folder, "vllm.json")))
+    if meta["errors"]:
+        return [Row("fope", "vllm_fope", "error", detail=str(meta["errors"])[:300])]
+    out = np.load(os.path.join(folder, "vllm.npz"))
+    gain = float((np.abs(fope.cos_coef) + np.abs(fope.sin_coef)).sum(axis=1).max())
+    u = 2.0**-24
+    rows = []
+    for name, x in (("q", q), ("k", k)):
+        mine = posemb.apply_fope(x[None], positions, fope)[0].astype(np.float64)
+        half = x.shape[-1] // 2
+        pair = np.sqrt(x[..., :half].astype(np.float64) ** 2 + x[..., half:] ** 2)
+        pair = np.concatenate([pair, pair], axis=-1)
+        p = positions.astype(np.float64)[:, None, None]
+        tol = pair * gain * (8 * u + u * p * float(np.max(fope.inv_freq)) * 8)
+        err = np.abs(out[name] - mine)
+        bad = int((err > tol).sum())
+        rows.append(Row("fope", f"vllm_fope_{name}", "fail" if bad else "pass",
+                        float(err.max()), float(tol.max()),
+                        f"{meta['class']} D_in {meta['d_in']} (posemb {fope.d_in}), "
+                        f"{bad} of {err.size} beyond the bound" if bad else
+                        f"{meta['class']} D_in {meta['d_in']} (posemb {fope.d_in}), "
+                        f"{err.size} values"))
+    same = np.allclose(out["inv_freq"], fope.inv_freq, rtol=1e-6)
+    rows.append(Row("fope", "vllm_fope_inv_freq", "pass" if same else "fail",
+                    detail=f"vLLM {len(out['inv_freq'])} retained frequencies, posemb "
+                           f"{len(fope.inv_freq)}"))
+    return rows
+
+
 def _pinned_row(rows):
     from report import Row
 
@@ -278,8 +347,10 @@ def main():
             rows.append(report.Row(name, "capture", "error",
                                    detail=f"{type(error).__name__}: {str(error)[:200]}"))
     print(f"transformers: {len(captured)} cases captured, {time.time() - start:.0f} s", flush=True)
-    subprocess.run([args.vllm_python, os.path.join(HERE, "worker.py"), work, *captured],
+    fope = fope_job(work)
+    subprocess.run([args.vllm_python, os.path.join(HERE, "worker.py"), work, *captured, "fope"],
                    check=True)
+    rows += fope_rows(*fope, os.path.join(work, "fope"))
     for name, (_, config, pmodel, calls) in captured.items():
         rows += compare_case(name, config, pmodel, calls, os.path.join(work, name))
     for name, check in other.items():

@@ -272,6 +272,34 @@ def run_case(folder: str, registry: Registry) -> dict:
     return meta
 
 
+def run_fope(folder: str) -> dict:
+    """FourierRotaryEmbedding (fope.py) through get_rope's use_fope path, its cos_coef / sin_coef
+    set to the job's, rotating the job's q and k: WORK/fope/{fope.json, fope.npz} ->
+    vllm.npz {q, k}."""
+    from vllm.config import VllmConfig, set_current_vllm_config
+    from vllm.model_executor.layers.rotary_embedding import get_rope
+
+    job = json.load(open(os.path.join(folder, "fope.json")))
+    data = np.load(os.path.join(folder, "fope.npz"))
+    with set_current_vllm_config(VllmConfig()):
+        rope = get_rope(job["head_dim"], max_position=job["max_position"], is_neox_style=True,
+                        rope_parameters={"rope_type": "default", "rope_theta": job["theta"],
+                                         "use_fope": True,
+                                         "num_key_value_heads": job["n_kv_heads"],
+                                         "num_inv_freq": None, "fope_sep_head": True,
+                                         "fope_init_factor": 0.1},
+                        dtype=torch.float32)
+        rope.sin_coef.data.copy_(torch.from_numpy(data["sin_coef"]))
+        rope.cos_coef.data.copy_(torch.from_numpy(data["cos_coef"]))
+        rope.update_cache = True
+        positions = torch.from_numpy(data["positions"])
+        q, k = torch.from_numpy(data["q"]), torch.from_numpy(data["k"])  # [tokens, heads, d]
+        q_out, k_out = rope.forward_native(positions, q.flatten(1), k.flatten(1))
+    np.savez(os.path.join(folder, "vllm.npz"), q=q_out.reshape(q.shape).numpy(),
+             k=k_out.reshape(k.shape).numpy(), inv_freq=rope.inv_freq.numpy())
+    return {"class": type(rope).__name__, "d_in": int(rope.inv_freq.numel()), "errors": {}}
+
+
 def main():
     import vllm
 
@@ -281,7 +309,7 @@ def main():
     for case in cases:
         folder = os.path.join(work, case)
         try:
-            meta = run_case(folder, registry)
+            meta = run_fope(folder) if case == "fope" else run_case(folder, registry)
         except Exception:
             meta = {"errors": {"build": traceback.format_exc(limit=3)[-600:]}}
         meta["vllm"] = vllm.__version__
