@@ -130,7 +130,7 @@ def capture_case(name: str, work: str):
     the worker's job: WORK/name/{config.json, inputs.npz, job.json}; returns (model, config,
     posemb model, calls), calls [(key, label, positions, RopeCall)]."""
     import capture
-    import hf_run
+    import rope_case
     import tiny_models
     import torch
 
@@ -142,14 +142,15 @@ def capture_case(name: str, work: str):
     config = model.config
     pmodel = posemb.load_model(os.path.join(folder, "model", "config.json"))
     limit = max_model_len(config)
-    state = hf_run.HfState(config.max_position_embeddings) if hasattr(
+    state = rope_case.HfState(config.max_position_embeddings) if hasattr(
         config, "max_position_embeddings") else None
     calls, inputs, job_calls = [], {}, []
     for label, positions in position_sets(config, limit).items():
         recorded = capture.forward(model, config.model_type, torch.from_numpy(positions)[None])
         seq_len = int(positions.max()) + 1
         kinds = {l.rope.rope_type for l in pmodel.layers if l.rope is not None}
-        seq_len = hf_run.posemb_seq_len("dynamic" if "dynamic" in kinds else None, state, seq_len)
+        seq_len = rope_case.posemb_seq_len("dynamic" if "dynamic" in kinds else None, state,
+                                           seq_len)
         for call in recorded.rope:
             if call.indexer:
                 continue  # a lightning indexer's rope (vLLM: its own indexer_rope_emb)

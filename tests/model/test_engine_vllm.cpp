@@ -63,7 +63,7 @@ TEST_CASE("vllm dynamic NTK runs the default frequencies at every length") {
   // Past it transformers grows the base; vLLM's cache ends at max_position_embeddings.
   const auto differences = posemb::diff_vllm_plans(config, 8192, 8192);
   CHECK(fields(differences) == std::vector<std::string>{"0 inv_freq", "0 positions_cached",
-                                                         "1 inv_freq", "1 positions_cached"});
+                                                        "1 inv_freq", "1 positions_cached"});
   CHECK(differences[0].note.find("dynamic_ntk_scaling_rope.py") != std::string::npos);
   CHECK(differences[1].gguf == "4096");
   CHECK(differences[1].config == "8192");
@@ -83,8 +83,7 @@ TEST_CASE("vllm LongRoPE factors are fixed by max_model_len") {
   // A long one, or max_model_len within the original context: the same factors.
   CHECK(posemb::diff_vllm_plans(config, 131072, 8192).empty());
   CHECK(posemb::diff_vllm_plans(config, 4096, 100).empty());
-  check_inv_freq(posemb::vllm_layer_plans(config, 4096)[0].inv_freq,
-                 default_inv_freq(10000.0, 16));
+  check_inv_freq(posemb::vllm_layer_plans(config, 4096)[0].inv_freq, default_inv_freq(10000.0, 16));
 }
 
 TEST_CASE("vllm agrees with transformers on plain RoPE") {

@@ -134,8 +134,8 @@ inline std::vector<PlanDifference> diff_vllm_plans(const ModelPositions& config,
     const detail::VllmDeparture* row = detail::vllm_departure(config.layers[il]);
     for (const detail::PlanField& field : detail::plan_fields()) {
       if (field.same(v[il], c[il])) continue;
-      out.push_back({c[il].layer, field.name, field.json(v[il]), field.json(c[il]),
-                     row ? row->why : ""});
+      out.push_back(
+          {c[il].layer, field.name, field.json(v[il]), field.json(c[il]), row ? row->why : ""});
     }
     if (auto cache = detail::vllm_cache_length(config.layers[il], max_model_len)) {
       out.push_back(*cache);
