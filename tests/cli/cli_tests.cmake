@@ -577,5 +577,21 @@ posemb_cli_test("inspect gpt-neox partial rotary"
   ARGS inspect ${posemb_SOURCE_DIR}/examples/configs/gpt_neox_20b_partial.json
   STDOUT_MATCHES "head_dim: 96.rotary_dim: 24 \\(partial rotary\\).pairing: rotate_half")
 
+# ---- diff --engine vllm (posemb/model/engine_vllm.hpp): LongRoPE, original context 2048.
+set(vllm_longrope ${cli_data}/models/syn-longrope-partial.json)
+posemb_cli_test("diff vllm longrope factors fixed by max_model_len" EXIT 3
+  ARGS diff --engine vllm --max-model-len 32768 ${vllm_longrope}
+  STDOUT_MATCHES "^layer 0 inv_freq: vllm [^\n]*phi3_long_rope_scaled_rope\\.py")
+posemb_cli_test("diff vllm longrope long sequence agrees"
+  ARGS diff --engine vllm --max-model-len 32768 ${vllm_longrope} --seq-len 4096)
+posemb_cli_test("diff vllm longrope within the original context agrees"
+  ARGS diff --engine vllm --max-model-len 2048 ${vllm_longrope})
+posemb_cli_test("diff vllm usage max-model-len missing" EXIT 2
+  STDERR "--max-model-len is missing" ARGS diff --engine vllm ${vllm_longrope})
+posemb_cli_test("diff vllm usage max-model-len without engine" EXIT 2
+  STDERR "--max-model-len needs --engine vllm" ARGS diff a.gguf ${vllm_longrope} --max-model-len 5)
+posemb_cli_test("diff vllm usage two files" EXIT 2
+  STDERR "a second file" ARGS diff --engine vllm --max-model-len 5 ${vllm_longrope} ${vllm_longrope})
+
 # ---- GGUF files, diff and --weights checkpoints: gguf_cli_tests.cmake.
 include(${cli_source}/gguf_cli_tests.cmake)
