@@ -13,10 +13,14 @@
 //                (ggml/src/ggml.c) and the magnitude of rope_yarn (ggml/src/ggml-cpu/ops.cpp)
 //                with yarn_attn_factor as llama_context::llama_context sets it
 //   pairing:     llama_model_rope_type (src/llama-model.cpp), reported in the order of the HF
-//                checkpoint the converter read (convert_hf_to_gguf.py permutes arch `llama`'s
-//                q/k rows, so its NORM rotation is HF's rotate_half)
+//                checkpoint the converter read (convert_hf_to_gguf.py permutes the q/k rows of
+//                the archs whose row says `permuted`, so their NORM rotation is HF's rotate_half)
 //   attention:   each arch's graph builder (src/models/*.cpp) kq_scale; SWA / chunked layers of
-//                llama_hparams::set_swa_pattern; Llama 4's NoPE layers and query temperature
+//                llama_hparams::set_swa_pattern; NoPE, recurrent and ALiBi layers
+//   per arch:    the arch's row in gguf_archs.hpp (its rope mode, hparams and per-layer rules,
+//                citing src/models/<arch>.cpp of llama-cpp-python 0.3.36's sdist); an arch
+//                without a row is refused saying whether llama.cpp runs it
+//                (gguf_arch_coverage.hpp)
 //
 // Only the metadata and the three rope tensors are read (io/gguf_file.hpp maps the file), so a
 // 100 GB model costs a few kilobytes of I/O. A file llama.cpp's loader would refuse (unknown
