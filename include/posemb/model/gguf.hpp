@@ -327,7 +327,8 @@ inline std::pair<std::int64_t, std::int64_t> read_gguf_swa(const GgufFile& file,
 //   SWA:       read_gguf_swa, or the per-layer flags of attention.sliding_window_pattern
 //              (load_swa_pattern's get_arr)
 //   NoPE:      use_rope iff (il + 1) % step != 0 (llama4, smollm3: n_no_rope_layer_step); none
-//              at all when rope.scaling.finetuned is false (granite: rope_pattern)
+//              at all when rope.scaling.finetuned is false (granite: rope_pattern); the zero
+//              flags of attention.rope_pattern (granite_swa: llama_hparams::has_rope)
 //   recurrent: attention.recurrent_layers, else every layer but each full_attention_interval-th
 //              (qwen3next's load_arch_hparams)
 inline void read_gguf_layer_pattern(const GgufFile& file, GgufHparams& h) {
@@ -357,6 +358,13 @@ inline void read_gguf_layer_pattern(const GgufFile& file, GgufHparams& h) {
       fail(p + "rope.scaling.finetuned", to_string(finetuned->type), "expected BOOL");
     }
     if (finetuned != nullptr && finetuned->unsigned_value == 0) h.rope_layers.assign(n, false);
+  }
+  if (h.rules.rope_pattern) {
+    const auto flags =
+        gguf_layer_flags(file, p + "attention.rope_pattern", h.n_layer_all, h.n_layer);
+    for (std::size_t il = 0; flags && il < n; ++il) {
+      if (!(*flags)[il]) h.rope_layers[il] = false;
+    }
   }
   if (h.rules.recurrent_interval > 0) {
     const auto flags =
