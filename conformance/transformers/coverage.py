@@ -196,8 +196,10 @@ GAPS = {
     # it gives an unknown model_type, differ from the family's code (the coverage row quotes
     # the failing check).
     "neomme": "not in posemb's family table: NeoMME's windows are per layer (per_layer_config, "
-              "short and long windows alternating over the sliding layers, each passed + 1), "
-              "which posemb's reader does not read",
+              "short and long windows alternating over the sliding layers, each passed + 1); "
+              "the reader reads per_layer_config for every family, but Llama's rules, which an "
+              "unknown model_type gets, put no window on any layer (a row needs the window "
+              "rule and the + 1)",
     "nanochat": "not in posemb's family table: its rotate_half flips the signs (cat(x2, -x1)), "
                 "a rotation by -theta that no posemb pairing gives",
     "deepseek_v4": "not in posemb's family table: its layer_types use names posemb refuses "
@@ -211,7 +213,9 @@ GAPS = {
              "config layers than rope calls, which Llama's rules do not give",
              "hrm_text muse_glimmer_text muse_spark_text"),
     **_group("not in posemb's family table: the full layers' head_dim comes from "
-             "per_layer_config (a head width per layer), which posemb's reader does not read",
+             "per_layer_config (a head width per layer, which the reader reads for every "
+             "family), but the rest of Gemma 4's rules (proportional RoPE on full layers, the "
+             "5:1 pattern, softmax scale 1) need a row of their own",
              "embedding_gemma2_text gemma4_unified_text"),
     **_group("encoder whose rotary runs outside the attention layers (or in its own attention "
              "without eager_attention_forward): the harness cannot attribute the rope calls to "

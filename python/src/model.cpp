@@ -171,6 +171,24 @@ Example:
 )doc");
 }
 
+// The reader's unused keys of file (ModelPositions::unused_keys): a UserWarning naming them, or
+// with strict a posemb::Error naming the first, as the tool's --strict.
+void report_unused_keys(const std::string& file, const ModelPositions& model, bool strict) {
+  if (model.unused_keys.empty()) return;
+  if (strict) {
+    Error error(model.unused_keys.front(),
+                ": not used by posemb's reader; expected only keys posemb reads (strict)");
+    error.add_context(file);
+    throw error;
+  }
+  std::string keys;
+  for (const std::string& key : model.unused_keys) keys += (keys.empty() ? "" : ", ") + key;
+  const std::string message =
+      file +
+      ": keys that change positions or attention in transformers, not used by posemb: " + keys;
+  if (PyErr_WarnEx(PyExc_UserWarning, message.c_str(), 1) != 0) throw py::error_already_set();
+}
+
 void bind_model_positions(py::module_& m) {
   py::class_<ModelPositions>(m, "ModelPositions", R"doc(A model's positional scheme layer by layer,
 as read from its config.json by load_model: model_type, n_heads, n_kv_heads,
@@ -222,18 +240,25 @@ Example:
 )doc");
   m.def(
       "load_model",
-      [](const py::object& path, std::optional<std::string> pairing) {
+      [](const py::object& path, std::optional<std::string> pairing, bool strict) {
         const std::string file = py::str(py::module_::import("os").attr("fspath")(path));
         ConfigOptions options;
         if (pairing) options.pairing = pairing_of(*pairing);
-        py::gil_scoped_release release;
-        return load_model_positions(file, options);
+        ModelPositions model;
+        {
+          py::gil_scoped_release release;
+          model = load_model_positions(file, options);
+        }
+        report_unused_keys(file, model, strict);
+        return model;
       },
-      py::arg("path"), py::arg("pairing") = py::none(),
+      py::arg("path"), py::arg("pairing") = py::none(), py::arg("strict") = false,
       R"doc(Reads a HuggingFace config.json: every layer's positional scheme (family defaults,
-rope_scaling / rope_parameters, per-layer bases, NoPE layers, sliding windows, ...). pairing
-overrides the pairing the model_type implies. Errors (missing keys, bad values) raise
-posemb.Error naming the file and key.
+rope_scaling / rope_parameters, per_layer_config, per-layer bases, NoPE layers, sliding windows,
+...). pairing overrides the pairing the model_type implies. Errors (missing keys, bad values)
+raise posemb.Error naming the file and key. Keys that change positions or attention in
+transformers and that the reader did not use (model.unused_keys) are reported by a
+UserWarning naming them, or, with strict=True, refused by posemb.Error.
 
 Example:
     >>> model = posemb.load_model("config.json")
