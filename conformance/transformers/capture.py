@@ -129,6 +129,8 @@ class AttentionCall:
     sliding_window: int | None
     softcap: float | None
     sinks: bool
+    query: torch.Tensor | None = None  # the whole q heads the attention got [b, h, s, head_dim]
+    key: torch.Tensor | None = None  # the whole k heads [b, kv_heads, s, head_dim]
 
 
 @dataclasses.dataclass
@@ -195,10 +197,12 @@ def recording(model, model_type: str):
         return rope
 
     def attention(attn_module, *args, **kwargs):
+        query, key = (args[0].detach().clone(), args[1].detach().clone()) if len(args) >= 2 \
+            else (None, None)
         capture.attention.append(AttentionCall(
             state["layer"], kwargs.get("scaling"),
             kwargs.get("sliding_window", getattr(attn_module, "sliding_window", None)),
-            kwargs.get("softcap"), kwargs.get("s_aux") is not None))
+            kwargs.get("softcap"), kwargs.get("s_aux") is not None, query, key))
         return attention_fn(attn_module, *args, **kwargs)
 
     masks = {name: getattr(module, name) for name in ("create_causal_mask",

@@ -98,6 +98,7 @@ def rope_case(name, out_dir, model=None, folder=None):
                                          int(positions.max()) + 1)
     rows = rope_checks.layer_rows(name, model, config, pmodel, captures[0][2])
     rows += rope_checks.rope_rows(name, model, config, pmodel, captures, seq_lens)
+    rows += rope_checks.whole_head_rows(name, config, pmodel, captures, seq_lens)
     rows += rope_checks.attention_rows(name, pmodel, captures[0][2], config)
     rows += rope_checks.temperature_rows(name, model_type, config, pmodel, captures)
     counts = {"layers": len(pmodel.layers), "positions": sum(len(p) for _, p, _ in captures)}

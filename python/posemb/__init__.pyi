@@ -153,6 +153,7 @@ class LayerPositions:
     layer_type: str
     kind: str
     head_dim: int
+    rotary_offset: int
     rope: Optional[RopeScheme]
     attention: LayerAttention
     stack: str

@@ -123,7 +123,9 @@ Example:
 void bind_layer(py::module_& m) {
   py::class_<LayerPositions>(m, "LayerPositions", R"doc(What one layer does with positions: kind
 ('rope', 'fope', 'alibi', 'learned', 'sinusoidal', 'relative_bias', 'none': the CLI's
-"positions"), layer_type, head_dim (the q/k width), rope (RopeScheme or None), attention
+"positions"), layer_type, head_dim (the q/k width), rotary_offset (the first rotated feature
+of the head: MLA's qk_nope_head_dim, else 0), rope (RopeScheme or None; its head_dim and
+rotary_dim the rotated slice's), attention
 (LayerAttention), indexer (IndexerRope of an indexed_attention layer, or None), and for T5
 stack, relative_bias (T5Buckets), relative_bias_table_layer.
 
@@ -135,6 +137,7 @@ Example:
       .def_readonly("layer_type", &LayerPositions::layer_type)
       .def_property_readonly("kind", [](const LayerPositions& l) { return to_string(l.kind); })
       .def_readonly("head_dim", &LayerPositions::head_dim)
+      .def_readonly("rotary_offset", &LayerPositions::rotary_offset)
       .def_readonly("rope", &LayerPositions::rope)
       .def_readonly("attention", &LayerPositions::attention)
       .def_readonly("stack", &LayerPositions::stack)
@@ -145,13 +148,15 @@ Example:
       .def(
           "rope_spec",
           [](const LayerPositions& l, OptLength seq_len, const std::string& angles) {
+            if (angles == "exact") return py::cast(l.rope_spec(seq_len));
             return rope_in_mode(rope_scheme_of(l), seq_len, angles);
           },
           py::arg("seq_len") = py::none(), py::arg("angles") = "exact",
           R"doc(The layer's RopeSpec at seq_len (dynamic NTK and LongRoPE depend on it; None:
 no length known). Raises posemb.Error unless kind == 'rope'. angles: 'exact' (angles in double,
-a RopeSpec) or 'hf-float32' (transformers' float32 arithmetic, an HfFloat32Rope), the CLI's
---angles.
+a RopeSpec over the whole head: head_dim wide, features [rotary_offset, rotary_offset +
+rotary_dim) rotated, so q and k are given whole) or 'hf-float32' (transformers' float32
+arithmetic, an HfFloat32Rope over the rotated slice alone), the CLI's --angles.
 
 Example:
     >>> spec = model.layers[0].rope_spec()

@@ -140,6 +140,18 @@ inline int layer_head_dim(const JsonReader& root, const ModelFamily& family, int
   return base_head_dim(root, family, n_heads);
 }
 
+// Where the rotated slice of a RoPE layer starts in its head of head_dim features: MLA's
+// [qk_nope, qk_rope] heads rotate the trailing qk_rope_head_dim (modeling_deepseek_v3.py,
+// DeepseekV3Attention.forward: torch.split(q, [qk_nope_head_dim, qk_rope_head_dim]), the rotated
+// part concatenated last; the same in every MLA attention of transformers 5.25: DeepSeek-V2,
+// V3.2, Mistral 4, Youtu, GLM-4-MoE-Lite, MiniCPM3, HY V4), else 0 (the rotated features lead).
+inline int rope_slice_offset(const JsonReader& root, const LayerPositions& layer) {
+  if (!layer.rope || !root.has("qk_rope_head_dim") || layer.head_dim <= layer.rope->head_dim) {
+    return 0;
+  }
+  return layer.head_dim - layer.rope->head_dim;
+}
+
 // Which of the n_layers layers run a lightning indexer of their own: all of them, or by
 // indexer_types[i] ("full" or "shared"; default "full" at layer 0 and every i with
 // (i - 1) % 4 == 0, HYV4Config).

@@ -118,6 +118,7 @@ inline LayerPositions read_layer(const JsonReader& root, const ModelFamily& fami
       layer.rope = block.scheme;
     }
   }
+  layer.rotary_offset = rope_slice_offset(root, layer);
   layer.indexer = read_indexer(root, family, layer, row.owns_indexer);
   read_attention(root, family, layer, softmax_factor, block_temperature);
   return layer;
