@@ -89,6 +89,7 @@ ADAPTERS: dict[str, Adapter] = {
     "llama4_text": Adapter("llama4.modeling_llama4", "apply_rotary_emb", _llama4),
     "gpt_oss": Adapter("gpt_oss.modeling_gpt_oss", "apply_rotary_pos_emb", _pair),
     "qwen2_vl": Adapter("qwen2_vl.modeling_qwen2_vl", "apply_rotary_pos_emb", _pair),
+    "qwen2_5_vl": Adapter("qwen2_5_vl.modeling_qwen2_5_vl", "apply_rotary_pos_emb", _pair),
     "codegen": Adapter("codegen.modeling_codegen", "apply_rotary_pos_emb", _gptj),
     "deepseek_v2": Adapter("deepseek_v2.modeling_deepseek_v2", "apply_rotary_emb", _complex),
     "ernie4_5_moe": Adapter("ernie4_5_moe.modeling_ernie4_5_moe", "apply_rotary_pos_emb", _pair),

@@ -280,25 +280,42 @@ MropeFamily family_of(const std::string& family) {
   fail("family", "'" + family + "'", "expected 'qwen2_vl', 'qwen2_5_vl' or 'qwen3_vl'");
 }
 
+MropeResume resume_of(const std::string& resume) {
+  if (resume == "past_largest") return MropeResume::PastLargest;
+  if (resume == "spatial_extent") return MropeResume::SpatialExtent;
+  fail("resume", "'" + resume + "'", "expected 'past_largest' or 'spatial_extent'");
+}
+
 void bind_mrope_index(py::module_& m) {
   py::class_<MropeIndexRules>(m, "MropeIndexRules",
                               R"doc(get_rope_index's rules of a Qwen-VL family:
-family ('qwen2_vl', 'qwen2_5_vl', 'qwen3_vl'), spatial_merge_size, tokens_per_second.
+family ('qwen2_vl', 'qwen2_5_vl', 'qwen3_vl'), spatial_merge_size, tokens_per_second, and
+resume: where positions resume after a vision segment, 'past_largest' (past its largest
+position on any axis: Qwen's own code and transformers <= 4.57, the default) or
+'spatial_extent' (max(H, W) / merge past its start: transformers 5.x).
 
 Example:
     >>> rules = posemb.MropeIndexRules("qwen2_vl", spatial_merge_size=2)
 )doc")
-      .def(
-          py::init([](const std::string& family, int spatial_merge_size, double tokens_per_second) {
-            return MropeIndexRules{family_of(family), spatial_merge_size, tokens_per_second};
-          }),
-          py::arg("family"), py::arg("spatial_merge_size") = 2, py::arg("tokens_per_second") = 4.0)
+      .def(py::init([](const std::string& family, int spatial_merge_size, double tokens_per_second,
+                       const std::string& resume) {
+             return MropeIndexRules{family_of(family), spatial_merge_size, tokens_per_second,
+                                    resume_of(resume)};
+           }),
+           py::arg("family"), py::arg("spatial_merge_size") = 2, py::arg("tokens_per_second") = 4.0,
+           py::arg("resume") = "past_largest")
+      .def_property_readonly("resume",
+                             [](const MropeIndexRules& r) {
+                               return r.resume == MropeResume::SpatialExtent ? "spatial_extent"
+                                                                             : "past_largest";
+                             })
       .def_property_readonly("family", [](const MropeIndexRules& r) { return to_string(r.family); })
       .def_readonly("spatial_merge_size", &MropeIndexRules::spatial_merge_size)
       .def_readonly("tokens_per_second", &MropeIndexRules::tokens_per_second);
   m.def(
       "mrope_index",
-      [](const py::object& rules, const std::string& segments) {
+      [](const py::object& rules, const std::string& segments,
+         const std::optional<std::string>& resume) {
         MropeIndexRules r;
         if (py::isinstance<ModelPositions>(rules)) {
           const auto& model = rules.cast<const ModelPositions&>();
@@ -311,15 +328,17 @@ Example:
         } else {
           r = rules.cast<MropeIndexRules>();
         }
+        if (resume) r.resume = resume_of(*resume);
         const MropeIndex index = mrope_position_ids(parse_mrope_segments(segments), r);
         return std::make_pair(to_numpy(index.positions.data(), {3, index.seq_len()}),
                               index.rope_delta);
       },
-      py::arg("rules"), py::arg("segments"),
+      py::arg("rules"), py::arg("segments"), py::arg("resume") = py::none(),
       R"doc(The M-RoPE positions int64 [3, seq] of a prompt laid out as
 "text:N,image:TxHxW,video:TxHxW[@S]" (grids before the merge), by HF's get_rope_index rules of
 `rules` (a ModelPositions or MropeIndexRules), and the rope delta: decode token at cache length
-L sits at L + delta on every axis.
+L sits at L + delta on every axis. resume ('past_largest', the default of the code the models
+were trained with, or 'spatial_extent', transformers 5.x) replaces the rules' own.
 
 Example:
     >>> positions, delta = posemb.mrope_index(model, "text:3,image:1x4x6,text:5")
