@@ -163,7 +163,8 @@ def _rope_rows(case, model, config, pmodel, captures, seq_lens):
             except posemb.Error as error:  # a rope type the hf-float32 mode does not claim
                 bits.notes.append(f"hf-float32 is not claimed (posemb refuses it: {error})")
                 continue
-            x_hf, part_hf = rotation.embed(x, hf)  # hf-float32 rotates the slice alone
+            # hf-float32 rotates the slice alone (MLA: hf.head_dim is the slice's width)
+            x_hf, part_hf = (x, slice(None)) if x.shape[-1] == hf.head_dim else (x_full, part)
             y32 = order(rotation.rotate(x_hf, positions, hf, call.layout, part_hf))
             buffer = inv_freq_buffer(capture.buffers, hf_type,
                                      layer_theta_module(config, call.layer))
