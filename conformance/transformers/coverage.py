@@ -123,7 +123,7 @@ SWEEP = (
     "modernbert modernbert-decoder molmo2_text moshi muse_glimmer_text muse_spark_text nanochat "
     "nemotron neomme nomic_bert olmo olmo2 olmo_hybrid olmoe "
     "qwen3_vl_moe_text qwen3_vl_text seed_oss solar_open ultrabert vaultgemma "
-    "youtu zaya"
+    "youtu zaya ergo kolibri1_1 minicpm5_moe param2moe"
 ).split()
 
 
