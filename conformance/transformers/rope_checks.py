@@ -395,6 +395,8 @@ WHOLE_HEAD_NOT_CLAIMED = {
                       "(modeling_hunyuan_v1_moe.py, HunYuanMoEV1Attention.forward)",
     "ministral3": "q times get_llama_4_attn_scale after the rotation (modeling_ministral3.py, "
                   "Ministral3Attention.forward; the query_temperature row checks the factor)",
+    "mistral4": "q times get_llama_4_attn_scale after the rotation (modeling_mistral4.py, "
+                "Mistral4Attention.forward; the query_temperature row checks the factor)",
     "dory": "q times a learned per-feature scale (sqk) after the rotation, and the recurrent "
             "layers run twice (modeling_dory.py, DoryAttention.forward)",
 }
