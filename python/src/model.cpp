@@ -227,11 +227,13 @@ Example:
       .def(
           "rope_spec",
           [](const ModelPositions& model, OptLength seq_len, const std::string& angles) {
+            if (angles == "exact") return py::cast(model.rope_spec(seq_len));
             return rope_in_mode(model.rope_scheme(), seq_len, angles);
           },
           py::arg("seq_len") = py::none(), py::arg("angles") = "exact",
-          R"doc(The RopeSpec of a model whose RoPE layers share one scheme (else posemb.Error:
-use layers[i].rope_spec()); angles='hf-float32' gives its HfFloat32Rope (as
+          R"doc(The RopeSpec of a model whose RoPE layers share one scheme, head and rotated slice
+(else posemb.Error: use layers[i].rope_spec()), over the whole head as
+LayerPositions.rope_spec; angles='hf-float32' gives its HfFloat32Rope (as
 LayerPositions.rope_spec).
 
 Example:
