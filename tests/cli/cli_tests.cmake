@@ -299,7 +299,7 @@ posemb_cli_test("error apply learned model" EXIT 1 STDERR "gpt2_learned\\.json: 
   ARGS apply ${cases}/gpt2_learned.json --input ${fope_a}/x.npy --output ${out} OUTPUT ${out})
 # freqs describes a layer of any kind: an ALiBi layer rotates nothing.
 posemb_cli_test("freqs alibi model" ARGS freqs ${cases}/bloom_alibi.json
-  STDOUT_MATCHES "\"positions\": \"alibi\", \"rope_type\": null, .*\"rotary_dim\": 0, \"inv_freq\": \\[\\]")
+  STDOUT_MATCHES "\"positions\": \"alibi\", \"rope_type\": null, .*\"rotary_dim\": 0, \"rotary_offset\": 0, \"inv_freq\": \\[\\]")
 posemb_cli_test("error layer out of range" EXIT 2 STDERR "--layer = 26: expected a layer in \\[0, 26\\)"
   ARGS freqs ${cli_data}/models/gemma-3-1b-it.json --layer 26)
 posemb_cli_test("error negative layer" EXIT 2 LINE "--layer = -1: expected an integer >= 0"
@@ -569,6 +569,14 @@ posemb_cli_test("apply mrope positions of 2 axes"
 posemb_cli_test("inspect deepseek rope slice is not partial"
   ARGS inspect ${posemb_SOURCE_DIR}/examples/configs/deepseek_v3_mla_yarn.json
   STDOUT_MATCHES "head_dim: 192.rotary_dim: 64.pairing: interleaved")
+# Where that slice sits: the trailing 64 of the 192 (q split [qk_nope 128, qk_rope 64],
+# modeling_deepseek_v3.py), in inspect and in every layer's plan.
+posemb_cli_test("inspect deepseek rotated slice is the trailing qk_rope_head_dim"
+  ARGS inspect ${posemb_SOURCE_DIR}/examples/configs/deepseek_v3_mla_yarn.json
+  STDOUT_MATCHES "rotated features: 128-191 of 192")
+posemb_cli_test("freqs deepseek rotary_offset"
+  ARGS freqs ${posemb_SOURCE_DIR}/examples/configs/deepseek_v3_mla_yarn.json
+  STDOUT_MATCHES "\"head_dim\": 192, \"rotary_dim\": 64, \"rotary_offset\": 128")
 # DeepSeek-V3.2: MLA interleaved, the lightning indexer rotate-half on its first 64 of 128.
 posemb_cli_test("inspect deepseek v3.2 indexer"
   ARGS inspect ${posemb_SOURCE_DIR}/examples/configs/deepseek_v32_indexer.json
