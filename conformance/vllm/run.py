@@ -394,10 +394,10 @@ def _fope_affine_row(fope, positions, job):
     module = _fope_module(fope, job["sin_coef"], job["cos_coef"], torch.float64)
     loss = _fope_loss(module, pos, t["q"], t["k"], t["g_q"], t["g_k"])
     loss.backward()
-    euler = float((module.sin_coef * module.sin_coef.grad).sum()
-                  + (module.cos_coef * module.cos_coef.grad).sum())
     doubled = _fope_module(fope, 2 * job["sin_coef"], 2 * job["cos_coef"], torch.float64)
     with torch.no_grad():
+        euler = float((module.sin_coef * module.sin_coef.grad).sum()
+                      + (module.cos_coef * module.cos_coef.grad).sum())
         change = float(_fope_loss(doubled, pos, t["q"], t["k"], t["g_q"], t["g_k"])) - float(loss)
     relative = abs(euler - change) / abs(change)
     return Row("fope", "posemb_fope_grad_affine", "pass" if relative <= 1e-10 else "fail",
