@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from importlib.metadata import version
 
 import numpy as np
 import torch
@@ -149,8 +150,6 @@ def main(argv: list[str]) -> int:
             rows += run()
         except Exception as error:  # reported as the case's error row, never dropped
             rows.append(report.Row(case, "run", "error", detail=f"{type(error).__name__}: {error}"))
-    from importlib.metadata import version
-
     versions = {name: version(name) for name in ("torch", "rotary-embedding-torch", "torchtune")}
     report.write(rows, args.out, "Gradients of q and k: posemb against the peers' autograd", versions)
     counts = report.summary(rows)
