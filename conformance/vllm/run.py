@@ -246,8 +246,10 @@ def fope_job(work: str):
                                                           f["max_position"])]).astype(np.int64)
     q = rng.standard_normal((len(positions), f["n_heads"], f["head_dim"])).astype(np.float32)
     k = rng.standard_normal((len(positions), f["n_kv_heads"], f["head_dim"])).astype(np.float32)
+    g_q = rng.standard_normal(q.shape).astype(np.float32)  # upstream gradients of the outputs
+    g_k = rng.standard_normal(k.shape).astype(np.float32)
     np.savez(os.path.join(folder, "fope.npz"), sin_coef=sin_coef, cos_coef=cos_coef,
-             positions=positions, q=q, k=k)
+             positions=positions, q=q, k=k, g_q=g_q, g_k=g_k)
     json.dump(f, open(os.path.join(folder, "fope.json"), "w"))
     return posemb.fope_with_coefficients(config, sin_coef, cos_coef), positions, q, k
 
@@ -285,7 +287,121 @@ def fope_rows(fope, positions, q, k, folder) -> list:
     rows.append(Row("fope", "vllm_fope_inv_freq", "pass" if same else "fail",
                     detail=f"vLLM {len(out['inv_freq'])} retained frequencies, posemb "
                            f"{len(fope.inv_freq)}"))
+    return rows + fope_grad_rows(fope, positions, folder)
+
+
+# Float32 error terms of a FoPE rotation as vLLM computes it: K roundings per product chain (float32
+# angles, cos/sin, the mixture einsum, the rotation), the angle error u p w of a float32 t * inv_freq.
+FOPE_K, U32 = 8, 2.0**-24
+
+
+def _fope_module(fope, sin_coef, cos_coef, dtype):
+    """posemb.nn.Fope with the job's coefficients (as `dtype` parameters)."""
+    import posemb
+    import posemb.nn
+    import torch
+
+    f = FOPE
+    config = posemb.FopeConfig(head_dim=f["head_dim"], n_heads=f["n_heads"],
+                               n_kv_heads=f["n_kv_heads"], theta=f["theta"],
+                               train_length=f["max_position"])
+    config.d_out = fope.d_in
+    module = posemb.nn.Fope(config).to(dtype)
+    with torch.no_grad():
+        module.sin_coef.copy_(torch.from_numpy(sin_coef))
+        module.cos_coef.copy_(torch.from_numpy(cos_coef))
+    return module
+
+
+def _fope_loss(module, positions, q, k, g_q, g_k):
+    """L = sum(g_q * q_out) + sum(g_k * k_out) through posemb's op, x [1, tokens, heads, d]."""
+    q_out, k_out = module(q[None], k[None], positions)
+    return (g_q[None] * q_out).sum() + (g_k[None] * k_out).sum()
+
+
+def _pair(x: np.ndarray) -> np.ndarray:
+    """|(x_i, x_{i + d/2})| per slot i of the neox halves: [..., d] -> [..., d / 2]."""
+    half = x.shape[-1] // 2
+    return np.sqrt(x[..., :half].astype(np.float64) ** 2 + x[..., half:] ** 2)
+
+
+def _coef_bound(positions, inv_freq, terms) -> np.ndarray:
+    """Per coefficient [n_kv_heads, D_in, D_out]: sum over tokens and the heads of a group of
+    |g pair| |x pair| (u K + u p w_D K + u N), N the number of summed terms (float32 sums)."""
+    f = FOPE
+    d_in = len(inv_freq)
+    count = sum(x.shape[0] * x.shape[1] // f["n_kv_heads"] for _, x in terms)  # g, x: [T, heads, d]
+    p = positions.astype(np.float64)[:, None]
+    weight = U32 * (FOPE_K + count + FOPE_K * p * np.asarray(inv_freq)[None, :])  # [T, D_in]
+    bound = 0.0
+    for g, x in terms:
+        prod = (_pair(g) * _pair(x))[..., :d_in]  # [T, heads, D_out]
+        grouped = prod.reshape(prod.shape[0], f["n_kv_heads"], -1, d_in).sum(axis=2)
+        bound = bound + np.einsum("tD,thd->hDd", weight, grouped)
+    return bound
+
+
+def fope_grad_rows(fope, positions, folder) -> list:
+    """Gradients w.r.t. q, k, sin_coef and cos_coef: autograd through vLLM's forward_native
+    (float32: its cache is built from `torch.float` angles and `.float()` coefficients) against
+    posemb's op (posemb.nn.Fope, float32 parameters). dL/dx is a FoPE rotation of g (its
+    transpose), held to the forward's bound with g for x; a coefficient's gradient to
+    _coef_bound. Then a property of posemb's own gradient: L is affine in the coefficients
+    (the padded slots are constant), so sum(A * dL/dA) = L(2A) - L(A), in float64 to 1e-10."""
+    import torch
+    from report import Row
+
+    job = np.load(os.path.join(folder, "fope.npz"))
+    out = np.load(os.path.join(folder, "vllm.npz"))
+    if "grad_q" not in out:
+        return [Row("fope", "vllm_fope_grad", "error", detail="vLLM's worker wrote no gradients")]
+    tensors = {name: torch.from_numpy(job[name]) for name in ("q", "k", "g_q", "g_k")}
+    pos = torch.from_numpy(positions)
+    module = _fope_module(fope, job["sin_coef"], job["cos_coef"], torch.float32)
+    q, k = tensors["q"].clone().requires_grad_(True), tensors["k"].clone().requires_grad_(True)
+    _fope_loss(module, pos, q, k, tensors["g_q"], tensors["g_k"]).backward()
+    gain = float((np.abs(fope.cos_coef) + np.abs(fope.sin_coef)).sum(axis=1).max())
+    p = positions.astype(np.float64)[:, None, None]
+    rows = []
+    for name, mine in (("q", q.grad), ("k", k.grad)):
+        pair = np.concatenate([_pair(job[f"g_{name}"])] * 2, axis=-1)
+        tol = pair * gain * (FOPE_K * U32 + U32 * p * float(np.max(fope.inv_freq)) * FOPE_K)
+        rows.append(_bounded_row(f"vllm_fope_grad_{name}", mine.numpy(), out[f"grad_{name}"], tol))
+    coef_tol = _coef_bound(positions, fope.inv_freq, [(job["g_q"], job["q"]), (job["g_k"], job["k"])])
+    for name in ("sin_coef", "cos_coef"):
+        mine = getattr(module, name).grad.numpy()
+        rows.append(_bounded_row(f"vllm_fope_grad_{name}", mine, out[f"grad_{name}"], coef_tol))
+    rows.append(_fope_affine_row(fope, positions, job))
     return rows
+
+
+def _bounded_row(check, mine, theirs, tol):
+    from report import Row
+
+    err = np.abs(mine.astype(np.float64) - theirs)
+    bad = int((err > tol).sum())
+    return Row("fope", check, "fail" if bad else "pass", float(err.max()), float(tol.max()),
+               f"{bad} of {err.size} beyond the per-value bound" if bad else f"{err.size} values, "
+               f"each within its bound (largest |delta| / bound {float((err / tol).max()):.2g})")
+
+
+def _fope_affine_row(fope, positions, job):
+    import torch
+    from report import Row
+
+    t = {name: torch.from_numpy(job[name].astype(np.float64)) for name in ("q", "k", "g_q", "g_k")}
+    pos = torch.from_numpy(positions)
+    module = _fope_module(fope, job["sin_coef"], job["cos_coef"], torch.float64)
+    loss = _fope_loss(module, pos, t["q"], t["k"], t["g_q"], t["g_k"])
+    loss.backward()
+    doubled = _fope_module(fope, 2 * job["sin_coef"], 2 * job["cos_coef"], torch.float64)
+    with torch.no_grad():
+        euler = float((module.sin_coef * module.sin_coef.grad).sum()
+                      + (module.cos_coef * module.cos_coef.grad).sum())
+        change = float(_fope_loss(doubled, pos, t["q"], t["k"], t["g_q"], t["g_k"])) - float(loss)
+    relative = abs(euler - change) / abs(change)
+    return Row("fope", "posemb_fope_grad_affine", "pass" if relative <= 1e-10 else "fail",
+               relative, 1e-10, f"sum(A * dL/dA) {euler:.10g}, L(2A) - L(A) {change:.10g}")
 
 
 def _pinned_row(rows):

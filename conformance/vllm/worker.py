@@ -275,7 +275,9 @@ def run_case(folder: str, registry: Registry) -> dict:
 def run_fope(folder: str) -> dict:
     """FourierRotaryEmbedding (fope.py) through get_rope's use_fope path, its cos_coef / sin_coef
     set to the job's, rotating the job's q and k: WORK/fope/{fope.json, fope.npz} ->
-    vllm.npz {q, k}."""
+    vllm.npz {q, k, inv_freq} and, by autograd through forward_native (which recomputes its
+    cos/sin cache from the coefficients on its first call) of L = sum(g_q * q_out) +
+    sum(g_k * k_out), {grad_q, grad_k, grad_sin_coef, grad_cos_coef}."""
     from vllm.config import VllmConfig, set_current_vllm_config
     from vllm.model_executor.layers.rotary_embedding import get_rope
 
@@ -291,12 +293,20 @@ def run_fope(folder: str) -> dict:
                         dtype=torch.float32)
         rope.sin_coef.data.copy_(torch.from_numpy(data["sin_coef"]))
         rope.cos_coef.data.copy_(torch.from_numpy(data["cos_coef"]))
+        rope.sin_coef.requires_grad_(True)
+        rope.cos_coef.requires_grad_(True)
         rope.update_cache = True
         positions = torch.from_numpy(data["positions"])
-        q, k = torch.from_numpy(data["q"]), torch.from_numpy(data["k"])  # [tokens, heads, d]
+        # q, k: [tokens, heads, d]
+        q = torch.from_numpy(data["q"]).requires_grad_(True)
+        k = torch.from_numpy(data["k"]).requires_grad_(True)
         q_out, k_out = rope.forward_native(positions, q.flatten(1), k.flatten(1))
-    np.savez(os.path.join(folder, "vllm.npz"), q=q_out.reshape(q.shape).numpy(),
-             k=k_out.reshape(k.shape).numpy(), inv_freq=rope.inv_freq.numpy())
+        q_out, k_out = q_out.reshape(q.shape), k_out.reshape(k.shape)
+        g_q, g_k = torch.from_numpy(data["g_q"]), torch.from_numpy(data["g_k"])
+        ((g_q * q_out).sum() + (g_k * k_out).sum()).backward()
+    np.savez(os.path.join(folder, "vllm.npz"), q=q_out.detach().numpy(), k=k_out.detach().numpy(),
+             inv_freq=rope.inv_freq.numpy(), grad_q=q.grad.numpy(), grad_k=k.grad.numpy(),
+             grad_sin_coef=rope.sin_coef.grad.numpy(), grad_cos_coef=rope.cos_coef.grad.numpy())
     return {"class": type(rope).__name__, "d_in": int(rope.inv_freq.numel()), "errors": {}}
 
 
