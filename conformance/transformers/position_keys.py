@@ -172,7 +172,7 @@ def _fields(cls) -> set[str]:
 def posemb_model_types() -> set[str]:
     """The model types of posemb's family tables (include/posemb/model/families.hpp)."""
     with open(os.path.join(ROOT, "include", "posemb", "model", "families.hpp")) as file:
-        return set(re.findall(r'^\s+\{"([a-z0-9_\-]+)", "', file.read(), flags=re.M))
+        return set(re.findall(r'^\s+family\("([a-z0-9_\-]+)", "', file.read(), flags=re.M))
 
 
 def derive() -> dict:

@@ -69,7 +69,7 @@ TEST_CASE("phi2 and stablelm: NEOX partial rotation of rope.dimension_count feat
   }
 }
 
-TEST_CASE("chatglm and ernie4_5 pair interleaved; granite and smollm3 were permuted") {
+TEST_CASE("chatglm and ernie4_5 pair interleaved, granite and smollm3 were permuted") {
   // NORM rotates (2i, 2i+1) of the GGUF's rows; LlamaModel.permute (granite, smollm3) reordered
   // HF's rotate_half rows into that order, ChatGLMModel and Ernie4_5Model did not.
   const std::vector<std::pair<std::string, posemb::Pairing>> cases = {
@@ -103,7 +103,7 @@ TEST_CASE("falcon, granite, olmo2, ernie4_5, smollm3: n_rot other than head_dim 
   }
 }
 
-TEST_CASE("granite: attention.scale is the softmax scale; rope.scaling.finetuned switches RoPE") {
+TEST_CASE("granite: attention.scale is the softmax scale, rope.scaling.finetuned switches RoPE") {
   // src/models/granite.cpp: kq_scale = f_attention_scale (attention.scale) when non-zero;
   // rope_pattern = rope.scaling.finetuned (default true); rope_freqs per layer.
   const std::vector<float> factors(32, 2.0f);
@@ -194,7 +194,7 @@ TEST_CASE("olmo2: a pattern of the wrong length is refused naming the key") {
   std::filesystem::remove(path);
 }
 
-TEST_CASE("qwen3next: gated DeltaNet layers have no positions; attention layers NEOX partial") {
+TEST_CASE("qwen3next: gated DeltaNet layers have no positions, attention layers NEOX partial") {
   // load_arch_hparams: recurrent iff (il + 1) % full_attention_interval != 0 (default 4), or
   // attention.recurrent_layers; the attention layers rotate rope.dimension_count features.
   const auto plan = plan_of(test_gguf::model_writer("qwen3next", 8, 4096, 256, 2)
@@ -282,7 +282,7 @@ TEST_CASE("gemma4 without its per-layer SWA flags or key_length_swa is refused n
   std::filesystem::remove(path);
 }
 
-TEST_CASE("glm4moe: the nextn (MTP) layers are not in the plan; NEOX partial unless M-RoPE") {
+TEST_CASE("glm4moe: the nextn (MTP) layers are not in the plan, NEOX partial unless M-RoPE") {
   // llama_hparams::n_layer() = block_count - nextn_predict_layers (src/llama-hparams.cpp); the
   // per-layer arrays stay block_count long.
   const auto plan = plan_of(test_gguf::model_writer("glm4moe", 3, 131072, 64, 2)
@@ -327,7 +327,7 @@ TEST_CASE("hunyuan-dense: rope.scaling.alpha scales the base by alpha^(d / (d - 
   CHECK(plain.hparams.freq_base == 10000.0);
 }
 
-TEST_CASE("granite_swa: SWA flags, rope_pattern's NoPE layers, sinks, the global base everywhere") {
+TEST_CASE("granite_swa: SWA flags, rope_pattern's NoPE layers, sinks, one global base") {
   // src/models/granite-swa.cpp: is_swa from attention.sliding_window_pattern, rope_pattern from
   // attention.rope_pattern (has_rope), attn_sinks on every layer, ggml_rope_ext with the global
   // freq_base / freq_scale on every layer (rope.freq_base_swa is not read).

@@ -658,7 +658,7 @@ TEST_CASE("family-only keys are read for their families alone", "[config][models
 // (run: LlamaConfig(hidden_size=256, num_attention_heads=4, head_dim=64, partial_rotary_factor=0.5)
 // gives 32 inv_freq, the whole head of 64); the row says so (default_rope_whole_head), and a
 // model_type without a row reads with Llama's row but takes the factor.
-TEST_CASE("Llama's default rope rotates the whole head; a type without a row takes the factor",
+TEST_CASE("Llama's default rope rotates the whole head, a type without a row takes the factor",
           "[config][models][families]") {
   const auto rotary_dim = [](const std::string& type, const std::string& rope) {
     return parse(R"({"model_type": ")" + type +
@@ -743,8 +743,9 @@ TEST_CASE("Mistral 4: MLA with its partial factor over the qk head and Llama 4's
     const posemb::LayerPositions layer = parse(mistral4 + partial + "}").layers[0];
     const posemb::RopeSpec spec = layer.rope_spec();
     CHECK(layer.head_dim == 128);
-    CHECK(spec.head_dim == 64);
+    CHECK(spec.head_dim == 128);   // the whole qk head: [nope 64, rope 64]
     CHECK(spec.rotary_dim == 64);  // the qk_rope slice, rotated whole
+    CHECK(spec.rotary_offset == 64);
     CHECK(spec.pairing == posemb::Pairing::Interleaved);
     CHECK(layer.rope->rope_type == "yarn");  // the class's default block: factor 128, L0 8192
     CHECK(*layer.attention.softmax_scale ==

@@ -166,7 +166,7 @@ TEST_CASE("the backward equals the scalar reference: RoPE scaled, xPos query and
   }
 }
 
-TEST_CASE("for a pure rotation the transpose is the inverse; with a scale it is not",
+TEST_CASE("for a pure rotation the transpose is the inverse, with a scale it is not",
           "[backward]") {
   const Tensor4<double> g = random_tensor({1, 6, 2, 16}, 6);
   const posemb::RopeSpec plain = posemb::default_rope_spec(16, 10000.0);
