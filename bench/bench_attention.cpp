@@ -27,7 +27,7 @@
 #include <vector>
 
 #include <posemb/attention/scores.hpp>
-#include <posemb/isa.hpp>
+#include <posemb/machine/isa.hpp>
 
 #include "../tests/attention/attention_oracle.hpp"
 #include "harness.hpp"

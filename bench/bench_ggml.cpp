@@ -31,7 +31,7 @@
 #include "ggml-cpu.h"
 #include "ggml.h"
 #include "harness.hpp"
-#include "posemb/isa.hpp"
+#include "posemb/machine/isa.hpp"
 #include "posemb/rotary/rope.hpp"
 #include "posemb/rotary/scaled.hpp"
 

@@ -15,8 +15,8 @@
 // Prefill: keys and values [1, 2048, 8, 128] float32, RoPE from a spec at positions 0..2047, into
 // a BHSD cache [1, 8, 2048, 128]. Threads: --kv_threads=N (default 1).
 #include <benchmark/benchmark.h>
-#include <immintrin.h>
 
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <random>
@@ -27,6 +27,10 @@
 #include "posemb/kv/append.hpp"
 #include "posemb/posemb.hpp"
 #include "ratio_reporter.hpp"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 namespace {
 
@@ -101,7 +105,10 @@ void two_passes(const Prefill& p) {
 // A streaming pass over the bytes append_rotated moves: every 64-byte line of `out` (out_bytes)
 // is the XOR of its share of the lines of `in` (in_bytes, as many lines or more), written with a
 // non-temporal store: all of in read once, all of out written once, no arithmetic worth the
-// name. Lines [begin, end) of out. in, out: 64-byte aligned.
+// name. Lines [begin, end) of out. in, out: 64-byte aligned. On x86-64 with AVX2 stores
+// (vmovntdq); elsewhere (aarch64) with ordinary stores, as posemb's streaming copy there
+// (detail/stream_copy.hpp).
+#if defined(__x86_64__)
 __attribute__((target("avx2"))) void stream_moved_lines(unsigned char* out, std::size_t out_bytes,
                                                         const float* in, std::size_t in_bytes,
                                                         std::size_t begin, std::size_t end) {
@@ -119,6 +126,22 @@ __attribute__((target("avx2"))) void stream_moved_lines(unsigned char* out, std:
   }
   _mm_sfence();
 }
+#else
+void stream_moved_lines(unsigned char* out, std::size_t out_bytes, const float* in,
+                        std::size_t in_bytes, std::size_t begin, std::size_t end) {
+  const std::size_t out_lines = out_bytes / 64, in_lines = in_bytes / 64;
+  const auto* from = reinterpret_cast<const unsigned char*>(in);
+  for (std::size_t j = begin; j < end; ++j) {
+    std::uint64_t line[8] = {};
+    for (std::size_t i = j * in_lines / out_lines; i < (j + 1) * in_lines / out_lines; ++i) {
+      std::uint64_t words[8];
+      std::memcpy(words, from + 64 * i, 64);
+      for (int w = 0; w < 8; ++w) line[w] ^= words[w];
+    }
+    std::memcpy(out + 64 * j, line, 64);
+  }
+}
+#endif
 
 // The whole of out on --kv_threads threads (started per call, as append_rotated's).
 void stream_moved(unsigned char* out, std::size_t out_bytes, const float* in,

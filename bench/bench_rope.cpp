@@ -17,7 +17,7 @@
 #include <thread>
 
 #include "harness.hpp"
-#include "posemb/isa.hpp"
+#include "posemb/machine/isa.hpp"
 #include "ratio_reporter.hpp"
 #include "rope/rows.hpp"
 

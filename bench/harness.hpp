@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "posemb/streaming_stores.hpp"
+#include "posemb/machine/streaming_stores.hpp"
 
 // Which of the two bench builds this is (bench/CMakeLists.txt): "default" or "native".
 #ifndef POSEMB_BENCH_BUILD

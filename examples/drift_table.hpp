@@ -133,8 +133,8 @@ inline double rope_score(const Inputs& in, const posemb::RopeSpec& spec, std::in
                          std::int64_t n) {
   Eigen::VectorXf q = in.Wq.transpose() * in.x_q;
   Eigen::VectorXf k = in.Wk.transpose() * in.x_k;
-  posemb::apply_rope_inplace(q, m, spec);
-  posemb::apply_rope_inplace(k, n, spec);
+  posemb::rotate_inplace(q, m, spec);
+  posemb::rotate_inplace(k, n, spec);
   return q.cast<double>().dot(k.cast<double>());
 }
 

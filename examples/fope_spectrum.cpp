@@ -48,8 +48,8 @@ struct Scorer {
     if (pair_end < 0) pair_end = head_dim / 2;
     double total = 0.0;
     for (int n = 0; n < samples; ++n) {
-      const Eigen::VectorXd q = posemb::apply_rope(queries[n], query_pos, spec);
-      const Eigen::VectorXd k = posemb::apply_rope(keys[n], key_pos, spec);
+      const Eigen::VectorXd q = posemb::rotated(queries[n], query_pos, spec);
+      const Eigen::VectorXd k = posemb::rotated(keys[n], key_pos, spec);
       for (int i = pair_begin; i < pair_end; ++i) {  // pair i is (i, i + D/2)
         total += q[i] * k[i] + q[i + head_dim / 2] * k[i + head_dim / 2];
       }
@@ -67,7 +67,7 @@ struct Scorer {
         x(0, 0, 0, i) = queries[n][i];
         x(0, 1, 0, i) = keys[n][i];
       }
-      posemb::apply_fope_inplace(x, positions, fope);
+      posemb::rotate_inplace(x, positions, fope);
       for (int i = 0; i < head_dim; ++i) total += x(0, 0, 0, i) * x(0, 1, 0, i);
     }
     return total / samples / std::sqrt(static_cast<double>(head_dim));

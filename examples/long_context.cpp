@@ -5,15 +5,15 @@
 // Reads a HuggingFace config.json (see examples/configs/) and prints, per rotary pair, the
 // default and scaled frequency (radians per token), the divisor default/scaled, the scaled
 // wavelength in tokens, how many full turns the default frequency makes within the original
-// context L0, and the band (model_report.hpp, shared with `posemb inspect`): kept (unchanged),
-// interpolated (divided by the factor s), ramp (between the two), ntk (dynamic NTK's grown
-// base), rescaled (LongRoPE's per-pair divisors), zero (proportional RoPE's pairs that never
+// context L0, and the band (posemb/model/report.hpp, shared with `posemb inspect`): kept
+// (unchanged), interpolated (divided by the factor s), ramp (between the two), ntk (dynamic NTK's
+// grown base), rescaled (LongRoPE's per-pair divisors), zero (proportional RoPE's pairs that never
 // rotate) or clipped (FoPE). Then the attention factor, pairing and rotary_dim. A model whose
 // layers differ (Gemma 3's sliding and global layers) gets its layer pattern and one table per
 // RoPE scheme.
 #include <posemb/model/config.hpp>
 
-#include "model_report.hpp"
+#include "posemb/model/report.hpp"
 
 #include <cmath>
 #include <cstdio>

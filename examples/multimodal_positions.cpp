@@ -95,8 +95,8 @@ int main(int argc, char** argv) try {
   std::mt19937 rng(1);
   std::normal_distribution<float> normal;
   for (Eigen::Index i = 0; i < q.size(); ++i) q.data()[i] = normal(rng);
-  const auto by_mrope = posemb::apply_mrope(q, text.positions, mrope);
-  const auto by_rope = posemb::apply_rope(q, /*offset=*/0, mrope.rope);
+  const auto by_mrope = posemb::rotated(q, text.positions, mrope);
+  const auto by_rope = posemb::rotated(q, /*offset=*/0, mrope.rope);
   const bool same = std::memcmp(by_mrope.data(), by_rope.data(), sizeof(float) * q.size()) == 0;
   std::printf("text only (64 tokens, rope_delta %ld): M-RoPE %s 1-D RoPE bit for bit\n",
               static_cast<long>(text.rope_delta), same ? "equals" : "DIFFERS FROM");

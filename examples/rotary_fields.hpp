@@ -175,8 +175,8 @@ inline Eigen::MatrixXd score_matrix(const FieldContent& content, const posemb::R
   for (Eigen::Index p = 0; p < n; ++p) positions[p] = p;
   Eigen::MatrixXd q = content.queries;
   Eigen::MatrixXd k = content.keys;
-  posemb::apply_rope_inplace(q, positions, spec);
-  posemb::apply_rope_inplace(k, positions, spec);
+  posemb::rotate_inplace(q, positions, spec);
+  posemb::rotate_inplace(k, positions, spec);
   return q * k.transpose();
 }
 

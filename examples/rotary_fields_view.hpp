@@ -113,8 +113,8 @@ inline DriftCurves drift_curves(const DriftConfig& config, const DriftContent& c
   }
   const posemb::RopeSpec spec =
       posemb::default_rope_spec(d, config.base, posemb::Pairing::Interleaved);
-  posemb::apply_rope_inplace(q, query_positions, spec);
-  posemb::apply_rope_inplace(k, key_positions, spec);
+  posemb::rotate_inplace(q, query_positions, spec);
+  posemb::rotate_inplace(k, key_positions, spec);
 
   DriftCurves curves{std::vector<double>(n), std::vector<double>(n)};
   for (int p = 0; p < n; ++p) {

@@ -1,7 +1,7 @@
 # posemb_baseline_isa(<out>): the x86-64 instruction sets the C++ compiler assumes under this
 # build's flags (CMAKE_CXX_FLAGS and those of CMAKE_BUILD_TYPE), read from its predefined macros
 # (`-dM -E`), as a Python tuple body of ("NAME", "cpuinfo flag") pairs. A default build assumes
-# only SSE2, which every x86-64 CPU has (the faster levels are chosen at run time: posemb/isa.hpp);
+# only SSE2, which every x86-64 CPU has (the faster levels are chosen at run time: posemb/machine/isa.hpp);
 # a build with -march=native or -mavx2 assumes more, and posemb._cpu then refuses to load the
 # extension on a CPU without them instead of dying of SIGILL. Empty on other targets and compilers.
 function(posemb_baseline_isa out)

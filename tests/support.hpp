@@ -3,6 +3,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -24,6 +25,19 @@ inline posemb::PositionVector position_range(std::int64_t first, std::int64_t co
   posemb::PositionVector p(count);
   for (std::int64_t i = 0; i < count; ++i) p[i] = first + i;
   return p;
+}
+
+// The largest |a_i - b_i| over two arrays of the same size (tensors or matrices, any storage
+// type), in double.
+template <class A, class B>
+double max_abs_diff(const A& a, const B& b) {
+  REQUIRE(a.size() == b.size());
+  double worst = 0.0;
+  for (Eigen::Index i = 0; i < a.size(); ++i) {
+    worst = std::max(
+        worst, std::fabs(static_cast<double>(a.data()[i]) - static_cast<double>(b.data()[i])));
+  }
+  return worst;
 }
 
 // Checks that call() throws posemb::Error with `text` in its message.

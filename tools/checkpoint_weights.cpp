@@ -2,10 +2,7 @@
 #include "checkpoint_weights.hpp"
 
 #include <cstdint>
-#include <fstream>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "arguments.hpp"
 #include "npy_files.hpp"
@@ -50,19 +47,6 @@ std::vector<Eigen::Index> table_rows(const PositionMatrix& positions, std::int64
   return out;
 }
 
-// RoBERTa's padding_idx: the config's pad_token_id (RobertaConfig's default 1).
-std::int64_t roberta_padding_idx(const std::string& config_path) {
-  std::ifstream in(config_path);
-  const nlohmann::json config = nlohmann::json::parse(in, nullptr, false);
-  if (!config.is_object() || !config.contains("pad_token_id")) return 1;
-  const nlohmann::json& pad = config["pad_token_id"];
-  if (!pad.is_number_integer()) {
-    throw Error(config_path + ": pad_token_id = " + pad.dump() +
-                ": expected an integer >= 0 (RoBERTa's padding_idx)");
-  }
-  return pad.get<std::int64_t>();
-}
-
 }  // namespace
 
 void add_weights_option(CLI::App* apply, ApplyOptions& options) {
@@ -88,9 +72,8 @@ int apply_checkpoint_table(const ApplyOptions& options, const ModelPositions& mo
   const NpyArray x = read_npy_checked(options.input, {"<f4", "<f8"}, {3},
                                       "float32 or float64 [batch, seq, d] (token embeddings)");
   const SafetensorsCheckpoint weights(options.weights);
-  const bool roberta = model.model_type == "roberta" || model.model_type == "xlm-roberta";
-  const CheckpointPositionTable table = learned_position_table(
-      weights, model.model_type, roberta ? roberta_padding_idx(options.config) : 1);
+  const CheckpointPositionTable table =
+      learned_position_table(weights, model.model_type, model.padding_idx.value_or(1));
   const std::string table_name = tensor_at(options.weights, table.tensor_name, table.table);
   const std::int64_t batch = x.shape[0], seq = x.shape[1], d = x.shape[2];
   if (d != table.table.cols()) {

@@ -62,12 +62,16 @@ struct Activation {
     return TensorMap4<T>(y.data(), dims[0], dims[1], dims[2], dims[3]);
   }
   Layouts layouts() const { return Layouts(options.layout(), options.output_layout()); }
+  // --layout, --output-layout and --inverse as the rotate family's options (one thread).
+  RotateOptions rotate_options() const {
+    return RotateOptions().with_layouts(layouts()).with_rotation(options.rotation());
+  }
   [[noreturn]] void shape_error(const std::string& expected) const {
     throw Error(options.input + ": shape = " + shape_string(shape) + ": expected " + expected);
   }
 };
 
-// apply --vision: the tower's 2-D RoPE (vision_rope.hpp) on X [patches, heads, head_dim], the
+// apply --vision: the tower's 2-D RoPE (rotary/vision.hpp) on X [patches, heads, head_dim], the
 // patches of a T x H x W grid in the tower's order.
 template <class T>
 void apply_vision(const ModelPositions& model, const ApplyOptions& options,
@@ -88,7 +92,7 @@ void apply_vision(const ModelPositions& model, const ApplyOptions& options,
   }
   y = x;
   TensorMap4<T> map(y.data(), 1, shape[0], shape[1], shape[2]);
-  apply_vision_rope_inplace(map, patches, rope, TensorLayout::BSHD, {}, options.rotation());
+  posemb::rotate_inplace(map, patches, rope, RotateOptions().with_rotation(options.rotation()));
 }
 
 // --verbose: how X and its positions are read (stdout).
@@ -155,12 +159,11 @@ void apply_fope_scheme(const Activation<T>& a) {
       return fope_with_coefficients(*a.model.fope, coef.sin_coef.data(), coef.sin_shape,
                                     coef.cos_coef.data(), coef.cos_shape);
     });
-    apply_fope(a.in(), out, positions.view(), fope, a.layouts(), {}, options.rotation());
+    posemb::rotate(a.in(), out, positions.view(), fope, a.rotate_options());
     return;
   }
   if (!options.has_fope_coefficients()) {
-    apply_fope(a.in(), out, positions.view(), make_fope(*a.model.fope), a.layouts(), {},
-               options.rotation());
+    posemb::rotate(a.in(), out, positions.view(), make_fope(*a.model.fope), a.rotate_options());
     return;
   }
   const std::string what = "float32 [n_kv_heads, D_in, D_out]";
@@ -172,7 +175,7 @@ void apply_fope_scheme(const Activation<T>& a) {
     return fope_with_coefficients(*a.model.fope, sin_coef.data(), sin_array.shape, cos_coef.data(),
                                   cos_array.shape);
   });
-  apply_fope(a.in(), out, positions.view(), fope, a.layouts(), {}, options.rotation());
+  posemb::rotate(a.in(), out, positions.view(), fope, a.rotate_options());
 }
 
 // M-RoPE: three position axes, or 1-D positions on all three (text).
@@ -186,7 +189,7 @@ void apply_mrope_scheme(const Activation<T>& a, const RopeScheme& scheme) {
   if (options.verbose) print_rope_scheme("mrope", scheme, spec.rope, seq_len);
   check_x_head_dim(options, a.shape, spec.rope);
   auto out = a.out();
-  apply_mrope(a.in(), out, positions.view(), spec, a.layouts(), {}, options.rotation());
+  posemb::rotate(a.in(), out, positions.view(), spec, a.rotate_options());
 }
 
 // --angles hf-float32 or --dtype bfloat16/float16: plain RoPE of float32 X in that mode and
@@ -234,11 +237,10 @@ void apply_rope_scheme(const Activation<T>& a) {
   auto out = a.out();
   if (model.xpos) {
     const XposSpec xpos{spec, *model.xpos};
-    apply_xpos(a.in(), out, positions.view(), xpos,
-               options.role == "key" ? XposRole::Key : XposRole::Query, a.layouts(), {},
-               options.rotation());
+    const XposRole role = options.role == "key" ? XposRole::Key : XposRole::Query;
+    posemb::rotate(a.in(), out, positions.view(), Xpos{xpos, role}, a.rotate_options());
   } else {
-    apply_rope(a.in(), out, positions.view(), spec, a.layouts(), {}, options.rotation());
+    posemb::rotate(a.in(), out, positions.view(), spec, a.rotate_options());
   }
 }
 

@@ -11,7 +11,7 @@
 #include "arguments.hpp"
 #include "command.hpp"
 #include "gguf_commands.hpp"
-#include "model_report.hpp"
+#include "posemb/model/report.hpp"
 #include "posemb/bias/alibi.hpp"
 #include "posemb/model/config.hpp"
 

@@ -34,9 +34,8 @@ class MropeIndexCommand : public Command {
   int run() override {
     const ModelPositions model = load_model_positions(config_path_);
     if (!model.mrope_index) {
-      throw Error(config_path_ +
-                  ": the model_type has no M-RoPE position rules; expected qwen2_vl, "
-                  "qwen2_5_vl, qwen3_vl, qwen3_vl_moe, qwen3_5 or qwen3_5_moe");
+      throw Error(config_path_ + ": the model_type has no M-RoPE position rules; expected " +
+                  mrope_model_types());
     }
     std::vector<MropeSegment> segments;
     try {

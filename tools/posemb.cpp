@@ -42,8 +42,8 @@
 #include "command.hpp"
 #include "npy_files.hpp"
 #include "posemb/error.hpp"
-#include "posemb/isa.hpp"
-#include "posemb/streaming_stores.hpp"
+#include "posemb/machine/isa.hpp"
+#include "posemb/machine/streaming_stores.hpp"
 #include "posemb/version.hpp"
 
 namespace {
@@ -105,7 +105,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.fallthrough(false);
   // --version --verbose adds the kernels' instruction-set level and the streaming-store setting
-  // with the cache it was derived from (posemb/cache_topology.hpp).
+  // with the cache it was derived from (posemb/machine/cache_topology.hpp).
   const bool verbose_version = std::any_of(
       argv + 1, argv + argc, [](const char* arg) { return std::string(arg) == "--verbose"; });
   app.set_version_flag(

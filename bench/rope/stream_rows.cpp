@@ -1,4 +1,4 @@
-// bench_rope's streaming rows (posemb/streaming_stores.hpp) and the caller's thread pool
+// bench_rope's streaming rows (posemb/machine/streaming_stores.hpp) and the caller's thread pool
 // (Threads::pool through posemb::eigen_threads).
 // Needs EIGEN_USE_THREADS (set for bench_rope in bench/CMakeLists.txt) for Eigen's
 // ThreadPoolDevice.
@@ -16,17 +16,17 @@
 
 #include "../ratio_reporter.hpp"
 #include "common.hpp"
-#include "posemb/eigen_threads.hpp"
-#include "posemb/streaming_stores.hpp"
+#include "posemb/machine/eigen_threads.hpp"
+#include "posemb/machine/streaming_stores.hpp"
 #include "rows.hpp"
 
 namespace posemb::bench::rope {
 namespace {
 
 // ---------------------------------------------------------------------------------------------
-// Streaming stores and the caller's thread pool (posemb/streaming_stores.hpp, Threads::pool).
-// Out of place, x [1, tokens, 32, 128] float32 BSHD, positions 0..tokens-1, at 2048 tokens
-// (32 MiB) and 16384 tokens (256 MiB, at least twice the last-level cache), each against a
+// Streaming stores and the caller's thread pool (posemb/machine/streaming_stores.hpp,
+// Threads::pool). Out of place, x [1, tokens, 32, 128] float32 BSHD, positions 0..tokens-1, at 2048
+// tokens (32 MiB) and 16384 tokens (256 MiB, at least twice the last-level cache), each against a
 // streaming-store copy of the same bytes (the limit: it reads x and writes out without reading
 // out first) and against memcpy. Threads come from an Eigen::ThreadPoolDevice through
 // posemb::eigen_threads, the streaming copy on the same threads split the same way; the counts

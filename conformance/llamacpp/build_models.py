@@ -15,21 +15,34 @@ import sys
 # Appended, not prepended: the transformers harness has a capture.py of its own.
 sys.path.append(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "transformers"))
 
-# The architectures the llama.cpp harness converts: tiny_models cases with RoPE that
-# convert_hf_to_gguf.py has a class for (ALiBi / learned / T5 cases have no ROPE node).
-CASES = [
-    "llama", "llama-linear", "llama-yarn", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "mistral",
-    "mixtral", "gemma2", "gemma3_text", "phi3", "gpt_neox", "gptj", "falcon", "deepseek_v3",
-    "glm4", "cohere", "cohere2", "llama4_text", "gpt_oss", "qwen2_vl", "phi3-orig4000",
-]
+
+def all_cases() -> list[str]:
+    """Every case of the transformers harness (tiny_models.CASES, in its order), then this
+    harness's EXTRA_CASES: the converter is tried on each; one it cannot handle is a `convert`
+    row with its message, one without RoPE is loaded and compared like the others (no ROPE node on
+    either side)."""
+    import tiny_models
+
+    return [*tiny_models.CASES, *(c for c in EXTRA_CASES if c not in tiny_models.CASES)]
+
+
 # Cases of this harness only: a tiny_models case with some positional fields replaced.
 # phi3-orig4000: an original context that is no multiple of 256, so llama.cpp's padding of the
 # context (GGML_PAD(n_ctx, 256), llama_context::llama_context) decides LongRoPE's factors: started
 # with 3900 it runs 4096 > 4000, the long ones, where transformers at 3900 tokens uses the short.
+# phi-mha, glm-wide, olmo3-wide: the tiny models of phi, glm and olmo3 that llama.cpp's loader
+# can take (their own tiny models fail check_tensor_dims, rows of their own): conversion/phi.py
+# writes no head_count_kv and a feed-forward length of 4 * hidden_size, so llama.cpp's phi2
+# assumes as many K/V heads as query heads (phi-mha has 2 of each, and intermediate_size 640);
+# src/models/chatglm.cpp and olmo2.cpp size q by n_embd = n_head * head_dim
+# (glm-wide and olmo3-wide have hidden_size 256 = 2 heads of 128).
 EXTRA_CASES = {
     "phi3-orig4000": ("phi3", lambda o: o | {
         "original_max_position_embeddings": 4000,
         "rope_parameters": o["rope_parameters"] | {"original_max_position_embeddings": 4000}}),
+    "phi-mha": ("phi", lambda o: o | {"num_key_value_heads": 2, "intermediate_size": 640}),
+    "glm-wide": ("glm", lambda o: o | {"hidden_size": 256}),
+    "olmo3-wide": ("olmo3", lambda o: o | {"hidden_size": 256}),
 }
 
 
@@ -62,7 +75,7 @@ def main() -> None:
     register_extra_cases(tiny_models)
     out_dir, out_json, *cases = sys.argv[1:]
     results = {}
-    for case in cases or CASES:
+    for case in cases or all_cases():
         try:
             write_vocab_stub(tiny_models.build(case, out_dir))
             results[case] = "ok"

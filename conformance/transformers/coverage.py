@@ -33,7 +33,7 @@ TOWER = re.compile(r"vision|video|audio|asr|tts|_vit|vit_|_dit$|codec|mimi|diari
 def posemb_table(root: str) -> set[str]:
     """The model types of posemb's family tables (include/posemb/model/families.hpp)."""
     text = open(os.path.join(root, "include", "posemb", "model", "families.hpp")).read()
-    return set(re.findall(r'^\s+\{"([a-z0-9_\-]+)", "', text, flags=re.M))
+    return set(re.findall(r'^\s+family\("([a-z0-9_\-]+)", "', text, flags=re.M))
 
 
 def _fields(cls) -> set[str]:

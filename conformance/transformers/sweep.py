@@ -3,7 +3,7 @@
 config class's own defaults (for most classes the positional values of the checkpoint their
 docstring names), with only the sizes made small (SIZES; LAYERS where two layers would not hold
 each layer type), run through the same rope checks as
-a hand-written case (run.rope_case). The rope function is the modeling module's
+a hand-written case (rope_case.rope_case). The rope function is the modeling module's
 `apply_rotary_pos_emb` (and `apply_rotary_pos_emb_interleave` where it has one); its arguments are read by signature (q, k, cos, sin) or (x, cos, sin) and
 the layout from the 32-position sequence axis.
 
@@ -34,7 +34,7 @@ SIZES = {
 # are all "full"): the layers their sweep builds.
 LAYERS = {"afmoe": 4, "exaone_moe": 4, "kolibri1": 5, "lara_mini": 5, "ultrabert": 3,
           "hy_v4": 3}  # HY V4: layer 2 a "shared" indexer layer
-SEQ = 32  # every position set has 32 positions (run.position_sets)
+SEQ = 32  # every position set has 32 positions (rope_case.position_sets)
 
 
 def _layout(x) -> str:

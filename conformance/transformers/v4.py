@@ -1,7 +1,7 @@
 """The transformers v4 comparison: each rope case's config.json, written in the v4 format
 (rope_theta / rope_scaling / partial_rotary_factor at the top level, as transformers 4.x saves
 it), run through the modeling code of whichever transformers runs this file, with the same rope
-checks as the main harness (run.rope_case) against posemb.load_model of that same file.
+checks as the main harness (rope_case.py) against posemb.load_model of that same file.
 
 run.py --v4-python PY runs it twice: in-process (transformers 5.24.0) and under PY (a venv with
 transformers 4.57.6, requirements-v4.txt); a (case, check) whose status differs is a place where
@@ -83,7 +83,7 @@ def _model(folder):
 def run(models_dir: str, cases: list[str]) -> list[dict]:
     """Rows (as dicts) of every case whose config has a v4 form."""
     import report
-    import run as harness
+    from rope_case import rope_case
 
     rows = []
     for name in cases:
@@ -98,7 +98,7 @@ def run(models_dir: str, cases: list[str]) -> list[dict]:
         with open(os.path.join(folder, "config.json"), "w") as f:
             json.dump(v4, f, indent=2)
         try:
-            case_rows, _ = harness.rope_case(f"v4/{name}", None, _model(folder), folder)
+            case_rows, _ = rope_case(f"v4/{name}", None, _model(folder), folder)
             rows += case_rows
         except Exception as error:  # the type is absent from this version, or does not build
             rows.append(report.Row(f"v4/{name}", "build", "error",

@@ -1,5 +1,6 @@
 // posemb: positional embeddings for transformer models. The umbrella header: everything but
-// config.hpp, which needs nlohmann-json (include <posemb/config.hpp> for config.json loading).
+// config.hpp, which needs nlohmann-json (include <posemb/model/config.hpp> for config.json
+// loading).
 #pragma once
 
 // The ground floor: errors, the vocabulary (positions, tensors, layouts, pairing, threads), the
@@ -15,11 +16,11 @@
 #include "posemb/io/npy.hpp"
 
 // Rotary: frequencies, the kernel, scaled variants, xPos, FoPE, KV-cache helpers, permutation.
-#include "posemb/rotary/frequencies.hpp"
+#include "posemb/frequencies.hpp"
 #include "posemb/rotary/rope.hpp"
 #include "posemb/rotary/scaled.hpp"
 #include "posemb/rotary/xpos.hpp"
-#include "posemb/rotary/kv_cache.hpp"
+#include "posemb/kv/rerotate.hpp"
 #include "posemb/rotary/packed.hpp"
 #include "posemb/rotary/fope.hpp"
 #include "posemb/rotary/mrope.hpp"

@@ -303,9 +303,13 @@ inline const char* to_string(Pairing pairing) {
   return pairing == Pairing::Interleaved ? "interleaved" : "rotate_half";
 }
 
-// The direction of a rotation: R(p), or its inverse R(p)^T = R(-p) (the backward pass of RoPE,
-// un-rotating cached keys or outputs). For xPos the inverse also undoes the scale.
-enum class Rotation { Forward, Inverse };
+// The direction of a rotation: R(p), its inverse R(p)^T = R(-p) (un-rotating cached keys or
+// outputs; for xPos the inverse also undoes the scale), or its transpose, the vector-Jacobian
+// product of the forward (the backward pass): each pair's 2 x 2 matrix [[c, -s], [s, c]]
+// transposed, i.e. the forward's own (c, s) with the sign of s flipped. For a pure rotation the
+// transpose is the inverse; for xPos (c, s carry the magnitude), FoPE (C, S are mixtures) and an
+// attention scale it is not.
+enum class Rotation { Forward, Inverse, Transpose };
 
 // The layouts of an out-of-place rotation: the input's, the output's, and the first sequence
 // index of the output it writes. Out of place from BSHD into BHSD (or back) rotates and

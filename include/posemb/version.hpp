@@ -3,7 +3,7 @@
 #pragma once
 
 #define POSEMB_VERSION_MAJOR 0
-#define POSEMB_VERSION_MINOR 1
+#define POSEMB_VERSION_MINOR 2
 #define POSEMB_VERSION_PATCH 0
 
 #define POSEMB_VERSION_TEXT_(x) #x

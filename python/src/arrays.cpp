@@ -441,7 +441,12 @@ Pairing pairing_of(const std::string& pairing) {
   fail("pairing", "'" + pairing + "'", "expected 'rotate_half' or 'interleaved'");
 }
 
-Rotation rotation_of(bool inverse) { return inverse ? Rotation::Inverse : Rotation::Forward; }
+Rotation rotation_of(bool inverse, bool transpose) {
+  if (inverse && transpose) {
+    fail("transpose", "True", "expected False with inverse=True (one direction per call)");
+  }
+  return inverse ? Rotation::Inverse : transpose ? Rotation::Transpose : Rotation::Forward;
+}
 
 Threads threads_of(int threads) {
   if (threads < 1 || threads > 1024) fail("threads", threads, "expected 1 .. 1024");

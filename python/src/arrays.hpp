@@ -140,7 +140,7 @@ AxisPositions axis_positions(py::handle positions, const std::string& name = "po
 
 TensorLayout layout_of(const std::string& layout);
 Pairing pairing_of(const std::string& pairing);
-Rotation rotation_of(bool inverse);
+Rotation rotation_of(bool inverse, bool transpose = false);
 Threads threads_of(int threads);
 Dtype table_dtype_of(const std::string& dtype);  // "float32" or "float64"
 

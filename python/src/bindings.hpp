@@ -21,6 +21,7 @@ void bind_model(py::module_& m);
 void bind_bias(py::module_& m);
 void bind_hf_float32(py::module_& m);
 void bind_kv_cache(py::module_& m);
+void bind_backward(py::module_& m);
 
 // The layer's RoPE scheme (kind 'rope'), else posemb.Error.
 RopeScheme rope_scheme_of(const LayerPositions& layer);

@@ -274,8 +274,7 @@ Example:
           const auto& model = rules.cast<const ModelPositions&>();
           if (!model.mrope_index) {
             fail("model.model_type", "'" + model.model_type + "'",
-                 "expected a model with M-RoPE position rules (qwen2_vl, qwen2_5_vl, qwen3_vl, "
-                 "qwen3_vl_moe, qwen3_5, qwen3_5_moe)");
+                 "expected a model with M-RoPE position rules (" + mrope_model_types() + ")");
           }
           r = *model.mrope_index;
         } else {

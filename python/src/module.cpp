@@ -46,6 +46,7 @@ PYBIND11_MODULE(_posemb, m) {
   bind_bias(m);
   bind_hf_float32(m);
   bind_kv_cache(m);
+  bind_backward(m);
   m.def(
       "_time_apply_rope_", &time_apply_rope, py::arg("x"), py::arg("offset"), py::arg("spec"),
       py::arg("repeats"),

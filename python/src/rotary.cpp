@@ -133,15 +133,15 @@ Example:
 )doc";
 
 py::object apply_rope_impl(const py::object& x, const py::object& positions,
-                           const py::object& source, const std::string& layout, bool inverse,
+                           const py::object& source, const std::string& layout, Rotation r,
                            int threads, bool in_place) {
   const TokenPositions p = token_positions(positions);
   const TensorLayout l = layout_of(layout);
-  const Rotation r = rotation_of(inverse);
   const Threads t = threads_of(threads);
   const RopeSource resolved = rope_source_of(source);
-  if (resolved.hf != nullptr && inverse) {
-    fail("inverse", "True", "expected False for an HfFloat32Rope (transformers' forward only)");
+  if (resolved.hf != nullptr && r != Rotation::Forward) {
+    fail(r == Rotation::Inverse ? "inverse" : "transpose", "True",
+         "expected False for an HfFloat32Rope (transformers' forward only)");
   }
   return rotate(x, in_place, [&](auto& in, auto& out) {
     using T = scalar_of_t<decltype(in)>;
@@ -450,19 +450,23 @@ void bind_rope(py::module_& m) {
   m.def(
       "apply_rope_",
       [](const py::object& x, const py::object& positions, const py::object& source,
-         const std::string& layout, bool inverse, int threads) {
-        return apply_rope_impl(x, positions, source, layout, inverse, threads, true);
+         const std::string& layout, bool inverse, int threads, bool transpose) {
+        return apply_rope_impl(x, positions, source, layout, rotation_of(inverse, transpose),
+                               threads, true);
       },
       py::arg("x"), py::arg("positions"), py::arg("source"), py::arg("layout") = "bshd",
-      py::arg("inverse") = false, py::arg("threads") = 1, apply_rope_doc);
+      py::arg("inverse") = false, py::arg("threads") = 1, py::arg("transpose") = false,
+      apply_rope_doc);
   m.def(
       "apply_rope",
       [](const py::object& x, const py::object& positions, const py::object& source,
-         const std::string& layout, bool inverse, int threads) {
-        return apply_rope_impl(x, positions, source, layout, inverse, threads, false);
+         const std::string& layout, bool inverse, int threads, bool transpose) {
+        return apply_rope_impl(x, positions, source, layout, rotation_of(inverse, transpose),
+                               threads, false);
       },
       py::arg("x"), py::arg("positions"), py::arg("source"), py::arg("layout") = "bshd",
-      py::arg("inverse") = false, py::arg("threads") = 1, apply_rope_out_doc);
+      py::arg("inverse") = false, py::arg("threads") = 1, py::arg("transpose") = false,
+      apply_rope_out_doc);
   m.def(
       "rope_cos_sin",
       [](const RopeSpec& spec, std::int64_t position) {
@@ -488,11 +492,10 @@ MropeLayout mrope_layout_of(const std::string& layout) {
 
 template <class Spec>
 py::object apply_axes_impl(const py::object& x, const py::object& positions, const Spec& spec,
-                           const std::string& layout, bool inverse, int threads, bool in_place,
+                           const std::string& layout, Rotation r, int threads, bool in_place,
                            bool allow_rank3) {
   const AxisPositions p = axis_positions(positions);
   const TensorLayout l = layout_of(layout);
-  const Rotation r = rotation_of(inverse);
   const Threads t = threads_of(threads);
   return rotate(
       x, in_place,
@@ -526,11 +529,12 @@ apply_rope_ (an int offset, [seq], or [batch, seq] whose first dimension is not 
   m.def(
       "apply_mrope_",
       [](const py::object& x, const py::object& positions, const MropeSpec& spec,
-         const std::string& layout, bool inverse, int threads) {
-        return apply_axes_impl(x, positions, spec, layout, inverse, threads, true, false);
+         const std::string& layout, bool inverse, int threads, bool transpose) {
+        return apply_axes_impl(x, positions, spec, layout, rotation_of(inverse, transpose), threads,
+                               true, false);
       },
       py::arg("x"), py::arg("positions"), py::arg("spec"), py::arg("layout") = "bshd",
-      py::arg("inverse") = false, py::arg("threads") = 1,
+      py::arg("inverse") = false, py::arg("threads") = 1, py::arg("transpose") = false,
       (std::string("Rotates x in place by M-RoPE and returns x (x as for apply_rope_).") +
        positions_doc + R"doc(
 
@@ -542,11 +546,12 @@ Example:
   m.def(
       "apply_mrope",
       [](const py::object& x, const py::object& positions, const MropeSpec& spec,
-         const std::string& layout, bool inverse, int threads) {
-        return apply_axes_impl(x, positions, spec, layout, inverse, threads, false, false);
+         const std::string& layout, bool inverse, int threads, bool transpose) {
+        return apply_axes_impl(x, positions, spec, layout, rotation_of(inverse, transpose), threads,
+                               false, false);
       },
       py::arg("x"), py::arg("positions"), py::arg("spec"), py::arg("layout") = "bshd",
-      py::arg("inverse") = false, py::arg("threads") = 1,
+      py::arg("inverse") = false, py::arg("threads") = 1, py::arg("transpose") = false,
       R"doc(Returns an M-RoPE-rotated copy of x (arguments as for apply_mrope_).
 
 Example:
@@ -605,19 +610,21 @@ Example:
   m.def(
       "apply_vision_rope_",
       [](const py::object& x, const py::object& positions, const VisionRope& rope,
-         const std::string& layout, bool inverse, int threads) {
-        return apply_axes_impl(x, positions, rope.spec, layout, inverse, threads, true, true);
+         const std::string& layout, bool inverse, int threads, bool transpose) {
+        return apply_axes_impl(x, positions, rope.spec, layout, rotation_of(inverse, transpose),
+                               threads, true, true);
       },
       py::arg("x"), py::arg("positions"), py::arg("rope"), py::arg("layout") = "bshd",
-      py::arg("inverse") = false, py::arg("threads") = 1, vision_doc);
+      py::arg("inverse") = false, py::arg("threads") = 1, py::arg("transpose") = false, vision_doc);
   m.def(
       "apply_vision_rope",
       [](const py::object& x, const py::object& positions, const VisionRope& rope,
-         const std::string& layout, bool inverse, int threads) {
-        return apply_axes_impl(x, positions, rope.spec, layout, inverse, threads, false, true);
+         const std::string& layout, bool inverse, int threads, bool transpose) {
+        return apply_axes_impl(x, positions, rope.spec, layout, rotation_of(inverse, transpose),
+                               threads, false, true);
       },
       py::arg("x"), py::arg("positions"), py::arg("rope"), py::arg("layout") = "bshd",
-      py::arg("inverse") = false, py::arg("threads") = 1,
+      py::arg("inverse") = false, py::arg("threads") = 1, py::arg("transpose") = false,
       R"doc(Returns a copy of x rotated by a vision tower's 2-D RoPE (as apply_vision_rope_).
 
 Example:
@@ -634,12 +641,11 @@ XposRole role_of(const std::string& role) {
 }
 
 py::object apply_xpos_impl(const py::object& x, const py::object& positions, const XposSpec& spec,
-                           const std::string& role, const std::string& layout, bool inverse,
+                           const std::string& role, const std::string& layout, Rotation r,
                            int threads, bool in_place) {
   const TokenPositions p = token_positions(positions);
   const XposRole who = role_of(role);
   const TensorLayout l = layout_of(layout);
-  const Rotation r = rotation_of(inverse);
   const Threads t = threads_of(threads);
   return rotate(x, in_place, [&](auto& in, auto& out) {
     in_or_out(
@@ -670,11 +676,14 @@ Example:
   m.def(
       "apply_xpos_",
       [](const py::object& x, const py::object& positions, const XposSpec& spec,
-         const std::string& role, const std::string& layout, bool inverse, int threads) {
-        return apply_xpos_impl(x, positions, spec, role, layout, inverse, threads, true);
+         const std::string& role, const std::string& layout, bool inverse, int threads,
+         bool transpose) {
+        return apply_xpos_impl(x, positions, spec, role, layout, rotation_of(inverse, transpose),
+                               threads, true);
       },
       py::arg("x"), py::arg("positions"), py::arg("spec"), py::arg("role"),
       py::arg("layout") = "bshd", py::arg("inverse") = false, py::arg("threads") = 1,
+      py::arg("transpose") = false,
       R"doc(Rotates and scales x in place by xPos and returns x. role: 'query' or 'key'
 (the scale's sign differs); other arguments as for apply_rope_.
 
@@ -684,11 +693,14 @@ Example:
   m.def(
       "apply_xpos",
       [](const py::object& x, const py::object& positions, const XposSpec& spec,
-         const std::string& role, const std::string& layout, bool inverse, int threads) {
-        return apply_xpos_impl(x, positions, spec, role, layout, inverse, threads, false);
+         const std::string& role, const std::string& layout, bool inverse, int threads,
+         bool transpose) {
+        return apply_xpos_impl(x, positions, spec, role, layout, rotation_of(inverse, transpose),
+                               threads, false);
       },
       py::arg("x"), py::arg("positions"), py::arg("spec"), py::arg("role"),
       py::arg("layout") = "bshd", py::arg("inverse") = false, py::arg("threads") = 1,
+      py::arg("transpose") = false,
       R"doc(Returns an xPos-rotated copy of x (arguments as for apply_xpos_).
 
 Example:
@@ -709,11 +721,10 @@ std::vector<float> coefficient_values(py::handle a, const std::string& name,
 }
 
 py::object apply_fope_impl(const py::object& x, const py::object& positions,
-                           const FopeHolder& holder, const std::string& layout, bool inverse,
+                           const FopeHolder& holder, const std::string& layout, Rotation r,
                            int threads, bool in_place) {
   const TokenPositions p = token_positions(positions);
   const TensorLayout l = layout_of(layout);
-  const Rotation r = rotation_of(inverse);
   const Threads t = threads_of(threads);
   return rotate(x, in_place, [&](auto& in, auto& out) {
     in_or_out(
@@ -816,11 +827,12 @@ void bind_apply_fope(py::module_& m) {
   m.def(
       "apply_fope_",
       [](const py::object& x, const py::object& positions, const FopeHolder& fope,
-         const std::string& layout, bool inverse, int threads) {
-        return apply_fope_impl(x, positions, fope, layout, inverse, threads, true);
+         const std::string& layout, bool inverse, int threads, bool transpose) {
+        return apply_fope_impl(x, positions, fope, layout, rotation_of(inverse, transpose), threads,
+                               true);
       },
       py::arg("x"), py::arg("positions"), py::arg("fope"), py::arg("layout") = "bshd",
-      py::arg("inverse") = false, py::arg("threads") = 1,
+      py::arg("inverse") = false, py::arg("threads") = 1, py::arg("transpose") = false,
       R"doc(Rotates x in place by FoPE and returns x; heads = n_heads (queries) or n_kv_heads
 (keys); other arguments as for apply_rope_.
 
@@ -830,11 +842,12 @@ Example:
   m.def(
       "apply_fope",
       [](const py::object& x, const py::object& positions, const FopeHolder& fope,
-         const std::string& layout, bool inverse, int threads) {
-        return apply_fope_impl(x, positions, fope, layout, inverse, threads, false);
+         const std::string& layout, bool inverse, int threads, bool transpose) {
+        return apply_fope_impl(x, positions, fope, layout, rotation_of(inverse, transpose), threads,
+                               false);
       },
       py::arg("x"), py::arg("positions"), py::arg("fope"), py::arg("layout") = "bshd",
-      py::arg("inverse") = false, py::arg("threads") = 1,
+      py::arg("inverse") = false, py::arg("threads") = 1, py::arg("transpose") = false,
       R"doc(Returns a FoPE-rotated copy of x (arguments as for apply_fope_).
 
 Example:

@@ -25,11 +25,17 @@ inline TensorLayout tensor_layout(posemb_layout layout, const std::string& name)
 }
 
 inline Rotation rotation_of(posemb_rotation rotation) {
-  if (rotation != POSEMB_FORWARD && rotation != POSEMB_INVERSE) {
-    detail::fail("rotation", static_cast<int>(rotation),
-                 "expected POSEMB_FORWARD (0) or POSEMB_INVERSE (1)");
+  switch (rotation) {
+    case POSEMB_FORWARD:
+      return Rotation::Forward;
+    case POSEMB_INVERSE:
+      return Rotation::Inverse;
+    case POSEMB_TRANSPOSE:
+      return Rotation::Transpose;
+    default:
+      detail::fail("rotation", static_cast<int>(rotation),
+                   "expected POSEMB_FORWARD (0), POSEMB_INVERSE (1) or POSEMB_TRANSPOSE (2)");
   }
-  return rotation == POSEMB_FORWARD ? Rotation::Forward : Rotation::Inverse;
 }
 
 // A checked shape: every dimension >= 1, the element count within int64.

@@ -5,10 +5,11 @@
 # Inputs (-D):
 #   CASE           installed: no options; the tests must be configured (this test is only built
 #                  when Catch2 and nlohmann-json are installed: the case where `include(Catch)`
-#                  once failed). none: every optional dependency hidden
+#                  once failed), then `cmake --install` with nothing built must install the
+#                  headers, the CMake package and posemb.pc, and no library. none: every optional dependency hidden
 #                  (CMAKE_DISABLE_FIND_PACKAGE_<name>); each part must be skipped with its
-#                  message, then `cmake --build` must succeed. off: every part OFF; nothing
-#                  probed, nothing skipped, then `cmake --build` must succeed.
+#                  message, then `cmake --build` must succeed. off: every part OFF (the C API
+#                  too); nothing probed, nothing skipped, then `cmake --build` must succeed.
 #   POSEMB_SOURCE  the posemb source tree (used in place, not copied)
 #   WORK_DIR       the build directory, emptied first
 #   GENERATOR, CXX_COMPILER: the parent build's.
@@ -30,7 +31,7 @@ elseif(CASE STREQUAL "none")
   endforeach()
 elseif(CASE STREQUAL "off")
   set(options)
-  foreach(part IN ITEMS TESTS EXAMPLES BENCH TOOLS PYTHON)
+  foreach(part IN ITEMS TESTS EXAMPLES BENCH TOOLS PYTHON C_API)
     list(APPEND options -DPOSEMB_BUILD_${part}=OFF)
   endforeach()
 else()
@@ -53,6 +54,23 @@ endif()
 if(CASE STREQUAL "installed")
   if(NOT tests_configured OR out MATCHES "skipping the tests")
     message(FATAL_ERROR "[installed] the tests were not configured with Catch2 installed:\n${out}")
+  endif()
+  # The default install after configuring alone: header-only, whatever the build would compile.
+  set(prefix ${WORK_DIR}/prefix)
+  execute_process(COMMAND ${CMAKE_COMMAND} --install ${WORK_DIR} --prefix ${prefix}
+                  RESULT_VARIABLE result OUTPUT_VARIABLE out ERROR_VARIABLE out)
+  if(NOT result EQUAL 0)
+    message(FATAL_ERROR "[installed] cmake --install with nothing built failed (${result}):\n${out}")
+  endif()
+  foreach(installed IN ITEMS include/posemb/posemb.hpp share/cmake/posemb/posembConfig.cmake
+                             share/cmake/posemb/posembTargets.cmake share/pkgconfig/posemb.pc)
+    if(NOT EXISTS ${prefix}/${installed})
+      message(FATAL_ERROR "[installed] cmake --install installed no ${installed}:\n${out}")
+    endif()
+  endforeach()
+  file(GLOB_RECURSE binaries ${prefix}/*.a ${prefix}/*.so* ${prefix}/bin/*)
+  if(binaries)
+    message(FATAL_ERROR "[installed] the default install has compiled files: ${binaries}")
   endif()
 else()
   if(tests_configured)

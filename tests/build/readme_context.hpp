@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <vector>
 
-#include <posemb/config.hpp>
+#include <posemb/model/config.hpp>
 #include <posemb/posemb.hpp>
 
 // Activations: [batch, seq, heads, head_dim] (k_cache: [batch, heads, max_seq, head_dim]).

@@ -506,7 +506,8 @@ static void check_argument_errors(void) {
   EXPECT_ERROR(posemb_rope_rotate_inplace(rope, (posemb_dtype)7, x, &shape, &at, POSEMB_FORWARD),
                "posemb: dtype = 7: expected POSEMB_F32 (0), POSEMB_F16 (1) or POSEMB_BF16 (2)");
   EXPECT_ERROR(posemb_rope_rotate_inplace(rope, POSEMB_F32, x, &shape, &at, (posemb_rotation)9),
-               "posemb: rotation = 9: expected POSEMB_FORWARD (0) or POSEMB_INVERSE (1)");
+               "posemb: rotation = 9: expected POSEMB_FORWARD (0), POSEMB_INVERSE (1) or "
+               "POSEMB_TRANSPOSE (2)");
   shape.layout = (posemb_layout)5;
   EXPECT_ERROR(
       posemb_rope_rotate_inplace(rope, POSEMB_F32, x, &shape, &at, POSEMB_FORWARD),
@@ -793,6 +794,47 @@ static void check_kv_errors(void) {
   posemb_rope_free(rope);
 }
 
+/* POSEMB_TRANSPOSE is the backward: <w, R x> = <R^T w, x> for random x, w, and with an attention
+ * scale m it is m^2 times the inverse (m R^T against R^T / m). */
+static void check_transpose(void) {
+  enum { S = 5, H = 2, D = 16, N = S * H * D };
+  float x[N], w[N], rx[N], tw[N], inv[N];
+  for (int i = 0; i < N; ++i) {
+    x[i] = (float)((i * 37 % 23) - 11) / 7.0f;
+    w[i] = (float)((i * 53 % 19) - 9) / 5.0f;
+  }
+  double inv_freq[D / 2];
+  for (int i = 0; i < D / 2; ++i) inv_freq[i] = 1.0 / (1 + 3 * i); /* any frequencies serve */
+  posemb_rope* rope = NULL;
+  CHECK(posemb_rope_create(inv_freq, D / 2, 1.5, POSEMB_PAIRING_ROTATE_HALF, D, 0, &rope) ==
+            POSEMB_OK,
+        "%s", posemb_last_error());
+  const posemb_shape shape = {POSEMB_LAYOUT_BSHD, 1, S, H, D};
+  const posemb_positions at = {300, NULL, 0};
+  memcpy(rx, x, sizeof x);
+  memcpy(tw, w, sizeof w);
+  memcpy(inv, w, sizeof w);
+  CHECK(posemb_rope_rotate_inplace(rope, POSEMB_F32, rx, &shape, &at, POSEMB_FORWARD) == POSEMB_OK,
+        "%s", posemb_last_error());
+  CHECK(posemb_rope_rotate_inplace(rope, POSEMB_F32, tw, &shape, &at, POSEMB_TRANSPOSE) ==
+            POSEMB_OK,
+        "%s", posemb_last_error());
+  CHECK(posemb_rope_rotate_inplace(rope, POSEMB_F32, inv, &shape, &at, POSEMB_INVERSE) == POSEMB_OK,
+        "%s", posemb_last_error());
+  double forward = 0.0, backward = 0.0, worst = 0.0;
+  for (int i = 0; i < N; ++i) {
+    forward += (double)w[i] * rx[i];
+    backward += (double)tw[i] * x[i];
+    const double gap = tw[i] - 2.25 * inv[i];
+    if (gap > worst || -gap > worst) worst = gap > 0 ? gap : -gap;
+  }
+  const double mismatch = forward - backward, size = forward > 0 ? forward : -forward;
+  CHECK(mismatch <= 1e-4 * size && -mismatch <= 1e-4 * size, "<w, Rx> = %g, <R^T w, x> = %g",
+        forward, backward);
+  CHECK(worst <= 1e-5, "transpose - m^2 inverse: %g", worst);
+  posemb_rope_free(rope);
+}
+
 int main(int argc, char** argv) {
   if (argc != 4) {
     fprintf(stderr, "usage: posemb_c_test REFERENCE.txt DATA_DIR KV_REFERENCE.txt\n");
@@ -811,6 +853,7 @@ int main(int argc, char** argv) {
   CHECK(next_line == n_lines, "%zu reference lines not checked", n_lines - next_line);
   check_argument_errors();
   check_temperature_form();
+  check_transpose();
   size_t case_records = 0;
   for (size_t i = 0; i < n_lines; ++i) case_records += starts(lines[i], "case");
   CHECK(cases > 0 && (size_t)cases == case_records, "%d of %zu cases run", cases, case_records);

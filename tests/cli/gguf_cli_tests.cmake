@@ -164,8 +164,12 @@ gguf_file_test("gguf hostile freq_base stored as a string" EXIT 1
   ARGS freqs ${hostile}/freq_base_string.gguf)
 gguf_file_test("gguf hostile missing block_count" EXIT 1 STDERR "no_block_count\\.gguf: .*llama\\.block_count"
   ARGS diff ${hostile}/no_block_count.gguf ${hostile}/llama48.json)
-gguf_file_test("gguf hostile unknown architecture" EXIT 1 STDERR "unknown_arch\\.gguf: .*mamba9"
+gguf_file_test("gguf hostile unknown architecture" EXIT 1
+  STDERR "unknown_arch\\.gguf: .*\"mamba9\" is not an architecture of the pinned llama\\.cpp .*a broken or foreign file"
   ARGS layers ${hostile}/unknown_arch.gguf --json)
+gguf_file_test("gguf architecture llama.cpp runs without a posemb row" EXIT 1
+  STDERR "no_row_arch\\.gguf: general\\.architecture = \"internlm2\": expected one of llama, .*llama\\.cpp \\(llama-cpp-python 0\\.3\\.36\\) runs \"internlm2\" \\(RoPE, rope type norm\\); posemb has no row for it: posemb's gap, not a broken file"
+  ARGS layers ${hostile}/no_row_arch.gguf)
 gguf_file_test("gguf hostile truncated" EXIT 1 STDERR "truncated\\.gguf: .*truncated.* at offset [0-9]+"
   ARGS freqs ${hostile}/truncated.gguf)
 gguf_file_test("gguf hostile count past the file" EXIT 1 STDERR "huge_count\\.gguf: metadata count = [0-9]+: .*offset"

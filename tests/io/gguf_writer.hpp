@@ -60,6 +60,17 @@ class GgufWriter {
     for (const std::int64_t x : values) put(v, static_cast<std::uint64_t>(x), 4);
     return raw(key, 9, v);
   }
+  GgufWriter& boolean(const std::string& key, bool value) {
+    return raw(key, 7, std::string(1, value ? '\1' : '\0'));
+  }
+  // An ARRAY of BOOL (type 7), one byte each.
+  GgufWriter& bools(const std::string& key, const std::vector<bool>& values) {
+    std::string v;
+    put(v, 7, 4);
+    put(v, values.size(), 8);
+    for (const bool x : values) v += x ? '\1' : '\0';
+    return raw(key, 9, v);
+  }
   // A 1-D F32 tensor whose data is written.
   GgufWriter& tensor(const std::string& name, const std::vector<float>& data) {
     std::string bytes;

@@ -70,14 +70,7 @@ void check_rows(CacheDtype dtype, float scale) {
   }
 }
 
-std::vector<posemb::IsaLevel> levels() {
-  std::vector<posemb::IsaLevel> out;
-  for (const auto level :
-       {posemb::IsaLevel::Portable, posemb::IsaLevel::Avx2, posemb::IsaLevel::Avx512}) {
-    if (static_cast<int>(level) <= static_cast<int>(posemb::best_isa_level())) out.push_back(level);
-  }
-  return out;
-}
+std::vector<posemb::IsaLevel> levels() { return posemb::supported_isa_levels(); }
 
 }  // namespace
 
@@ -139,6 +132,30 @@ TEST_CASE("q8_0 vector blocks: ties, all-zero blocks and a block below FLT_MIN",
     for (const int block : {1, 2, 3, 5, 6, 7}) {
       for (int j = 0; j < 34; ++j) CHECK(got[static_cast<std::size_t>(block * 34 + j)] == 0);
     }
+  }
+  posemb::set_isa_level(before);
+}
+
+TEST_CASE("q8_0: an infinity after a NaN stores q 0 on every machine", "[kv]") {
+  // ggml's MAX(amax, v) = amax > v ? amax : v: the NaN resets amax after the infinities and the
+  // 5 sets it, so d = 5 / 127 and +-inf * id is +-inf, beyond int's range; q is 0 there (what
+  // x86-64's cvttss2si leaves in the low byte), the NaN's q is 0, and 5 becomes 127.
+  std::vector<float> x(32, 1.0f);
+  x[0] = std::numeric_limits<float>::infinity();
+  x[1] = -std::numeric_limits<float>::infinity();
+  x[2] = std::numeric_limits<float>::quiet_NaN();
+  x[3] = 5.0f;
+  const posemb::IsaLevel before = posemb::isa_level();
+  for (const posemb::IsaLevel level : levels()) {
+    posemb::set_isa_level(level);
+    std::vector<unsigned char> got(34);
+    posemb::detail::convert_row(x.data(), 32, CacheDtype::Q8_0, 1.0f, got.data());
+    CAPTURE(posemb::to_string(level));
+    CHECK(got[2] == 0);
+    CHECK(got[3] == 0);
+    CHECK(got[4] == 0);
+    CHECK(static_cast<std::int8_t>(got[5]) == 127);
+    CHECK(static_cast<std::int8_t>(got[6]) == 25);  // roundf(1 * 127 / 5) = roundf(25.4)
   }
   posemb::set_isa_level(before);
 }

@@ -19,6 +19,7 @@
 
 #include "posemb/machine/isa.hpp"
 #include "posemb/rotary/rope.hpp"
+#include "machine/fused_levels.hpp"
 #include "support.hpp"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -34,26 +35,9 @@ using test_support::reference_rotate_head;
 
 constexpr double two_pi = 6.283185307179586476925286766559;
 
-// Whether code for `level` uses fused multiply-adds, as posemb/machine/isa.hpp documents: every
-// level above portable, and portable when this build targets FMA.
-bool level_is_fused(IsaLevel level) {
-#if defined(__FMA__)
-  (void)level;
-  return true;
-#else
-  return level != IsaLevel::Portable;
-#endif
-}
+using test_support::level_is_fused;
 
-std::vector<IsaLevel> supported_levels() {
-  std::vector<IsaLevel> levels;
-  for (IsaLevel level : {IsaLevel::Portable, IsaLevel::Avx2, IsaLevel::Avx512}) {
-    if (static_cast<int>(level) <= static_cast<int>(posemb::best_isa_level())) {
-      levels.push_back(level);
-    }
-  }
-  return levels;
-}
+std::vector<IsaLevel> supported_levels() { return posemb::supported_isa_levels(); }
 
 // A level, and for avx512 whether bfloat16 is rounded with the AVX512_BF16 instructions or
 // with integer arithmetic (both when the CPU has them).
@@ -286,6 +270,12 @@ TEST_CASE("isa: the best level is detected, reported and active by default") {
   __builtin_cpu_init();
   const bool avx2 = __builtin_cpu_supports("avx2") && fma_f16c;
   CHECK((best != IsaLevel::Portable) == avx2);
+  CHECK(posemb::supported_isa_levels().size() == (best == IsaLevel::Avx512 ? 3u : avx2 ? 2u : 1u));
+#elif defined(__aarch64__)
+  // Advanced SIMD (NEON) and FMA are part of every ARMv8-A CPU.
+  CHECK(best == IsaLevel::Neon);
+  CHECK(posemb::supported_isa_levels() ==
+        std::vector<IsaLevel>{IsaLevel::Portable, IsaLevel::Neon});
 #else
   CHECK(best == IsaLevel::Portable);
 #endif
@@ -294,6 +284,7 @@ TEST_CASE("isa: the best level is detected, reported and active by default") {
   CHECK(std::string(posemb::to_string(IsaLevel::Portable)) == "portable");
   CHECK(std::string(posemb::to_string(IsaLevel::Avx2)) == "avx2");
   CHECK(std::string(posemb::to_string(IsaLevel::Avx512)) == "avx512");
+  CHECK(std::string(posemb::to_string(IsaLevel::Neon)) == "neon");
   WARN("best level on this machine: " << posemb::to_string(best));
 }
 
@@ -309,19 +300,42 @@ TEST_CASE("isa: forcing a level is honoured, unsupported or unknown levels throw
     CHECK_THROWS_WITH(posemb::set_isa_level(IsaLevel::Avx512),
                       Catch::Contains("level = avx512") && Catch::Contains("expected a level"));
   }
+  // A level of another architecture names the level and this machine's levels.
+#if defined(__x86_64__)
+  CHECK_THROWS_WITH(posemb::set_isa_level(IsaLevel::Neon),
+                    Catch::Contains("level = neon") &&
+                        Catch::Contains("expected a level of this machine (x86-64: portable, "
+                                        "avx2, avx512)"));
+#elif defined(__aarch64__)
+  for (IsaLevel x86 : {IsaLevel::Avx2, IsaLevel::Avx512}) {
+    CHECK_THROWS_WITH(posemb::set_isa_level(x86),
+                      Catch::Contains(std::string("level = ") + posemb::to_string(x86)) &&
+                          Catch::Contains("expected a level of this machine (aarch64: portable, "
+                                          "neon)"));
+  }
+#endif
   // The environment variable, read by the first call of a process (here called again).
   const char* saved = std::getenv("POSEMB_ISA");
   const std::string saved_value = saved ? saved : "";
   ::setenv("POSEMB_ISA", "portable", 1);
   CHECK(posemb::detail::initial_isa_level() == IsaLevel::Portable);
-  if (posemb::best_isa_level() != IsaLevel::Portable) {
-    ::setenv("POSEMB_ISA", "avx2", 1);
-    CHECK(posemb::detail::initial_isa_level() == IsaLevel::Avx2);
+  for (IsaLevel level : supported_levels()) {
+    ::setenv("POSEMB_ISA", posemb::to_string(level), 1);
+    CHECK(posemb::detail::initial_isa_level() == level);
   }
+#if defined(__x86_64__)
+  ::setenv("POSEMB_ISA", "neon", 1);
+  CHECK_THROWS_WITH(posemb::detail::initial_isa_level(),
+                    Catch::Contains("POSEMB_ISA = neon") && Catch::Contains("x86-64"));
+#elif defined(__aarch64__)
+  ::setenv("POSEMB_ISA", "avx512", 1);
+  CHECK_THROWS_WITH(posemb::detail::initial_isa_level(),
+                    Catch::Contains("POSEMB_ISA = avx512") && Catch::Contains("aarch64"));
+#endif
   ::setenv("POSEMB_ISA", "sse9", 1);
   CHECK_THROWS_WITH(posemb::detail::initial_isa_level(),
                     Catch::Contains("POSEMB_ISA = sse9") &&
-                        Catch::Contains("expected portable, avx2 or avx512"));
+                        Catch::Contains("expected portable, avx2, avx512 or neon"));
   ::setenv("POSEMB_ISA", "", 1);
   CHECK(posemb::detail::initial_isa_level() == posemb::best_isa_level());
   if (saved) ::setenv("POSEMB_ISA", saved_value.c_str(), 1);

@@ -34,14 +34,7 @@ using posemb::Pairing;
 using posemb::StreamingStores;
 using posemb::TensorLayout;
 
-std::vector<IsaLevel> supported_levels() {
-  std::vector<IsaLevel> levels;
-  for (IsaLevel level : {IsaLevel::Portable, IsaLevel::Avx2, IsaLevel::Avx512}) {
-    if (static_cast<int>(level) <= static_cast<int>(posemb::best_isa_level()))
-      levels.push_back(level);
-  }
-  return levels;
-}
+std::vector<IsaLevel> supported_levels() { return posemb::supported_isa_levels(); }
 
 // Restores the level, the streaming mode and the threshold the program started with.
 struct SettingsGuard {

@@ -3,7 +3,7 @@
 #include "posemb/model/config.hpp"
 #include "posemb/io/npy.hpp"
 
-#include "model_report.hpp"
+#include "posemb/model/report.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -411,14 +411,27 @@ TEST_CASE("deepseek2: MLA head, rope slice, yarn_log_multiplier in the softmax s
   std::filesystem::remove(path);
 }
 
-TEST_CASE("an architecture llama.cpp's rules are not written for is refused naming it") {
+TEST_CASE("an architecture without a row is refused naming it and whether llama.cpp runs it") {
   const std::string path = (std::filesystem::temp_directory_path() / "posemb_arch.gguf").string();
+  // mamba: in LLM_ARCH_NAMES and llm_arch_is_recurrent; llama.cpp runs it, posemb has no row.
   test_gguf::model_writer("mamba", 2, 4096, 64, 2).write(path);
   CHECK_THROWS_WITH(posemb::read_gguf_positions(path),
                     Catch::Contains("general.architecture = \"mamba\": expected one of") &&
                         Catch::Contains("qwen2moe") && Catch::Contains("gemma2") &&
                         Catch::Contains("command-r") && Catch::Contains("gpt-oss") &&
-                        Catch::Contains("deepseek2"));
+                        Catch::Contains("deepseek2") &&
+                        Catch::Contains("llama.cpp (llama-cpp-python 0.3.36) runs \"mamba\"") &&
+                        Catch::Contains("posemb's gap, not a broken file"));
+  // A RoPE architecture llama.cpp runs that has no row yet.
+  test_gguf::model_writer("internlm2", 2, 4096, 64, 2).write(path);
+  CHECK_THROWS_WITH(posemb::read_gguf_positions(path),
+                    Catch::Contains("runs \"internlm2\" (RoPE, rope type norm)") &&
+                        Catch::Contains("posemb's gap"));
+  // A name llama.cpp does not know: a broken or foreign file.
+  test_gguf::model_writer("lama", 2, 4096, 64, 2).write(path);
+  CHECK_THROWS_WITH(posemb::read_gguf_positions(path),
+                    Catch::Contains("\"lama\" is not an architecture of the pinned llama.cpp") &&
+                        Catch::Contains("a broken or foreign file"));
   std::filesystem::remove(path);
 }
 

@@ -38,3 +38,21 @@ TEST_CASE("BERT, RoBERTa and XLM-RoBERTa configs load as learned absolute positi
   CHECK(defaults.max_position_embeddings == 512);
   CHECK(defaults.n_heads == 12);
 }
+
+// RobertaConfig's and XLMRobertaConfig's default pad_token_id is 1 (transformers 5.24.0, run);
+// create_position_ids_from_input_ids (modeling_roberta.py) numbers tokens from padding_idx + 1.
+TEST_CASE("RoBERTa's padding_idx: pad_token_id, default 1, read with the config") {
+  const std::string head = R"({"hidden_size": 64, "num_attention_heads": 4, "model_type": ")";
+  CHECK(parse(head + R"(roberta"})").padding_idx == 1);
+  CHECK(parse(head + R"(xlm-roberta", "pad_token_id": 3})").padding_idx == 3);
+  CHECK_FALSE(parse(head + R"(bert", "pad_token_id": 0})").padding_idx);
+  CHECK_FALSE(parse(head + R"(gpt2", "n_positions": 8, "pad_token_id": 5})").padding_idx);
+  for (const std::string bad : {"null", "-1", "1.5", "\"1\""}) {
+    CAPTURE(bad);
+    CHECK_THROWS_WITH(parse(head + R"(roberta", "pad_token_id": )" + bad + "}"),
+                      Catch::Contains("pad_token_id = ") &&
+                          Catch::Contains("expected an integer >= 0"));
+  }
+  CHECK_THROWS_WITH(parse(R"({"text_config": )" + head + R"(roberta", "pad_token_id": null}})"),
+                    Catch::Contains("text_config.pad_token_id = null"));
+}

@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "layer_check.hpp"
-#include "model_report.hpp"
+#include "posemb/model/report.hpp"
 #include "posemb/attention/scores.hpp"
 #include "posemb/rotary/permute.hpp"
 #include "posemb/rotary/rope.hpp"
@@ -592,6 +592,30 @@ TEST_CASE("the family tables: one row per model_type, each citing its transforme
   CHECK(std::string(posemb::default_text_model_type("gemma3")) == "gemma3_text");
   CHECK(std::string(posemb::default_text_model_type("qwen2_vl")).empty());
   CHECK(posemb::find_multimodal_family("llama") == nullptr);
+  // Errors name the families that have a rule, from the rows.
+  CHECK(posemb::mrope_model_types() ==
+        "qwen2_vl, qwen2_5_vl, qwen3_vl, qwen3_vl_moe, qwen3_5 or qwen3_5_moe");
+}
+
+// Each row names only what differs from Llama's: the setters change one member of a copy.
+TEST_CASE("a family row: Llama's rules but for its setters", "[config][models][families]") {
+  const posemb::ModelFamily base("x", "x/modeling_x.py");
+  const posemb::ModelFamily row = base.with_window(posemb::WindowRule::EveryLayer)
+                                      .with_layer_types(posemb::LayerTypeRule::FixedPattern, 6)
+                                      .with_head_dim(256)
+                                      .with_attention_sinks();
+  CHECK(row.window == posemb::WindowRule::EveryLayer);
+  CHECK(row.layer_types == posemb::LayerTypeRule::FixedPattern);
+  CHECK(row.pattern == 6);
+  CHECK(row.defaults.head_dim == 256);
+  CHECK(row.attention_sinks);
+  CHECK(base.window == posemb::WindowRule::Never);  // the copy changed, not the base
+  CHECK(base.defaults.head_dim == 0);
+  const posemb::ModelFamily& llama = posemb::model_families().front();
+  CHECK(std::string(llama.model_type) == "llama");
+  CHECK(row.rope_theta == llama.rope_theta);
+  CHECK(row.pairing == llama.pairing);
+  CHECK(row.softmax == llama.softmax);
 }
 
 TEST_CASE("family-only keys are read for their families alone", "[config][models][families]") {
@@ -628,6 +652,28 @@ TEST_CASE("family-only keys are read for their families alone", "[config][models
   };
   CHECK(kind("mpt") == posemb::PositionKind::Rope);
   CHECK(kind("bloom") == posemb::PositionKind::Alibi);
+}
+
+// transformers 5.24.0 LlamaRotaryEmbedding.compute_default_rope_parameters takes dim = head_dim
+// (run: LlamaConfig(hidden_size=256, num_attention_heads=4, head_dim=64, partial_rotary_factor=0.5)
+// gives 32 inv_freq, the whole head of 64); the row says so (default_rope_whole_head), and a
+// model_type without a row reads with Llama's row but takes the factor.
+TEST_CASE("Llama's default rope rotates the whole head; a type without a row takes the factor",
+          "[config][models][families]") {
+  const auto rotary_dim = [](const std::string& type, const std::string& rope) {
+    return parse(R"({"model_type": ")" + type +
+                 R"(", "hidden_size": 256, "num_attention_heads": 4, "head_dim": 64,
+                    "partial_rotary_factor": 0.5, "rope_scaling": {"rope_type": ")" +
+                 rope + R"(", "factor": 2.0}})")
+        .rope_spec()
+        .rotary_dim;
+  };
+  CHECK(rotary_dim("llama", "default") == 64);
+  CHECK(rotary_dim("no_such_model", "default") == 32);
+  CHECK(rotary_dim("llama", "linear") == 32);  // the other rope types take the factor
+  CHECK(posemb::model_family("llama").default_rope_whole_head);
+  CHECK(&posemb::model_family("no_such_model") == &posemb::model_family("llama"));
+  CHECK(posemb::find_model_family("no_such_model") == nullptr);
 }
 
 // An odd d = int(head_dim * partial) (head 30 x 0.5 = 15): HF's _compute_default_rope_parameters

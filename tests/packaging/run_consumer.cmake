@@ -1,16 +1,21 @@
-# Configures, builds and runs one consumer project; run by ctest as `cmake -D... -P` (see
-# CMakeLists.txt here). Every step's failure fails the test with that step's output.
+# Configures one consumer project, builds its one program and runs it; run by ctest as
+# `cmake -D... -P` (see CMakeLists.txt here). Every step's failure fails the test with that
+# step's output.
 #
 # Inputs (-D):
-#   MODE             find_package: install posemb into WORK_DIR/prefix first, then
-#                    find_package(posemb) from there; add_subdirectory: use the source tree.
+#   MODE             find_package: `cmake --install` this test build (POSEMB_BUILD) into
+#                    WORK_DIR/prefix, the default install and the component config, as
+#                    docs/cpp-api.md says, then find_package(posemb) from there; add_subdirectory:
+#                    the source tree.
 #   CONSUMER_DIR     the consumer project's source directory
+#   PROGRAM          the program it builds (its only target built) and runs
 #   POSEMB_SOURCE    the posemb source tree
+#   POSEMB_BUILD     this build of posemb (find_package), posemb_config built
 #   WORK_DIR         scratch directory, emptied first
 #   GENERATOR, CXX_COMPILER, BUILD_TYPE, CXX_FLAGS, EXE_LINKER_FLAGS: the parent build's.
 cmake_minimum_required(VERSION 3.16)
 
-foreach(input IN ITEMS MODE CONSUMER_DIR POSEMB_SOURCE WORK_DIR GENERATOR CXX_COMPILER)
+foreach(input IN ITEMS MODE CONSUMER_DIR PROGRAM POSEMB_SOURCE WORK_DIR GENERATOR CXX_COMPILER)
   if(NOT DEFINED ${input} OR "${${input}}" STREQUAL "")
     message(FATAL_ERROR "run_consumer.cmake: -D${input}=... is required")
   endif()
@@ -38,19 +43,29 @@ endfunction()
 set(consumer_args)
 if(MODE STREQUAL "find_package")
   set(prefix ${WORK_DIR}/prefix)
-  # posemb configured on its own with nothing but the library (not the Python package or the C
-  # API, which the consumers do not use), built (the compiled config reader), then installed.
-  run_step(configure-posemb ${CMAKE_COMMAND} -S ${POSEMB_SOURCE} -B ${WORK_DIR}/posemb-build
-           ${toolchain_args} -DPOSEMB_BUILD_TESTS=OFF -DPOSEMB_BUILD_EXAMPLES=OFF
-           -DPOSEMB_BUILD_TOOLS=OFF -DPOSEMB_BUILD_BENCH=OFF -DPOSEMB_BUILD_PYTHON=OFF
-           -DPOSEMB_BUILD_C_API=OFF)
-  run_step(build-posemb ${CMAKE_COMMAND} --build ${WORK_DIR}/posemb-build --parallel 2)  # posemb::config
-  run_step(install-posemb ${CMAKE_COMMAND} --install ${WORK_DIR}/posemb-build --prefix ${prefix})
-  foreach(installed IN ITEMS include/posemb/posemb.hpp include/posemb/version.hpp)
+  run_step(install-posemb ${CMAKE_COMMAND} --install ${POSEMB_BUILD} --prefix ${prefix})
+  run_step(install-posemb-config
+           ${CMAKE_COMMAND} --install ${POSEMB_BUILD} --prefix ${prefix} --component config)
+  foreach(installed IN ITEMS include/posemb/posemb.hpp include/posemb/version.hpp
+                             share/cmake/posemb/posembConfig.cmake share/pkgconfig/posemb.pc)
     if(NOT EXISTS ${prefix}/${installed})
       message(FATAL_ERROR "install: ${prefix}/${installed} is missing")
     endif()
   endforeach()
+  # pkg-config, where installed: posemb.pc's include directory is the prefix's.
+  find_program(pkg_config NAMES pkg-config pkgconf)
+  if(pkg_config)
+    set(ENV{PKG_CONFIG_PATH} ${prefix}/share/pkgconfig)
+    run_step(pkg-config ${pkg_config} --cflags-only-I posemb)
+    string(REGEX MATCH "^-I([^ \n]+)" flag "${step_output}")
+    get_filename_component(pc_include "${CMAKE_MATCH_1}" REALPATH)
+    get_filename_component(prefix_include "${prefix}/include" REALPATH)
+    if(NOT pc_include STREQUAL prefix_include)
+      message(FATAL_ERROR "pkg-config --cflags posemb gave ${step_output}, not -I${prefix}/include")
+    endif()
+  else()
+    message(STATUS "pkg-config not installed: posemb.pc checked for presence only")
+  endif()
   list(APPEND consumer_args -DCMAKE_PREFIX_PATH=${prefix})
 elseif(MODE STREQUAL "add_subdirectory")
   list(APPEND consumer_args -DPOSEMB_SOURCE_DIR=${POSEMB_SOURCE})
@@ -71,9 +86,6 @@ if(MODE STREQUAL "find_package")
     message(FATAL_ERROR "find_package(posemb) found ${posemb_dir}, not the install in ${prefix}")
   endif()
 endif()
-run_step(build-consumer ${CMAKE_COMMAND} --build ${WORK_DIR}/consumer-build --parallel 2)
-foreach(program IN ITEMS posemb_consumer posemb_config_consumer posemb_config_header_only_consumer
-                         posemb_names_consumer posemb_loader_consumer)
-  run_step(run-${program} ${WORK_DIR}/consumer-build/${program})
-  message(STATUS "${step_output}")
-endforeach()
+run_step(build-consumer ${CMAKE_COMMAND} --build ${WORK_DIR}/consumer-build --target ${PROGRAM})
+run_step(run-${PROGRAM} ${WORK_DIR}/consumer-build/${PROGRAM})
+message(STATUS "${step_output}")

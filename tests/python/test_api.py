@@ -12,7 +12,9 @@ PACKAGE_DIR = os.path.dirname(posemb.__file__)
 
 
 def public_names(obj):
-    return {name for name in dir(obj) if not name.startswith("_")}
+    """Public names, submodules (posemb.nn, pure Python with its own docstrings) aside."""
+    return {name for name in dir(obj)
+            if not name.startswith("_") and not inspect.ismodule(getattr(obj, name))}
 
 
 def stub_tree():

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <vector>
 
-#include <posemb/rotary/kv_cache.hpp>
+#include <posemb/kv/rerotate.hpp>
 #include <posemb/rotary/rope.hpp>
 #include <posemb/rotary/scaled.hpp>
 #include <posemb/absolute/sinusoidal.hpp>

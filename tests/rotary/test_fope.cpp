@@ -1,8 +1,10 @@
-// Tests for posemb/fope.hpp: the authors' outputs (tests/data/fope, see its README), the clip
-// floor counted by hand, identity coefficients = RoPE, the noise statistics, and properties of
+// Tests for posemb/rotary/fope.hpp: the authors' outputs (tests/data/fope, see its README), the
+// clip floor counted by hand, identity coefficients = RoPE, the noise statistics, and properties of
 // the kernel (table, layouts, KV-cache offsets, GQA, large positions, errors).
 #include <algorithm>
 #include <catch2/catch.hpp>
+
+#include "support.hpp"
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -86,15 +88,7 @@ Tensor4<T> random_tensor(Eigen::Index a, Eigen::Index b, Eigen::Index c, Eigen::
   return x;
 }
 
-template <class A, class B>
-double max_abs_diff(const A& a, const B& b) {
-  REQUIRE(a.size() == b.size());
-  double m = 0.0;
-  for (Eigen::Index i = 0; i < a.size(); ++i) {
-    m = std::max(m, std::abs(static_cast<double>(a.data()[i]) - static_cast<double>(b.data()[i])));
-  }
-  return m;
-}
+using test_support::max_abs_diff;
 
 template <class T>
 bool bit_equal(const Tensor4<T>& a, const Tensor4<T>& b) {

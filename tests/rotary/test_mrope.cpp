@@ -1,6 +1,6 @@
-// Tests for posemb/mrope.hpp: the multimodal conformance cases (tests/data/multimodal, see its
-// README) through the C++ API, and the properties of M-RoPE: equal axes are 1-D RoPE bit for bit,
-// the axis that drives each pair, a shift of all axes is a 1-D shift, the inverse, per-row
+// Tests for posemb/rotary/mrope.hpp: the multimodal conformance cases (tests/data/multimodal, see
+// its README) through the C++ API, and the properties of M-RoPE: equal axes are 1-D RoPE bit for
+// bit, the axis that drives each pair, a shift of all axes is a 1-D shift, the inverse, per-row
 // positions, long and fractional positions, tables, threads, half storage and errors.
 #include <catch2/catch.hpp>
 #include <cmath>
@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "posemb/rotary/mrope.hpp"
-#include "posemb/rotary/kv_cache.hpp"
+#include "posemb/kv/rerotate.hpp"
 #include "posemb/io/npy.hpp"
 #include "posemb/rotary/rope.hpp"
 #include "support.hpp"
@@ -51,15 +51,7 @@ Tensor4<T> tensor_of(const posemb::NpyArray& array) {
   return x;
 }
 
-template <class A, class B>
-double max_abs_diff(const A& a, const B& b) {
-  REQUIRE(a.size() == b.size());
-  double worst = 0.0;
-  for (Eigen::Index i = 0; i < a.size(); ++i) {
-    worst = std::max(worst, std::fabs(double(a.data()[i]) - double(b.data()[i])));
-  }
-  return worst;
-}
+using test_support::max_abs_diff;
 
 template <class A, class B>
 bool bit_equal(const A& a, const B& b) {
@@ -254,7 +246,7 @@ TEST_CASE("shifting all three axes by d equals a 1-D RoPE shift by d") {
   }
 }
 
-TEST_CASE("the KV-cache shift of kv_cache.hpp moves M-RoPE keys on every axis") {
+TEST_CASE("the KV-cache shift of kv/rerotate.hpp moves M-RoPE keys on every axis") {
   const auto k = random_tensor<double>(1, 14, 2, 16);
   PositionMatrix thw(3, 14);
   thw << 500, 501, 502, 503, 503, 503, 503, 503, 503, 506, 507, 508, 509, 510,  //

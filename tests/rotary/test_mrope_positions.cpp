@@ -1,5 +1,5 @@
-// Tests for posemb/mrope_positions.hpp: the mrope-index conformance cases and the positions of
-// every apply case (tests/data/multimodal), the README's worked examples, decode continuing from
+// Tests for posemb/rotary/mrope_positions.hpp: the mrope-index conformance cases and the positions
+// of every apply case (tests/data/multimodal), the README's worked examples, decode continuing from
 // the prefill's delta, text only = 1-D positions, and the segment parser's errors.
 #include <catch2/catch.hpp>
 #include <cstdint>

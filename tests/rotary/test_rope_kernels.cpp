@@ -15,7 +15,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "posemb/isa.hpp"
+#include "posemb/machine/isa.hpp"
 #include "posemb/rotary/rope.hpp"
 #include "support.hpp"
 
@@ -336,8 +336,8 @@ TEST_CASE("BHSD visits every head and token once: partial groups, several blocks
   REQUIRE(posemb::detail::parts_for(seq * heads * 96, posemb::Threads{2}) == 2);  // head_dim 96
   REQUIRE(bhsd_block_tokens(1, seq, 2) == 128);
   const posemb::IsaLevel saved = posemb::isa_level();
-  for (int level = 0; level <= static_cast<int>(posemb::best_isa_level()); ++level) {
-    posemb::set_isa_level(static_cast<posemb::IsaLevel>(level));
+  for (posemb::IsaLevel level : posemb::supported_isa_levels()) {
+    posemb::set_isa_level(level);
     for (Pairing pairing : {Pairing::Interleaved, Pairing::RotateHalf}) {
       for (bool in_place : {true, false}) {
         INFO("level " << posemb::to_string(posemb::isa_level()) << " " << posemb::to_string(pairing)

@@ -11,7 +11,7 @@
 #include <string>
 
 #include "posemb/rotary/fope.hpp"
-#include "posemb/rotary/kv_cache.hpp"
+#include "posemb/kv/rerotate.hpp"
 #include "posemb/rotary/mrope.hpp"
 #include "posemb/rotary/rope.hpp"
 #include "posemb/rotary/vision.hpp"
@@ -44,13 +44,7 @@ bool same_bits(const Tensor4<T>& a, const Tensor4<T>& b) {
   return true;
 }
 
-double max_abs_diff(const Tensor4<float>& a, const Tensor4<float>& b) {
-  double worst = 0.0;
-  for (Eigen::Index i = 0; i < a.size(); ++i) {
-    worst = std::max(worst, std::fabs(double(a.data()[i]) - double(b.data()[i])));
-  }
-  return worst;
-}
+using test_support::max_abs_diff;
 
 // The three forms of the family on x with one source and positions: in place, into out, and
 // returned must agree bit for bit. Returns the rotated tensor.

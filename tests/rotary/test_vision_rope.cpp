@@ -1,4 +1,4 @@
-// Tests for posemb/vision_rope.hpp: the vision conformance cases (tests/data/multimodal), the
+// Tests for posemb/rotary/vision.hpp: the vision conformance cases (tests/data/multimodal), the
 // merge-block patch order, the identity at patch (0, 0), frames repeating, each tower's pair
 // frequencies against a direct formula, the 2-D relative property, and errors.
 #include <catch2/catch.hpp>
@@ -39,15 +39,7 @@ Tensor4<T> patches_of(const posemb::NpyArray& array) {
   return x;
 }
 
-template <class A, class B>
-double max_abs_diff(const A& a, const B& b) {
-  REQUIRE(a.size() == b.size());
-  double worst = 0.0;
-  for (Eigen::Index i = 0; i < a.size(); ++i) {
-    worst = std::max(worst, std::fabs(double(a.data()[i]) - double(b.data()[i])));
-  }
-  return worst;
-}
+using test_support::max_abs_diff;
 
 }  // namespace
 

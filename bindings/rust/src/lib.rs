@@ -4,6 +4,7 @@
 //! slice whose length disagrees with its shape is an `Error`, never a read past its end.
 //!
 //! ```no_run
+//! use posemb::RotarySource;                               // rotate_inplace, rotate
 //! let model = posemb::Model::load_config("config.json", None, false)?;
 //! let rope = model.layer_rope(3)?;                         // layer L = 3
 //! let mut q = vec![0.0f32; 4 * 32 * 128];                  // q: [1, 4, 32, 128]
@@ -111,6 +112,14 @@ impl Element for BF16 {
     const DTYPE: sys::posemb_dtype = 2;
 }
 mod sealed {
+    /// The C functions a RotarySource is rotated by (not nameable outside the crate).
+    pub trait Source {
+        type Handle;
+        const ROTATE_INPLACE: super::InplaceFn<Self::Handle>;
+        const ROTATE: super::RotateFn<Self::Handle>;
+        fn handle(&self) -> *const Self::Handle;
+    }
+
     pub trait Sealed {}
     impl Sealed for f32 {}
     impl Sealed for super::F16 {}
@@ -482,57 +491,82 @@ type RotateFn<H> = unsafe extern "C" fn(
     sys::posemb_rotation,
 ) -> sys::posemb_status;
 
-/// An in-place rotation by the C function f of handle h, after the slice checks.
-fn rotate_inplace_by<H, T: Element>(
-    f: InplaceFn<H>,
-    h: *const H,
-    x: &mut [T],
-    shape: Shape,
-    positions: Positions,
-    rotation: Rotation,
-) -> Result<()> {
-    shape.require_len("x", x.len())?;
-    let p = positions.raw(shape.seq)?;
-    check(unsafe {
-        f(
-            h,
-            T::DTYPE,
-            x.as_mut_ptr().cast(),
-            &shape.raw(),
-            &p,
-            rotation as i32,
-        )
-    })
+/// A source rotated at position values (`Rope`, `RopeTable`): both rotations are this trait's
+/// default methods over the source's pair of C functions (`Mrope` reads position ids instead).
+pub trait RotarySource: sealed::Source {
+    /// x: [shape], rotated in place.
+    fn rotate_inplace<T: Element>(
+        &self,
+        x: &mut [T],
+        shape: Shape,
+        positions: Positions,
+        rotation: Rotation,
+    ) -> Result<()> {
+        shape.require_len("x", x.len())?;
+        let p = positions.raw(shape.seq)?;
+        check(unsafe {
+            Self::ROTATE_INPLACE(
+                self.handle(),
+                T::DTYPE,
+                x.as_mut_ptr().cast(),
+                &shape.raw(),
+                &p,
+                rotation as i32,
+            )
+        })
+    }
+
+    /// x: [x_shape] into out: [out_shape], x's tokens at out's tokens out_seq_offset.. (a KV-cache slot).
+    fn rotate<T: Element>(
+        &self,
+        x: &[T],
+        x_shape: Shape,
+        out: &mut [T],
+        out_shape: Shape,
+        out_seq_offset: i64,
+        positions: Positions,
+        rotation: Rotation,
+    ) -> Result<()> {
+        x_shape.require_len("x", x.len())?;
+        out_shape.require_len("out", out.len())?;
+        let p = positions.raw(x_shape.seq)?;
+        let (xs, os) = (x_shape.raw(), out_shape.raw());
+        check(unsafe {
+            Self::ROTATE(
+                self.handle(),
+                T::DTYPE,
+                x.as_ptr().cast(),
+                &xs,
+                out.as_mut_ptr().cast(),
+                &os,
+                out_seq_offset,
+                &p,
+                rotation as i32,
+            )
+        })
+    }
 }
 
-/// An out-of-place rotation by the C function f of handle h, after the slice checks.
-fn rotate_by<H, T: Element>(
-    f: RotateFn<H>,
-    h: *const H,
-    (x, x_shape): (&[T], Shape),
-    (out, out_shape): (&mut [T], Shape),
-    out_seq_offset: i64,
-    positions: Positions,
-    rotation: Rotation,
-) -> Result<()> {
-    x_shape.require_len("x", x.len())?;
-    out_shape.require_len("out", out.len())?;
-    let p = positions.raw(x_shape.seq)?;
-    let (xs, os) = (x_shape.raw(), out_shape.raw());
-    check(unsafe {
-        f(
-            h,
-            T::DTYPE,
-            x.as_ptr().cast(),
-            &xs,
-            out.as_mut_ptr().cast(),
-            &os,
-            out_seq_offset,
-            &p,
-            rotation as i32,
-        )
-    })
+impl sealed::Source for Rope {
+    type Handle = sys::posemb_rope;
+    const ROTATE_INPLACE: InplaceFn<sys::posemb_rope> = sys::posemb_rope_rotate_inplace;
+    const ROTATE: RotateFn<sys::posemb_rope> = sys::posemb_rope_rotate;
+    fn handle(&self) -> *const sys::posemb_rope {
+        self.raw()
+    }
 }
+impl RotarySource for Rope {}
+
+impl sealed::Source for RopeTable {
+    type Handle = sys::posemb_rope_table;
+    const ROTATE_INPLACE: InplaceFn<sys::posemb_rope_table> =
+        sys::posemb_rope_table_rotate_inplace;
+    const ROTATE: RotateFn<sys::posemb_rope_table> = sys::posemb_rope_table_rotate;
+    fn handle(&self) -> *const sys::posemb_rope_table {
+        self.0.as_ptr()
+    }
+}
+impl RotarySource for RopeTable {}
 
 /// A RoPE source: a layer's, or explicit parameters.
 pub struct Rope(NonNull<sys::posemb_rope>);
@@ -612,45 +646,7 @@ impl Rope {
         v
     }
 
-    /// x: [shape], rotated in place.
-    pub fn rotate_inplace<T: Element>(
-        &self,
-        x: &mut [T],
-        shape: Shape,
-        positions: Positions,
-        rotation: Rotation,
-    ) -> Result<()> {
-        rotate_inplace_by(
-            sys::posemb_rope_rotate_inplace,
-            self.raw(),
-            x,
-            shape,
-            positions,
-            rotation,
-        )
-    }
 
-    /// x: [x_shape] into out: [out_shape], x's tokens at out's tokens out_seq_offset.. (a KV-cache slot).
-    pub fn rotate<T: Element>(
-        &self,
-        x: &[T],
-        x_shape: Shape,
-        out: &mut [T],
-        out_shape: Shape,
-        out_seq_offset: i64,
-        positions: Positions,
-        rotation: Rotation,
-    ) -> Result<()> {
-        rotate_by(
-            sys::posemb_rope_rotate,
-            self.raw(),
-            (x, x_shape),
-            (out, out_shape),
-            out_seq_offset,
-            positions,
-            rotation,
-        )
-    }
 }
 
 /// A cos/sin table of positions [first_position, first_position + count), float32.
@@ -687,44 +683,6 @@ impl RopeTable {
                 cols as usize,
             )
         }
-    }
-
-    pub fn rotate_inplace<T: Element>(
-        &self,
-        x: &mut [T],
-        shape: Shape,
-        positions: Positions,
-        rotation: Rotation,
-    ) -> Result<()> {
-        rotate_inplace_by(
-            sys::posemb_rope_table_rotate_inplace,
-            self.0.as_ptr(),
-            x,
-            shape,
-            positions,
-            rotation,
-        )
-    }
-
-    pub fn rotate<T: Element>(
-        &self,
-        x: &[T],
-        x_shape: Shape,
-        out: &mut [T],
-        out_shape: Shape,
-        out_seq_offset: i64,
-        positions: Positions,
-        rotation: Rotation,
-    ) -> Result<()> {
-        rotate_by(
-            sys::posemb_rope_table_rotate,
-            self.0.as_ptr(),
-            (x, x_shape),
-            (out, out_shape),
-            out_seq_offset,
-            positions,
-            rotation,
-        )
     }
 }
 

@@ -29,7 +29,7 @@
 #include "posemb/absolute/absolute.hpp"
 #include "posemb/detail/cos_sin.hpp"
 #include "posemb/error.hpp"
-#include "posemb/rotary/frequencies.hpp"
+#include "posemb/frequencies.hpp"
 #include "posemb/tensor.hpp"
 
 namespace posemb {

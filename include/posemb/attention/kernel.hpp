@@ -284,8 +284,7 @@ class ScoreKernel {
 
   // The masked row [seq_k] of head h replaced by its softmax, with the head's sink if any.
   void softmax(C* row, Eigen::Index h, std::int64_t q_position) {
-    const std::optional<double> sink =
-        plan_.sinks() ? std::optional<double>(plan_.sink_logit(h)) : std::nullopt;
+    const C sink = plan_.sinks() ? static_cast<C>(plan_.sink_logit(h)) : no_sink<C>();
     if (softmax_row(row, seq_k_, sink, exp_row_)) return;
     fail_empty_row(q_position, (k_positions_.array() <= q_position).any());
   }

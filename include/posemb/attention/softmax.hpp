@@ -13,7 +13,6 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
-#include <optional>
 
 #include "posemb/error.hpp"
 
@@ -30,20 +29,26 @@ namespace detail {
              "to");
 }
 
-// Replaces row [k_len] by its softmax (the formula above); exp_row: scratch of k_len entries.
-// Returns false, leaving the row as it is, when every entry is masked.
+// The sink logit softmax_row takes for a head without a sink: -inf leaves m = max_j s_j and
+// adds exp(-inf - m) = 0 to the denominator, the formula without its last term.
 template <class C>
-bool softmax_row(C* row, Eigen::Index k_len, const std::optional<double>& sink,
-                 Eigen::Array<C, Eigen::Dynamic, 1>& exp_row) {
+constexpr C no_sink() {
+  return -std::numeric_limits<C>::infinity();
+}
+
+// Replaces row [k_len] by its softmax (the formula above); sink: the head's sink logit, or
+// no_sink<C>(); exp_row: scratch of k_len entries. Returns false, leaving the row as it is, when
+// every entry is masked.
+template <class C>
+bool softmax_row(C* row, Eigen::Index k_len, C sink, Eigen::Array<C, Eigen::Dynamic, 1>& exp_row) {
   constexpr C neg_inf = -std::numeric_limits<C>::infinity();
   Eigen::Map<Eigen::Array<C, Eigen::Dynamic, 1>> values(row, k_len);
   const C row_max = values.maxCoeff();
   if (row_max == neg_inf) return false;
-  const C shift = sink ? std::max(row_max, static_cast<C>(*sink)) : row_max;
+  const C shift = std::max(row_max, sink);
   exp_row = (values - shift).exp();
   for (Eigen::Index j = 0; j < k_len; ++j) row[j] = row[j] == neg_inf ? C(0) : exp_row[j];
-  const C sink_term = sink ? std::exp(static_cast<C>(*sink) - shift) : C(0);
-  values /= values.sum() + sink_term;
+  values /= values.sum() + std::exp(sink - shift);
   return true;
 }
 

@@ -62,7 +62,7 @@ extern "C" {
 #endif
 
 #define POSEMB_C_ABI_MAJOR 1
-#define POSEMB_C_ABI_MINOR 2
+#define POSEMB_C_ABI_MINOR 3
 
 /* Each enum holds a last enumerator of INT32_MIN that is not a value: it makes every int32 a
  * defined value of the enum in C++ as in C, so that an out-of-range argument is refused with a
@@ -104,6 +104,7 @@ typedef enum posemb_layout {
 typedef enum posemb_rotation {
   POSEMB_FORWARD = 0,                                   /* R(p) */
   POSEMB_INVERSE = 1,                                   /* R(p)^T = R(-p) */
+  POSEMB_TRANSPOSE = 2,                                 /* ABI 1.3: m R(p)^T, the backward */
   POSEMB_ROTATION_INT32_RANGE_ = POSEMB_ENUM_INT32_MIN_ /* not a value (see above) */
 } posemb_rotation;
 

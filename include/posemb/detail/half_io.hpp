@@ -1,6 +1,7 @@
 // Half-precision storage to and from float: one lane at a time (bit arithmetic for bfloat16),
 // eight at a time with F16C for Eigen::half (level avx2), sixteen at a time with AVX-512 for
-// both (level avx512; posemb/machine/isa.hpp). Every path is bit-identical to static_cast (round to
+// both (level avx512), eight at a time with NEON's fcvtl / fcvtn for Eigen::half (level neon,
+// aarch64; posemb/machine/isa.hpp). Every path is bit-identical to static_cast (round to
 // nearest even on the way back).
 #pragma once
 
@@ -227,6 +228,53 @@ POSEMB_TARGET_AVX2 inline Eigen::Index narrow_f16c_lanes(const float* in, Eigen:
 }
 #endif
 
+#if POSEMB_ISA_NEON
+// NEON (level neon): 8 halves to 8 floats with fcvtl / fcvtl2 (exact), 8 floats to 8 halves
+// with fcvtn / fcvtn2 (round to nearest even under the default FPCR, as static_cast). Eigen::half
+// and float16_t share the IEEE binary16 layout.
+inline Eigen::Index widen_neon_lanes(const Eigen::half* in, float* out, Eigen::Index n) {
+  Eigen::Index i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const float16x8_t h = vld1q_f16(reinterpret_cast<const float16_t*>(in + i));
+    vst1q_f32(out + i, vcvt_f32_f16(vget_low_f16(h)));
+    vst1q_f32(out + i + 4, vcvt_high_f32_f16(h));
+  }
+  return i;
+}
+
+inline Eigen::Index narrow_neon_lanes(const float* in, Eigen::half* out, Eigen::Index n) {
+  Eigen::Index i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const float16x4_t low = vcvt_f16_f32(vld1q_f32(in + i));
+    vst1q_f16(reinterpret_cast<float16_t*>(out + i), vcvt_high_f16_f32(low, vld1q_f32(in + i + 4)));
+  }
+  return i;
+}
+#endif
+
+// The vector part of the Eigen::half conversions at level L: how many of the first n it did.
+template <IsaLevel L>
+POSEMB_INLINE Eigen::Index widen_vector_lanes(const Eigen::half* in, float* out, Eigen::Index n) {
+#if POSEMB_ISA_DISPATCH
+  if constexpr (effective_level_v<L> != IsaLevel::Portable) return widen_f16c_lanes(in, out, n);
+#elif POSEMB_ISA_NEON
+  return widen_neon_lanes(in, out, n);
+#endif
+  (void)in, (void)out, (void)n;
+  return 0;
+}
+
+template <IsaLevel L>
+POSEMB_INLINE Eigen::Index narrow_vector_lanes(const float* in, Eigen::half* out, Eigen::Index n) {
+#if POSEMB_ISA_DISPATCH
+  if constexpr (effective_level_v<L> != IsaLevel::Portable) return narrow_f16c_lanes(in, out, n);
+#elif POSEMB_ISA_NEON
+  return narrow_neon_lanes(in, out, n);
+#endif
+  (void)in, (void)out, (void)n;
+  return 0;
+}
+
 template <IsaLevel L>
 POSEMB_INLINE void widen_level(const Eigen::bfloat16* __restrict in, float* __restrict out,
                                Eigen::Index n) {
@@ -245,19 +293,13 @@ POSEMB_INLINE void narrow_level(const float* __restrict in, Eigen::bfloat16* __r
 
 template <IsaLevel L>
 POSEMB_INLINE void widen_level(const Eigen::half* in, float* out, Eigen::Index n) {
-  Eigen::Index i = 0;
-#if POSEMB_ISA_DISPATCH
-  if constexpr (effective_level_v<L> != IsaLevel::Portable) i = widen_f16c_lanes(in, out, n);
-#endif
+  Eigen::Index i = widen_vector_lanes<L>(in, out, n);
   for (; i < n; ++i) out[i] = static_cast<float>(in[i]);
 }
 
 template <IsaLevel L>
 POSEMB_INLINE void narrow_level(const float* in, Eigen::half* out, Eigen::Index n) {
-  Eigen::Index i = 0;
-#if POSEMB_ISA_DISPATCH
-  if constexpr (effective_level_v<L> != IsaLevel::Portable) i = narrow_f16c_lanes(in, out, n);
-#endif
+  Eigen::Index i = narrow_vector_lanes<L>(in, out, n);
   for (; i < n; ++i) out[i] = static_cast<Eigen::half>(in[i]);
 }
 

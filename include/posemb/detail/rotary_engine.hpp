@@ -28,6 +28,10 @@
 // (c, -s) / (c^2 + s^2) = (cos t, -sin t) / m, each source computing that exactly where it can
 // (RoPE: the same cos/sin with the sign of sin flipped, divided by the attention scale, so that
 // the inverse at p is the forward rotation at -p bit for bit; FoPE: per slot).
+//
+// The transpose (Rotation::Transpose, the backward pass): every source is wrapped in
+// TransposedSource, which answers the engine's inverse requests with the forward's own cos/sin and
+// the sign of sin flipped; the engine then runs its inverse direction unchanged.
 #pragma once
 
 #include <Eigen/Core>
@@ -347,8 +351,74 @@ inline void check_threads(const Threads& threads) {
 }
 
 inline void check_rotation(Rotation rotation) {
-  if (rotation != Rotation::Forward && rotation != Rotation::Inverse) {
-    fail("rotation", static_cast<int>(rotation), "expected Rotation::Forward or Rotation::Inverse");
+  if (rotation != Rotation::Forward && rotation != Rotation::Inverse &&
+      rotation != Rotation::Transpose) {
+    fail("rotation", static_cast<int>(rotation),
+         "expected Rotation::Forward, Rotation::Inverse or Rotation::Transpose");
+  }
+}
+
+// A source's transpose as the engine's inverse direction: asked for the inverse, it gives the
+// forward's (c, -s), the transpose of each pair's [[c, -s], [s, c]]. Forward requests pass through.
+template <class Source>
+struct TransposedSource {
+  static constexpr SourceKind kind = Source::kind;
+  const Source& source;
+
+  int rotary_dim() const { return source.rotary_dim(); }
+  int rotary_offset() const { return source.rotary_offset(); }
+  Pairing pairing() const { return source.pairing(); }
+  void check(const ActivationShape& shape) const { source.check(shape); }
+  Eigen::Index head_group(Eigen::Index heads) const { return source.head_group(heads); }
+  Eigen::Index row_width() const { return source.row_width(); }
+  std::size_t scratch_size() const { return source.scratch_size(); }
+
+  template <class C>
+  const C* cos_row(Eigen::Index b, Eigen::Index s) const {
+    return source.template cos_row<C>(b, s);
+  }
+  template <class C>
+  const C* sin_row(Eigen::Index b, Eigen::Index s) const {
+    return source.template sin_row<C>(b, s);
+  }
+  template <class C>
+  void inverse_row(Eigen::Index b, Eigen::Index s, C* cos, C* sin) const {
+    const C* forward_cos = cos_row<C>(b, s);
+    const C* forward_sin = sin_row<C>(b, s);
+    for (Eigen::Index j = 0; j < row_width(); ++j) {
+      cos[j] = forward_cos[j];
+      sin[j] = -forward_sin[j];
+    }
+  }
+  template <class C>
+  void fill(Eigen::Index b, Eigen::Index s, int begin, int end, C* cos, C* sin,
+            Rotation rotation) const {
+    source.fill(b, s, begin, end, cos, sin, Rotation::Forward);
+    if (rotation == Rotation::Inverse) negate(sin, end - begin);
+  }
+  template <class C>
+  void fill_row(Eigen::Index b, Eigen::Index s, C* cos, C* sin, double* scratch,
+                Rotation rotation) const {
+    source.fill_row(b, s, cos, sin, scratch, Rotation::Forward);
+    if (rotation == Rotation::Inverse) negate(sin, row_width());
+  }
+
+ private:
+  template <class C>
+  static void negate(C* values, Eigen::Index count) {
+    for (Eigen::Index j = 0; j < count; ++j) values[j] = -values[j];
+  }
+};
+
+// Calls run(source, rotation) with the source and direction the engine runs: a Transpose as the
+// TransposedSource's inverse, anything else unchanged.
+template <class Source, class Run>
+void with_direction(const Source& source, Rotation rotation, Run&& run) {
+  check_rotation(rotation);
+  if (rotation == Rotation::Transpose) {
+    run(TransposedSource<Source>{source}, Rotation::Inverse);
+  } else {
+    run(source, rotation);
   }
 }
 
@@ -616,22 +686,12 @@ class TensorRotation {
   bool stream_;  // out of place with streaming stores
 };
 
-// Rotates every head of `in` into `out` (TensorRotation above), after checking everything.
-// Blocks are shared among up to threads.count threads or tasks of threads.pool (parts_for
-// decides how many are worth it), which take contiguous runs of blocks in order
-// (detail/parallel.hpp): a run's output is one contiguous range (BSHD out) or one per head (BHSD
-// out), starting on a 64-byte boundary whenever out does, out_seq_offset is a multiple of 16 and a
-// block of tokens is a multiple of 64 bytes (float and double always; half types when head_dim is
-// even); otherwise two threads may share the line at a boundary, each writing its own bytes with
-// ordinary stores. Out of place, an output of streaming_store_threshold() bytes or more is written
-// with streaming stores (posemb/machine/streaming_stores.hpp), heads visited in the output's memory
-// order (BHSD: a few heads at a time), each thread fencing at the end of each run.
+// rotate_tensor's body (below), for Forward or Inverse.
 template <class T, class Source>
-void rotate_tensor(const Source& source, const ActivationShape& in_shape, const T* in,
-                   const ActivationShape& out_shape, Eigen::Index out_seq_offset, T* out,
-                   const Threads& threads, Rotation rotation = Rotation::Forward) {
+void rotate_tensor_in(const Source& source, const ActivationShape& in_shape, const T* in,
+                      const ActivationShape& out_shape, Eigen::Index out_seq_offset, T* out,
+                      const Threads& threads, Rotation rotation) {
   check_threads(threads);
-  check_rotation(rotation);
   source.check(in_shape);
   if (out != in) {
     check_output(in_shape, out_shape, out_seq_offset);
@@ -645,6 +705,26 @@ void rotate_tensor(const Source& source, const ActivationShape& in_shape, const 
                                        rotation);
   parallel_for(plan.blocks(), parts, threads,
                [&](Eigen::Index begin, Eigen::Index end) { plan.rotate_blocks(begin, end); });
+}
+
+// Rotates every head of `in` into `out` (TensorRotation above), after checking everything;
+// Transpose as the inverse of its TransposedSource.
+// Blocks are shared among up to threads.count threads or tasks of threads.pool (parts_for
+// decides how many are worth it), which take contiguous runs of blocks in order
+// (detail/parallel.hpp): a run's output is one contiguous range (BSHD out) or one per head (BHSD
+// out), starting on a 64-byte boundary whenever out does, out_seq_offset is a multiple of 16 and a
+// block of tokens is a multiple of 64 bytes (float and double always; half types when head_dim is
+// even); otherwise two threads may share the line at a boundary, each writing its own bytes with
+// ordinary stores. Out of place, an output of streaming_store_threshold() bytes or more is written
+// with streaming stores (posemb/machine/streaming_stores.hpp), heads visited in the output's memory
+// order (BHSD: a few heads at a time), each thread fencing at the end of each run.
+template <class T, class Source>
+void rotate_tensor(const Source& source, const ActivationShape& in_shape, const T* in,
+                   const ActivationShape& out_shape, Eigen::Index out_seq_offset, T* out,
+                   const Threads& threads, Rotation rotation = Rotation::Forward) {
+  with_direction(source, rotation, [&](const auto& runs, Rotation direction) {
+    rotate_tensor_in(runs, in_shape, in, out_shape, out_seq_offset, out, threads, direction);
+  });
 }
 
 // The scalar rotation of pairs [pair_begin, pair_end) of one strided head vector (a column of a
@@ -685,15 +765,12 @@ HeadRows<Derived> head_rows(const Eigen::MatrixBase<Derived>& x) {
   return {m.data(), m.rows(), m.cols(), m.rowStride(), m.colStride()};
 }
 
-// Rotates the rows of a matrix (or one column vector) in place; `source` was built with
-// positions for a [1, rows] grid (row r is token r). Segment-0 sources only (RoPE, xPos).
+// rotate_matrix_rows's body, for Forward or Inverse.
 template <class Derived, class Source>
-void rotate_matrix_rows(const Eigen::MatrixBase<Derived>& x, const Source& source,
-                        Rotation rotation = Rotation::Forward) {
-  static_assert(Source::kind != SourceKind::RowFill, "per-head cos/sin need a 4-D tensor");
+void rotate_matrix_rows_in(const Eigen::MatrixBase<Derived>& x, const Source& source,
+                           Rotation rotation) {
   using T = typename Derived::Scalar;
   using C = compute_t<T>;
-  check_rotation(rotation);
   auto rows = head_rows(x);
   // A matrix is [rows, head_dim]: one sequence of rows tokens with one head each.
   source.check(ActivationShape({1, rows.count, 1, rows.head_dim}, TensorLayout::BSHD));
@@ -718,6 +795,17 @@ void rotate_matrix_rows(const Eigen::MatrixBase<Derived>& x, const Source& sourc
           }
         });
   }
+}
+
+// Rotates the rows of a matrix (or one column vector) in place; `source` was built with
+// positions for a [1, rows] grid (row r is token r). Segment-0 sources only (RoPE, xPos).
+template <class Derived, class Source>
+void rotate_matrix_rows(const Eigen::MatrixBase<Derived>& x, const Source& source,
+                        Rotation rotation = Rotation::Forward) {
+  static_assert(Source::kind != SourceKind::RowFill, "per-head cos/sin need a 4-D tensor");
+  with_direction(source, rotation, [&](const auto& runs, Rotation direction) {
+    rotate_matrix_rows_in(x, runs, direction);
+  });
 }
 
 }  // namespace detail

@@ -349,19 +349,20 @@ class GgufFile {
     if (!detail::gguf_integer_type(value->element_type)) {
       wrong(key, std::string("ARRAY of ") + to_string(value->element_type), "an ARRAY of integers");
     }
-    detail::GgufCursor cursor(file_.data(), file_.size());
-    cursor.skip(value->elements_offset, "array");
-    std::vector<std::int64_t> out;
-    out.reserve(static_cast<std::size_t>(value->count));  // checked against the file at parse
-    for (std::uint64_t k = 0; k < value->count; ++k) {
-      GgufValue element;
-      detail::read_gguf_scalar(cursor, value->element_type, element);
-      try {
-        out.push_back(detail::gguf_integer(element, value->element_type));
-      } catch (Error& error) {
-        throw error.add_context(path()).add_context(key);
-      }
+    return elements(*value, key);
+  }
+
+  // An ARRAY of BOOL or integers as 0/1 flags (llama_model_loader::get_arr reads either into a
+  // per-layer array); throws when the key is absent or holds another type.
+  std::vector<std::int64_t> flags(const std::string& key) const {
+    const GgufValue* value = typed(key, GgufType::Array, "ARRAY");
+    if (value == nullptr) throw Error(key, ": missing").add_context(path());
+    if (value->element_type != GgufType::Bool && !detail::gguf_integer_type(value->element_type)) {
+      wrong(key, std::string("ARRAY of ") + to_string(value->element_type),
+            "an ARRAY of BOOL or integers");
     }
+    std::vector<std::int64_t> out = elements(*value, key);
+    for (std::int64_t& x : out) x = x != 0 ? 1 : 0;
     return out;
   }
 
@@ -396,6 +397,23 @@ class GgufFile {
     } catch (Error& error) {
       throw error.add_context(path());
     }
+  }
+  // The elements of an ARRAY of integers or BOOL (a BOOL is its byte, 0 or 1), decoded.
+  std::vector<std::int64_t> elements(const GgufValue& value, const std::string& key) const {
+    detail::GgufCursor cursor(file_.data(), file_.size());
+    cursor.skip(value.elements_offset, "array");
+    std::vector<std::int64_t> out;
+    out.reserve(static_cast<std::size_t>(value.count));  // checked against the file at parse
+    for (std::uint64_t k = 0; k < value.count; ++k) {
+      GgufValue element;
+      detail::read_gguf_scalar(cursor, value.element_type, element);
+      try {
+        out.push_back(detail::gguf_integer(element, value.element_type));
+      } catch (Error& error) {
+        throw error.add_context(path()).add_context(key);
+      }
+    }
+    return out;
   }
   [[noreturn]] void wrong(const std::string& key, const std::string& type,
                           const std::string& expected) const {

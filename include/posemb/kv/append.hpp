@@ -40,7 +40,7 @@
 #include "posemb/kv/convert.hpp"
 #include "posemb/kv/storage.hpp"
 #include "posemb/rotary/rotate.hpp"
-#include "posemb/streaming_stores.hpp"
+#include "posemb/machine/streaming_stores.hpp"
 #include "posemb/tensor.hpp"
 
 namespace posemb {

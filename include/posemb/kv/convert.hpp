@@ -17,6 +17,8 @@
 //             has it; detail/half_io.hpp); Fp8E4m3 avx2's arithmetic on 16 lanes with masks; Q8_0
 //             four blocks at a time: their d and 1 / d in one vector (the same divisions), q on
 //             16 lanes; a group holding a block for the reference goes block by block as at avx2
+//   neon      Float16: NEON's fcvtn, round to nearest even (detail/half_io.hpp); BFloat16,
+//             Fp8E4m3 and Q8_0: the scalar reference, as the compiler vectorizes it for aarch64
 //
 // Each vector loop converts the first multiple of its width; the rest goes through the
 // reference, so a row of any length is the reference's bytes.
@@ -361,6 +363,11 @@ POSEMB_INLINE void convert_row_level(const float* in, Eigen::Index n, CacheDtype
       default:
         break;
     }
+  }
+#elif POSEMB_ISA_NEON
+  if (dtype == CacheDtype::Float16) {
+    const Eigen::Index done = narrow_neon_lanes(in, reinterpret_cast<Eigen::half*>(out), n);
+    return convert_row_reference(in + done, n - done, dtype, scale, out + 2 * done);
   }
 #endif
   convert_row_reference(in, n, dtype, scale, out);

@@ -99,9 +99,12 @@ namespace detail {
 
 // roundf(v) as an int8 for |v| < 128 (q8_0's range; the caller keeps v there), without the libm
 // call: v - trunc(v) is exact, and a fraction of at least one half steps away from zero. NaN
-// (from an infinite amax) gives 0.
+// (from an infinite amax) gives 0. Beyond int's range (an infinity in a block whose amax a NaN
+// reset: ggml's MAX(amax, v) forgets what came before a NaN) the conversion to int would be
+// undefined, and the machines part (x86-64's cvttss2si gives INT_MIN, aarch64's fcvtzs
+// saturates): 0 as well, the byte x86-64 builds of ggml store.
 inline std::int8_t round_half_away(float v) {
-  if (!(v == v)) return 0;
+  if (!(std::fabs(v) < 0x1p31f)) return 0;
   int t = static_cast<int>(v);
   const float fraction = v - static_cast<float>(t);
   t += (fraction >= 0.5f) - (fraction <= -0.5f);

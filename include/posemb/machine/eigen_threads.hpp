@@ -13,7 +13,7 @@
 //   Eigen::ThreadPool pool(4);
 //   Eigen::ThreadPoolDevice device(&pool, 4);
 //   const posemb::Threads threads = posemb::eigen_threads(device);
-//   posemb::apply_rope(x, out, 0, table, posemb::TensorLayout::BSHD, threads);
+//   posemb::rotate(x, out, 0, table, posemb::RotateOptions().with_threads(threads));
 #pragma once
 
 #include <condition_variable>

@@ -1,30 +1,43 @@
 // Instruction-set levels: which build of the hot kernels (rotation, half-precision conversion,
-// the cos/sin generator) runs. On x86-64 with GCC or clang every level is compiled into the
-// program through target attributes, whatever -march the program is built with, and the best
-// level the CPU has is chosen once, at the first call; other targets and compilers have only the
-// portable level.
+// the cos/sin generator, the KV-cache conversions, the streaming copy) runs. On x86-64 with GCC
+// or clang every level is compiled into the program through target attributes, whatever -march
+// the program is built with, and the best level the CPU has is chosen once, at the first call. On
+// aarch64 every CPU has NEON (Advanced SIMD) and FMA, so the build's own target is the neon level.
+// Other targets and compilers have only the portable level.
 //
-//   portable  the code compiled for the build's own target (SSE2 on a default x86-64 build)
-//   avx2      AVX2 + FMA + F16C (Haswell, Zen 1 and later)
-//   avx512    AVX-512 F, BW, DQ and VL on top of avx2 (Skylake-SP, Zen 4 and later); rounds
-//             float to bfloat16 with AVX512_BF16 where the CPU has it (Cooper Lake, Sapphire
-//             Rapids, Zen 4)
+//   portable  the code compiled for the build's own target (SSE2 on a default x86-64 build;
+//             NEON and FMA on aarch64)
+//   avx2      x86-64: AVX2 + FMA + F16C (Haswell, Zen 1 and later)
+//   avx512    x86-64: AVX-512 F, BW, DQ and VL on top of avx2 (Skylake-SP, Zen 4 and later);
+//             rounds float to bfloat16 with AVX512_BF16 where the CPU has it (Cooper Lake,
+//             Sapphire Rapids, Zen 4)
+//   neon      aarch64: NEON + FMA (every ARMv8-A CPU: Apple M, Graviton, Ampere, Cortex-A)
+//
+// A level of another architecture (neon on x86-64, avx2 or avx512 on aarch64) is refused with
+// posemb::Error naming the level and this machine's levels, as is a level the CPU lacks.
 //
 // A level at or below what the build itself targets (-march=native on an AVX-512 machine: all
 // three) runs the build's own code, inlined into its callers, so such a build pays nothing for
 // the choice and forcing a lower level there changes nothing.
 //
-// Results. Every level with FMA (avx2, avx512, and portable when the build itself targets FMA)
-// gives the same bits: cos/sin reduce the angle with one exact FMA and evaluate their polynomials
-// with FMAs, and a rotation forms a cos - b sin as fma(a, cos, -(b sin)) and a sin + b cos as
-// fma(a, sin, b cos). Without FMA the reduction splits 2 pi in three parts and every product is
-// rounded; the two differ by at most one rounding of a product or of the reduced angle, and both
-// stay within the bounds documented in detail/cos_sin.hpp (cos/sin within 1 float ulp of libm
-// on the double angle) and detail/rotate.hpp. Half-precision conversions are bit-identical to
-// static_cast at every level.
+// Results. Every level with FMA (avx2, avx512, neon, and portable when the build itself targets
+// FMA, as every aarch64 build does) gives the same bits, on x86-64 and aarch64 alike
+// (tests/digests holds the digests both must reproduce): cos/sin reduce the angle with one exact
+// FMA and evaluate their polynomials with FMAs, and a rotation forms a cos - b sin as fma(a, cos,
+// -(b sin)) and a sin + b cos as fma(a, sin, b cos). Without FMA the reduction splits 2 pi in three
+// parts and every product is rounded; the two differ by at most one rounding of a product or of the
+// reduced angle, and both stay within the bounds documented in detail/cos_sin.hpp (cos/sin within 1
+// float ulp of libm on the double angle) and detail/rotate.hpp. Half-precision conversions are
+// bit-identical to static_cast at every level.
+//
+// The same bits across machines also need the code around the kernels (frequencies, angles) to
+// round alike: GCC contracts a * b + c into an FMA by default (-ffp-contract=fast) wherever the
+// target has FMA (aarch64, x86-64 -march=haswell and later), so builds that must reproduce an
+// x86-64 default build's bits are compiled with -ffp-contract=off
+// (cmake/toolchains/aarch64-linux-gnu.cmake does).
 //
 // Forcing a level (tests, benchmarks, comparing against the portable code): set the environment
-// variable POSEMB_ISA to portable, avx2 or avx512 before the first call, or call
+// variable POSEMB_ISA to portable, avx2, avx512 or neon before the first call, or call
 // posemb::set_isa_level. Set it before building tables that later calls must match bit for bit:
 // a table and an in-call cos/sin agree exactly only when formed at levels with the same FMA use.
 //
@@ -39,11 +52,13 @@
 #include <cstdlib>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #include "posemb/error.hpp"
 
 // POSEMB_ISA_DISPATCH: 1 where the avx2 and avx512 levels are compiled in (x86-64, GCC or
-// clang), 0 elsewhere.
+// clang), 0 elsewhere. POSEMB_ISA_NEON: 1 on aarch64 with NEON and FMA (GCC, clang), where the
+// build's own code is the neon level and arm_neon.h serves the explicit vector kernels.
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define POSEMB_ISA_DISPATCH 1
 #include <cpuid.h>
@@ -59,10 +74,18 @@
 #define POSEMB_TARGET_AVX512
 #define POSEMB_INLINE inline
 #endif
+#if defined(__aarch64__) && defined(__ARM_NEON) && defined(__ARM_FEATURE_FMA) && \
+    (defined(__GNUC__) || defined(__clang__))
+#define POSEMB_ISA_NEON 1
+#include <arm_neon.h>
+#else
+#define POSEMB_ISA_NEON 0
+#endif
 
 namespace posemb {
 
-enum class IsaLevel { Portable = 0, Avx2 = 1, Avx512 = 2 };
+// The levels of every architecture; which ones a machine has: isa_machine_levels below.
+enum class IsaLevel { Portable = 0, Avx2 = 1, Avx512 = 2, Neon = 3 };
 
 inline const char* to_string(IsaLevel level) {
   switch (level) {
@@ -70,14 +93,46 @@ inline const char* to_string(IsaLevel level) {
       return "avx2";
     case IsaLevel::Avx512:
       return "avx512";
+    case IsaLevel::Neon:
+      return "neon";
     default:
       return "portable";
   }
 }
 
+namespace detail {
+
+// This build's architecture: its name and its levels, lowest first (a CPU that runs a level runs
+// every level before it).
+struct IsaMachine {
+  const char* name;
+  IsaLevel levels[3];
+  int count;
+};
+#if POSEMB_ISA_DISPATCH
+inline constexpr IsaMachine isa_machine{
+    "x86-64", {IsaLevel::Portable, IsaLevel::Avx2, IsaLevel::Avx512}, 3};
+#elif POSEMB_ISA_NEON
+inline constexpr IsaMachine isa_machine{"aarch64", {IsaLevel::Portable, IsaLevel::Neon}, 2};
+#else
+inline constexpr IsaMachine isa_machine{"this target", {IsaLevel::Portable}, 1};
+#endif
+
+// The place of `level` in isa_machine.levels, -1 if this architecture does not have it.
+constexpr int isa_rank(IsaLevel level) {
+  for (int i = 0; i < isa_machine.count; ++i) {
+    if (isa_machine.levels[i] == level) return i;
+  }
+  return -1;
+}
+
+}  // namespace detail
+
 // The best level this CPU (and this build) can run.
 inline IsaLevel best_isa_level() {
-#if POSEMB_ISA_DISPATCH
+#if POSEMB_ISA_NEON
+  return IsaLevel::Neon;
+#elif POSEMB_ISA_DISPATCH
   static const IsaLevel best = [] {
     __builtin_cpu_init();
     // F16C: CPUID leaf 1, ECX bit 29 (clang's __builtin_cpu_supports does not know "f16c").
@@ -95,11 +150,32 @@ inline IsaLevel best_isa_level() {
 #endif
 }
 
+// The levels this CPU (and this build) can run, lowest first: portable up to best_isa_level().
+inline std::vector<IsaLevel> supported_isa_levels() {
+  const int best = detail::isa_rank(best_isa_level());
+  return std::vector<IsaLevel>(detail::isa_machine.levels, detail::isa_machine.levels + best + 1);
+}
+
 namespace detail {
 
-// Throws unless `level` is a level and runs on this CPU.
+// This machine's levels as "portable, avx2, avx512".
+inline std::string isa_level_names() {
+  std::string names;
+  for (int i = 0; i < isa_machine.count; ++i) {
+    names += (i == 0 ? "" : ", ") + std::string(to_string(isa_machine.levels[i]));
+  }
+  return names;
+}
+
+// Throws unless `level` is a level of this architecture and runs on this CPU.
 inline void require_supported(IsaLevel level, const std::string& name) {
-  if (static_cast<int>(level) < 0 || static_cast<int>(level) > static_cast<int>(best_isa_level())) {
+  const int rank = isa_rank(level);
+  if (rank < 0) {
+    fail(name, to_string(level),
+         std::string("expected a level of this machine (") + isa_machine.name + ": " +
+             isa_level_names() + ")");
+  }
+  if (rank > isa_rank(best_isa_level())) {
     fail(name, to_string(level),
          std::string("expected a level this CPU supports (up to ") + to_string(best_isa_level()) +
              ")");
@@ -111,13 +187,13 @@ inline IsaLevel initial_isa_level() {
   const char* forced = std::getenv("POSEMB_ISA");
   if (forced == nullptr || *forced == '\0') return best_isa_level();
   const std::string name(forced);
-  for (IsaLevel level : {IsaLevel::Portable, IsaLevel::Avx2, IsaLevel::Avx512}) {
+  for (IsaLevel level : {IsaLevel::Portable, IsaLevel::Avx2, IsaLevel::Avx512, IsaLevel::Neon}) {
     if (name == to_string(level)) {
       require_supported(level, "POSEMB_ISA");
       return level;
     }
   }
-  fail("POSEMB_ISA", name, "expected portable, avx2 or avx512");
+  fail("POSEMB_ISA", name, "expected portable, avx2, avx512 or neon");
 }
 
 // The level the build itself targets (-march): the portable code runs at least this level's
@@ -127,25 +203,24 @@ inline IsaLevel initial_isa_level() {
 inline constexpr IsaLevel compiled_isa_level = IsaLevel::Avx512;
 #elif POSEMB_ISA_DISPATCH && defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
 inline constexpr IsaLevel compiled_isa_level = IsaLevel::Avx2;
+#elif POSEMB_ISA_NEON
+inline constexpr IsaLevel compiled_isa_level = IsaLevel::Neon;
 #else
 inline constexpr IsaLevel compiled_isa_level = IsaLevel::Portable;
 #endif
 
 // What the kernels instantiated for level L may use: L, or more if the build targets more.
 template <IsaLevel L>
-inline constexpr IsaLevel effective_level_v = static_cast<int>(L) >
-                                                      static_cast<int>(compiled_isa_level)
+inline constexpr IsaLevel effective_level_v = isa_rank(L) > isa_rank(compiled_isa_level)
                                                   ? L
                                                   : compiled_isa_level;
 
 // Whether the kernels for `level` are the ones compiled for the build's own target (inlined into
 // their callers), which run `level`'s code or better.
-inline bool runs_inline(IsaLevel level) {
-  return static_cast<int>(level) <= static_cast<int>(compiled_isa_level);
-}
+inline bool runs_inline(IsaLevel level) { return isa_rank(level) <= isa_rank(compiled_isa_level); }
 
 // Whether code for level L has FMA (and so takes the fused arithmetic described above).
-#if defined(__FMA__)
+#if defined(__FMA__) || POSEMB_ISA_NEON
 template <IsaLevel L>
 inline constexpr bool has_fma_v = true;
 #else

@@ -12,7 +12,8 @@
 //   FoPE coefficients [n_kv_heads, D_in, D_out]: `transformer.blocks.{b}.pos_emb.{sin,cos}_coef`
 //                  (the FoPE authors' OLMo FourierEmbedding, a `pos_emb` per block; also under
 //                  `model.`)
-// Missing tensors are posemb::Error naming the checkpoint and every name tried.
+// Where each family keeps its learned table is a column of its row (families.hpp,
+// learned_table). Missing tensors are posemb::Error naming the checkpoint and every name tried.
 #pragma once
 
 #include <cstdint>
@@ -21,6 +22,7 @@
 
 #include "posemb/error.hpp"
 #include "posemb/io/safetensors.hpp"
+#include "posemb/model/families.hpp"
 
 namespace posemb {
 
@@ -46,30 +48,29 @@ inline std::string find_checkpoint_tensor(const SafetensorsCheckpoint& weights,
   throw Error(what, ": no tensor named " + tried).add_context(weights.path());
 }
 
-// model_type: gpt2, opt, bert or roberta (and xlm-roberta, whose padding_idx is the config's
-// pad_token_id).
+// The learned position table of a model_type whose row names one (gpt2, opt, bert, roberta,
+// xlm-roberta); padding_idx: the config's pad_token_id (ModelPositions::padding_idx) for a row
+// whose rows start after it.
 inline CheckpointPositionTable learned_position_table(const SafetensorsCheckpoint& weights,
                                                       const std::string& model_type,
                                                       std::int64_t padding_idx = 1) {
+  const ModelFamily* family = find_model_family(model_type);
+  if (family == nullptr || family->learned_table.tensor == nullptr) {
+    fail("model_type", "\"" + model_type + "\"",
+         "expected " + model_types_where(model_families(), [](const ModelFamily& row) {
+           return row.learned_table.tensor != nullptr;
+         }));
+  }
+  const LearnedTableRule& rule = family->learned_table;
   CheckpointPositionTable out;
-  if (model_type == "gpt2") {
-    out.tensor_name =
-        find_checkpoint_tensor(weights, {"", "transformer."}, {"wpe.weight"}, "position table");
-  } else if (model_type == "opt") {
-    out.tensor_name = find_checkpoint_tensor(weights, {"model.", ""},
-                                             {"decoder.embed_positions.weight"}, "position table");
-    out.offset = 2;
-  } else if (model_type == "bert" || model_type == "roberta" || model_type == "xlm-roberta") {
-    const std::string family = model_type == "bert" ? "bert." : "roberta.";
-    out.tensor_name = find_checkpoint_tensor(
-        weights, {family, ""}, {"embeddings.position_embeddings.weight"}, "position table");
-    if (model_type != "bert" && padding_idx < 0) {
+  out.tensor_name = find_checkpoint_tensor(weights, {rule.prefixes[0], rule.prefixes[1]},
+                                           {rule.tensor}, "position table");
+  out.offset = rule.offset;
+  if (rule.from_padding_idx) {
+    if (padding_idx < 0) {
       fail("pad_token_id", padding_idx, "expected >= 0 (RoBERTa's padding_idx)");
     }
-    out.offset = model_type == "bert" ? 0 : padding_idx + 1;
-  } else {
-    fail("model_type", "\"" + model_type + "\"",
-         "expected gpt2, opt, bert, roberta or xlm-roberta");
+    out.offset += padding_idx;
   }
   out.table = weights.matrix(out.tensor_name);
   return out;

@@ -15,7 +15,9 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <algorithm>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "posemb/model/config.hpp"
@@ -104,36 +106,32 @@ inline const std::vector<PlanField>& plan_fields() {
   return fields;
 }
 
-// README §6: the places llama.cpp departs from transformers on a correct conversion.
+// True when `word` is one of the space-separated words of `list`.
+inline bool listed(std::string_view list, std::string_view word) {
+  while (!list.empty()) {
+    const std::size_t end = std::min(list.find(' '), list.size());
+    if (list.substr(0, end) == word) return true;
+    list.remove_prefix(std::min(end + 1, list.size()));
+  }
+  return false;
+}
+
+// README §6: the places llama.cpp departs from transformers on a correct conversion: the rope
+// variants' own (their diff_note facets, model/rope_variants/) and the arch's (its GgufArch row:
+// no_window_note, hardcoded_fields).
 inline std::string difference_note(const GgufPositions& gguf, const ModelPositions& config,
                                    const LayerPlan& g, const std::string& field) {
   const GgufHparams& h = gguf.hparams;
-  if (field == "sliding_window" && !g.sliding_window && h.arch == "llama") {
-    return "llama.cpp runs no sliding window for arch llama";
-  }
-  if (field == "sliding_window" && !g.sliding_window && h.arch == "phi3") {
-    return "llama.cpp disables Phi-3 SWA (PR #13676)";
-  }
-  if (field == "inv_freq" && g.rope_type == std::string("longrope")) {
-    return "llama.cpp picks LongRoPE factors once by context size (" +
-           std::to_string(gguf.n_ctx_seq) + (gguf.n_ctx_seq > h.n_ctx_orig ? " > " : " <= ") +
-           std::to_string(h.n_ctx_orig) + "), HF per call by sequence length";
+  if (field == "sliding_window" && !g.sliding_window && !h.rules.no_window_note.empty()) {
+    return std::string(h.rules.no_window_note);
   }
   const LayerPositions& layer = config.layers[static_cast<std::size_t>(g.layer)];
-  const std::string config_type = layer.rope ? layer.rope->rope_type : "";
-  if (config_type == "dynamic" && field == "inv_freq") {
-    return "dynamic NTK has no llama.cpp counterpart";
-  }
-  if (g.rope_type == std::string("yarn") && config_type == "yarn" &&
-      (field == "inv_freq" || field == "attention_scale")) {
-    return "llama.cpp's YaRN floors the ramp with beta 32/1 and uses the magnitude 0.1 ln s + 1";
-  }
-  if ((h.arch == "llama4" &&
-       (field == "attention_chunk_size" || field == "query_temperature" || field == "positions")) ||
-      (h.arch == "gemma3" &&
-       (field == "sliding_window" || field == "inv_freq" || field == "softmax_scale"))) {
-    return "hard-coded in llama.cpp for " + h.arch;
-  }
+  const std::string variant_note =
+      rope_diff_note({g.rope_type.value_or(""), layer.rope ? layer.rope->rope_type : "",
+                      gguf.n_ctx_seq, h.n_ctx_orig},
+                     field);
+  if (!variant_note.empty()) return variant_note;
+  if (listed(h.rules.hardcoded_fields, field)) return "hard-coded in llama.cpp for " + h.arch;
   return "";
 }
 

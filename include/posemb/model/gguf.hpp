@@ -34,44 +34,43 @@
 
 #include "posemb/error.hpp"
 #include "posemb/io/gguf_file.hpp"
+#include "posemb/model/gguf_arch_coverage.hpp"
+#include "posemb/model/gguf_archs.hpp"
 #include "posemb/model/positions.hpp"
 #include "posemb/model/rope_scheme.hpp"
 
 namespace posemb {
 
-// ggml's rotation modes (ggml.h GGML_ROPE_TYPE_*): NORM rotates features (2i, 2i+1) of the GGUF
-// tensor, NEOX and MROPE (i, i + n_rot/2).
-enum class GgufRopeMode { Norm, Neox, Mrope };
-
-inline const char* to_string(GgufRopeMode mode) {
-  return mode == GgufRopeMode::Norm ? "norm" : mode == GgufRopeMode::Neox ? "neox" : "mrope";
-}
-
 // The hyperparameters llama.cpp reads for positions (llama_hparams, src/llama-hparams.h).
 struct GgufHparams {
   std::string arch;
+  GgufArch rules;  // the arch's row (gguf_archs.hpp)
   std::int64_t n_layer = 0, n_ctx_train = 0, n_embd = 0;
+  std::int64_t n_layer_all = 0;      // block_count: n_layer plus the MTP (nextn) layers
   std::vector<std::int64_t> n_head;  // [n_layer]
   std::int64_t head_dim = 0;         // n_embd_head_k
   std::int64_t n_rot = 0;
-  double freq_base = 10000.0, freq_scale = 1.0;          // every non-SWA layer
+  std::int64_t head_dim_swa = 0, n_rot_swa = 0;  // SWA layers' (gemma4), else head_dim, n_rot
+  double freq_base = 10000.0, freq_scale = 1.0;  // every non-SWA layer
   double freq_base_swa = 10000.0, freq_scale_swa = 1.0;  // SWA / chunked layers
   std::string scaling_type = "linear";                   // none, linear, yarn, longrope
   std::int64_t n_ctx_orig = 0;                           // n_ctx_orig_yarn
   double attn_factor = 1.0;                              // rope.scaling.attn_factor
   double yarn_log_mul = 0.0;                             // deepseek2: yarn_log_multiplier / 0.1f
   double logit_softcap = 0.0;                            // gemma2's attn_logit_softcapping; 0: none
+  double attention_scale = 0.0;                          // attention.scale (granite); 0: unset
   std::int64_t n_swa = 0;                                // 0: no SWA layers
   std::vector<bool> swa_layers;                          // [n_layer]
   std::vector<bool> rope_layers;                         // [n_layer]; false: NoPE
+  std::vector<bool> recurrent_layers;                    // [n_layer]; true: linear attention
   std::optional<std::vector<std::int64_t>> sections;     // rope.dimension_sections
   GgufRopeMode rope_mode = GgufRopeMode::Norm;
-  bool permuted = false;  // the converter reordered q/k rows into NORM order (arch llama)
+  bool permuted = false;  // the converter reordered q/k rows into NORM order (GgufArch::permuted)
 };
 
 // One layer's rotation as llama.cpp computes it (README §3), and the name posemb gives its kind.
 struct GgufLayerRope {
-  std::string rope_type;     // "yarn", "longrope", "llama3", "linear" or "default"
+  std::string rope_type;     // the variant llama.cpp runs it as (model/rope_variants.hpp)
   Eigen::VectorXd inv_freq;  // [n_rot / 2]
   double attention_scale = 1.0;
 };
@@ -85,29 +84,6 @@ struct GgufPositions {
 };
 
 namespace detail {
-
-// The architectures posemb knows, with llama_model_rope_type's mode and the converter's order
-// (convert_hf_to_gguf.py permutes only arch llama's q/k rows).
-constexpr const char* gguf_known_archs =
-    "llama, llama4, qwen2, qwen3, qwen3moe, qwen2moe, qwen2vl, glm4, phi3, gemma2, gemma3, "
-    "gptneox, command-r, gpt-oss, deepseek2";
-
-inline bool gguf_arch_mode(const std::string& arch, GgufRopeMode& mode, bool& permuted) {
-  permuted = arch == "llama";
-  if (arch == "llama" || arch == "llama4" || arch == "glm4" || arch == "command-r" ||
-      arch == "deepseek2") {
-    mode = GgufRopeMode::Norm;
-  } else if (arch == "qwen2vl") {
-    mode = GgufRopeMode::Mrope;
-  } else if (arch == "qwen2" || arch == "qwen3" || arch == "qwen3moe" || arch == "qwen2moe" ||
-             arch == "phi3" || arch == "gemma2" || arch == "gemma3" || arch == "gptneox" ||
-             arch == "gpt-oss") {
-    mode = GgufRopeMode::Neox;
-  } else {
-    return false;
-  }
-  return true;
-}
 
 inline std::int64_t gguf_required(const GgufFile& file, const std::string& key) {
   const std::optional<std::uint32_t> value = file.uint32(key);
@@ -146,17 +122,14 @@ inline double gguf_freq_scale(const GgufFile& file, const std::string& prefix) {
   return 1.0 / *factor;
 }
 
-// n_rot: even, in (0, head_dim], = head_dim where llama.cpp's loader demands it (load_hparams for
-// llama; the graph builders' GGML_ASSERT(n_embd_head == n_rot): llama4, qwen2vl,
-// src/models/qwen2moe.cpp; gpt-oss's q/k/v shapes n_head * n_rot, src/models/openai-moe.cpp).
+// n_rot: even, in (0, head_dim], = head_dim where llama.cpp's loader or graph builder demands it
+// (GgufArch::rot_is_head_dim).
 inline void check_gguf_rot(const GgufHparams& h, const std::string& key) {
   if (h.n_rot <= 0 || h.n_rot % 2 != 0 || h.n_rot > h.head_dim) {
     fail(key, h.n_rot,
          "expected an even number in [2, head_dim = " + std::to_string(h.head_dim) + "]");
   }
-  if ((h.arch == "llama" || h.arch == "llama4" || h.arch == "qwen2vl" || h.arch == "qwen2moe" ||
-       h.arch == "gpt-oss") &&
-      h.n_rot != h.head_dim) {
+  if (h.rules.rot_is_head_dim && h.n_rot != h.head_dim) {
     fail(key, h.n_rot, "expected head_dim = " + std::to_string(h.head_dim) + " for " + h.arch);
   }
 }
@@ -167,7 +140,9 @@ inline std::optional<std::vector<std::int64_t>> gguf_sections(const GgufFile& fi
                                                               const std::string& key) {
   std::optional<std::vector<std::int64_t>> sections = file.integers(key);
   if (!sections) {
-    if (h.arch == "qwen2vl") throw Error(key, ": missing; required by llama.cpp's loader");
+    if (h.rules.sections_required) {
+      throw Error(key, ": missing; required by llama.cpp's loader");
+    }
     return sections;
   }
   std::int64_t sum = 0;
@@ -191,6 +166,23 @@ inline std::optional<std::vector<std::int64_t>> gguf_sections(const GgufFile& fi
   return sections;
 }
 
+// The SWA layers' head and rotary widths: llama_model_base::load_hparams reads
+// attention.key_length_swa (default the head width) and rope.dimension_count_swa (default n_rot);
+// the row's swa_head says the arch uses them (gemma4's load_arch_hparams requires the first).
+inline void read_gguf_swa_sizes(const GgufFile& file, GgufHparams& h) {
+  h.head_dim_swa = h.head_dim;
+  h.n_rot_swa = h.n_rot;
+  if (!h.rules.swa_head) return;
+  const std::string p = h.arch + ".";
+  h.head_dim_swa = gguf_required(file, p + "attention.key_length_swa");
+  require_positive(p + "attention.key_length_swa", h.head_dim_swa);
+  h.n_rot_swa = file.uint32(p + "rope.dimension_count_swa").value_or(h.n_rot);
+  if (h.n_rot_swa <= 0 || h.n_rot_swa % 2 != 0 || h.n_rot_swa > h.head_dim_swa) {
+    fail(p + "rope.dimension_count_swa", h.n_rot_swa,
+         "expected an even number in [2, key_length_swa = " + std::to_string(h.head_dim_swa) + "]");
+  }
+}
+
 // Model-wide sizes: block_count, context_length, embedding_length, head counts, head_dim, n_rot.
 inline void read_gguf_sizes(const GgufFile& file, GgufHparams& h) {
   const std::string p = h.arch + ".";
@@ -203,7 +195,19 @@ inline void read_gguf_sizes(const GgufFile& file, GgufHparams& h) {
   require_positive(p + "context_length", h.n_ctx_train);
   h.n_embd = gguf_required(file, p + "embedding_length");
   require_positive(p + "embedding_length", h.n_embd);
-  h.n_head = gguf_head_counts(file, p + "attention.head_count", h.n_layer);
+  h.n_layer_all = h.n_layer;
+  if (h.rules.nextn) {
+    // llama_hparams::n_layer() = block_count - nextn_predict_layers; the graph runs n_layer()
+    // layers, the MTP layers only in graph_mtp (speculative decoding).
+    const std::int64_t nextn = file.uint32(p + "nextn_predict_layers").value_or(0);
+    if (nextn >= h.n_layer) {
+      fail(p + "nextn_predict_layers", nextn,
+           "expected < block_count = " + std::to_string(h.n_layer));
+    }
+    h.n_layer -= nextn;
+  }
+  h.n_head = gguf_head_counts(file, p + "attention.head_count", h.n_layer_all);
+  h.n_head.resize(static_cast<std::size_t>(h.n_layer));
   const std::optional<std::uint32_t> key_length = file.uint32(p + "attention.key_length");
   h.head_dim = key_length ? *key_length : h.n_embd / h.n_head[0];
   require_positive(key_length ? p + "attention.key_length" : p + "embedding_length / head_count",
@@ -214,12 +218,13 @@ inline void read_gguf_sizes(const GgufFile& file, GgufHparams& h) {
   // key_length_mla = nope + rope wide, n_rot the rope slice (src/models/deepseek2.cpp,
   // n_embd_head_qk_rope = n_rot); n_rot still defaults to key_length (load_hparams).
   const std::optional<std::uint32_t> k_mla = file.uint32(p + "attention.key_length_mla");
-  if (h.arch == "deepseek2" && k_mla && file.uint32(p + "attention.value_length_mla")) {
+  if (h.rules.mla && k_mla && file.uint32(p + "attention.value_length_mla")) {
     h.head_dim = *k_mla;
     require_positive(p + "attention.key_length_mla", h.head_dim);
   }
   check_gguf_rot(h, p + "rope.dimension_count");
   require_model_rope_pairs(p + "block_count", h.n_layer, h.n_layer * (h.n_rot / 2));
+  read_gguf_swa_sizes(file, h);
 }
 
 // Base, scale, scaling type, original context and attention factor (load_hparams).
@@ -227,10 +232,18 @@ inline void read_gguf_rope_scaling(const GgufFile& file, GgufHparams& h) {
   const std::string p = h.arch + ".";
   if (auto base = file.float32(p + "rope.freq_base")) h.freq_base = *base;
   require_positive_finite(p + "rope.freq_base", h.freq_base);
+  const std::optional<double> alpha = file.float32(p + "rope.scaling.alpha");
+  if (h.rules.ntk_alpha && alpha && *alpha > 0.0) {
+    // hunyuan_vl's load_arch_hparams (XDRoPE / NTK-aware): base * alpha^(d / (d - 2)), d the head
+    // width; llama.cpp computes it in float.
+    const double d = static_cast<double>(h.head_dim);
+    h.freq_base = static_cast<float>(h.freq_base * std::pow(*alpha, d / (d - 2.0)));
+    require_positive_finite(p + "rope.scaling.alpha (the scaled base)", h.freq_base);
+  }
   h.freq_scale = gguf_freq_scale(file, p);
   if (auto type = file.string(p + "rope.scaling.type")) {
-    if (*type != "none" && *type != "linear" && *type != "yarn" && *type != "longrope") {
-      fail(p + "rope.scaling.type", "\"" + *type + "\"", "expected none, linear, yarn or longrope");
+    if (!gguf_scaling_type_known(*type)) {
+      fail(p + "rope.scaling.type", "\"" + *type + "\"", "expected " + gguf_scaling_types());
     }
     h.scaling_type = *type;
   }
@@ -242,7 +255,7 @@ inline void read_gguf_rope_scaling(const GgufFile& file, GgufHparams& h) {
   // deepseek2 only (src/models/deepseek2.cpp, load_arch_hparams): the converter's 0.1 *
   // mscale_all_dim, divided back by the float 0.1f.
   const std::optional<double> log_mul = file.float32(p + "rope.scaling.yarn_log_multiplier");
-  if (h.arch == "deepseek2" && log_mul) {
+  if (h.rules.mla && log_mul) {
     h.yarn_log_mul = *log_mul / static_cast<double>(0.1f);
     if (!(std::isfinite(h.yarn_log_mul) && h.yarn_log_mul >= 0.0)) {
       fail(p + "rope.scaling.yarn_log_multiplier", *log_mul, "expected a finite number >= 0");
@@ -255,69 +268,140 @@ inline void read_gguf_rope_scaling(const GgufFile& file, GgufHparams& h) {
   require_positive_finite(p + "rope.freq_base_swa", h.freq_base_swa);
 }
 
-// SWA / chunked / NoPE layers (load_hparams, llama_hparams::set_swa_pattern: layer il is SWA iff
-// il % P < P - 1). gemma3: SWA only when attention.sliding_window > 0. llama4: chunked 8192 with
-// P 4 and NoPE every n_no_rope_layer_step = 4th layer (llm_build_llama_iswa: use_rope iff
-// (il + 1) % step != 0), unless attention.sliding_window is present and 0 (step = n_layer).
-// gemma2 (src/models/gemma2.cpp) and gpt-oss (src/models/openai-moe.cpp, load_arch_hparams):
-// load_swa_pattern(ml, 2), so the even layers are SWA; window attention.sliding_window
-// (gemma2: default 4096; gpt-oss: required); SWA base and scale the global ones (read above).
+// Per-layer flags (attention.sliding_window_pattern, attention.recurrent_layers: an ARRAY of
+// BOOL or integers, one per layer, as llama_model_loader::get_arr reads it), nullopt if absent.
+inline std::optional<std::vector<bool>> gguf_layer_flags(const GgufFile& file,
+                                                         const std::string& key,
+                                                         std::int64_t n_layer_all,
+                                                         std::int64_t n_layer) {
+  const GgufValue* value = file.find(key);
+  if (value == nullptr || value->type != GgufType::Array) return std::nullopt;
+  const std::vector<std::int64_t> flags = file.flags(key);
+  if (static_cast<std::int64_t>(flags.size()) != n_layer_all) {
+    fail(key + ".size()", flags.size(), "expected block_count = " + std::to_string(n_layer_all));
+  }
+  return std::vector<bool>(flags.begin(), flags.begin() + n_layer);
+}
+
+// The SWA period and window of the arch's row (GgufArch's swa_* and chunk columns, from each
+// load_arch_hparams): llama_hparams::set_swa_pattern makes layer il SWA iff il % P < P - 1, P
+// from attention.sliding_window_pattern when it is a UINT32. Sets the SWA base and scale.
+// Returns the period (0: no SWA layers) and the NoPE step.
+inline std::pair<std::int64_t, std::int64_t> read_gguf_swa(const GgufFile& file, GgufHparams& h) {
+  const GgufArch& a = h.rules;
+  const std::string p = h.arch + ".";
+  const std::optional<std::uint32_t> window = file.uint32(p + "attention.sliding_window");
+  std::optional<std::uint32_t> pattern;
+  const GgufValue* pattern_value = file.find(p + "attention.sliding_window_pattern");
+  if (pattern_value == nullptr || pattern_value->type != GgufType::Array) {
+    pattern = file.uint32(p + "attention.sliding_window_pattern");
+  }
+  if (pattern && *pattern == 0) fail(p + "attention.sliding_window_pattern", 0, "expected > 0");
+  if (a.chunk > 0) {
+    // llama4: attention.sliding_window = 0 turns the chunks off; the NoPE step becomes n_layer.
+    if (window && *window == 0) return {0, h.n_layer};
+    h.n_swa = a.chunk;
+    return {pattern ? *pattern : a.swa_period, a.nope_step};
+  }
+  const bool active = a.swa_flags_required || a.swa_period > 0;
+  if (!active || (a.swa_if_window && !(window && *window > 0))) return {0, a.nope_step};
+  if (!window && a.swa_window_required) {
+    throw Error(p + "attention.sliding_window", ": missing; required by llama.cpp's loader");
+  }
+  h.n_swa = window ? *window : a.swa_window_default;
+  require_positive(p + "attention.sliding_window", h.n_swa);
+  if (a.swa_base == GgufSwaBase::KeyOr10000) {
+    h.freq_base_swa = file.float32(p + "rope.freq_base_swa").value_or(10000.0);
+  } else if (a.swa_base == GgufSwaBase::Global) {
+    h.freq_base_swa = h.freq_base;
+  }
+  if (a.swa_unscaled) h.freq_scale_swa = 1.0;
+  return {pattern ? *pattern : a.swa_period, a.nope_step};
+}
+
+// SWA / chunked / NoPE / recurrent layers, by the arch's row:
+//   SWA:       read_gguf_swa, or the per-layer flags of attention.sliding_window_pattern
+//              (load_swa_pattern's get_arr)
+//   NoPE:      use_rope iff (il + 1) % step != 0 (llama4, smollm3: n_no_rope_layer_step); none
+//              at all when rope.scaling.finetuned is false (granite: rope_pattern)
+//   recurrent: attention.recurrent_layers, else every layer but each full_attention_interval-th
+//              (qwen3next's load_arch_hparams)
 inline void read_gguf_layer_pattern(const GgufFile& file, GgufHparams& h) {
   const std::string p = h.arch + ".";
   const auto n = static_cast<std::size_t>(h.n_layer);
   h.swa_layers.assign(n, false);
-  h.rope_layers.assign(n, true);
-  const std::optional<std::uint32_t> window = file.uint32(p + "attention.sliding_window");
-  const std::optional<std::uint32_t> pattern = file.uint32(p + "attention.sliding_window_pattern");
-  if (pattern && *pattern == 0) fail(p + "attention.sliding_window_pattern", 0, "expected > 0");
-  std::int64_t period = 0, nope_step = 0;
-  if (h.arch == "gemma3" && window && *window > 0) {
-    h.n_swa = *window;
-    period = pattern ? *pattern : 6;
-    h.freq_base_swa = file.float32(p + "rope.freq_base_swa").value_or(10000.0);
-    h.freq_scale_swa = 1.0;
-  } else if (h.arch == "gemma2" || h.arch == "gpt-oss") {
-    if (!window && h.arch == "gpt-oss") {
-      throw Error(p + "attention.sliding_window", ": missing; required by llama.cpp's loader");
-    }
-    h.n_swa = window ? *window : 4096;
-    require_positive(p + "attention.sliding_window", h.n_swa);
-    period = pattern ? *pattern : 2;
-  } else if (h.arch == "llama4") {
-    const bool no_chunks = window && *window == 0;
-    nope_step = no_chunks ? h.n_layer : 4;
-    if (!no_chunks) {
-      h.n_swa = 8192;  // hard-coded chunk
-      period = pattern ? *pattern : 4;
-    }
-  }
+  h.rope_layers.assign(n, h.rules.alibi_max_bias == 0.0);
+  h.recurrent_layers.assign(n, false);
+  const auto [period, nope_step] = read_gguf_swa(file, h);
   for (std::size_t il = 0; il < n; ++il) {
     const auto layer = static_cast<std::int64_t>(il);
     h.swa_layers[il] = period > 0 && layer % period < period - 1;
-    h.rope_layers[il] = nope_step == 0 || (layer + 1) % nope_step != 0;
+    if (nope_step > 0 && (layer + 1) % nope_step == 0) h.rope_layers[il] = false;
   }
+  if (h.n_swa > 0 && h.rules.chunk == 0) {
+    const std::string key = p + "attention.sliding_window_pattern";
+    const auto flags = gguf_layer_flags(file, key, h.n_layer_all, h.n_layer);
+    if (flags) h.swa_layers = *flags;
+    if (!flags && h.rules.swa_flags_required) {
+      throw Error(key,
+                  ": missing (an ARRAY of one flag per layer); required by llama.cpp's loader");
+    }
+  }
+  if (h.rules.rope_switch) {
+    const GgufValue* finetuned = file.find(p + "rope.scaling.finetuned");
+    if (finetuned != nullptr && finetuned->type != GgufType::Bool) {
+      fail(p + "rope.scaling.finetuned", to_string(finetuned->type), "expected BOOL");
+    }
+    if (finetuned != nullptr && finetuned->unsigned_value == 0) h.rope_layers.assign(n, false);
+  }
+  if (h.rules.recurrent_interval > 0) {
+    const auto flags =
+        gguf_layer_flags(file, p + "attention.recurrent_layers", h.n_layer_all, h.n_layer);
+    const std::string key = p + "full_attention_interval";
+    const std::int64_t interval = file.uint32(key).value_or(h.rules.recurrent_interval);
+    require_positive(key, interval);
+    for (std::size_t il = 0; il < n; ++il) {
+      h.recurrent_layers[il] =
+          flags ? (*flags)[il] : (static_cast<std::int64_t>(il) + 1) % interval != 0;
+      if (h.recurrent_layers[il]) h.rope_layers[il] = false;
+    }
+  }
+}
+
+// general.architecture -> the arch's row; an arch without one is refused saying whether the
+// pinned llama.cpp runs it (gguf_arch_coverage.hpp), so a user tells posemb's gap from a broken
+// file.
+inline const GgufArch& gguf_arch_row(const GgufFile& file) {
+  const std::optional<std::string> arch = file.string("general.architecture");
+  if (!arch) throw Error("general.architecture", ": missing; required by llama.cpp's loader");
+  if (const GgufArch* row = find_gguf_arch(*arch)) return *row;
+  fail("general.architecture", "\"" + *arch + "\"",
+       "expected one of " + gguf_known_archs() + "; " + gguf_arch_verdict(*arch));
 }
 
 inline GgufHparams read_gguf_hparams(const GgufFile& file) {
   GgufHparams h;
-  const std::optional<std::string> arch = file.string("general.architecture");
-  if (!arch) throw Error("general.architecture", ": missing; required by llama.cpp's loader");
-  h.arch = *arch;
-  if (!gguf_arch_mode(h.arch, h.rope_mode, h.permuted)) {
-    fail("general.architecture", "\"" + h.arch + "\"",
-         std::string("expected one of ") + gguf_known_archs);
-  }
+  h.rules = gguf_arch_row(file);
+  h.arch = std::string(h.rules.name);
+  h.rope_mode = h.rules.mode;
+  h.permuted = h.rules.permuted;
   read_gguf_sizes(file, h);
   read_gguf_rope_scaling(file, h);
   read_gguf_layer_pattern(file, h);
-  if (h.arch == "gemma2") {
+  if (h.rules.softcap_default > 0.0) {
     // llama_hparams::f_attn_logit_softcapping: default 50 (src/llama-hparams.h), attn_soft_cap
     // set by src/models/gemma2.cpp, applied in llm_graph_context::build_attn_mha.
-    h.logit_softcap = file.float32(h.arch + ".attn_logit_softcapping").value_or(50.0);
+    h.logit_softcap =
+        file.float32(h.arch + ".attn_logit_softcapping").value_or(h.rules.softcap_default);
     require_positive_finite(h.arch + ".attn_logit_softcapping", h.logit_softcap);
   }
+  if (h.rules.softmax == GgufSoftmaxScale::AttentionScaleKey) {
+    h.attention_scale = file.float32(h.arch + ".attention.scale").value_or(0.0);
+    if (h.attention_scale != 0.0)
+      require_positive_finite(h.arch + ".attention.scale", h.attention_scale);
+  }
   h.sections = gguf_sections(file, h, h.arch + ".rope.dimension_sections");
-  if (h.arch == "glm4" && h.sections) {
+  if (h.rules.mrope_if_sections && h.sections) {
     // llama_model_rope_type: GLM4 is MROPE iff llama_hparams::use_mrope(), i.e. sections[0] > 0
     // and sections[1] > 0; otherwise NORM, and the sections are not used.
     const std::vector<std::int64_t>& s = *h.sections;
@@ -351,23 +435,25 @@ inline std::optional<std::vector<double>> gguf_rope_tensor(const GgufFile& file,
 }
 
 // The factors ff_i every RoPE layer divides its frequencies by (llama_model::get_rope_factors),
-// and the rope_type they give: `rope_freqs` ("llama3") for llama (unless the scaling type is
-// longrope) and llama4; LongRoPE's long tensor when n_ctx_seq > n_ctx_orig, else the short one
-// ("longrope"), for phi3 and llama with type longrope.
+// and the tensor they come from, by the row's GgufRopeFactors: `rope_freqs`; LongRoPE's long
+// tensor when n_ctx_seq > n_ctx_orig, else the short one; llama's either, by its scaling type.
 inline std::optional<std::pair<std::string, std::vector<double>>> gguf_rope_factors(
     const GgufFile& file, const GgufHparams& h, std::int64_t n_ctx_seq) {
-  const bool longrope = h.arch == "phi3" || (h.arch == "llama" && h.scaling_type == "longrope");
+  const GgufRopeFactors kind = h.rules.factors;
+  const bool longrope =
+      kind == GgufRopeFactors::LongRope ||
+      (kind == GgufRopeFactors::RopeFreqsOrLongRope && h.scaling_type == "longrope");
   std::string name;
   if (longrope) {
     name = n_ctx_seq > h.n_ctx_orig ? "rope_factors_long.weight" : "rope_factors_short.weight";
-  } else if (h.arch == "llama" || h.arch == "llama4") {
+  } else if (kind != GgufRopeFactors::None) {
     name = "rope_freqs.weight";
   } else {
     return std::nullopt;
   }
   std::optional<std::vector<double>> factors = gguf_rope_tensor(file, h, name);
   if (!factors) return std::nullopt;
-  return std::make_pair(std::string(longrope ? "longrope" : "llama3"), std::move(*factors));
+  return std::make_pair(name, std::move(*factors));
 }
 
 // YaRN's correction range [lo, hi] in pairs (ggml_rope_yarn_corr_dims, ggml/src/ggml.c) with
@@ -386,17 +472,22 @@ inline std::pair<double, double> gguf_yarn_corr_dims(std::int64_t n_rot, std::in
 // cparams.yarn_attn_factor (llama_context::llama_context, src/llama-context.cpp), F = 1 / the
 // global scale, get_mscale(s, m) = s <= 1 ? 1 : 0.1 m ln s + 1:
 //   yarn: get_mscale(F, 1), or with rope_yarn_log_mul L != 0 get_mscale(F, m) / get_mscale(F, L),
-//         m = L for deepseek2 when L != 1 else 1; then divided by 1 + 0.1 ln F
+//         m = L for MLA (deepseek2) when L != 1 else 1; then divided by 1 + 0.1 ln F
 //   always: times rope.scaling.attn_factor
 inline double gguf_yarn_attn_factor(const GgufHparams& h) {
   if (h.scaling_type != "yarn") return h.attn_factor;
   const double F = 1.0 / h.freq_scale;
   const auto get_mscale = [F](double m) { return F <= 1.0 ? 1.0 : 0.1 * m * std::log(F) + 1.0; };
   const double L = h.yarn_log_mul;
-  const double m = h.arch == "deepseek2" && L != 1.0 ? L : 1.0;
+  const double m = h.rules.mla && L != 1.0 ? L : 1.0;
   const double factor = L != 0.0 ? get_mscale(m) / get_mscale(L) : get_mscale(1.0);
   return factor / (1.0 + 0.1 * std::log(F)) * h.attn_factor;
 }
+
+// A layer's head width and rotated width (SWA layers of a row with swa_head have their own).
+struct GgufWidth {
+  std::int64_t head_dim = 0, n_rot = 0;
+};
 
 // One RoPE layer's frequencies and magnitude, in float64 (ggml_rope_cache_init + rope_yarn,
 // ggml/src/ggml-cpu/ops.cpp):
@@ -405,15 +496,19 @@ inline double gguf_yarn_attn_factor(const GgufHparams& h) {
 //   ext_factor 1 (yarn): ramp_i = 1 - clamp((i - lo) / max(0.001, hi - lo), 0, 1),
 //                        inv_i = interp_i (1 - ramp_i) + extrap_i ramp_i
 // Magnitude: gguf_yarn_attn_factor, for yarn times rope_yarn's (1 + 0.1 ln(1 / scale)).
-inline GgufLayerRope gguf_layer_rope(const GgufHparams& h, double base, double scale,
-                                     const std::vector<double>* factors, std::string rope_type) {
-  const bool yarn = h.scaling_type == "yarn";
-  const auto [lo, hi] = gguf_yarn_corr_dims(h.n_rot, h.n_ctx_orig, base);
-  GgufLayerRope rope{std::move(rope_type), Eigen::VectorXd(h.n_rot / 2), gguf_yarn_attn_factor(h)};
+// plain: the graph passes ext_factor 0 and attn_factor 1 (olmo2's SWA layers): magnitude 1.
+inline GgufLayerRope gguf_layer_rope(const GgufHparams& h, const GgufWidth& width, double base,
+                                     double scale, const std::vector<double>* factors,
+                                     std::string rope_type, bool plain = false) {
+  const bool yarn = !plain && h.scaling_type == "yarn";
+  const std::int64_t n_rot = width.n_rot;
+  const auto [lo, hi] = gguf_yarn_corr_dims(n_rot, h.n_ctx_orig, base);
+  GgufLayerRope rope{std::move(rope_type), Eigen::VectorXd(n_rot / 2),
+                     plain ? 1.0 : gguf_yarn_attn_factor(h)};
   for (Eigen::Index i = 0; i < rope.inv_freq.size(); ++i) {
     const double ff = factors != nullptr ? (*factors)[static_cast<std::size_t>(i)] : 1.0;
     const double extrap =
-        std::pow(base, -2.0 * static_cast<double>(i) / static_cast<double>(h.n_rot)) / ff;
+        std::pow(base, -2.0 * static_cast<double>(i) / static_cast<double>(n_rot)) / ff;
     const double interp = scale * extrap;
     const double ramp =
         yarn ? 1.0 - std::clamp((static_cast<double>(i) - lo) / std::max(0.001, hi - lo), 0.0, 1.0)
@@ -432,12 +527,12 @@ inline GgufLayerRope gguf_layer_rope(const GgufHparams& h, double base, double s
 // rope.attention_scale: "default" or "linear" when that is all it is; "yarn" (beta 32/1, floored
 // range, the magnitude given) when no factors apply and the range is ordered; otherwise per-pair
 // divisors default_i / inv_i in a "longrope" scheme whose short and long lists are equal.
-inline RopeScheme gguf_rope_scheme(const GgufHparams& h, double base, double scale,
-                                   bool has_factors, const GgufLayerRope& rope) {
+inline RopeScheme gguf_rope_scheme(const GgufHparams& h, const GgufWidth& width, double base,
+                                   double scale, bool has_factors, const GgufLayerRope& rope) {
   RopeScheme scheme;
   scheme.theta = base;
-  scheme.head_dim = static_cast<int>(h.head_dim);
-  scheme.rotary_dim = static_cast<int>(h.n_rot);
+  scheme.head_dim = static_cast<int>(width.head_dim);
+  scheme.rotary_dim = static_cast<int>(width.n_rot);
   scheme.pairing =
       h.rope_mode == GgufRopeMode::Norm && !h.permuted ? Pairing::Interleaved : Pairing::RotateHalf;
   if (h.sections) {
@@ -445,8 +540,8 @@ inline RopeScheme gguf_rope_scheme(const GgufHparams& h, double base, double sca
     const auto at = [&](std::size_t k) { return k < s.size() ? static_cast<int>(s[k]) : 0; };
     scheme.mrope_section = MropeSections{at(0), at(1), at(2)};
   }
-  const bool yarn = h.scaling_type == "yarn";
-  const auto [lo, hi] = gguf_yarn_corr_dims(h.n_rot, h.n_ctx_orig, base);
+  const bool yarn = rope.rope_type == "yarn";
+  const auto [lo, hi] = gguf_yarn_corr_dims(width.n_rot, h.n_ctx_orig, base);
   if (!has_factors && !yarn && rope.attention_scale == 1.0) {
     scheme.rope_type = scale == 1.0 ? "default" : "linear";
     if (scale != 1.0) scheme.params = LinearRopeParams{1.0 / scale};
@@ -472,18 +567,26 @@ inline RopeScheme gguf_rope_scheme(const GgufHparams& h, double base, double sca
   return scheme;
 }
 
-// kq_scale of the arch's graph builder (src/models/*.cpp, e.g. llama.cpp's `f_attention_scale ==
-// 0 ? 1/sqrt(n_embd_head) : f_attention_scale`; none of these archs reads attention.scale):
-// head_dim^-0.5; gemma3 / gemma2 set f_attention_scale in load_arch_hparams: the 27B (gemma3 62
-// layers, gemma2 46) (n_embd / n_head)^-0.5, the others key_length^-0.5 (gemma2 scales q by it
-// and passes kq_scale 1). gpt-oss: n_rot^-0.5 (= head_dim, checked). deepseek2
-// (src/models/deepseek2.cpp, graph builder): mscale^2 / sqrt(key_length_mla) with
-// mscale = yarn_attn_factor (1 + 0.1 ln(1/s)) (1 + 0.1 L ln(1/s)), s the global scale.
+// kq_scale of the arch's graph builder (src/models/*.cpp), by the row's GgufSoftmaxScale:
+//   HeadDim:           head_dim^-0.5 (gpt-oss: n_rot^-0.5 = head_dim, checked; phi2 scales q by
+//                      it and passes kq_scale 1); gemma3 / gemma2 set f_attention_scale in
+//                      load_arch_hparams: the 27B (gemma3 62 layers, gemma2 46, the row's
+//                      embd_head_scale_layers) (n_embd / n_head)^-0.5, the others
+//                      key_length^-0.5 (gemma2 scales q by it and passes kq_scale 1)
+//   AttentionScaleKey: `f_attention_scale == 0 ? 1/sqrt(n_embd_head) : f_attention_scale`,
+//                      f_attention_scale from attention.scale (granite)
+//   Mla:               (src/models/deepseek2.cpp, graph builder) mscale^2 / sqrt(key_length_mla)
+//                      with mscale = yarn_attn_factor (1 + 0.1 ln(1/s)) (1 + 0.1 L ln(1/s)), s the
+//                      global scale
 inline double gguf_softmax_scale(const GgufHparams& h) {
-  if ((h.arch == "gemma3" && h.n_layer == 62) || (h.arch == "gemma2" && h.n_layer == 46)) {
+  if (h.rules.embd_head_scale_layers > 0 && h.n_layer == h.rules.embd_head_scale_layers) {
     return 1.0 / std::sqrt(static_cast<double>(h.n_embd / h.n_head[0]));
   }
-  if (h.arch == "deepseek2") {
+  if (h.rules.softmax == GgufSoftmaxScale::AttentionScaleKey && h.attention_scale != 0.0) {
+    return h.attention_scale;
+  }
+  if (h.rules.softmax == GgufSoftmaxScale::One) return 1.0;
+  if (h.rules.softmax == GgufSoftmaxScale::Mla) {
     const double log_f = std::log(1.0 / h.freq_scale);
     const double mscale =
         gguf_yarn_attn_factor(h) * (1.0 + 0.1 * log_f) * (1.0 + 0.1 * h.yarn_log_mul * log_f);
@@ -499,14 +602,26 @@ inline LayerPositions gguf_layer(
     const std::optional<std::pair<std::string, std::vector<double>>>& factors,
     std::optional<GgufLayerRope>& rope) {
   LayerPositions layer;
+  const bool swa = h.swa_layers[il];
+  const GgufWidth width =
+      swa ? GgufWidth{h.head_dim_swa, h.n_rot_swa} : GgufWidth{h.head_dim, h.n_rot};
   layer.index = static_cast<int>(il);
-  layer.head_dim = static_cast<int>(h.head_dim);
+  layer.head_dim = static_cast<int>(width.head_dim);
   layer.attention.softmax_scale = gguf_softmax_scale(h);
   if (h.logit_softcap > 0.0) layer.attention.logit_softcap = h.logit_softcap;
   // gpt-oss's attn_sinks tensor joins every layer's softmax (src/models/openai-moe.cpp).
-  layer.attention.attention_sinks = h.arch == "gpt-oss";
-  const bool swa = h.swa_layers[il];
-  if (swa && h.arch == "llama4") {
+  layer.attention.attention_sinks = h.rules.sinks;
+  if (h.recurrent_layers[il]) {
+    layer.layer_type = "linear_attention";
+    layer.kind = PositionKind::None;
+    layer.attention = LayerAttention{};
+    return layer;
+  }
+  if (h.rules.alibi_max_bias > 0.0) {
+    layer.kind = PositionKind::Alibi;  // slopes 2^(-max_bias (h + 1) / n_head_log2) (ggml)
+    return layer;
+  }
+  if (swa && h.rules.chunk > 0) {
     layer.layer_type = "chunked_attention";
     layer.attention.attention_chunk_size = h.n_swa;
   } else if (swa) {
@@ -515,17 +630,22 @@ inline LayerPositions gguf_layer(
   }
   if (!h.rope_layers[il]) {
     layer.kind = PositionKind::None;
-    layer.attention.query_temperature = QueryTemperature{8192.0, 0.1};  // build_inp_attn_scale
+    if (h.rules.nope_temperature) {
+      layer.attention.query_temperature = QueryTemperature{8192.0, 0.1};  // build_inp_attn_scale
+    }
     return layer;
   }
   const double base = swa ? h.freq_base_swa : h.freq_base;
   const double scale = swa ? h.freq_scale_swa : h.freq_scale;
-  const std::string rope_type = h.scaling_type == "yarn" ? "yarn"
-                                : factors                ? factors->first
-                                : scale != 1.0           ? "linear"
-                                                         : "default";
-  rope = gguf_layer_rope(h, base, scale, factors ? &factors->second : nullptr, rope_type);
-  layer.rope = gguf_rope_scheme(h, base, scale, factors.has_value(), *rope);
+  // olmo2's SWA layers: no YaRN, magnitude 1, no factors; gemma4's: no factors.
+  const bool plain = swa && h.rules.swa_plain;
+  const bool use_factors = factors.has_value() && !plain && !(swa && h.rules.factors_global_only);
+  const std::string rope_type =
+      plain ? "default"
+            : gguf_rope_type(GgufRopeKey{h.scaling_type, use_factors ? factors->first : "", scale});
+  rope = gguf_layer_rope(h, width, base, scale, use_factors ? &factors->second : nullptr, rope_type,
+                         plain);
+  layer.rope = gguf_rope_scheme(h, width, base, scale, use_factors, *rope);
   return layer;
 }
 

@@ -4,16 +4,16 @@
 //   AngleMode::HfFloat32    HuggingFace's float32 arithmetic (rotary/hf_float32.hpp)
 //
 // hf_float32_rope(scheme, seq_len) is RopeScheme::spec's counterpart: the same variant
-// parameters, HF's float32 steps (default, linear, dynamic, yarn, llama3, longrope; other rope
-// types have no float32 transcription and are refused). rotation_tolerance(scheme, seq_len,
-// dtype) is the bound of rotary/tolerance.hpp with the variant's angle coefficient.
+// parameters, HF's float32 steps (each variant's hf_float32 facet, model/rope_variants/; a
+// variant without one states why in no_hf_float32, and is refused with that reason).
+// rotation_tolerance(scheme, seq_len, dtype) is the bound of rotary/tolerance.hpp with the
+// variant's float32 steps (its float32_steps facet).
 #pragma once
 
 #include <cmath>
 #include <cstdint>
 #include <optional>
 #include <string>
-#include <variant>
 
 #include "posemb/error.hpp"
 #include "posemb/model/rope_scheme.hpp"
@@ -41,66 +41,26 @@ inline HfFloat32Rope hf_float32_rope(const RopeScheme& scheme,
   if (scheme.mrope_section) {
     detail::fail("mrope_section", "set", "expected a plain RoPE scheme for hf-float32 angles");
   }
-  const RotaryDims dims = scheme.dims();
-  const double base = scheme.theta;
-  const Pairing pairing = scheme.pairing;
-  return std::visit(
-      [&](const auto& p) -> HfFloat32Rope {
-        using P = std::decay_t<decltype(p)>;
-        if constexpr (std::is_same_v<P, DefaultRopeParams>) {
-          return hf_float32_default(dims, base, pairing);
-        } else if constexpr (std::is_same_v<P, LinearRopeParams>) {
-          return hf_float32_linear(dims, base, p.factor, pairing);
-        } else if constexpr (std::is_same_v<P, DynamicNtkParams>) {
-          return hf_float32_dynamic_ntk(dims, base, p.factor, p.max_position_embeddings,
-                                        seq_len.value_or(p.max_position_embeddings), pairing);
-        } else if constexpr (std::is_same_v<P, YarnParams>) {
-          return hf_float32_yarn(dims, base, p, pairing);
-        } else if constexpr (std::is_same_v<P, Llama3Params>) {
-          return hf_float32_llama3(dims, base, p, pairing);
-        } else if constexpr (std::is_same_v<P, LongRopeParams>) {
-          return hf_float32_longrope(dims, base, p, seq_len, pairing);
-        } else {
-          detail::fail("rope_type", "\"" + scheme.rope_type + "\"",
-                       "expected default, linear, dynamic, yarn, llama3 or longrope for "
-                       "hf-float32 angles");
-        }
-      },
-      scheme.params);
+  const detail::RopeVariant& variant = detail::rope_variant(scheme.rope_type);
+  if (variant.hf_float32 == nullptr) {
+    detail::fail(
+        "rope_type", "\"" + scheme.rope_type + "\"",
+        "expected " +
+            detail::rope_variant_names(
+                [](const detail::RopeVariant& v) { return v.hf_float32 != nullptr; }, " or ") +
+            " for hf-float32 angles (" + variant.rope_type + ": " + variant.no_hf_float32 + ")");
+  }
+  return variant.hf_float32(scheme.params, scheme.basis(), seq_len);
 }
 
 namespace detail {
 
-// The float32 steps each variant adds to the inverse frequencies, in units of float32's unit
-// roundoff relative to the largest default frequency (rotary/tolerance.hpp, K):
-//   linear: the division (1); longrope: the factor's rounding and product (1);
-//   yarn: the interpolated reciprocal, the ramp and its two complements, the mix (8);
-//   llama3: 1 / wavelen and L0 / wavelen (relative 2 u, times L0 / wavelen <= high_freq_factor,
-//           over high - low), the smoothing (4);
-//   dynamic beyond L: g = s seq / L - (s - 1) loses digits by s seq / (L g), raised to at most
-//           d / (d - 2) <= 2 and multiplied by the base (3 s seq / (L g) + 2).
+// The float32 steps the scheme's variant adds to the inverse frequencies, in units of float32's
+// unit roundoff relative to the largest default frequency (rotary/tolerance.hpp, K; each
+// variant's float32_steps facet says which steps it counts).
 inline double variant_angle_coefficient(const RopeScheme& scheme,
                                         std::optional<std::int64_t> seq_len) {
-  return std::visit(
-      [&](const auto& p) -> double {
-        using P = std::decay_t<decltype(p)>;
-        if constexpr (std::is_same_v<P, LinearRopeParams> || std::is_same_v<P, LongRopeParams>) {
-          return 1.0;
-        } else if constexpr (std::is_same_v<P, YarnParams>) {
-          return 8.0;
-        } else if constexpr (std::is_same_v<P, Llama3Params>) {
-          return 4.0 * p.high_freq_factor / (p.high_freq_factor - p.low_freq_factor) + 4.0;
-        } else if constexpr (std::is_same_v<P, DynamicNtkParams>) {
-          const std::int64_t length = seq_len.value_or(p.max_position_embeddings);
-          if (length <= p.max_position_embeddings) return 0.0;
-          const double ratio = p.factor * static_cast<double>(length) /
-                               static_cast<double>(p.max_position_embeddings);
-          return 3.0 * ratio / (ratio - (p.factor - 1.0)) + 2.0;
-        } else {
-          return 0.0;
-        }
-      },
-      scheme.params);
+  return rope_variant(scheme.rope_type).float32_steps(scheme.params, seq_len);
 }
 
 // Whether 2i / d is exact in float32 for every pair (d a power of two).

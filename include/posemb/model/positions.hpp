@@ -134,6 +134,9 @@ struct ModelPositions {
   int n_heads = 0;         // query heads
   int n_kv_heads = 0;      // key/value heads (grouped-query attention); n_heads if not given
   std::optional<std::int64_t> max_position_embeddings;
+  // RoBERTa, XLM-R (families.hpp, LearnedTableRule::from_padding_idx): pad_token_id (default 1);
+  // learned position p is row p + padding_idx + 1 of the checkpoint's table.
+  std::optional<std::int64_t> padding_idx;
   std::vector<LayerPositions> layers;  // [num_hidden_layers]
   std::optional<XposParams> xpos;      // torchscale-style `xpos_rel_pos: true`
   std::optional<FopeConfig> fope;      // rope_type "fope": pass to make_fope

@@ -1,8 +1,7 @@
 // Reads config.json's rope blocks (`rope_scaling` / `rope_parameters`) into the typed parameters
-// of each variant: ONE table of readers, rope_readers(), one per row of rope_variants()
-// (rope_scheme.hpp, which holds the parameter structs, spec builders and band classifiers and
-// needs no JSON parser). The array lengths are both the number of RopeParams alternatives, and
-// rope_reader() finds a variant's reader by its name.
+// of each variant: the table rope_readers(), one reader per row of rope_variants(), each the
+// variant's own `read` facet (model/rope_variants/*.hpp, a template on the context below, so
+// that the variants need no JSON parser). rope_reader() finds a variant's reader by its row.
 //
 // The readers follow HuggingFace's `ROPE_INIT_FUNCTIONS` (modeling_rope_utils.py): which keys
 // each `rope_type` requires, and the values HF fills in when a key is absent.
@@ -14,12 +13,11 @@
 #include <cstdint>
 #include <optional>
 #include <string>
-#include <variant>
 
 #include "posemb/detail/json_reader.hpp"
 #include "posemb/error.hpp"
 #include "posemb/model/rope_scheme.hpp"
-#include "posemb/rotary/scaled.hpp"
+#include "posemb/model/rope_variants.hpp"
 
 namespace posemb::detail {
 
@@ -58,56 +56,16 @@ struct RopeReader {
   RopeParams (*read)(const RopeReadContext& context);
 };
 
-// One row per RopeParams alternative, in the order of rope_variants().
-inline const std::array<RopeReader, std::variant_size_v<RopeParams>>& rope_readers() {
-  static const std::array<RopeReader, std::variant_size_v<RopeParams>> table{{
-      {"default", [](const RopeReadContext&) -> RopeParams { return DefaultRopeParams{}; }},
-      {"linear",
-       [](const RopeReadContext& c) -> RopeParams {
-         return LinearRopeParams{c.block.number("factor", c.why)};
-       }},
-      {"dynamic",
-       [](const RopeReadContext& c) -> RopeParams {
-         const double factor = c.block.number("factor", c.why);
-         return DynamicNtkParams{factor, c.max_position(c.why)};
-       }},
-      {"yarn",
-       [](const RopeReadContext& c) -> RopeParams {
-         YarnParams yarn;
-         yarn.original_max_position_embeddings = c.original_context(false);
-         yarn.factor = c.factor_or_ratio(yarn.original_max_position_embeddings);
-         yarn.beta_fast = c.block.number("beta_fast").value_or(32.0);
-         yarn.beta_slow = c.block.number("beta_slow").value_or(1.0);
-         yarn.truncate = c.block.boolean("truncate").value_or(true);
-         yarn.attention_factor = c.block.number("attention_factor");
-         yarn.mscale = c.block.number("mscale");
-         yarn.mscale_all_dim = c.block.number("mscale_all_dim");
-         return yarn;
-       }},
-      {"llama3",
-       [](const RopeReadContext& c) -> RopeParams {
-         Llama3Params llama3;
-         llama3.factor = c.block.number("factor", c.why);
-         llama3.low_freq_factor = c.block.number("low_freq_factor", c.why);
-         llama3.high_freq_factor = c.block.number("high_freq_factor", c.why);
-         llama3.original_max_position_embeddings = c.original_context(true);
-         return llama3;
-       }},
-      {"longrope",
-       [](const RopeReadContext& c) -> RopeParams {
-         LongRopeParams longrope;
-         longrope.short_factor = c.block.numbers("short_factor", c.why);
-         longrope.long_factor = c.block.numbers("long_factor", c.why);
-         longrope.original_max_position_embeddings = c.original_context(false);
-         longrope.factor = c.factor_or_ratio(longrope.original_max_position_embeddings);
-         longrope.attention_factor = c.block.number("attention_factor");
-         return longrope;
-       }},
-      {"proportional",
-       [](const RopeReadContext& c) -> RopeParams {
-         return ProportionalParams{c.partial_rotary_factor, c.block.number("factor").value_or(1.0)};
-       }},
-  }};
+template <class... V>
+std::array<RopeReader, sizeof...(V)> rope_reader_rows(RopeVariantList<V...>) {
+  return {RopeReader{
+      V::name, [](const RopeReadContext& context) -> RopeParams { return V::read(context); }}...};
+}
+
+// One row per registered variant, in the order of rope_variants().
+inline const std::array<RopeReader, rope_variant_list::size>& rope_readers() {
+  static const std::array<RopeReader, rope_variant_list::size> table =
+      rope_reader_rows(rope_variant_list{});
   return table;
 }
 

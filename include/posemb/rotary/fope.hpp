@@ -55,7 +55,7 @@
 #include "posemb/random.hpp"
 #include "posemb/detail/rotary_engine.hpp"
 #include "posemb/error.hpp"
-#include "posemb/rotary/frequencies.hpp"
+#include "posemb/frequencies.hpp"
 #include "posemb/rotary/rope.hpp"
 #include "posemb/rotary/rotate.hpp"
 #include "posemb/tensor.hpp"

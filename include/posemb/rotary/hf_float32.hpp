@@ -345,7 +345,8 @@ void hf_float32_rotate_tensor(const HfFloat32Rope& rope, const Positions& positi
                 "posemb: HfFloat32Rope rotates float, Eigen::bfloat16 and Eigen::half tensors");
   check_threads(options.threads);
   if (options.rotation != Rotation::Forward) {
-    fail("options.rotation", "Inverse", "expected Forward (HF float32 rotation has no inverse)");
+    fail("options.rotation", options.rotation == Rotation::Inverse ? "Inverse" : "Transpose",
+         "expected Forward (HF float32 rotation has no inverse and no backward)");
   }
   rope.validate();
   if (in_shape.head_dim != rope.head_dim) {

@@ -27,6 +27,7 @@
 
 #include <Eigen/Core>
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -42,16 +43,26 @@ namespace posemb {
 // Whose get_rope_index the positions follow.
 enum class MropeFamily { Qwen2VL, Qwen25VL, Qwen3VL };
 
-inline const char* to_string(MropeFamily family) {
-  switch (family) {
-    case MropeFamily::Qwen2VL:
-      return "qwen2_vl";
-    case MropeFamily::Qwen25VL:
-      return "qwen2_5_vl";
-    default:
-      return "qwen3_vl";
-  }
+// What a family's get_rope_index does with time (the header comment), one row per MropeFamily.
+struct MropeFamilyRules {
+  const char* name;  // its model_type
+  // Images tau = 0, videos tau(g) = floor(g * S * tokens_per_second) (Qwen2.5-VL); else
+  // tau(g) = g.
+  bool temporal_in_seconds;
+  bool video_as_frames;  // a video of T grids is T one-frame images (Qwen3-VL)
+};
+
+inline const MropeFamilyRules& mrope_family_rules(MropeFamily family) {
+  static const std::array<MropeFamilyRules, 3> rows{{
+      // name, temporal_in_seconds, video_as_frames
+      {"qwen2_vl", false, false},
+      {"qwen2_5_vl", true, false},
+      {"qwen3_vl", false, true},
+  }};
+  return rows[static_cast<std::size_t>(family)];
 }
+
+inline const char* to_string(MropeFamily family) { return mrope_family_rules(family).name; }
 
 // One segment of a prompt: `tokens` text tokens, or an image / video patch grid (t, h, w)
 // before the merge with `seconds_per_grid` seconds per temporal grid (videos, Qwen2.5-VL).
@@ -123,7 +134,7 @@ inline void check_segment(const MropeSegment& segment, std::size_t i,
 // tau(g) of a vision grid of `segment` under `rules` (the header comment).
 inline std::int64_t temporal_index(const MropeSegment& segment, std::int64_t g,
                                    const MropeIndexRules& rules) {
-  if (rules.family != MropeFamily::Qwen25VL) return g;
+  if (!mrope_family_rules(rules.family).temporal_in_seconds) return g;
   if (segment.kind == MropeSegment::Kind::Image) return 0;
   // HF: (range * second_per_grid_t * tokens_per_second).long(), left to right
   return static_cast<std::int64_t>(
@@ -140,8 +151,8 @@ inline std::int64_t temporal_index(const MropeSegment& segment, std::int64_t g,
 //       {posemb::MropeSegment::text(3), posemb::MropeSegment::image(1, 4, 6),
 //        posemb::MropeSegment::text(5)},
 //       {posemb::MropeFamily::Qwen2VL, /*spatial_merge_size=*/2});
-//   posemb::apply_mrope_inplace(q, index.positions, spec);            // prefill
-//   posemb::apply_mrope_inplace(q_step, posemb::MropePositions::text(  // decode
+//   posemb::rotate_inplace(q, index.positions, spec);            // prefill
+//   posemb::rotate_inplace(q_step, posemb::MropePositions::text(  // decode
 //       index.decode_offset(cache_length)), spec);
 inline MropeIndex mrope_position_ids(const std::vector<MropeSegment>& segments,
                                      const MropeIndexRules& rules) {
@@ -160,7 +171,8 @@ inline MropeIndex mrope_position_ids(const std::vector<MropeSegment>& segments,
     const std::int64_t m = rules.spatial_merge_size;
     seq += segment.kind == MropeSegment::Kind::Text ? segment.tokens
                                                     : segment.t * (segment.h / m) * (segment.w / m);
-    if (rules.family == MropeFamily::Qwen3VL && segment.kind == MropeSegment::Kind::Video) {
+    if (mrope_family_rules(rules.family).video_as_frames &&
+        segment.kind == MropeSegment::Kind::Video) {
       for (std::int64_t g = 0; g < segment.t; ++g)
         grids.push_back(MropeSegment::image(1, segment.h, segment.w));
     } else {

@@ -7,7 +7,7 @@
 // the buffer as [1, T, heads, head_dim] (BSHD) and pass the positions below:
 //
 //   Eigen::TensorMap<Eigen::Tensor<float, 4, Eigen::RowMajor>> x4(x, 1, T, heads, head_dim);
-//   posemb::apply_rope_inplace(x4, posemb::packed_positions(cu_seqlens), spec);
+//   posemb::rotate_inplace(x4, posemb::packed_positions(cu_seqlens), spec);
 //
 // Context parallelism with load balancing (TransformerEngine's get_batch_on_this_cp_rank): a
 // sequence of L tokens is cut into 2c chunks of L / (2c); rank r of c holds chunks r and

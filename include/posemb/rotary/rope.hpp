@@ -39,7 +39,7 @@
 #include "posemb/detail/cos_sin.hpp"
 #include "posemb/detail/rotary_engine.hpp"
 #include "posemb/error.hpp"
-#include "posemb/rotary/frequencies.hpp"
+#include "posemb/frequencies.hpp"
 #include "posemb/rotary/rotate.hpp"
 #include "posemb/tensor.hpp"
 

@@ -15,7 +15,7 @@
 //   Fope, FopeTable<T>                fope.hpp    FoPE (tensors only)
 //   MropeSpec, MropeTable<T>          mrope.hpp   M-RoPE, (t, h, w) positions (tensors only)
 //   VisionRope                        vision.hpp  2-D RoPE of vision towers (tensors only)
-//   KeyShift{spec}, KeyRerotation{from, to}  kv_cache.hpp  cached keys moved or re-rotated
+//   KeyShift{spec}, KeyRerotation{from, to}  kv/rerotate.hpp  cached keys moved or re-rotated
 //   HfFloat32Rope                     hf_float32.hpp  HF's float32 arithmetic (tensors only)
 //
 // positions: what the source reads. For tensors, Positions (an offset: token s at offset + s, or

@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "posemb/error.hpp"
-#include "posemb/rotary/frequencies.hpp"
+#include "posemb/frequencies.hpp"
 #include "posemb/rotary/rope.hpp"
 
 namespace posemb {
@@ -89,7 +89,7 @@ inline RopeSpec ntk_rope_spec(RotaryDims dims, double base, double factor,
 // in explicitly (no cached state): with L = max_position_embeddings and seq' = max(seq_len, L),
 //   base' = base * (s * seq'/L - (s - 1))^(d/(d-2)),  inv_i' = base'^(-2i/d),
 // attention factor 1. For seq_len <= L, base' = base: the default frequencies.
-// Keys cached under one seq_len must be re-rotated (kv_cache.hpp) when the spec changes.
+// Keys cached under one seq_len must be re-rotated (kv/rerotate.hpp) when the spec changes.
 inline RopeSpec dynamic_ntk_rope_spec(RotaryDims dims, double base, double factor,
                                       std::int64_t max_position_embeddings, std::int64_t seq_len,
                                       Pairing pairing = Pairing::RotateHalf) {

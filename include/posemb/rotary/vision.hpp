@@ -25,7 +25,7 @@
 #include <utility>
 
 #include "posemb/error.hpp"
-#include "posemb/rotary/frequencies.hpp"
+#include "posemb/frequencies.hpp"
 #include "posemb/rotary/mrope.hpp"
 #include "posemb/rotary/rope.hpp"
 #include "posemb/rotary/rotate.hpp"

@@ -52,6 +52,20 @@ inline void read_heads(const JsonReader& root, const ModelFamily& family, ModelP
   }
 }
 
+// RoBERTa's padding_idx (families.hpp, LearnedTableRule::from_padding_idx): pad_token_id,
+// RobertaConfig's default 1 when absent. null is refused as any other non-integer:
+// create_position_ids_from_input_ids numbers the tokens from padding_idx + 1.
+inline std::int64_t read_padding_idx(const JsonReader& root) {
+  const nlohmann::json& config = root.json();
+  const auto pad = config.find("pad_token_id");
+  if (pad == config.end()) return 1;
+  if (!pad->is_number_integer() || pad->get<std::int64_t>() < 0) {
+    fail(root.name("pad_token_id"), pad->dump(),
+         "expected an integer >= 0 (RoBERTa's padding_idx)");
+  }
+  return pad->get<std::int64_t>();
+}
+
 // The key of the layer count: num_hidden_layers (or n_layer, n_layers, num_layers), as named in
 // errors.
 inline std::string layer_count_key(const JsonReader& root) {

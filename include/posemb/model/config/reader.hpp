@@ -128,6 +128,7 @@ inline void read_decoder(const JsonReader& root, const ConfigOptions& options,
   read_heads(root, family, model);
   const int n_layers = read_layer_count(root, family);
   const PositionKind kind = read_position_kind(root, family);
+  if (family.learned_table.from_padding_idx) model.padding_idx = read_padding_idx(root);
   if (kind == PositionKind::Learned && !model.max_position_embeddings) {
     root.missing("n_positions",
                  "expected n_positions (or max_position_embeddings) for learned positions");

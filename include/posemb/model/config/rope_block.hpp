@@ -299,14 +299,13 @@ class RopeBlockReader {
     return 1.0;
   }
 
-  // Llama's default rope rotates the whole head whatever partial_rotary_factor says
-  // (transformers 5.24.0 modeling_llama.py, LlamaRotaryEmbedding.compute_default_rope_parameters:
-  // dim = head_dim); the other rope types take it (modeling_rope_utils.py, ROPE_INIT_FUNCTIONS).
-  // The config's own model_type: model types without a row also read with Llama's row.
+  // A family whose default rope rotates the whole head whatever partial_rotary_factor says
+  // (families.hpp, default_rope_whole_head: Llama); the other rope types take it
+  // (modeling_rope_utils.py, ROPE_INIT_FUNCTIONS). Only the model_type's own row says so: model
+  // types without a row read with Llama's row but take the factor.
   bool default_rope_whole_head(const std::string& rope_type) const {
-    const nlohmann::json& root = root_.json();
-    return rope_type == "default" && root.contains("model_type") &&
-           root.at("model_type") == "llama";
+    const ModelFamily* own = find_model_family(model_.model_type);
+    return rope_type == "default" && own != nullptr && own->default_rope_whole_head;
   }
 
   // rotary_dim: the family's rotary_dim key (GPT-J, CodeGen; else its class default), the whole
@@ -325,8 +324,7 @@ class RopeBlockReader {
       rotary_dim = head_dim;
     } else {
       rotary_dim = static_cast<int>(static_cast<double>(head_dim) * fraction);
-      if (rotary_dim % 2 != 0 && rotary_dim + 1 <= head_dim &&
-          (scheme.rope_type == "default" || scheme.rope_type == "linear")) {
+      if (rotary_dim % 2 != 0 && rotary_dim + 1 <= head_dim && variant.odd_rotary_dim_rounds_up) {
         scheme.theta = std::pow(scheme.theta, static_cast<double>(rotary_dim + 1) / rotary_dim);
         ++rotary_dim;
       }
@@ -386,21 +384,12 @@ class RopeBlockReader {
     require_positive_finite(block.name("long_mscale"), *longrope->long_mscale);
   }
 
-  // The scaling factor of the variants whose transformers validator checks it (linear, dynamic,
-  // yarn, llama3), else nothing.
+  // The scaling factor of the variants whose transformers validator checks it (their
+  // transformers_checks_factor facet), else nothing.
   static std::optional<double> checked_factor(const RopeScheme& scheme) {
-    return std::visit(
-        [](const auto& params) -> std::optional<double> {
-          using P = std::decay_t<decltype(params)>;
-          if constexpr (std::is_same_v<P, LinearRopeParams> ||
-                        std::is_same_v<P, DynamicNtkParams> || std::is_same_v<P, YarnParams> ||
-                        std::is_same_v<P, Llama3Params>) {
-            return params.factor;
-          } else {
-            return std::nullopt;
-          }
-        },
-        scheme.params);
+    const RopeVariant& variant = rope_variant(scheme.rope_type);
+    if (!variant.transformers_checks_factor) return std::nullopt;
+    return variant.factor(scheme.params);
   }
 
   void add_warning(std::string warning) {
@@ -458,7 +447,6 @@ class RopeBlockReader {
     // _check_received_keys (RotaryEmbeddingConfigMixin) drops it from the keys it checks.
     static_cast<void>(block.has("type"));
     scheme.rope_type = type_key ? *block.string(type_key) : "default";
-    if (scheme.rope_type == "su") scheme.rope_type = "longrope";    // Phi-3's first name
     if (scheme.rope_type == "mrope") scheme.rope_type = "default";  // Qwen2VLConfig's rewrite
     scheme.theta = read_theta(block, layer_theta);
     const int head_dim = rope_head_dim(layer_type);
@@ -481,6 +469,7 @@ class RopeBlockReader {
       fail(block.name(type_key), "\"" + scheme.rope_type + "\"",
            "expected one of " + rope_type_names() + ", fope");
     }
+    scheme.rope_type = variant->rope_type;  // a legacy name (Phi-3's "su") read as its variant
     scheme.head_dim = head_dim;
     scheme.rotary_dim = read_rotary_dim(*variant, head_dim, fraction, scheme);
     scheme.pairing = read_pairing();

@@ -1,4 +1,0 @@
-// posemb/absolute.hpp is now posemb/absolute/absolute.hpp; this path keeps existing includes
-// compiling.
-#pragma once
-#include "posemb/absolute/absolute.hpp"

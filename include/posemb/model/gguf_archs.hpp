@@ -1,0 +1,336 @@
+// The GGUF architectures posemb reads, one row each: llama.cpp's arch name, its rope type, the
+// per-layer rules its loader and graph builder apply, and where they are written in the pinned
+// llama.cpp (llama-cpp-python 0.3.36's sdist, vendor/llama.cpp). A row names only what differs
+// from the default row (NEOX rotation, global base and scale on every layer, n_rot from
+// rope.dimension_count, softmax scale head_dim^-0.5, no SWA, no NoPE, no rope factors).
+//
+// Sources of the columns (src/ is llama.cpp's):
+//   mode:             llama_model_rope_type (src/llama-model.cpp)
+//   permuted:         convert_hf_to_gguf.py's LlamaModel.permute (undo_permute) reorders the q/k
+//                     rows of the HF checkpoint into NORM order (conversion/llama.py, granite.py)
+//   rot_is_head_dim:  llama_model_base::load_hparams (llama, falcon) or the graph builder's
+//                     GGML_ASSERT(n_embd_head == n_rot) (src/models/<arch>.cpp)
+//   everything else:  the arch's load_arch_hparams and graph in src/models/<arch>.cpp (`source`)
+//
+// Adding an architecture: one row below, citing its file; a rule no column covers is a new
+// column (a member with its default and a setter), read in gguf.hpp.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace posemb {
+
+// ggml's rotation modes (ggml.h GGML_ROPE_TYPE_*): NORM rotates features (2i, 2i+1) of the GGUF
+// tensor, NEOX and MROPE (i, i + n_rot/2); None: no rotation (llama.cpp's LLAMA_ROPE_TYPE_NONE).
+enum class GgufRopeMode { Norm, Neox, Mrope, None };
+
+inline const char* to_string(GgufRopeMode mode) {
+  switch (mode) {
+    case GgufRopeMode::Norm:
+      return "norm";
+    case GgufRopeMode::Neox:
+      return "neox";
+    case GgufRopeMode::Mrope:
+      return "mrope";
+    case GgufRopeMode::None:
+      return "none";
+  }
+  return "unknown";
+}
+
+// The factor tensors llama_model::get_rope_factors finds: `rope_freqs` (RopeFreqs), LongRoPE's
+// long/short pair chosen by the context (LongRope), or `rope_freqs` unless the scaling type is
+// longrope, then the pair (RopeFreqsOrLongRope: llama's load_arch_tensors creates either).
+enum class GgufRopeFactors { None, RopeFreqs, LongRope, RopeFreqsOrLongRope };
+
+// The graph builder's kq_scale: head_dim^-0.5 (HeadDim); attention.scale when present and non-zero
+// (AttentionScaleKey, f_attention_scale); DeepSeek's MLA mscale^2 / sqrt(key_length_mla) (Mla);
+// 1 (One: gemma4's f_attention_scale).
+enum class GgufSoftmaxScale { HeadDim, AttentionScaleKey, Mla, One };
+
+// The base of SWA layers: rope.freq_base_swa else the global base (KeyOrGlobal, llama_model::
+// get_rope_freq_base), else 10000 (KeyOr10000, gemma3), or the global base whatever the key says
+// (Global: the graph passes the global freq_base, olmo2).
+enum class GgufSwaBase { KeyOrGlobal, KeyOr10000, Global };
+
+struct GgufArch {
+  std::string_view name;    // general.architecture (LLM_ARCH_NAMES, src/llama-arch.cpp)
+  std::string_view source;  // load_arch_hparams and the graph builder: src/models/<file>.cpp
+  GgufRopeMode mode = GgufRopeMode::Neox;
+  bool permuted = false;           // the converter reordered q/k rows into NORM order
+  bool rot_is_head_dim = false;    // n_rot must equal the head width
+  bool sections_required = false;  // rope.dimension_sections required (qwen2vl)
+  bool mrope_if_sections = false;  // NORM unless sections[0] > 0 and sections[1] > 0 (glm4)
+  GgufRopeFactors factors = GgufRopeFactors::None;
+  bool factors_global_only = false;  // SWA layers rotate without the factors (gemma4)
+  GgufSoftmaxScale softmax = GgufSoftmaxScale::HeadDim;
+  std::int64_t embd_head_scale_layers = 0;  // with this many layers: (n_embd / n_head)^-0.5
+  double softcap_default = 0.0;             // attn_logit_softcapping's default; 0: no softcap
+  bool sinks = false;                       // attn_sinks join every softmax
+  bool mla = false;             // DeepSeek MLA: key_length_mla heads, yarn_log_multiplier
+  double alibi_max_bias = 0.0;  // > 0: ALiBi on every layer with this max bias, no RoPE
+  // SWA layers: set_swa_pattern(period) (il % period < period - 1), the period overridden by
+  // attention.sliding_window_pattern (a UINT32, or one flag per layer).
+  std::int64_t swa_period = 0;       // 0: no SWA layers
+  bool swa_flags_required = false;   // SWA layers only from the per-layer flags (required)
+  bool swa_head = false;             // SWA layers: key_length_swa wide, rope.dimension_count_swa
+  bool swa_if_window = false;        // only when attention.sliding_window > 0
+  bool swa_window_required = false;  // attention.sliding_window required
+  std::int64_t swa_window_default = 0;
+  GgufSwaBase swa_base = GgufSwaBase::KeyOrGlobal;
+  bool swa_unscaled = false;  // SWA layers: freq_scale 1
+  bool swa_plain = false;     // SWA layers: ext_factor 0 and attn_factor 1 (no YaRN)
+  // Chunked attention in place of SWA (llama4): chunk size; attention.sliding_window = 0 turns
+  // the chunks off and makes only the last layer NoPE.
+  std::int64_t chunk = 0;
+  std::int64_t nope_step = 0;     // layer il has no RoPE iff (il + 1) % step == 0
+  bool nope_temperature = false;  // NoPE layers scale queries (build_inp_attn_scale)
+  bool rope_switch = false;       // rope.scaling.finetuned false: no RoPE on any layer
+  // Recurrent (linear-attention) layers: attention.recurrent_layers (one flag per layer) else
+  // every layer but each full_attention_interval-th (this default).
+  std::int64_t recurrent_interval = 0;
+  bool nextn = false;      // nextn_predict_layers MTP layers end block_count; the graph skips them
+  bool ntk_alpha = false;  // rope.scaling.alpha > 0 scales the base by alpha^(d / (d - 2))
+  // posemb diff's notes (README §6 of tests/data/gguf): why llama.cpp runs no sliding window a
+  // config asks for, and the fields whose llama.cpp values are hard-coded (space-separated).
+  std::string_view no_window_note;
+  std::string_view hardcoded_fields;
+
+  constexpr GgufArch with_mode(GgufRopeMode m) const { return set(&GgufArch::mode, m); }
+  constexpr GgufArch norm() const { return with_mode(GgufRopeMode::Norm); }
+  constexpr GgufArch with_permuted() const { return set(&GgufArch::permuted, true); }
+  constexpr GgufArch with_rot_is_head_dim() const { return set(&GgufArch::rot_is_head_dim, true); }
+  constexpr GgufArch with_sections_required() const {
+    return set(&GgufArch::sections_required, true);
+  }
+  constexpr GgufArch with_mrope_if_sections() const {
+    return set(&GgufArch::mrope_if_sections, true);
+  }
+  constexpr GgufArch with_factors(GgufRopeFactors f) const { return set(&GgufArch::factors, f); }
+  constexpr GgufArch with_factors_global_only() const {
+    return set(&GgufArch::factors_global_only, true);
+  }
+  constexpr GgufArch with_swa_flags_required() const {
+    return set(&GgufArch::swa_flags_required, true);
+  }
+  constexpr GgufArch with_swa_head() const { return set(&GgufArch::swa_head, true); }
+  constexpr GgufArch with_softmax(GgufSoftmaxScale s) const { return set(&GgufArch::softmax, s); }
+  constexpr GgufArch with_embd_head_scale_layers(std::int64_t n) const {
+    return set(&GgufArch::embd_head_scale_layers, n);
+  }
+  constexpr GgufArch with_softcap_default(double c) const {
+    return set(&GgufArch::softcap_default, c);
+  }
+  constexpr GgufArch with_sinks() const { return set(&GgufArch::sinks, true); }
+  constexpr GgufArch with_mla() const { return set(&GgufArch::mla, true); }
+  constexpr GgufArch with_alibi(double max_bias) const {
+    return set(&GgufArch::alibi_max_bias, max_bias).with_mode(GgufRopeMode::None);
+  }
+  constexpr GgufArch with_swa(std::int64_t period) const {
+    return set(&GgufArch::swa_period, period);
+  }
+  constexpr GgufArch with_swa_if_window() const { return set(&GgufArch::swa_if_window, true); }
+  constexpr GgufArch with_swa_window_required() const {
+    return set(&GgufArch::swa_window_required, true);
+  }
+  constexpr GgufArch with_swa_window_default(std::int64_t w) const {
+    return set(&GgufArch::swa_window_default, w);
+  }
+  constexpr GgufArch with_swa_base(GgufSwaBase b) const { return set(&GgufArch::swa_base, b); }
+  constexpr GgufArch with_swa_unscaled() const { return set(&GgufArch::swa_unscaled, true); }
+  constexpr GgufArch with_swa_plain() const { return set(&GgufArch::swa_plain, true); }
+  constexpr GgufArch with_chunks(std::int64_t size, std::int64_t period) const {
+    return set(&GgufArch::chunk, size).with_swa(period);
+  }
+  constexpr GgufArch with_nope_every(std::int64_t step) const {
+    return set(&GgufArch::nope_step, step);
+  }
+  constexpr GgufArch with_nope_temperature() const {
+    return set(&GgufArch::nope_temperature, true);
+  }
+  constexpr GgufArch with_rope_switch() const { return set(&GgufArch::rope_switch, true); }
+  constexpr GgufArch with_nextn() const { return set(&GgufArch::nextn, true); }
+  constexpr GgufArch with_ntk_alpha() const { return set(&GgufArch::ntk_alpha, true); }
+  constexpr GgufArch with_no_window_note(std::string_view note) const {
+    return set(&GgufArch::no_window_note, note);
+  }
+  constexpr GgufArch with_hardcoded_fields(std::string_view fields) const {
+    return set(&GgufArch::hardcoded_fields, fields);
+  }
+  constexpr GgufArch with_recurrent_interval(std::int64_t n) const {
+    return set(&GgufArch::recurrent_interval, n);
+  }
+
+ private:
+  template <class T, class V>
+  constexpr GgufArch set(T GgufArch::*member, V value) const {
+    GgufArch row = *this;
+    row.*member = value;
+    return row;
+  }
+};
+
+// A row with its name and source file; everything else the default.
+constexpr GgufArch gguf_arch(std::string_view name, std::string_view source) {
+  GgufArch row;
+  row.name = name;
+  row.source = source;
+  return row;
+}
+
+// The table. Each row's rules are read from its `source` (load_arch_hparams, the graph) and the
+// mode from llama_model_rope_type.
+inline constexpr GgufArch gguf_archs[] = {
+    // LLM_ARCH_LLAMA: load_hparams demands n_rot == head_dim; rope_freqs or LongRoPE's pair.
+    gguf_arch("llama", "src/models/llama.cpp")
+        .norm()
+        .with_permuted()
+        .with_rot_is_head_dim()
+        .with_factors(GgufRopeFactors::RopeFreqsOrLongRope)
+        .with_no_window_note("llama.cpp runs no sliding window for arch llama"),
+    // load_arch_hparams: n_no_rope_layer_step 4, chunked SWA 8192 with pattern 4; graph: NoPE
+    // layers scale queries; GGML_ASSERT(n_embd_head == n_rot). Llama4Model does not permute.
+    gguf_arch("llama4", "src/models/llama4.cpp")
+        .norm()
+        .with_rot_is_head_dim()
+        .with_factors(GgufRopeFactors::RopeFreqs)
+        .with_chunks(8192, 4)
+        .with_nope_every(4)
+        .with_nope_temperature()
+        .with_hardcoded_fields("attention_chunk_size query_temperature positions"),
+    gguf_arch("qwen2", "src/models/qwen2.cpp"),
+    gguf_arch("qwen3", "src/models/qwen3.cpp"),
+    gguf_arch("qwen3moe", "src/models/qwen3moe.cpp"),
+    gguf_arch("qwen2moe", "src/models/qwen2moe.cpp").with_rot_is_head_dim(),
+    gguf_arch("qwen2vl", "src/models/qwen2vl.cpp")
+        .with_mode(GgufRopeMode::Mrope)
+        .with_rot_is_head_dim()
+        .with_sections_required(),
+    gguf_arch("glm4", "src/models/glm4.cpp").norm().with_mrope_if_sections(),
+    gguf_arch("phi3", "src/models/phi3.cpp")
+        .with_factors(GgufRopeFactors::LongRope)
+        .with_no_window_note("llama.cpp disables Phi-3 SWA (PR #13676)"),
+    // load_swa_pattern(ml, 2): even layers SWA, window default 4096; softcap default 50
+    // (llama_hparams::f_attn_logit_softcapping); the 27B (46 layers) scales by n_embd / n_head.
+    gguf_arch("gemma2", "src/models/gemma2.cpp")
+        .with_swa(2)
+        .with_swa_window_default(4096)
+        .with_softcap_default(50.0)
+        .with_embd_head_scale_layers(46),
+    // SWA only with attention.sliding_window > 0, pattern 6; SWA base 10000 unless
+    // rope.freq_base_swa, scale 1; the 27B (62 layers) scales by n_embd / n_head.
+    gguf_arch("gemma3", "src/models/gemma3.cpp")
+        .with_swa(6)
+        .with_swa_if_window()
+        .with_swa_base(GgufSwaBase::KeyOr10000)
+        .with_swa_unscaled()
+        .with_embd_head_scale_layers(62)
+        .with_hardcoded_fields("sliding_window inv_freq softmax_scale"),
+    gguf_arch("gptneox", "src/models/gptneox.cpp"),
+    gguf_arch("command-r", "src/models/command-r.cpp").norm(),
+    // load_swa_pattern(ml, 2) with attention.sliding_window required; attn_sinks; q/k/v shaped
+    // n_head * n_rot.
+    gguf_arch("gpt-oss", "src/models/openai-moe.cpp")
+        .with_rot_is_head_dim()
+        .with_swa(2)
+        .with_swa_window_required()
+        .with_sinks(),
+    gguf_arch("deepseek2", "src/models/deepseek2.cpp")
+        .norm()
+        .with_mla()
+        .with_softmax(GgufSoftmaxScale::Mla),
+    // load_arch_hparams: f_max_alibi_bias 8; llama_model_rope_type: NONE; kq_scale
+    // 1/sqrt(n_embd_head), ALiBi added after the scale (ggml_soft_max_ext).
+    gguf_arch("bloom", "src/models/bloom.cpp").with_alibi(8.0),
+    // NORM; ChatGLMModel does not permute (GLM's interleaved rotation); n_rot from
+    // rope.dimension_count (the converter writes head_dim * partial_rotary_factor).
+    gguf_arch("chatglm", "src/models/chatglm.cpp").norm(),
+    // NORM; Ernie4_5Model does not permute; GGML_ASSERT(n_embd_head == n_rot).
+    gguf_arch("ernie4_5", "src/models/ernie4-5.cpp").norm().with_rot_is_head_dim(),
+    // load_hparams: n_rot must equal n_embd_head_k for LLM_ARCH_FALCON.
+    gguf_arch("falcon", "src/models/falcon.cpp").with_rot_is_head_dim(),
+    // rope on every layer iff rope.scaling.finetuned (default true); kq_scale attention.scale
+    // when non-zero; rope_freqs per layer (get_rope_factors); GraniteModel permutes (LlamaModel).
+    gguf_arch("granite", "src/models/granite.cpp")
+        .norm()
+        .with_permuted()
+        .with_rot_is_head_dim()
+        .with_factors(GgufRopeFactors::RopeFreqs)
+        .with_rope_switch()
+        .with_softmax(GgufSoftmaxScale::AttentionScaleKey),
+    // SWA (Olmo 3) only with attention.sliding_window > 0, pattern 4 (or the per-layer flags);
+    // the SWA layers' ggml_rope_ext gets the global freq_base, freq_scale 1, ext_factor 0 and
+    // attn_factor 1; GGML_ASSERT(n_embd_head == n_rot).
+    gguf_arch("olmo2", "src/models/olmo2.cpp")
+        .with_rot_is_head_dim()
+        .with_swa(4)
+        .with_swa_if_window()
+        .with_swa_base(GgufSwaBase::Global)
+        .with_swa_unscaled()
+        .with_swa_plain(),
+    // NEOX, partial: n_rot = rope.dimension_count; q scaled by 1/sqrt(n_embd_head), kq_scale 1.
+    gguf_arch("phi2", "src/models/phi2.cpp"),
+    // Gated DeltaNet layers (recurrent) but each full_attention_interval-th (default 4), or the
+    // attention.recurrent_layers flags; kq_scale 1/sqrt(n_embd_head) (f_attention_scale unset).
+    gguf_arch("qwen3next", "src/models/qwen3next.cpp").with_recurrent_interval(4).with_nextn(),
+    // load_arch_hparams: SWA layers from attention.sliding_window_pattern's flags (required),
+    // window required, key_length_swa wide with rope.dimension_count_swa (llama_hparams::n_rot(il),
+    // n_embd_head_k(il)), base rope.freq_base_swa else 10000, scale 1 (llama_hparams'
+    // defaults); f_attention_scale 1; graph: `rope_freqs` (proportional RoPE) on the full layers
+    // only.
+    gguf_arch("gemma4", "src/models/gemma4.cpp")
+        .with_swa_flags_required()
+        .with_swa_window_required()
+        .with_swa_head()
+        .with_swa_base(GgufSwaBase::KeyOr10000)
+        .with_swa_unscaled()
+        .with_factors(GgufRopeFactors::RopeFreqs)
+        .with_factors_global_only()
+        .with_softmax(GgufSoftmaxScale::One),
+    // load_arch_hparams: n_no_rope_layer_step 4 (no query temperature); SmolLM3Model permutes
+    // (LlamaModel); GGML_ASSERT(n_embd_head == n_rot).
+    gguf_arch("smollm3", "src/models/smollm3.cpp")
+        .norm()
+        .with_permuted()
+        .with_rot_is_head_dim()
+        .with_nope_every(4),
+    // NEOX, partial: n_rot = rope.dimension_count.
+    gguf_arch("stablelm", "src/models/stablelm.cpp"),
+    // NORM like ernie4_5 (Ernie4_5MoeModel does not permute); GGML_ASSERT(n_embd_head == n_rot).
+    gguf_arch("ernie4_5-moe", "src/models/ernie4-5-moe.cpp").norm().with_rot_is_head_dim(),
+    // NEOX, or M-RoPE when sections[0] > 0 and sections[1] > 0 (llama_model_rope_type); partial
+    // (rope.dimension_count); kq_scale 1/sqrt(n_embd_head); the nextn (MTP) layers run only in
+    // graph_mtp.
+    gguf_arch("glm4moe", "src/models/glm4-moe.cpp").with_mrope_if_sections().with_nextn(),
+    // llama_model_hunyuan_dense is llama_model_hunyuan_vl (src/models/hunyuan-vl.cpp): NEOX or
+    // M-RoPE by the sections, base * alpha^(d / (d - 2)) with rope.scaling.alpha,
+    // GGML_ASSERT(n_embd_head == n_rot), kq_scale 1/sqrt(n_embd_head).
+    gguf_arch("hunyuan-dense", "src/models/hunyuan-dense.cpp")
+        .with_mrope_if_sections()
+        .with_rot_is_head_dim()
+        .with_ntk_alpha(),
+    // NEOX; StarCoder2Model does not permute; GGML_ASSERT(n_embd_head == n_rot).
+    gguf_arch("starcoder2", "src/models/starcoder2.cpp").with_rot_is_head_dim(),
+};
+
+// The row of an architecture, nullptr when posemb has none.
+inline const GgufArch* find_gguf_arch(std::string_view name) {
+  for (const GgufArch& row : gguf_archs) {
+    if (row.name == name) return &row;
+  }
+  return nullptr;
+}
+
+// "llama, llama4, ...": the architectures the table holds, in its order.
+inline std::string gguf_known_archs() {
+  std::string names;
+  for (const GgufArch& row : gguf_archs) {
+    if (!names.empty()) names += ", ";
+    names += row.name;
+  }
+  return names;
+}
+
+}  // namespace posemb

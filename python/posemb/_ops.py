@@ -1,0 +1,425 @@
+"""posemb's tensor ops as PyTorch custom ops (namespace ``posemb::``), for training.
+
+Each op is registered once with ``torch.library.custom_op`` with a fake (meta) implementation
+and an autograd formula, so ``torch.compile`` keeps it as one leaf, ``torch.library.opcheck``
+can audit it, and the same op serves inference and training:
+
+    posemb::rotate(x, positions, offset, source, layout, direction, threads) -> Tensor
+    posemb::rotate_(x!, ...) -> ()                      in place, tensors that need no gradient
+    posemb::fope(x, positions, offset, sin_coef, cos_coef, config, layout, direction, threads)
+    posemb::add_positions(x, positions, offset, table) -> Tensor
+    posemb::t5_bias(table, q_positions, k_positions, buckets) -> Tensor
+
+The backward of a rotation is the same op in the transpose direction (the rotation by the
+negated angles, rotary/backward.hpp): the same exact angles, and itself differentiable (the
+transpose's backward is the forward), so gradgradcheck holds. FoPE's coefficient gradients, the
+learned table's and T5's table gradient are posemb's deterministic reductions in double.
+
+A source (RopeSpec, RopeTable, MropeSpec, VisionRope, XposSpec with a role, FopeConfig,
+T5Buckets) is not a tensor: it enters an op as an int key of _SOURCES, which keeps it alive.
+
+Devices: CPU tensors run posemb's kernels. A RoPE rotation of a tensor on another device takes the
+composite path: cos/sin from posemb's exact tables (RopeTable, built in double on the CPU, cached
+per source, device and dtype), the rotation in plain PyTorch ops on the tensor's device (PyTorch's
+arithmetic). Other schemes on other devices raise posemb.Error.
+"""
+from typing import Dict, Optional, Tuple
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from . import _posemb
+from ._posemb import Error
+
+FORWARD, INVERSE, TRANSPOSE = 0, 1, 2
+
+# ---- sources
+
+_SOURCES: Dict[int, object] = {}
+
+
+def source_key(source: object) -> int:
+    """The int key under which an op finds `source` (kept alive for the process)."""
+    key = id(source)
+    _SOURCES[key] = source
+    return key
+
+
+class _Rotation:
+    """A rotation source and the extension function that applies it (a row of _KINDS)."""
+
+    def __init__(self, kind: str, source: object, role: Optional[str] = None) -> None:
+        self.kind, self.source, self.role = kind, source, role
+
+    def apply(self, x, positions, layout: str, direction: int, threads: int, in_place: bool):
+        name = _KINDS[self.kind] + ("_" if in_place else "")
+        extra = (self.role,) if self.role is not None else ()
+        return getattr(_posemb, name)(
+            x, positions, self.source, *extra, layout=layout, inverse=direction == INVERSE,
+            threads=threads, transpose=direction == TRANSPOSE)
+
+    def inverse_scale(self) -> Optional[float]:
+        """m of M = m R for a scaled rotation (the inverse's backward is M / m^2), else None."""
+        spec = {"rope": lambda s: getattr(s, "spec", s), "mrope": lambda s: s.rope,
+                "vision": lambda s: s.spec.rope}.get(self.kind)
+        return None if spec is None else spec(self.source).attention_scale
+
+
+# kind -> the extension's function (name_ for in place)
+_KINDS = {"rope": "apply_rope", "mrope": "apply_mrope", "vision": "apply_vision_rope",
+          "xpos": "apply_xpos", "fope": "apply_fope"}
+
+_ROTATIONS: Dict[Tuple[str, int, Optional[str]], int] = {}
+
+
+def rotation_key(kind: str, source: object, role: Optional[str] = None) -> int:
+    """The key of (kind, source, role), one per distinct triple."""
+    triple = (kind, id(source), role)
+    if triple not in _ROTATIONS:
+        _ROTATIONS[triple] = source_key(_Rotation(kind, source, role))
+        source_key(source)
+    return _ROTATIONS[triple]
+
+
+# ---- checks shared by the ops
+
+
+def positions_arg(positions, x: Tensor) -> Tuple[Optional[Tensor], int]:
+    """(positions tensor or None, offset) of a positions argument, after the checks."""
+    if isinstance(positions, Tensor):
+        if positions.requires_grad:
+            raise Error("positions.requires_grad = True: expected positions without autograd "
+                        "history (positions are not differentiable; pass positions.detach())")
+        if positions.device != x.device:
+            raise Error(f"positions.device = {positions.device}: expected x.device = {x.device}")
+        return positions, 0
+    if isinstance(positions, (int, np.integer)):
+        return None, int(positions)
+    return torch.as_tensor(np.asarray(positions), device=x.device), 0
+
+
+def _host(t: Optional[Tensor], offset: int):
+    return offset if t is None else t
+
+
+def _same_device(name: str, t: Tensor, x: Tensor) -> None:
+    if t.device != x.device:
+        raise Error(f"{name}.device = {t.device}: expected x.device = {x.device}")
+
+
+# ---- composite path (tensors off the CPU): posemb's exact cos/sin, PyTorch's arithmetic
+
+_TABLES: Dict[Tuple[int, int, int, str, torch.dtype], Tuple[Tensor, Tensor]] = {}
+
+
+def _composite_cos_sin(spec, positions: Tensor, device, dtype) -> Tuple[Tensor, Tensor]:
+    """cos, sin [*positions.shape, pairs] from a RopeTable over the positions' range (double on
+    the CPU, cached per spec, range, device and dtype)."""
+    if positions.is_floating_point() and bool((positions != positions.round()).any()):
+        raise Error("positions: fractional positions on a non-CPU tensor: expected whole "
+                    "positions (the composite path reads posemb's tables)")
+    p = positions.long()
+    first, last = int(p.min()), int(p.max())
+    key = (id(spec), first, last, str(device), dtype)
+    if key not in _TABLES:
+        table = _posemb.RopeTable(spec, first, last - first + 1, dtype="float64")
+        _TABLES[key] = (torch.from_numpy(np.array(table.cos)).to(device=device, dtype=dtype),
+                        torch.from_numpy(np.array(table.sin)).to(device=device, dtype=dtype))
+    cos, sin = _TABLES[key]
+    return cos[p - first], sin[p - first]
+
+
+def composite_rope(x: Tensor, positions: Optional[Tensor], offset: int, spec, layout: str,
+                   direction: int) -> Tensor:
+    """RoPE by PyTorch ops on x's device with posemb's exact cos/sin (see the module notes)."""
+    spec = getattr(spec, "spec", spec)  # a RopeTable's spec
+    bshd = layout == "bshd"
+    seq = x.shape[1] if bshd else x.shape[2]
+    if positions is None:
+        positions = torch.arange(offset, offset + seq, device=x.device)
+    grid = positions.reshape(-1, seq)  # [batch or 1, seq]
+    cos, sin = _composite_cos_sin(spec, grid, x.device, x.dtype)  # [b, seq, pairs]
+    cos = cos[:, :, None, :] if bshd else cos[:, None, :, :]
+    sin = sin[:, :, None, :] if bshd else sin[:, None, :, :]
+    if direction == INVERSE:
+        cos, sin = cos / spec.attention_scale ** 2, -sin / spec.attention_scale ** 2
+    elif direction == TRANSPOSE:
+        sin = -sin
+    lo, r = spec.rotary_offset, spec.rotary_dim
+    part = x[..., lo:lo + r]
+    if spec.pairing == "interleaved":
+        a, b = part[..., 0::2], part[..., 1::2]
+        rotated = torch.stack((a * cos - b * sin, a * sin + b * cos), dim=-1).flatten(-2)
+    else:
+        a, b = part[..., : r // 2], part[..., r // 2:]
+        rotated = torch.cat((a * cos - b * sin, a * sin + b * cos), dim=-1)
+    return torch.cat((x[..., :lo], rotated, x[..., lo + r:]), dim=-1)
+
+
+# ---- posemb::rotate
+
+
+@torch.library.custom_op("posemb::rotate", mutates_args=())
+def rotate(x: Tensor, positions: Optional[Tensor], offset: int, source: int, layout: str,
+           direction: int, threads: int) -> Tensor:
+    """x rotated by the source under key `source` (rotation_key) in `direction`."""
+    rotation = _SOURCES[source]
+    if x.device.type != "cpu":
+        if rotation.kind != "rope" or rotation.source.__class__.__name__ == "HfFloat32Rope":
+            raise Error(f"x.device = {x.device}: expected a CPU tensor for {rotation.kind} "
+                        "(the composite path serves RopeSpec and RopeTable sources)")
+        return composite_rope(x, positions, offset, rotation.source, layout, direction)
+    return rotation.apply(x.detach(), _host(positions, offset), layout, direction, threads, False)
+
+
+@rotate.register_fake
+def _(x, positions, offset, source, layout, direction, threads):
+    return torch.empty_like(x, memory_format=torch.contiguous_format)
+
+
+def _rotate_setup(ctx, inputs, output):
+    x, positions, offset, source, layout, direction, threads = inputs
+    ctx.save_for_backward(positions)
+    ctx.args = (offset, source, layout, direction, threads)
+
+
+def _rotate_backward(ctx, grad):
+    (positions,) = ctx.saved_tensors
+    offset, source, layout, direction, threads = ctx.args
+    if direction == INVERSE:  # (M^-1)^T = M / m^2 for M = m R
+        scale = _SOURCES[source].inverse_scale()
+        grad_x = rotate(grad, positions, offset, source, layout, FORWARD, threads) / scale ** 2
+    else:
+        back = TRANSPOSE if direction == FORWARD else FORWARD
+        grad_x = rotate(grad, positions, offset, source, layout, back, threads)
+    return grad_x, None, None, None, None, None, None
+
+
+torch.library.register_autograd("posemb::rotate", _rotate_backward, setup_context=_rotate_setup)
+
+
+@torch.library.custom_op("posemb::rotate_", mutates_args=("x",))
+def rotate_(x: Tensor, positions: Optional[Tensor], offset: int, source: int, layout: str,
+            direction: int, threads: int) -> None:
+    """x rotated in place (tensors that need no gradient; see apply_rotation)."""
+    if x.device.type != "cpu" or not x.is_contiguous():
+        x.copy_(rotate(x, positions, offset, source, layout, direction, threads))
+        return
+    _SOURCES[source].apply(x.detach(), _host(positions, offset), layout, direction, threads, True)
+
+
+@rotate_.register_fake
+def _(x, positions, offset, source, layout, direction, threads):
+    return None
+
+
+def apply_rotation(kind: str, x: Tensor, positions, source, layout: str, inverse: bool,
+                   threads: int, in_place: bool, role: Optional[str] = None,
+                   transpose: bool = False) -> Tensor:
+    """The torch path of posemb.apply_rope and friends: in place follows PyTorch's rules (an
+    in-place call on a leaf that requires grad raises as PyTorch does; on a non-leaf it records
+    the backward)."""
+    p, offset = positions_arg(positions, x)
+    if inverse and transpose:
+        raise Error("transpose = True: expected False with inverse=True (one direction per call)")
+    direction = INVERSE if inverse else TRANSPOSE if transpose else FORWARD
+    key = rotation_key(kind, source, role)
+    if inverse and torch.is_grad_enabled() and x.requires_grad and \
+            _SOURCES[key].inverse_scale() is None:
+        raise Error(f"inverse = True: expected False for an {kind} tensor that requires grad "
+                    "(the inverse of a scaled rotation has no backward here)")
+    needs_graph = torch.is_grad_enabled() and x.requires_grad
+    if not in_place:
+        return rotate(x, p, offset, key, layout, direction, threads)
+    if needs_graph:
+        return x.copy_(rotate(x, p, offset, key, layout, direction, threads))
+    rotate_(x, p, offset, key, layout, direction, threads)
+    return x
+
+
+# ---- posemb::fope
+
+
+def _fope(config, sin_coef: Tensor, cos_coef: Tensor):
+    return _posemb.fope_with_coefficients(
+        config, sin_coef.detach().cpu().float().numpy(), cos_coef.detach().cpu().float().numpy())
+
+
+@torch.library.custom_op("posemb::fope", mutates_args=())
+def fope(x: Tensor, positions: Optional[Tensor], offset: int, sin_coef: Tensor,
+         cos_coef: Tensor, config: int, layout: str, direction: int, threads: int) -> Tensor:
+    """x rotated by FoPE with the coefficient tensors sin_coef, cos_coef [n_kv_heads, D_in,
+    D_out] and the FopeConfig under key `config`."""
+    if x.device.type != "cpu":
+        raise Error(f"x.device = {x.device}: expected a CPU tensor for FoPE")
+    f = _fope(_SOURCES[config], sin_coef, cos_coef)
+    return _posemb.apply_fope(x.detach(), _host(positions, offset), f, layout=layout,
+                              inverse=direction == INVERSE, threads=threads,
+                              transpose=direction == TRANSPOSE)
+
+
+@fope.register_fake
+def _(x, positions, offset, sin_coef, cos_coef, config, layout, direction, threads):
+    return torch.empty_like(x, memory_format=torch.contiguous_format)
+
+
+@torch.library.custom_op("posemb::fope_coefficient_grads", mutates_args=())
+def fope_coefficient_grads(x: Tensor, grad: Tensor, positions: Optional[Tensor], offset: int,
+                           sin_coef: Tensor, cos_coef: Tensor, config: int,
+                           layout: str) -> Tuple[Tensor, Tensor]:
+    """(dL/dA_sin, dL/dA_cos) in the coefficients' dtype (accumulated in double)."""
+    f = _fope(_SOURCES[config], sin_coef, cos_coef)
+    d_sin, d_cos = _posemb.fope_coefficient_gradients(
+        x.detach().contiguous(), grad.detach().contiguous(), _host(positions, offset), f, layout)
+    return (torch.from_numpy(d_sin).to(sin_coef.dtype), torch.from_numpy(d_cos).to(cos_coef.dtype))
+
+
+@fope_coefficient_grads.register_fake
+def _(x, grad, positions, offset, sin_coef, cos_coef, config, layout):
+    return torch.empty_like(sin_coef), torch.empty_like(cos_coef)
+
+
+def _fope_setup(ctx, inputs, output):
+    x, positions, offset, sin_coef, cos_coef, config, layout, direction, threads = inputs
+    ctx.save_for_backward(x, positions, sin_coef, cos_coef)
+    ctx.args = (offset, config, layout, direction, threads)
+
+
+def _fope_backward(ctx, grad):
+    x, positions, sin_coef, cos_coef = ctx.saved_tensors
+    offset, config, layout, direction, threads = ctx.args
+    if direction != FORWARD:
+        raise Error("direction: expected the forward FoPE rotation (its inverse has no backward)")
+    grad_x = fope(grad, positions, offset, sin_coef, cos_coef, config, layout, TRANSPOSE, threads)
+    d_sin = d_cos = None
+    if ctx.needs_input_grad[3] or ctx.needs_input_grad[4]:
+        d_sin, d_cos = fope_coefficient_grads(x, grad, positions, offset, sin_coef, cos_coef,
+                                              config, layout)
+    return grad_x, None, None, d_sin, d_cos, None, None, None, None
+
+
+torch.library.register_autograd("posemb::fope", _fope_backward, setup_context=_fope_setup)
+
+
+def apply_fope_tensor(x: Tensor, positions, config, sin_coef: Tensor, cos_coef: Tensor,
+                      layout: str = "bshd", inverse: bool = False, threads: int = 1) -> Tensor:
+    """FoPE of x with coefficient tensors (learnable: gradients reach sin_coef and cos_coef)."""
+    p, offset = positions_arg(positions, x)
+    _same_device("sin_coef", sin_coef, x)
+    _same_device("cos_coef", cos_coef, x)
+    if sin_coef.dtype != cos_coef.dtype:
+        raise Error(f"cos_coef.dtype = {cos_coef.dtype}: expected sin_coef.dtype = {sin_coef.dtype}")
+    if inverse and torch.is_grad_enabled() and (x.requires_grad or sin_coef.requires_grad):
+        raise Error("inverse = True: expected False for FoPE tensors that require grad")
+    return fope(x, p, offset, sin_coef, cos_coef, source_key(config), layout,
+                INVERSE if inverse else FORWARD, threads)
+
+
+# ---- posemb::add_positions (learned or sinusoidal absolute tables)
+
+
+@torch.library.custom_op("posemb::add_positions", mutates_args=())
+def add_positions(x: Tensor, positions: Optional[Tensor], offset: int, table: Tensor) -> Tensor:
+    """x [batch, seq, d] + table[positions] (table [max_len, d] of x's dtype)."""
+    return _posemb.add_position_embeddings(x.detach(), _host(positions, offset), table.detach())
+
+
+@add_positions.register_fake
+def _(x, positions, offset, table):
+    return torch.empty_like(x, memory_format=torch.contiguous_format)
+
+
+@torch.library.custom_op("posemb::position_table_grad", mutates_args=())
+def position_table_grad(grad: Tensor, positions: Optional[Tensor], offset: int,
+                        table: Tensor) -> Tensor:
+    """dL/dtable [max_len, d] in the table's dtype (a scatter-add in double, in token order)."""
+    d = _posemb.position_table_gradient(grad.detach().contiguous(), _host(positions, offset),
+                                        table.shape[0])
+    return torch.from_numpy(d).to(table.dtype)
+
+
+@position_table_grad.register_fake
+def _(grad, positions, offset, table):
+    return torch.empty_like(table)
+
+
+def _add_setup(ctx, inputs, output):
+    x, positions, offset, table = inputs
+    ctx.save_for_backward(positions, table)
+    ctx.offset = offset
+
+
+def _add_backward(ctx, grad):
+    positions, table = ctx.saved_tensors
+    d_table = None
+    if ctx.needs_input_grad[3]:
+        d_table = position_table_grad(grad, positions, ctx.offset, table)
+    return grad, None, None, d_table
+
+
+torch.library.register_autograd("posemb::add_positions", _add_backward, setup_context=_add_setup)
+
+
+def add_positions_tensor(x: Tensor, positions, table: Tensor, in_place: bool) -> Tensor:
+    """The torch path of posemb.add_position_embeddings(_)."""
+    p, offset = positions_arg(positions, x)
+    _same_device("table", table, x)
+    if table.dtype != x.dtype:
+        raise Error(f"table.dtype = {table.dtype}: expected x.dtype = {x.dtype}")
+    y = add_positions(x, p, offset, table)
+    return x.copy_(y) if in_place else y
+
+
+# ---- posemb::t5_bias
+
+
+@torch.library.custom_op("posemb::t5_bias", mutates_args=())
+def t5_bias(table: Tensor, q_positions: Tensor, k_positions: Tensor, buckets: int) -> Tensor:
+    """T5's bias float32 [heads, q_len, k_len] from table [num_buckets, heads]."""
+    t = _posemb.T5BiasTable(_SOURCES[buckets], table.detach().cpu().float().numpy())
+    return torch.from_numpy(_posemb.t5_bias(t, q_positions.cpu(), k_positions.cpu())).to(
+        device=table.device, dtype=table.dtype)
+
+
+@t5_bias.register_fake
+def _(table, q_positions, k_positions, buckets):
+    return table.new_empty((table.shape[1], q_positions.shape[0], k_positions.shape[0]))
+
+
+@torch.library.custom_op("posemb::t5_table_grad", mutates_args=())
+def t5_table_grad(grad: Tensor, q_positions: Tensor, k_positions: Tensor, buckets: int,
+                  table: Tensor) -> Tensor:
+    """dL/dtable [num_buckets, heads] in the table's dtype (a scatter-add in double)."""
+    d = _posemb.t5_table_gradient(grad.detach().cpu().contiguous(), _SOURCES[buckets],
+                                  q_positions.cpu(), k_positions.cpu())
+    return torch.from_numpy(d).to(device=table.device, dtype=table.dtype)
+
+
+@t5_table_grad.register_fake
+def _(grad, q_positions, k_positions, buckets, table):
+    return torch.empty_like(table)
+
+
+def _t5_setup(ctx, inputs, output):
+    table, q_positions, k_positions, buckets = inputs
+    ctx.save_for_backward(table, q_positions, k_positions)
+    ctx.buckets = buckets
+
+
+def _t5_backward(ctx, grad):
+    table, q_positions, k_positions = ctx.saved_tensors
+    return t5_table_grad(grad, q_positions, k_positions, ctx.buckets, table), None, None, None
+
+
+torch.library.register_autograd("posemb::t5_bias", _t5_backward, setup_context=_t5_setup)
+
+
+def t5_bias_tensor(table: Tensor, buckets, q_positions, k_positions) -> Tensor:
+    """T5's bias from a learnable table tensor [num_buckets, heads] (gradients reach it)."""
+    q = torch.as_tensor(q_positions, dtype=torch.int64)
+    k = torch.as_tensor(k_positions, dtype=torch.int64)
+    for name, p in (("q_positions", q), ("k_positions", k)):
+        if p.requires_grad:
+            raise Error(f"{name}.requires_grad = True: expected positions without autograd history")
+    return t5_bias(table, q.cpu(), k.cpu(), source_key(buckets))
