@@ -3,12 +3,12 @@
 Hua et al. 2024 (Fourier Position Embedding, arXiv:2412.17739) train models with RoPE, ALiBi and
 FoPE at one length and report that FoPE keeps its perplexity (fig. 4) and passkey accuracy (fig. 5)
 beyond it where RoPE does not. This bench asks the same question at a size a CPU trains in
-minutes: two-layer models (d_model 128, 4 heads of 32) with every position scheme posemb has a
+minutes: two-layer models (d_model 64, 4 heads of 16) with every position scheme posemb has a
 training module for, trained at one length on two synthetic tasks (tasks.py), scored at that
 length and at 2x, 4x and 8x, several seeds each. It prints a Markdown table per task (mean and
 spread over seeds) and writes the raw figures as JSON.
 
-    python examples/length_generalization/bench.py [--steps 600] [--seeds 3] [--json out.json]
+    python examples/length_generalization/bench.py [--steps 400] [--seeds 2] [--json out.json]
 
 Needs torch (the CPU wheel: pip install torch==2.13.0 --index-url
 https://download.pytorch.org/whl/cpu) and posemb installed (pip install .). README.md beside this
@@ -102,9 +102,9 @@ def main(argv=None) -> int:
     ap.add_argument("--schemes", default=",".join(SCHEMES))
     ap.add_argument("--train-length", type=int, default=64)
     ap.add_argument("--multiples", default="1,2,4,8")
-    ap.add_argument("--steps", type=int, default=600)
+    ap.add_argument("--steps", type=int, default=400)
     ap.add_argument("--batch", type=int, default=32)
-    ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument("--seeds", type=int, default=2)
     ap.add_argument("--eval-sequences", type=int, default=256)
     ap.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
     ap.add_argument("--json", type=Path)

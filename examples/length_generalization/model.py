@@ -18,7 +18,7 @@ from torch import nn
 @dataclass(frozen=True)
 class ModelShape:
     vocab: int
-    d_model: int = 128
+    d_model: int = 64
     n_heads: int = 4
     n_layers: int = 2
 
