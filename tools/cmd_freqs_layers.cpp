@@ -51,8 +51,9 @@ std::string layer_json(const ModelPositions& model, const LayerPositions& layer,
       "{\"layer\": " + std::to_string(layer.index) +
       ", \"positions\": " + json_string(to_string(layer.kind)) + ", \"rope_type\": " + rope_type +
       ", \"head_dim\": " + std::to_string(layer.head_dim) +
-      ", \"rotary_dim\": " + std::to_string(rotary ? rotary->rotary_dim : 0) + ", \"inv_freq\": [" +
-      inv_freq + "]" +
+      ", \"rotary_dim\": " + std::to_string(rotary ? rotary->rotary_dim : 0) +
+      ", \"rotary_offset\": " + std::to_string(rotary ? layer.rotary_offset : 0) +
+      ", \"inv_freq\": [" + inv_freq + "]" +
       ", \"attention_scale\": " + full_precision(rotary ? rotary->attention_scale : 1.0) +
       ", \"pairing\": " + (rotary ? json_string(to_string(rotary->pairing)) : "null");
   json +=

@@ -72,6 +72,10 @@ void print_rope(const ModelPositions& model, const LayerPositions& layer,
               scheme.rope_type.c_str(), layer.head_dim, f.rotary_dim,
               f.rotary_dim < scheme.head_dim ? " (partial rotary)" : "", to_string(f.pairing),
               full_precision(f.theta).c_str());
+  // Where the rotated slice sits in the head (MLA: the trailing qk_rope_head_dim).
+  std::printf("rotated features: %d-%d of %d\n", layer.rotary_offset,
+              layer.rotary_offset + f.rotary_dim - 1,
+              layer.head_dim > 0 ? layer.head_dim : scheme.head_dim);
   if (model.xpos) {
     std::printf("xpos: gamma %s, scale_base %s\n", full_precision(model.xpos->gamma).c_str(),
                 full_precision(model.xpos->scale_base).c_str());

@@ -156,6 +156,34 @@ def t5_case(name, out_dir):
 # prompt layouts (posemb's segment syntax) for get_rope_index: an image, then a video whose
 # temporal grid is longer than its merged spatial grid
 MROPE_PROMPTS = ("text:3,image:1x4x6,text:5", "text:2,image:1x8x4,text:1,video:6x4x4,text:3")
+# Qwen2.5-VL: videos at several seconds per temporal grid (tokens_per_second 2: temporal ids
+# 0, 1, 2, ... at 0.5 s, 0, 4, 8, ... at 2 s), between text.
+MROPE_VIDEO_PROMPTS = ("text:2,video:6x4x4@0.5,text:3", "text:2,video:6x4x4@1,text:3",
+                       "text:2,video:6x4x4@2,text:3,image:1x4x6,text:2",
+                       "text:1,video:3x8x4@1.5,text:2,video:2x4x4@4,text:4")
+
+
+def _hf_mrope(model, prompt, merge):
+    """transformers' get_rope_index of a prompt: positions [3, seq] and the rope delta."""
+    types, images, videos, seconds = [], [], [], []
+    for segment in prompt.split(","):
+        kind, size = segment.split(":")
+        if kind == "text":
+            types += [0] * int(size)
+            continue
+        size, _, second = size.partition("@")
+        t, h, w = (int(v) for v in size.split("x"))
+        types += [1 if kind == "image" else 2] * (t * h * w // merge**2)
+        (images if kind == "image" else videos).append([t, h, w])
+        if kind == "video":
+            seconds.append(float(second or 1.0))
+    ids = torch.arange(len(types))[None] % 200 + 3
+    grids = [torch.tensor(g) if g else None for g in (images, videos)]
+    extra = {"second_per_grid_ts": torch.tensor(seconds)} if seconds and \
+        model.config.model_type == "qwen2_5_vl" else {}
+    with torch.no_grad():
+        hf, delta = model.get_rope_index(ids, torch.tensor([types]), *grids, **extra)
+    return hf[:, 0].numpy(), int(delta.reshape(-1)[0]), len(types)
 
 
 def mrope_case(name, out_dir):
@@ -166,26 +194,20 @@ def mrope_case(name, out_dir):
     model.save_pretrained(folder)
     pmodel = posemb.load_model(os.path.join(folder, "config.json"))
     merge = model.config.vision_config.spatial_merge_size
+    prompts = MROPE_PROMPTS + (MROPE_VIDEO_PROMPTS if model.config.model_type == "qwen2_5_vl"
+                               else ())
     rows = []
-    for prompt in MROPE_PROMPTS:
-        types, images, videos = [], [], []
-        for segment in prompt.split(","):
-            kind, size = segment.split(":")
-            if kind == "text":
-                types += [0] * int(size)
-                continue
-            t, h, w = (int(v) for v in size.split("x"))
-            types += [1 if kind == "image" else 2] * (t * h * w // merge**2)
-            (images if kind == "image" else videos).append([t, h, w])
-        ids = torch.arange(len(types))[None] % 200 + 3
-        grids = [torch.tensor(g) if g else None for g in (images, videos)]
-        with torch.no_grad():
-            hf, _ = model.get_rope_index(ids, torch.tensor([types]), *grids)
-        ours, _ = posemb.mrope_index(pmodel, prompt)
-        ok = hf.shape[-1] == ours.shape[-1] and bool((hf[:, 0].numpy() == ours).all())
-        detail = "" if ok else f"transformers t {hf[0, 0].tolist()[-8:]}, posemb {ours[0].tolist()[-8:]}"
-        rows.append(Row(name, "mrope_ids", "pass" if ok else "fail",
-                        detail=f"{prompt}: {len(types)} tokens {detail}".strip()))
+    for check, resume in (("mrope_ids", None), ("mrope_ids_v5", "spatial_extent")):
+        bad = []
+        for prompt in prompts:
+            hf, hf_delta, _ = _hf_mrope(model, prompt, merge)
+            ours, delta = posemb.mrope_index(pmodel, prompt, resume=resume)
+            if hf.shape != ours.shape or not (hf == ours).all() or hf_delta != delta:
+                bad.append(f"{prompt}: transformers t {hf[0].tolist()[-6:]} delta {hf_delta}, "
+                           f"posemb {ours[0].tolist()[-6:]} delta {delta}")
+        rows.append(Row(name, check, "fail" if bad else "pass",
+                        detail="; ".join(bad[:2]) or f"{len(prompts)} prompts, resume "
+                                                      f"{resume or 'past_largest'}"))
     return rows
 
 

@@ -89,6 +89,7 @@ ADAPTERS: dict[str, Adapter] = {
     "llama4_text": Adapter("llama4.modeling_llama4", "apply_rotary_emb", _llama4),
     "gpt_oss": Adapter("gpt_oss.modeling_gpt_oss", "apply_rotary_pos_emb", _pair),
     "qwen2_vl": Adapter("qwen2_vl.modeling_qwen2_vl", "apply_rotary_pos_emb", _pair),
+    "qwen2_5_vl": Adapter("qwen2_5_vl.modeling_qwen2_5_vl", "apply_rotary_pos_emb", _pair),
     "codegen": Adapter("codegen.modeling_codegen", "apply_rotary_pos_emb", _gptj),
     "deepseek_v2": Adapter("deepseek_v2.modeling_deepseek_v2", "apply_rotary_emb", _complex),
     "ernie4_5_moe": Adapter("ernie4_5_moe.modeling_ernie4_5_moe", "apply_rotary_pos_emb", _pair),
@@ -129,6 +130,8 @@ class AttentionCall:
     sliding_window: int | None
     softcap: float | None
     sinks: bool
+    query: torch.Tensor | None = None  # the whole q heads the attention got [b, h, s, head_dim]
+    key: torch.Tensor | None = None  # the whole k heads [b, kv_heads, s, head_dim]
 
 
 @dataclasses.dataclass
@@ -195,10 +198,12 @@ def recording(model, model_type: str):
         return rope
 
     def attention(attn_module, *args, **kwargs):
+        query, key = (args[0].detach().clone(), args[1].detach().clone()) if len(args) >= 2 \
+            else (None, None)
         capture.attention.append(AttentionCall(
             state["layer"], kwargs.get("scaling"),
             kwargs.get("sliding_window", getattr(attn_module, "sliding_window", None)),
-            kwargs.get("softcap"), kwargs.get("s_aux") is not None))
+            kwargs.get("softcap"), kwargs.get("s_aux") is not None, query, key))
         return attention_fn(attn_module, *args, **kwargs)
 
     masks = {name: getattr(module, name) for name in ("create_causal_mask",

@@ -42,6 +42,10 @@ def posemb_seq_len(kind, state, seq_len):
     return seq_len  # longrope picks short / long per call; the rest ignore it
 
 
+# The multimodal families whose text positions are M-RoPE ids [3, batch, seq] (get_rope_index).
+MROPE_TYPES = ("qwen2_vl", "qwen2_5_vl")
+
+
 def rope_case(name, out_dir, model=None, folder=None):
     """The rope checks of a case: its tiny model saved under out_dir/models/<name>, or `model`
     built from the config.json in `folder` (the v4 comparison)."""
@@ -57,7 +61,7 @@ def rope_case(name, out_dir, model=None, folder=None):
         folder = os.path.join(out_dir, "models", name)
         model.save_pretrained(folder)
     model_type = model.config.model_type
-    config = model.config.get_text_config() if model_type == "qwen2_vl" else model.config
+    config = model.config.get_text_config() if model_type in MROPE_TYPES else model.config
     pmodel = posemb.load_model(os.path.join(folder, "config.json"))
     kinds = {l.rope.rope_type for l in pmodel.layers if l.rope is not None}
     state = HfState(config.max_position_embeddings)
@@ -68,13 +72,14 @@ def rope_case(name, out_dir, model=None, folder=None):
             continue  # GPT-J's, CodeGen's rotary reads a precomputed [n_positions] table
             # (modeling_gptj.py, modeling_codegen.py: create_sinusoidal_positions)
         ids = positions[None]
-        if model_type == "qwen2_vl":
+        if model_type in MROPE_TYPES:
             ids = positions[None, None].expand(3, 1, -1)
         captures.append((label, positions.numpy(), capture.forward(model, model_type, ids)))
         seq_lens[label] = posemb_seq_len("dynamic" if "dynamic" in kinds else None, state,
                                          int(positions.max()) + 1)
     rows = rope_checks.layer_rows(name, model, config, pmodel, captures[0][2])
     rows += rope_checks.rope_rows(name, model, config, pmodel, captures, seq_lens)
+    rows += rope_checks.whole_head_rows(name, config, pmodel, captures, seq_lens)
     rows += rope_checks.attention_rows(name, pmodel, captures[0][2], config)
     rows += rope_checks.temperature_rows(name, model_type, config, pmodel, captures)
     counts = {"layers": len(pmodel.layers), "positions": sum(len(p) for _, p, _ in captures)}

@@ -163,7 +163,9 @@ def _rope_rows(case, model, config, pmodel, captures, seq_lens):
             except posemb.Error as error:  # a rope type the hf-float32 mode does not claim
                 bits.notes.append(f"hf-float32 is not claimed (posemb refuses it: {error})")
                 continue
-            y32 = order(rotation.rotate(x_full, positions, hf, call.layout, part))
+            # hf-float32 rotates the slice alone (MLA: hf.head_dim is the slice's width)
+            x_hf, part_hf = (x, slice(None)) if x.shape[-1] == hf.head_dim else (x_full, part)
+            y32 = order(rotation.rotate(x_hf, positions, hf, call.layout, part_hf))
             buffer = inv_freq_buffer(capture.buffers, hf_type,
                                      layer_theta_module(config, call.layer))
             same = np.ones(hf.rotary_dim // 2, dtype=bool)
@@ -172,7 +174,7 @@ def _rope_rows(case, model, config, pmodel, captures, seq_lens):
                 pow_pairs |= {(label, i) for i in np.nonzero(~same)[0]}
                 own = posemb.HfFloat32Rope(buffer.numpy(), hf.head_dim, hf.attention_scale,
                                            hf.pairing)
-                y_own = order(rotation.rotate(x_full, positions, own, call.layout, part))
+                y_own = order(rotation.rotate(x_hf, positions, own, call.layout, part_hf))
                 diff = (y_own.view(np.uint32) != y_hf.view(np.uint32))
                 rounded = order(_correctly_rounded(buffer, positions, spec, part, call.layout))
                 buffer_bits.add((diff & rounded).astype(np.float64), np.zeros(diff.shape), where)
@@ -356,3 +358,100 @@ def temperature_rows(case, model_type, config, pmodel, captures):
     return [Row(case, "query_temperature", "fail" if bad else "pass", worst, 1e-6,
                 "; ".join(bad[:3]) or f"{what} at {sum(len(p) for _, p, _ in captures)} "
                 f"positions x {len(pmodel.layers)} layers")]
+
+
+def _bhsd(x: torch.Tensor, layout: str) -> np.ndarray:
+    x = x.float()
+    return (x if layout == "bhsd" else x.transpose(1, 2)).numpy()
+
+
+def _whole_of(call, attention, part_of):
+    """The whole q or k heads of the attention call whose features at posemb's rotated slice are
+    the rope function's output (broadcast over heads: MLA's one k_rot head), with that slice and
+    the rope function's input and output as [b, h, s, d]; None when neither is."""
+    x_in, x_out = _bhsd(call.x_in, call.layout), _bhsd(call.x_out, call.layout)
+    for whole in (attention.query, attention.key):
+        if whole is None:
+            continue
+        whole = whole.float().numpy()
+        if whole.shape[:1] + whole.shape[2:3] != x_out.shape[:1] + x_out.shape[2:3] or \
+                x_out.shape[1] not in (1, whole.shape[1]):
+            continue
+        part = part_of(whole.shape[-1], x_out.shape[-1])
+        if part is not None and np.array_equal(whole[..., part], np.broadcast_to(
+                x_out, whole[..., part].shape)):
+            return whole, part, x_in, x_out
+    return None
+
+
+# model_type -> why the whole-head check is not claimed: the family changes q or k after the
+# rope function returns, so the heads its attention gets are not the rotation's output.
+WHOLE_HEAD_NOT_CLAIMED = {
+    "llama4_text": "q and k go through qk_norm (an L2 norm) after the rotation on the RoPE "
+                   "layers (modeling_llama4.py, Llama4TextAttention.forward, use_qk_norm)",
+    "hunyuan_v1_dense": "query_layernorm / key_layernorm after the rotation "
+                        "(modeling_hunyuan_v1_dense.py, HunYuanDenseV1Attention.forward)",
+    "hunyuan_v1_moe": "query_layernorm / key_layernorm after the rotation "
+                      "(modeling_hunyuan_v1_moe.py, HunYuanMoEV1Attention.forward)",
+    "ministral3": "q times get_llama_4_attn_scale after the rotation (modeling_ministral3.py, "
+                  "Ministral3Attention.forward; the query_temperature row checks the factor)",
+    "mistral4": "q times get_llama_4_attn_scale after the rotation (modeling_mistral4.py, "
+                "Mistral4Attention.forward; the query_temperature row checks the factor)",
+    "dory": "q times a learned per-feature scale (sqk) after the rotation, and the recurrent "
+            "layers run twice (modeling_dory.py, DoryAttention.forward)",
+}
+
+
+def whole_head_rows(case, config, pmodel, captures, seq_lens):
+    why = WHOLE_HEAD_NOT_CLAIMED.get(config.model_type)
+    if why is not None:
+        return [Row(case, "rope_whole_head_not_claimed", "pass", detail=f"not claimed: {why}")]
+    return _whole_head_rows(case, config, pmodel, captures, seq_lens)
+
+
+def _whole_head_rows(case, config, pmodel, captures, seq_lens):
+    """The rotated slice in the whole head: transformers' q and k as its attention function gets
+    them (whole heads) hold the rope function's output exactly at posemb's
+    [rotary_offset, rotary_offset + rotary_dim) (MLA: the trailing qk_rope_head_dim), and
+    posemb's layer.rope_spec() rotating the whole head (the slice's input in place) gives them."""
+    stats, found = RopeStats(), 0
+    for label, positions, capture in captures:
+        attention = {c.layer: c for c in capture.attention if c.query is not None}
+        for call in capture.rope:
+            layer = pmodel.layers[call.layer]
+            if call.indexer or layer.rope is None or call.layer not in attention:
+                continue
+            where = f"{label} layer {call.layer} {call.name}"
+            spec = layer.rope_spec(seq_lens[label])
+
+            def part_of(width, rotated, spec=spec):
+                if width != spec.head_dim:
+                    return None
+                if rotated == width:
+                    return slice(None)
+                return slice(spec.rotary_offset, spec.rotary_offset + rotated)
+
+            got = _whole_of(call, attention[call.layer], part_of)
+            if got is None:
+                stats.failures.append(f"{where}: no whole q/k head holds transformers' rotated "
+                                      f"features at posemb's slice [{spec.rotary_offset}, "
+                                      f"{spec.rotary_offset + spec.rotary_dim}) of "
+                                      f"{spec.head_dim}")
+                continue
+            whole, part, x_in, _ = got
+            found += 1
+            order = hf_order(call.function)
+            before = whole.copy()
+            before[..., part] = np.broadcast_to(x_in, before[..., part].shape)
+            y = posemb.apply_rope(np.ascontiguousarray(before), positions, spec, layout="bhsd")
+            y[..., part] = order(y[..., part])
+            k = rotation.angle_coefficient(spec, layer, seq_lens[label],
+                                           rope_block(config, _hf_layer_type(config, call.layer,
+                                                                             layer)))
+            tol = rotation.bound(before, positions, "bhsd", spec, k)
+            tol[..., part] = order(tol[..., part])
+            stats.add(np.abs(y.astype(np.float64) - whole), tol, where)
+    if found == 0 and not stats.failures:
+        return [Row(case, "rope_whole_head", "error", detail="no rope call with an eager "
+                                                             "attention call recorded")]
+    return [stats.row(case, "rope_whole_head")]

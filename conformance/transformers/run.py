@@ -4,6 +4,12 @@ non-zero on any row that is not a pass.
 
     PYTHONPATH=build/dev/python python conformance/transformers/run.py [--out DIR] [--posemb-build DIR]
         [--cases llama gemma2 ...] [--skip-coverage] [--v4-python /work/venvs/hf4/bin/python]
+        [--saved-by 5.24.0] [--transformers X.Y.Z]
+
+--transformers X.Y.Z builds build/venv-transformers-X.Y.Z (torch 2.13.0 first, then transformers
+X.Y.Z and the harness's own pins) and runs the harness there. --saved-by X.Y.Z saves every case's
+config.json with transformers X.Y.Z (its venv, built the same way) and checks that posemb reads
+the same layers from it as from the config this transformers saved (one `saved_by` row per case).
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path[:0] = [HERE, os.path.dirname(HERE)]
 
-from rope_case import rope_case  # noqa: E402 (found through the path above)
+from rope_case import MROPE_TYPES, rope_case  # noqa: E402 (found through the path above)
 
 
 def _args():
@@ -29,7 +35,83 @@ def _args():
     parser.add_argument("--skip-coverage", action="store_true")
     parser.add_argument("--v4-python", help="a python with transformers 4.57.6 "
                         "(requirements-v4.txt): also compare the v4-format configs (v4.py)")
+    parser.add_argument("--transformers", metavar="X.Y.Z", help="run the harness under "
+                        "transformers X.Y.Z instead (a venv of its own, built once)")
+    parser.add_argument("--saved-by", metavar="X.Y.Z", help="also compare posemb's layers of the "
+                        "configs transformers X.Y.Z saves with those of this one's")
     return parser.parse_args()
+
+
+# The harness's own pins besides transformers (python/requirements-test.txt): what it imports.
+HARNESS_PINS = ("numpy==2.4.6", "safetensors==0.8.0", "gguf==0.19.0")
+
+
+def transformers_python(version: str) -> str:
+    """The python of build/venv-transformers-<version>, built on first use: torch 2.13.0 alone
+    first (the local CPU wheel), then transformers <version> and HARNESS_PINS as pip resolves
+    them (transformers does not depend on torch, so torch stays)."""
+    import subprocess
+
+    venv = os.path.join(ROOT, "build", f"venv-transformers-{version}")
+    python = os.path.join(venv, "bin", "python")
+    if not os.path.exists(python):
+        subprocess.run([sys.executable, "-m", "venv", venv], check=True)
+        subprocess.run([python, "-m", "pip", "install", "-q", "torch==2.13.0"], check=True)
+        subprocess.run([python, "-m", "pip", "install", "-q", f"transformers=={version}",
+                        *HARNESS_PINS], check=True)
+    return python
+
+
+def _rerun_under(version: str) -> None:
+    """Runs this harness under transformers <version> with the other arguments; exits with its
+    status."""
+    import subprocess
+
+    argv, skip = [], False
+    for arg in sys.argv[1:]:
+        if skip or arg.startswith("--transformers="):
+            skip = False
+            continue
+        if arg == "--transformers":
+            skip = True
+            continue
+        argv.append(arg)
+    python = transformers_python(version)
+    sys.exit(subprocess.run([python, os.path.abspath(__file__), *argv]).returncode)
+
+
+def saved_by_rows(version: str, names: list[str], out_dir: str, tool: str) -> list:
+    """One row per case: posemb's `layers --json` of the config.json transformers <version>
+    saves against that of the config.json this transformers saved (out_dir/models/<case>)."""
+    import json
+    import subprocess
+
+    import report
+
+    folder = os.path.join(out_dir, f"saved-by-{version}")
+    os.makedirs(folder, exist_ok=True)
+    subprocess.run([transformers_python(version), os.path.join(HERE, "save_configs.py"), folder,
+                    *names], check=True)
+    saved = json.load(open(os.path.join(folder, "saved.json")))
+    rows = []
+    for name in names:
+        mine = os.path.join(out_dir, "models", name, "config.json")
+        if name in saved["failed"]:
+            rows.append(report.Row(name, "saved_by", "error",
+                                   detail=f"transformers {version}: {saved['failed'][name]}"))
+            continue
+        if not os.path.exists(mine):
+            continue  # the case did not save a model here: its build row says why
+        plans = [subprocess.run([tool, "layers", "--json", path], capture_output=True, text=True)
+                 for path in (mine, os.path.join(folder, name, "config.json"))]
+        same = all(p.returncode == 0 for p in plans) and plans[0].stdout == plans[1].stdout
+        rows.append(report.Row(name, "saved_by", "pass" if same else "fail",
+                               detail=f"posemb layers of the config saved by transformers "
+                                      f"{version} and by this one: "
+                                      f"{'the same' if same else 'differ'}"
+                                      + "".join(f"; {p.stderr.strip()[:160]}" for p in plans
+                                                if p.returncode != 0)))
+    return rows
 
 
 # (case, check) rows that do not pass because transformers departs from the original model code;
@@ -48,9 +130,15 @@ EXPECTED_NOT_PASS = {
     ("phimoe", "rope"),
     ("phimoe", "rope_hf_float32"),
     ("phimoe", "rope_hf_float32_buffer"),
+    ("phimoe", "rope_whole_head"),
     # Qwen2VLModel.get_rope_index (v5) advances text after a video by max(h, w) / merge, not
     # past the video's largest temporal id as v4 and the original Qwen2-VL code do.
     ("qwen2_vl", "mrope_ids"),
+    # The same rule in Qwen2_5_VLModel.get_rope_index (v5): after a video the text resumes at
+    # max(h, w) / merge past the video's start, inside its scaled temporal ids; Qwen's own
+    # training code (qwen-vl-finetune, rope2d.py get_rope_index_25) and 4.57.6 resume past the
+    # largest id. posemb's resume="spatial_extent" gives v5's (the mrope_ids_v5 rows pass).
+    ("qwen2_5_vl", "mrope_ids"),
 }
 
 
@@ -78,7 +166,7 @@ def _runner(name, model_type, tool):
         return bias_checks.vision_case
     if model_type in ("gpt2", "opt", "bert", "roberta"):
         return lambda case, out: learned_checks.learned_case(case, out, tool)
-    if model_type == "qwen2_vl":
+    if model_type in MROPE_TYPES:
         def both(case, out):
             rows, counts = rope_case(case, out)
             return rows + bias_checks.mrope_case(case, out), counts
@@ -146,6 +234,8 @@ def _tool(build):
 
 def main():
     args = _args()
+    if args.transformers:
+        _rerun_under(args.transformers)
     if args.posemb_build:
         sys.path.insert(0, os.path.join(os.path.abspath(args.posemb_build), "python"))
     import torch
@@ -182,6 +272,10 @@ def main():
                                   f"table of {len(table)}; not in it: {outside or 'none'}"))
     if not args.cases:
         rows += rope_utils.rows(args.out)
+    if args.saved_by:
+        rope_names = [n for n in names if _runner(n, tiny_models.CASES[n].model_type, None)
+                      is rope_case]
+        rows += saved_by_rows(args.saved_by, rope_names, args.out, _tool(args.posemb_build))
     if args.v4_python:
         _v4_comparison(args, [n for n in names if _runner(n, tiny_models.CASES[n].model_type,
                                                           None) is rope_case])

@@ -64,7 +64,9 @@ def register(model_type: str) -> str:
     module = modeling_module(model_type)
     modeling = importlib.import_module(f"transformers.models.{module}")
     function = getattr(modeling, "apply_rotary_pos_emb")
-    params = list(inspect.signature(function).parameters)
+    # transformers 5.25 with its kernels dependency installed wraps the function in an
+    # nn.Module (use_kernel_forward_from_hub): the signature is its forward's
+    params = list(inspect.signature(getattr(function, "forward", function)).parameters)
     names = "apply_rotary_pos_emb"
     if hasattr(modeling, "apply_rotary_pos_emb_interleave"):  # DeepSeek-V3's rope_interleave
         names += "|apply_rotary_pos_emb_interleave"

@@ -73,6 +73,12 @@ _PHIMOE_LONG = [1.0 + 1.2 * (i / 63) ** 2 * 30 for i in range(64)]
 _QWEN2VL_VISION = dict(depth=1, embed_dim=32, hidden_size=64, num_heads=2, mlp_ratio=2,
                        patch_size=14, spatial_merge_size=2, temporal_patch_size=2)
 
+# Qwen2.5-VL's tower, small; tokens_per_second as the released checkpoints (2).
+_QWEN25VL_VISION = dict(depth=1, hidden_size=32, intermediate_size=64, num_heads=2,
+                        out_hidden_size=256, patch_size=14, spatial_merge_size=2,
+                        temporal_patch_size=2, tokens_per_second=2, window_size=112,
+                        fullatt_block_indexes=[0])
+
 CASES: dict[str, Case] = {
     # ---- Llama-style families of posemb's table, real checkpoints' positional values
     "granite": Case("granite", _small(head_dim=128, hidden_size=256, max_position_embeddings=4096, attention_multiplier=0.0078125, rope_parameters={"rope_type": "default", "rope_theta": 10000.0}), "ibm-granite/granite-3.0-8b-base (head_dim 128)"),
@@ -141,6 +147,7 @@ CASES: dict[str, Case] = {
     "umt5": Case("umt5", dict(vocab_size=256, d_model=64, d_kv=8, d_ff=64, num_layers=2, num_decoder_layers=2, num_heads=6, relative_attention_num_buckets=32, relative_attention_max_distance=128), "google/umt5-small (6 heads, 32 buckets, 128, a table per layer)", auto="seq2seq"),
     "t5": Case("t5", dict(vocab_size=256, d_model=64, d_kv=8, d_ff=64, num_layers=2, num_decoder_layers=2, num_heads=8, relative_attention_num_buckets=32, relative_attention_max_distance=128), "google-t5/t5-small (8 heads, 32 buckets, 128)", auto="seq2seq"),
     # ---- M-RoPE
+    "qwen2_5_vl": Case("qwen2_5_vl", dict(text_config=_small(heads=2, hidden_size=256, max_position_embeddings=128000, rope_parameters={"rope_type": "default", "rope_theta": 1000000.0, "mrope_section": [16, 24, 24]}), vision_config=_QWEN25VL_VISION), "Qwen/Qwen2.5-VL-7B-Instruct (text head_dim 128, tokens_per_second 2)", auto="base"),
     "qwen2_vl": Case("qwen2_vl", dict(text_config=_small(heads=2, hidden_size=256, max_position_embeddings=32768, rope_parameters={"rope_type": "default", "rope_theta": 1000000.0, "mrope_section": [16, 24, 24]}), vision_config=_QWEN2VL_VISION | {"hidden_size": 256}), "Qwen/Qwen2-VL-7B-Instruct (text head_dim 128)", auto="base"),
     # ---- a vision tower's 2-D rope (Pixtral, inside its wrapper's config)
     "mistral3": Case("mistral3", dict(text_config=_small(head_dim=128, max_position_embeddings=131072, sliding_window=None, rope_parameters={"rope_type": "default", "rope_theta": 1000000000.0}), vision_config=dict(hidden_size=128, intermediate_size=64, num_hidden_layers=1, num_attention_heads=2, head_dim=64, image_size=1540, patch_size=14, rope_parameters={"rope_type": "axial", "rope_theta": 10000.0}), spatial_merge_size=2), "mistralai/Mistral-Small-3.1-24B-Instruct-2503 (Pixtral tower: head_dim 64, patch 14, theta 1e4)", auto="base"),

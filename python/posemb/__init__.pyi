@@ -153,6 +153,7 @@ class LayerPositions:
     layer_type: str
     kind: str
     head_dim: int
+    rotary_offset: int
     rope: Optional[RopeScheme]
     attention: LayerAttention
     stack: str
@@ -170,7 +171,9 @@ class MropeIndexRules:
     family: str
     spatial_merge_size: int
     tokens_per_second: float
-    def __init__(self, family: str, spatial_merge_size: int = ..., tokens_per_second: float = ...) -> None: ...
+    resume: str
+    def __init__(self, family: str, spatial_merge_size: int = ..., tokens_per_second: float = ...,
+                 resume: str = ...) -> None: ...
 
 class ModelPositions:
     model_type: str
@@ -193,7 +196,7 @@ class ModelPositions:
     def rope_spec(self, seq_len: Optional[int] = ..., *, angles: HfFloat32Angles) -> HfFloat32Rope: ...
     def xpos_spec(self, seq_len: Optional[int] = ...) -> XposSpec: ...
 
-def load_model(path: Union[str, PathLike[str]], pairing: Optional[str] = ...) -> ModelPositions: ...
+def load_model(path: Union[str, PathLike[str]], pairing: Optional[str] = ..., strict: bool = ...) -> ModelPositions: ...
 
 # ---- spec builders (angles="hf-float32": transformers' float32 arithmetic, an HfFloat32Rope)
 @overload
@@ -296,7 +299,7 @@ def apply_fope(x: ArrayT, positions: PositionsLike, fope: Fope, layout: str = ..
                inverse: bool = ..., threads: int = ..., transpose: bool = ...) -> ArrayT: ...
 
 # ---- positions and weights
-def mrope_index(rules: Union[ModelPositions, MropeIndexRules], segments: str) -> Tuple[npt.NDArray[np.int64], int]: ...
+def mrope_index(rules: Union[ModelPositions, MropeIndexRules], segments: str, resume: Optional[str] = ...) -> Tuple[npt.NDArray[np.int64], int]: ...
 def packed_positions(cu_seqlens: Sequence[int], offsets: Sequence[int] = ...,
                      tokens: Optional[int] = ...) -> npt.NDArray[np.int64]: ...
 def context_parallel_positions(seq_len: int, rank: int, ranks: int, first_position: int = ...) -> npt.NDArray[np.int64]: ...

@@ -123,7 +123,9 @@ Example:
 void bind_layer(py::module_& m) {
   py::class_<LayerPositions>(m, "LayerPositions", R"doc(What one layer does with positions: kind
 ('rope', 'fope', 'alibi', 'learned', 'sinusoidal', 'relative_bias', 'none': the CLI's
-"positions"), layer_type, head_dim (the q/k width), rope (RopeScheme or None), attention
+"positions"), layer_type, head_dim (the q/k width), rotary_offset (the first rotated feature
+of the head: MLA's qk_nope_head_dim, else 0), rope (RopeScheme or None; its head_dim and
+rotary_dim the rotated slice's), attention
 (LayerAttention), indexer (IndexerRope of an indexed_attention layer, or None), and for T5
 stack, relative_bias (T5Buckets), relative_bias_table_layer.
 
@@ -135,6 +137,7 @@ Example:
       .def_readonly("layer_type", &LayerPositions::layer_type)
       .def_property_readonly("kind", [](const LayerPositions& l) { return to_string(l.kind); })
       .def_readonly("head_dim", &LayerPositions::head_dim)
+      .def_readonly("rotary_offset", &LayerPositions::rotary_offset)
       .def_readonly("rope", &LayerPositions::rope)
       .def_readonly("attention", &LayerPositions::attention)
       .def_readonly("stack", &LayerPositions::stack)
@@ -145,13 +148,15 @@ Example:
       .def(
           "rope_spec",
           [](const LayerPositions& l, OptLength seq_len, const std::string& angles) {
+            if (angles == "exact") return py::cast(l.rope_spec(seq_len));
             return rope_in_mode(rope_scheme_of(l), seq_len, angles);
           },
           py::arg("seq_len") = py::none(), py::arg("angles") = "exact",
           R"doc(The layer's RopeSpec at seq_len (dynamic NTK and LongRoPE depend on it; None:
 no length known). Raises posemb.Error unless kind == 'rope'. angles: 'exact' (angles in double,
-a RopeSpec) or 'hf-float32' (transformers' float32 arithmetic, an HfFloat32Rope), the CLI's
---angles.
+a RopeSpec over the whole head: head_dim wide, features [rotary_offset, rotary_offset +
+rotary_dim) rotated, so q and k are given whole) or 'hf-float32' (transformers' float32
+arithmetic, an HfFloat32Rope over the rotated slice alone), the CLI's --angles.
 
 Example:
     >>> spec = model.layers[0].rope_spec()
@@ -169,6 +174,24 @@ Example:
 Example:
     >>> spec = model.layers[0].mrope_spec()
 )doc");
+}
+
+// The reader's unused keys of file (ModelPositions::unused_keys): a UserWarning naming them, or
+// with strict a posemb::Error naming the first, as the tool's --strict.
+void report_unused_keys(const std::string& file, const ModelPositions& model, bool strict) {
+  if (model.unused_keys.empty()) return;
+  if (strict) {
+    Error error(model.unused_keys.front(),
+                ": not used by posemb's reader; expected only keys posemb reads (strict)");
+    error.add_context(file);
+    throw error;
+  }
+  std::string keys;
+  for (const std::string& key : model.unused_keys) keys += (keys.empty() ? "" : ", ") + key;
+  const std::string message =
+      file +
+      ": keys that change positions or attention in transformers, not used by posemb: " + keys;
+  if (PyErr_WarnEx(PyExc_UserWarning, message.c_str(), 1) != 0) throw py::error_already_set();
 }
 
 void bind_model_positions(py::module_& m) {
@@ -204,11 +227,13 @@ Example:
       .def(
           "rope_spec",
           [](const ModelPositions& model, OptLength seq_len, const std::string& angles) {
+            if (angles == "exact") return py::cast(model.rope_spec(seq_len));
             return rope_in_mode(model.rope_scheme(), seq_len, angles);
           },
           py::arg("seq_len") = py::none(), py::arg("angles") = "exact",
-          R"doc(The RopeSpec of a model whose RoPE layers share one scheme (else posemb.Error:
-use layers[i].rope_spec()); angles='hf-float32' gives its HfFloat32Rope (as
+          R"doc(The RopeSpec of a model whose RoPE layers share one scheme, head and rotated slice
+(else posemb.Error: use layers[i].rope_spec()), over the whole head as
+LayerPositions.rope_spec; angles='hf-float32' gives its HfFloat32Rope (as
 LayerPositions.rope_spec).
 
 Example:
@@ -222,18 +247,25 @@ Example:
 )doc");
   m.def(
       "load_model",
-      [](const py::object& path, std::optional<std::string> pairing) {
+      [](const py::object& path, std::optional<std::string> pairing, bool strict) {
         const std::string file = py::str(py::module_::import("os").attr("fspath")(path));
         ConfigOptions options;
         if (pairing) options.pairing = pairing_of(*pairing);
-        py::gil_scoped_release release;
-        return load_model_positions(file, options);
+        ModelPositions model;
+        {
+          py::gil_scoped_release release;
+          model = load_model_positions(file, options);
+        }
+        report_unused_keys(file, model, strict);
+        return model;
       },
-      py::arg("path"), py::arg("pairing") = py::none(),
+      py::arg("path"), py::arg("pairing") = py::none(), py::arg("strict") = false,
       R"doc(Reads a HuggingFace config.json: every layer's positional scheme (family defaults,
-rope_scaling / rope_parameters, per-layer bases, NoPE layers, sliding windows, ...). pairing
-overrides the pairing the model_type implies. Errors (missing keys, bad values) raise
-posemb.Error naming the file and key.
+rope_scaling / rope_parameters, per_layer_config, per-layer bases, NoPE layers, sliding windows,
+...). pairing overrides the pairing the model_type implies. Errors (missing keys, bad values)
+raise posemb.Error naming the file and key. Keys that change positions or attention in
+transformers and that the reader did not use (model.unused_keys) are reported by a
+UserWarning naming them, or, with strict=True, refused by posemb.Error.
 
 Example:
     >>> model = posemb.load_model("config.json")
@@ -250,25 +282,42 @@ MropeFamily family_of(const std::string& family) {
   fail("family", "'" + family + "'", "expected 'qwen2_vl', 'qwen2_5_vl' or 'qwen3_vl'");
 }
 
+MropeResume resume_of(const std::string& resume) {
+  if (resume == "past_largest") return MropeResume::PastLargest;
+  if (resume == "spatial_extent") return MropeResume::SpatialExtent;
+  fail("resume", "'" + resume + "'", "expected 'past_largest' or 'spatial_extent'");
+}
+
 void bind_mrope_index(py::module_& m) {
   py::class_<MropeIndexRules>(m, "MropeIndexRules",
                               R"doc(get_rope_index's rules of a Qwen-VL family:
-family ('qwen2_vl', 'qwen2_5_vl', 'qwen3_vl'), spatial_merge_size, tokens_per_second.
+family ('qwen2_vl', 'qwen2_5_vl', 'qwen3_vl'), spatial_merge_size, tokens_per_second, and
+resume: where positions resume after a vision segment, 'past_largest' (past its largest
+position on any axis: Qwen's own code and transformers <= 4.57, the default) or
+'spatial_extent' (max(H, W) / merge past its start: transformers 5.x).
 
 Example:
     >>> rules = posemb.MropeIndexRules("qwen2_vl", spatial_merge_size=2)
 )doc")
-      .def(
-          py::init([](const std::string& family, int spatial_merge_size, double tokens_per_second) {
-            return MropeIndexRules{family_of(family), spatial_merge_size, tokens_per_second};
-          }),
-          py::arg("family"), py::arg("spatial_merge_size") = 2, py::arg("tokens_per_second") = 4.0)
+      .def(py::init([](const std::string& family, int spatial_merge_size, double tokens_per_second,
+                       const std::string& resume) {
+             return MropeIndexRules{family_of(family), spatial_merge_size, tokens_per_second,
+                                    resume_of(resume)};
+           }),
+           py::arg("family"), py::arg("spatial_merge_size") = 2, py::arg("tokens_per_second") = 4.0,
+           py::arg("resume") = "past_largest")
+      .def_property_readonly("resume",
+                             [](const MropeIndexRules& r) {
+                               return r.resume == MropeResume::SpatialExtent ? "spatial_extent"
+                                                                             : "past_largest";
+                             })
       .def_property_readonly("family", [](const MropeIndexRules& r) { return to_string(r.family); })
       .def_readonly("spatial_merge_size", &MropeIndexRules::spatial_merge_size)
       .def_readonly("tokens_per_second", &MropeIndexRules::tokens_per_second);
   m.def(
       "mrope_index",
-      [](const py::object& rules, const std::string& segments) {
+      [](const py::object& rules, const std::string& segments,
+         const std::optional<std::string>& resume) {
         MropeIndexRules r;
         if (py::isinstance<ModelPositions>(rules)) {
           const auto& model = rules.cast<const ModelPositions&>();
@@ -280,15 +329,17 @@ Example:
         } else {
           r = rules.cast<MropeIndexRules>();
         }
+        if (resume) r.resume = resume_of(*resume);
         const MropeIndex index = mrope_position_ids(parse_mrope_segments(segments), r);
         return std::make_pair(to_numpy(index.positions.data(), {3, index.seq_len()}),
                               index.rope_delta);
       },
-      py::arg("rules"), py::arg("segments"),
+      py::arg("rules"), py::arg("segments"), py::arg("resume") = py::none(),
       R"doc(The M-RoPE positions int64 [3, seq] of a prompt laid out as
 "text:N,image:TxHxW,video:TxHxW[@S]" (grids before the merge), by HF's get_rope_index rules of
 `rules` (a ModelPositions or MropeIndexRules), and the rope delta: decode token at cache length
-L sits at L + delta on every axis.
+L sits at L + delta on every axis. resume ('past_largest', the default of the code the models
+were trained with, or 'spatial_extent', transformers 5.x) replaces the rules' own.
 
 Example:
     >>> positions, delta = posemb.mrope_index(model, "text:3,image:1x4x6,text:5")

@@ -62,9 +62,10 @@ posemb_cli_test("apply rope positions file vs library"
   CHECK rope-library ${rope_config} ${fope_a}/x.npy ${cli_out}/rope_positions.npy bshd 0 config query)
 # Each config gets X with its own head_dim: the values of ${fope_a}/x.npy [1, 32, 8, 64] read as
 # 16 heads of 32 and 32 heads of 16 (a spec refuses heads of another width).
+set(check "${posemb_cli_emulator_words} $<TARGET_FILE:posemb_cli_check>")
 add_test(NAME cli.make_head_dim_inputs
   COMMAND ${CMAKE_COMMAND} -E chdir ${cli_out} sh -c
-    "$<TARGET_FILE:posemb_cli_check> reshape ${fope_a}/x.npy x_hd32.npy 1 32 16 32 && $<TARGET_FILE:posemb_cli_check> reshape ${fope_a}/x.npy x_hd16.npy 1 32 32 16 && $<TARGET_FILE:posemb_cli_check> reshape ${fope_a}/x.npy x_bhsd.npy 1 8 32 64")
+    "${check} reshape ${fope_a}/x.npy x_hd32.npy 1 32 16 32 && ${check} reshape ${fope_a}/x.npy x_hd16.npy 1 32 32 16 && ${check} reshape ${fope_a}/x.npy x_bhsd.npy 1 8 32 64")
 set_tests_properties(cli.make_head_dim_inputs PROPERTIES FIXTURES_SETUP posemb_cli_head_dims)
 foreach(case_input IN ITEMS yarn_hd64:${fope_a}/x.npy llama3_hd32:${cli_out}/x_hd32.npy
                             partial_half:${fope_a}/x.npy longrope_phi3_style:${cli_out}/x_hd16.npy
@@ -298,7 +299,7 @@ posemb_cli_test("error apply learned model" EXIT 1 STDERR "gpt2_learned\\.json: 
   ARGS apply ${cases}/gpt2_learned.json --input ${fope_a}/x.npy --output ${out} OUTPUT ${out})
 # freqs describes a layer of any kind: an ALiBi layer rotates nothing.
 posemb_cli_test("freqs alibi model" ARGS freqs ${cases}/bloom_alibi.json
-  STDOUT_MATCHES "\"positions\": \"alibi\", \"rope_type\": null, .*\"rotary_dim\": 0, \"inv_freq\": \\[\\]")
+  STDOUT_MATCHES "\"positions\": \"alibi\", \"rope_type\": null, .*\"rotary_dim\": 0, \"rotary_offset\": 0, \"inv_freq\": \\[\\]")
 posemb_cli_test("error layer out of range" EXIT 2 STDERR "--layer = 26: expected a layer in \\[0, 26\\)"
   ARGS freqs ${cli_data}/models/gemma-3-1b-it.json --layer 26)
 posemb_cli_test("error negative layer" EXIT 2 LINE "--layer = -1: expected an integer >= 0"
@@ -568,6 +569,14 @@ posemb_cli_test("apply mrope positions of 2 axes"
 posemb_cli_test("inspect deepseek rope slice is not partial"
   ARGS inspect ${posemb_SOURCE_DIR}/examples/configs/deepseek_v3_mla_yarn.json
   STDOUT_MATCHES "head_dim: 192.rotary_dim: 64.pairing: interleaved")
+# Where that slice sits: the trailing 64 of the 192 (q split [qk_nope 128, qk_rope 64],
+# modeling_deepseek_v3.py), in inspect and in every layer's plan.
+posemb_cli_test("inspect deepseek rotated slice is the trailing qk_rope_head_dim"
+  ARGS inspect ${posemb_SOURCE_DIR}/examples/configs/deepseek_v3_mla_yarn.json
+  STDOUT_MATCHES "rotated features: 128-191 of 192")
+posemb_cli_test("freqs deepseek rotary_offset"
+  ARGS freqs ${posemb_SOURCE_DIR}/examples/configs/deepseek_v3_mla_yarn.json
+  STDOUT_MATCHES "\"head_dim\": 192, \"rotary_dim\": 64, \"rotary_offset\": 128")
 # DeepSeek-V3.2: MLA interleaved, the lightning indexer rotate-half on its first 64 of 128.
 posemb_cli_test("inspect deepseek v3.2 indexer"
   ARGS inspect ${posemb_SOURCE_DIR}/examples/configs/deepseek_v32_indexer.json
@@ -575,6 +584,22 @@ posemb_cli_test("inspect deepseek v3.2 indexer"
 posemb_cli_test("inspect gpt-neox partial rotary"
   ARGS inspect ${posemb_SOURCE_DIR}/examples/configs/gpt_neox_20b_partial.json
   STDOUT_MATCHES "head_dim: 96.rotary_dim: 24 \\(partial rotary\\).pairing: rotate_half")
+
+# ---- diff --engine vllm (posemb/model/engine_vllm.hpp): LongRoPE, original context 2048.
+set(vllm_longrope ${cli_data}/models/syn-longrope-partial.json)
+posemb_cli_test("diff vllm longrope factors fixed by max_model_len" EXIT 3
+  ARGS diff --engine vllm --max-model-len 32768 ${vllm_longrope}
+  STDOUT_MATCHES "^layer 0 inv_freq: vllm [^\n]*phi3_long_rope_scaled_rope\\.py")
+posemb_cli_test("diff vllm longrope long sequence agrees"
+  ARGS diff --engine vllm --max-model-len 32768 ${vllm_longrope} --seq-len 4096)
+posemb_cli_test("diff vllm longrope within the original context agrees"
+  ARGS diff --engine vllm --max-model-len 2048 ${vllm_longrope})
+posemb_cli_test("diff vllm usage max-model-len missing" EXIT 2
+  STDERR "--max-model-len is missing" ARGS diff --engine vllm ${vllm_longrope})
+posemb_cli_test("diff vllm usage max-model-len without engine" EXIT 2
+  STDERR "--max-model-len needs --engine vllm" ARGS diff a.gguf ${vllm_longrope} --max-model-len 5)
+posemb_cli_test("diff vllm usage two files" EXIT 2
+  STDERR "a second file" ARGS diff --engine vllm --max-model-len 5 ${vllm_longrope} ${vllm_longrope})
 
 # ---- GGUF files, diff and --weights checkpoints: gguf_cli_tests.cmake.
 include(${cli_source}/gguf_cli_tests.cmake)

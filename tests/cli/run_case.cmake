@@ -1,15 +1,16 @@
 # One end-to-end case of the posemb tool, run by ctest (see tools/CMakeLists.txt):
-#   cmake -DPOSEMB=tool -DARGS=a|b|c -DEXPECT_EXIT=n [-DEXPECT_STDERR=regex]
+#   cmake -DPOSEMB=tool [-DEMULATOR=a|b (a cross build's emulator)] -DARGS=a|b|c -DEXPECT_EXIT=n [-DEXPECT_STDERR=regex]
 #         [-DEXPECT_LINE=text (stderr is exactly "posemb: error: text\n")] [-DOUTPUT=file]
 #         [-DSTDOUT=file] [-DEXPECT_STDOUT=regex] [-DCHECKER=program -DCHECK=a|b|c] -P run_case.cmake
 # ARGS and CHECK separate arguments with '|'. OUTPUT is removed first; on failure (EXPECT_EXIT
 # != 0) stderr must be exactly one line "posemb: error: ..." and OUTPUT must not exist; exit 3
 # (diff: the files differ) is no failure: stderr must be empty.
 string(REPLACE "|" ";" args "${ARGS}")
+string(REPLACE "|" ";" emulator "${EMULATOR}")
 if(OUTPUT)
   file(REMOVE "${OUTPUT}")
 endif()
-execute_process(COMMAND "${POSEMB}" ${args}
+execute_process(COMMAND ${emulator} "${POSEMB}" ${args}
   RESULT_VARIABLE status OUTPUT_VARIABLE out ERROR_VARIABLE err)
 string(REPLACE ";" " " shown "${args}")
 if(NOT "${status}" STREQUAL "${EXPECT_EXIT}")
@@ -39,7 +40,7 @@ if(STDOUT)
 endif()
 if(CHECK)
   string(REPLACE "|" ";" check_args "${CHECK}")
-  execute_process(COMMAND "${CHECKER}" ${check_args} RESULT_VARIABLE check_status
+  execute_process(COMMAND ${emulator} "${CHECKER}" ${check_args} RESULT_VARIABLE check_status
     OUTPUT_VARIABLE check_out ERROR_VARIABLE check_err)
   message("${check_out}${check_err}")
   if(NOT check_status EQUAL 0)

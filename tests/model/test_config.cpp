@@ -255,19 +255,22 @@ TEST_CASE("a config's spec knows its head_dim: partial rotary is the config's, n
           "[config]") {
   const fs::path dir = fs::path(POSEMB_TEST_DATA_DIR) / ".." / ".." / "examples" / "configs";
   // GPT-NeoX-20B: rotary_pct 0.25 of head_dim 96; GPT-J-6B: rotary_dim 64 of 256; Phi-3: whole
-  // heads of 96; DeepSeek-V3: RoPE runs over q_pe, the qk_rope_head_dim = 64 features.
-  const std::pair<const char*, std::array<int, 2>> cases[] = {
-      {"gpt_neox_20b_partial.json", {96, 24}},
-      {"gptj_6b_interleaved.json", {256, 64}},
-      {"phi3_128k_longrope.json", {96, 96}},
-      {"deepseek_v3_mla_yarn.json", {64, 64}},
+  // heads of 96; DeepSeek-V3: RoPE runs over q_pe, the qk_rope_head_dim = 64 features, the last
+  // 64 of its 192-wide heads (modeling_deepseek_v3.py: q split [qk_nope 128, qk_rope 64]).
+  // {head_dim, rotary_dim, rotary_offset}
+  const std::pair<const char*, std::array<int, 3>> cases[] = {
+      {"gpt_neox_20b_partial.json", {96, 24, 0}},
+      {"gptj_6b_interleaved.json", {256, 64, 0}},
+      {"phi3_128k_longrope.json", {96, 96, 0}},
+      {"deepseek_v3_mla_yarn.json", {192, 64, 128}},
   };
   for (const auto& [file, dims] : cases) {
     INFO(file);
     const auto model = posemb::load_model_positions((dir / file).string());
     const posemb::RopeSpec spec = model.rope_spec();
-    CHECK(model.rope_scheme().head_dim == dims[0]);
+    CHECK(model.layers[0].head_dim == dims[0]);
     CHECK(spec.head_dim == dims[0]);
+    CHECK(spec.rotary_offset == dims[2]);
     CHECK(spec.rotary_dim == dims[1]);
     CHECK(spec.partial() == (dims[1] < dims[0]));
     posemb::Tensor4<float> x(1, 3, 2, dims[0]);
@@ -280,7 +283,8 @@ TEST_CASE("a config's spec knows its head_dim: partial rotary is the config's, n
                         "posemb: head_dim = " + std::to_string(dims[1]) + ": expected " +
                             std::to_string(dims[0]) +
                             ", the head_dim this RopeSpec was made for (rotary_dim " +
-                            std::to_string(dims[1]) + ")");
+                            std::to_string(dims[1]) +
+                            (dims[2] != 0 ? " from feature " + std::to_string(dims[2]) : "") + ")");
     }
   }
   // head_dim, else hidden_size / num_attention_heads; partial_rotary_factor gives rotary_dim.

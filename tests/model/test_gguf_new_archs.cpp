@@ -326,3 +326,29 @@ TEST_CASE("hunyuan-dense: rope.scaling.alpha scales the base by alpha^(d / (d - 
                              "hunyuan_plain");
   CHECK(plain.hparams.freq_base == 10000.0);
 }
+
+TEST_CASE("granite_swa: SWA flags, rope_pattern's NoPE layers, sinks, the global base everywhere") {
+  // src/models/granite-swa.cpp: is_swa from attention.sliding_window_pattern, rope_pattern from
+  // attention.rope_pattern (has_rope), attn_sinks on every layer, ggml_rope_ext with the global
+  // freq_base / freq_scale on every layer (rope.freq_base_swa is not read).
+  const auto plan =
+      plan_of(test_gguf::model_writer("granite_swa", 4, 8192, 256, 2)
+                  .u32("granite_swa.attention.sliding_window", 128)
+                  .bools("granite_swa.attention.sliding_window_pattern", {false, true, true, true})
+                  .bools("granite_swa.attention.rope_pattern", {true, true, false, true})
+                  .f32("granite_swa.rope.freq_base", 500000.0f)
+                  .f32("granite_swa.rope.freq_base_swa", 1000.0f)
+                  .f32("granite_swa.attention.scale", 0.015625f),
+              "granite_swa");
+  for (std::size_t il = 0; il < 4; ++il) {
+    CAPTURE(il);
+    const posemb::LayerPositions& layer = plan.model.layers[il];
+    CHECK(layer.attention.sliding_window.has_value() == (il != 0));
+    CHECK((layer.kind == posemb::PositionKind::None) == (il == 2));
+    CHECK(layer.attention.attention_sinks);
+    CHECK(*layer.attention.softmax_scale == Approx(0.015625));
+    if (il == 2) continue;
+    CHECK(layer.rope->pairing == posemb::Pairing::RotateHalf);
+    CHECK(plan.ropes[il]->inv_freq[4] == Approx(ggml_inv_freq(500000.0, 4, 128)).epsilon(1e-15));
+  }
+}

@@ -69,7 +69,8 @@ HF_CONFIGS = sorted(c for c in glob.glob(data_path("hf", "*.json")) if not c.end
 @pytest.mark.parametrize("config", HF_CONFIGS, ids=os.path.basename)
 def test_hf_apply(tool, tmp_path, config):
     model = posemb.load_model(config)
-    head_dim = model.rope_spec().head_dim  # the width RoPE rotates (DeepSeek: qk_rope_head_dim)
+    # the heads' width: DeepSeek's qk_nope + qk_rope, the rotated qk_rope slice last
+    head_dim = model.rope_spec().head_dim
     x = np.random.default_rng(7).standard_normal((2, 6, 3, head_dim)).astype(np.float32)
     np.save(tmp_path / "x.npy", x)
     tool("apply", config, "--input", tmp_path / "x.npy", "--offset", 5000, "--output", tmp_path / "y.npy")

@@ -245,7 +245,9 @@ POSEMB_C_API posemb_status posemb_model_layer_t5_buckets(const posemb_model* mod
 
 typedef struct posemb_rope posemb_rope;
 
-/* The RoPE of a layer (kind POSEMB_KIND_ROPE) at the model's seq_len; free with
+/* The RoPE of a layer (kind POSEMB_KIND_ROPE) at the model's seq_len, over the layer's whole
+ * head: posemb_rope_get_info's head_dim is the layer's, and features [rotary_offset,
+ * rotary_offset + rotary_dim) rotate (MLA: the trailing qk_rope_head_dim); free with
  * posemb_rope_free. Independent of the model afterwards. */
 POSEMB_C_API posemb_status posemb_model_layer_rope(const posemb_model* model, int64_t layer,
                                                    posemb_rope** out);

@@ -33,6 +33,17 @@ class JsonReader {
     return JsonReader(object, std::move(path), log_);
   }
 
+  // A reader of `merged`, this object with some keys replaced: the keys of `overrides` (and
+  // everything under them) are named override_path + key ("per_layer_config.5.head_dim"), the
+  // others as here. `merged` and `overrides` must outlive the reader.
+  JsonReader overridden(const nlohmann::json& merged, const nlohmann::json& overrides,
+                        std::string override_path) const {
+    JsonReader reader(merged, path_, log_);
+    reader.overrides_ = &overrides;
+    reader.override_path_ = std::move(override_path);
+    return reader;
+  }
+
   const nlohmann::json& json() const { return object_; }
 
   // The value at key, or nullptr when absent or null.
@@ -43,7 +54,20 @@ class JsonReader {
     return &*it;
   }
   bool has(const std::string& key) const { return find(key) != nullptr; }
-  std::string name(const std::string& key) const { return path_ + key; }
+  // The value at key like find(), not recorded as used (a comparison, not a reading).
+  const nlohmann::json* peek(const std::string& key) const {
+    const auto it = object_.find(key);
+    return it == object_.end() || it->is_null() ? nullptr : &*it;
+  }
+  // Whether key is present, null or not (an explicit null differs from an absent key).
+  bool contains(const std::string& key) const { return object_.contains(key); }
+  // The key's path; a nested path ("rope_parameters.factor") by its first name.
+  std::string name(const std::string& key) const {
+    if (overrides_ != nullptr && overrides_->contains(key.substr(0, key.find('.')))) {
+      return override_path_ + key;
+    }
+    return path_ + key;
+  }
 
   [[noreturn]] void wrong_type(const std::string& key, const std::string& expected) const {
     fail(name(key), find(key)->dump(), "expected " + expected);
@@ -165,6 +189,8 @@ class JsonReader {
   const nlohmann::json& object_;
   std::string path_;
   KeyLog* log_;
+  const nlohmann::json* overrides_ = nullptr;  // the keys named under override_path_
+  std::string override_path_;
 };
 
 inline int to_int(const std::string& name, std::int64_t value) {

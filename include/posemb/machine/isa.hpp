@@ -30,11 +30,12 @@
 // float ulp of libm on the double angle) and detail/rotate.hpp. Half-precision conversions are
 // bit-identical to static_cast at every level.
 //
-// The same bits across machines also need the code around the kernels (frequencies, angles) to
-// round alike: GCC contracts a * b + c into an FMA by default (-ffp-contract=fast) wherever the
-// target has FMA (aarch64, x86-64 -march=haswell and later), so builds that must reproduce an
-// x86-64 default build's bits are compiled with -ffp-contract=off
-// (cmake/toolchains/aarch64-linux-gnu.cmake does).
+// The code around the kernels (frequencies, angles) must round alike too. GCC contracts
+// a * b + c into an FMA by default (-ffp-contract=fast) wherever the target has FMA (aarch64,
+// x86-64 -march=haswell and later); the digests of tests/digests hold on aarch64 with that
+// default as with -ffp-contract=off, which the aarch64 cross build
+// (cmake/toolchains/aarch64-linux-gnu.cmake) uses so that all of its code rounds as an x86-64
+// default build does.
 //
 // Forcing a level (tests, benchmarks, comparing against the portable code): set the environment
 // variable POSEMB_ISA to portable, avx2, avx512 or neon before the first call, or call
@@ -84,7 +85,7 @@
 
 namespace posemb {
 
-// The levels of every architecture; which ones a machine has: isa_machine_levels below.
+// The levels of every architecture; which ones this machine has: detail::isa_machine below.
 enum class IsaLevel { Portable = 0, Avx2 = 1, Avx512 = 2, Neon = 3 };
 
 inline const char* to_string(IsaLevel level) {

@@ -172,14 +172,15 @@ inline std::vector<PlanDifference> diff_gguf_config(const std::string& gguf_path
 }
 
 // `diff --json`: [{"layer": I, "field": F, "gguf": V, "config": V[, "note": N]}, ...], one
-// entry a line.
-inline std::string differences_json(const std::vector<PlanDifference>& differences) {
+// entry a line; engine names the first value ("gguf", or "vllm" for engine_vllm.hpp's).
+inline std::string differences_json(const std::vector<PlanDifference>& differences,
+                                    const std::string& engine = "gguf") {
   std::string out = "[";
   for (std::size_t k = 0; k < differences.size(); ++k) {
     const PlanDifference& d = differences[k];
     out += std::string(k ? ",\n " : "") +
            "{\"layer\": " + (d.layer ? std::to_string(*d.layer) : "null") + ", \"field\": \"" +
-           d.field + "\", \"gguf\": " + d.gguf + ", \"config\": " + d.config +
+           d.field + "\", \"" + engine + "\": " + d.gguf + ", \"config\": " + d.config +
            (d.note.empty() ? "" : ", \"note\": " + plan_json::string(d.note)) + "}";
   }
   return out + "]\n";
@@ -188,7 +189,8 @@ inline std::string differences_json(const std::vector<PlanDifference>& differenc
 namespace detail {
 
 // inv_freq in a line: the lengths, or the pair with the largest relative difference.
-inline std::string inv_freq_summary(const std::string& gguf_json, const std::string& config_json) {
+inline std::string inv_freq_summary(const std::string& gguf_json, const std::string& config_json,
+                                    const std::string& engine) {
   const auto parse = [](const std::string& json) {
     std::vector<double> values;
     for (const auto& x : nlohmann::json::parse(json)) values.push_back(x.get<double>());
@@ -196,7 +198,7 @@ inline std::string inv_freq_summary(const std::string& gguf_json, const std::str
   };
   const std::vector<double> g = parse(gguf_json), c = parse(config_json);
   if (g.size() != c.size()) {
-    return "gguf " + std::to_string(g.size()) + " pairs config " + std::to_string(c.size()) +
+    return engine + " " + std::to_string(g.size()) + " pairs config " + std::to_string(c.size()) +
            " pairs";
   }
   std::size_t worst = 0;
@@ -205,21 +207,23 @@ inline std::string inv_freq_summary(const std::string& gguf_json, const std::str
     const double rel = std::abs(g[i] - c[i]) / std::max(std::abs(c[i]), 1e-12);
     if (rel > worst_rel) worst = i, worst_rel = rel;
   }
-  return "gguf " + plan_json::number(g[worst]) + " config " + plan_json::number(c[worst]) +
+  return engine + " " + plan_json::number(g[worst]) + " config " + plan_json::number(c[worst]) +
          " (worst of " + std::to_string(g.size()) + " pairs: pair " + std::to_string(worst) +
          ", relative difference " + plan_json::number(worst_rel) + ")";
 }
 
 }  // namespace detail
 
-// `diff` without --json: "layer I FIELD: gguf V config V" a line, "  (note)" appended.
-inline std::string differences_text(const std::vector<PlanDifference>& differences) {
+// `diff` without --json: "layer I FIELD: gguf V config V" a line, "  (note)" appended; engine
+// names the first value.
+inline std::string differences_text(const std::vector<PlanDifference>& differences,
+                                    const std::string& engine = "gguf") {
   std::string out;
   for (const PlanDifference& d : differences) {
     out += d.layer ? "layer " + std::to_string(*d.layer) + " " : std::string();
     out += d.field + ": ";
-    out += d.field == "inv_freq" ? detail::inv_freq_summary(d.gguf, d.config)
-                                 : "gguf " + d.gguf + " config " + d.config;
+    out += d.field == "inv_freq" ? detail::inv_freq_summary(d.gguf, d.config, engine)
+                                 : engine + " " + d.gguf + " config " + d.config;
     out += d.note.empty() ? "\n" : "  (" + d.note + ")\n";
   }
   return out;

@@ -13,10 +13,14 @@
 //                (ggml/src/ggml.c) and the magnitude of rope_yarn (ggml/src/ggml-cpu/ops.cpp)
 //                with yarn_attn_factor as llama_context::llama_context sets it
 //   pairing:     llama_model_rope_type (src/llama-model.cpp), reported in the order of the HF
-//                checkpoint the converter read (convert_hf_to_gguf.py permutes arch `llama`'s
-//                q/k rows, so its NORM rotation is HF's rotate_half)
+//                checkpoint the converter read (convert_hf_to_gguf.py permutes the q/k rows of
+//                the archs whose row says `permuted`, so their NORM rotation is HF's rotate_half)
 //   attention:   each arch's graph builder (src/models/*.cpp) kq_scale; SWA / chunked layers of
-//                llama_hparams::set_swa_pattern; Llama 4's NoPE layers and query temperature
+//                llama_hparams::set_swa_pattern; NoPE, recurrent and ALiBi layers
+//   per arch:    the arch's row in gguf_archs.hpp (its rope mode, hparams and per-layer rules,
+//                citing src/models/<arch>.cpp of llama-cpp-python 0.3.36's sdist); an arch
+//                without a row is refused saying whether llama.cpp runs it
+//                (gguf_arch_coverage.hpp)
 //
 // Only the metadata and the three rope tensors are read (io/gguf_file.hpp maps the file), so a
 // 100 GB model costs a few kilobytes of I/O. A file llama.cpp's loader would refuse (unknown
@@ -323,7 +327,8 @@ inline std::pair<std::int64_t, std::int64_t> read_gguf_swa(const GgufFile& file,
 //   SWA:       read_gguf_swa, or the per-layer flags of attention.sliding_window_pattern
 //              (load_swa_pattern's get_arr)
 //   NoPE:      use_rope iff (il + 1) % step != 0 (llama4, smollm3: n_no_rope_layer_step); none
-//              at all when rope.scaling.finetuned is false (granite: rope_pattern)
+//              at all when rope.scaling.finetuned is false (granite: rope_pattern); the zero
+//              flags of attention.rope_pattern (granite_swa: llama_hparams::has_rope)
 //   recurrent: attention.recurrent_layers, else every layer but each full_attention_interval-th
 //              (qwen3next's load_arch_hparams)
 inline void read_gguf_layer_pattern(const GgufFile& file, GgufHparams& h) {
@@ -353,6 +358,13 @@ inline void read_gguf_layer_pattern(const GgufFile& file, GgufHparams& h) {
       fail(p + "rope.scaling.finetuned", to_string(finetuned->type), "expected BOOL");
     }
     if (finetuned != nullptr && finetuned->unsigned_value == 0) h.rope_layers.assign(n, false);
+  }
+  if (h.rules.rope_pattern) {
+    const auto flags =
+        gguf_layer_flags(file, p + "attention.rope_pattern", h.n_layer_all, h.n_layer);
+    for (std::size_t il = 0; flags && il < n; ++il) {
+      if (!(*flags)[il]) h.rope_layers[il] = false;
+    }
   }
   if (h.rules.recurrent_interval > 0) {
     const auto flags =

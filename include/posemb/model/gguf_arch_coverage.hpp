@@ -121,7 +121,6 @@ inline constexpr GgufArchGap gguf_arch_gaps[] = {
     {"granitemoe", GgufArchReason::NoRowYet, "norm"},
     {"granitehybrid", GgufArchReason::NoRowYet, "norm", true},
     {"graniteswitch", GgufArchReason::NoRowYet, "norm"},
-    {"granite_swa", GgufArchReason::NoRowYet, "norm"},
     {"chameleon", GgufArchReason::NoRowYet, "norm"},
     {"wavtokenizer-dec", GgufArchReason::NoRope, "none"},
     {"plm", GgufArchReason::NoRowYet, "norm"},

@@ -88,6 +88,7 @@ struct GgufArch {
   std::int64_t nope_step = 0;     // layer il has no RoPE iff (il + 1) % step == 0
   bool nope_temperature = false;  // NoPE layers scale queries (build_inp_attn_scale)
   bool rope_switch = false;       // rope.scaling.finetuned false: no RoPE on any layer
+  bool rope_pattern = false;      // attention.rope_pattern: one flag per layer, 0 = NoPE
   // Recurrent (linear-attention) layers: attention.recurrent_layers (one flag per layer) else
   // every layer but each full_attention_interval-th (this default).
   std::int64_t recurrent_interval = 0;
@@ -151,6 +152,7 @@ struct GgufArch {
     return set(&GgufArch::nope_temperature, true);
   }
   constexpr GgufArch with_rope_switch() const { return set(&GgufArch::rope_switch, true); }
+  constexpr GgufArch with_rope_pattern() const { return set(&GgufArch::rope_pattern, true); }
   constexpr GgufArch with_nextn() const { return set(&GgufArch::nextn, true); }
   constexpr GgufArch with_ntk_alpha() const { return set(&GgufArch::ntk_alpha, true); }
   constexpr GgufArch with_no_window_note(std::string_view note) const {
@@ -252,14 +254,29 @@ inline constexpr GgufArch gguf_archs[] = {
     // load_hparams: n_rot must equal n_embd_head_k for LLM_ARCH_FALCON.
     gguf_arch("falcon", "src/models/falcon.cpp").with_rot_is_head_dim(),
     // rope on every layer iff rope.scaling.finetuned (default true); kq_scale attention.scale
-    // when non-zero; rope_freqs per layer (get_rope_factors); GraniteModel permutes (LlamaModel).
+    // when non-zero; rope_freqs, or LongRoPE's pair with scaling type longrope (load_arch_tensors,
+    // get_rope_factors); GraniteModel permutes (LlamaModel); GGML_ASSERT(n_embd_head == n_rot).
     gguf_arch("granite", "src/models/granite.cpp")
         .norm()
         .with_permuted()
         .with_rot_is_head_dim()
-        .with_factors(GgufRopeFactors::RopeFreqs)
+        .with_factors(GgufRopeFactors::RopeFreqsOrLongRope)
         .with_rope_switch()
         .with_softmax(GgufSoftmaxScale::AttentionScaleKey),
+    // granite's graph with SWA layers from the flags and window (both required), the global
+    // freq_base / freq_scale on every layer (ggml_rope_ext), attention.rope_pattern's NoPE layers,
+    // attn_sinks required on every layer; GraniteSWAModel permutes (GraniteModel).
+    gguf_arch("granite_swa", "src/models/granite-swa.cpp")
+        .norm()
+        .with_permuted()
+        .with_rot_is_head_dim()
+        .with_factors(GgufRopeFactors::RopeFreqsOrLongRope)
+        .with_softmax(GgufSoftmaxScale::AttentionScaleKey)
+        .with_sinks()
+        .with_swa_flags_required()
+        .with_swa_window_required()
+        .with_swa_base(GgufSwaBase::Global)
+        .with_rope_pattern(),
     // SWA (Olmo 3) only with attention.sliding_window > 0, pattern 4 (or the per-layer flags);
     // the SWA layers' ggml_rope_ext gets the global freq_base, freq_scale 1, ext_factor 0 and
     // attn_factor 1; GGML_ASSERT(n_embd_head == n_rot).

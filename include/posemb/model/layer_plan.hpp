@@ -1,6 +1,7 @@
 // One flat record per layer of what it does with positions, the same for a config.json
 // (HuggingFace semantics) and a GGUF (llama.cpp's run-time semantics), and its JSON object:
-//   {"layer", "positions", "rope_type", "head_dim", "rotary_dim", "inv_freq", "attention_scale",
+//   {"layer", "positions", "rope_type", "head_dim", "rotary_dim", "rotary_offset", "inv_freq",
+//    "attention_scale",
 //    "pairing", "softmax_scale", "sliding_window", "attention_chunk_size", "query_temperature",
 //    "mrope_section", "mrope_layout"}
 // (tests/data/models/README.md and tests/data/gguf/README.md §1 define the fields). GGUF layers
@@ -25,6 +26,7 @@ struct LayerPlan {
   std::optional<std::string> rope_type;  // null on layers without RoPE
   int head_dim = 0;
   int rotary_dim = 0;            // 0 without RoPE
+  int rotary_offset = 0;         // the first rotated feature of the head (MLA: qk_nope_head_dim)
   std::vector<double> inv_freq;  // [rotary_dim / 2]
   double attention_scale = 1.0;
   std::optional<std::string> pairing;   // "rotate_half" / "interleaved"; null without RoPE
@@ -69,6 +71,7 @@ inline std::vector<LayerPlan> config_layer_plans(const ModelPositions& model,
       const RopeSpec spec = layer.rope_spec(seq_len);
       plan.rope_type = layer.rope->rope_type;
       plan.rotary_dim = spec.rotary_dim;
+      plan.rotary_offset = spec.rotary_offset;
       plan.inv_freq.assign(spec.inv_freq.data(), spec.inv_freq.data() + spec.inv_freq.size());
       plan.attention_scale = spec.attention_scale;
       plan.pairing = to_string(spec.pairing);
@@ -87,6 +90,7 @@ inline std::vector<LayerPlan> gguf_layer_plans(const GgufPositions& gguf) {
     if (const std::optional<GgufLayerRope>& rope = gguf.ropes[il]) {
       plan.rope_type = rope->rope_type;
       plan.rotary_dim = layer.rope->rotary_dim;
+      plan.rotary_offset = layer.rotary_offset;
       plan.inv_freq.assign(rope->inv_freq.data(), rope->inv_freq.data() + rope->inv_freq.size());
       plan.attention_scale = rope->attention_scale;
       plan.pairing = to_string(layer.rope->pairing);
@@ -135,6 +139,7 @@ inline std::string layer_plan_json(const LayerPlan& p) {
                      ", \"rope_type\": " + or_null(p.rope_type, string) +
                      ", \"head_dim\": " + std::to_string(p.head_dim) +
                      ", \"rotary_dim\": " + std::to_string(p.rotary_dim) +
+                     ", \"rotary_offset\": " + std::to_string(p.rotary_offset) +
                      ", \"inv_freq\": " + numbers(p.inv_freq) +
                      ", \"attention_scale\": " + number(p.attention_scale) +
                      ", \"pairing\": " + or_null(p.pairing, string);

@@ -72,7 +72,12 @@ struct LayerPositions {
   PositionKind kind = PositionKind::Rope;
   int head_dim = 0;                // the width q·kᵀ runs over (0: not given by the config)
   std::optional<RopeScheme> rope;  // kind == Rope
-  LayerAttention attention;        // softmax_scale is set on every softmax layer
+  // Where the rotated features sit in the head: [rotary_offset, rotary_offset + rope->rotary_dim)
+  // of head_dim rotate, the rest pass. 0: they lead (GPT-NeoX's partial rotary, GPT-J's
+  // rotary_dim); MLA (DeepSeek-V2/V3 and kin): qk_nope_head_dim, the rope slice last.
+  //   head: [ nope (rotary_offset) | rope (rotary_dim) | rest ]
+  int rotary_offset = 0;
+  LayerAttention attention;  // softmax_scale is set on every softmax layer
   // Encoder-decoder models (T5): "encoder" or "decoder"; "" for one stack of layers.
   std::string stack;
   // kind == RelativeBias: the buckets (bidirectional in the encoder, causal in the decoder's
@@ -88,10 +93,18 @@ struct LayerPositions {
     return layer_type != "linear_attention" && layer_type != "mamba" && layer_type != "conv";
   }
 
-  // The layer's RoPE spec at seq_len; throws unless kind == Rope.
+  // The layer's RoPE spec at seq_len over its whole head: q and k of head_dim features are given
+  // whole, [rotary_offset, rotary_offset + rotary_dim) rotate; throws unless kind == Rope.
+  //   q, k: [batch, seq, heads, head_dim]
   RopeSpec rope_spec(std::optional<std::int64_t> seq_len = std::nullopt) const {
     if (!rope) detail::fail("kind", to_string(kind), "expected rope for a RoPE spec");
-    return rope->spec(seq_len);
+    RopeSpec spec = rope->spec(seq_len);
+    if (head_dim > 0) {
+      spec.head_dim = head_dim;
+      spec.rotary_offset = rotary_offset;
+      spec.validate();
+    }
+    return spec;
   }
 
   // The indexer's RoPE spec over its rotated slice at seq_len; throws unless the layer has one.
@@ -104,7 +117,8 @@ struct LayerPositions {
 // True when two layers do the same (everything but the index).
 inline bool same_positions(const LayerPositions& a, const LayerPositions& b) {
   return a.kind == b.kind && a.head_dim == b.head_dim && a.rope == b.rope &&
-         a.indexer == b.indexer && a.softmax_attention() == b.softmax_attention() &&
+         a.rotary_offset == b.rotary_offset && a.indexer == b.indexer &&
+         a.softmax_attention() == b.softmax_attention() &&
          a.attention.softmax_scale == b.attention.softmax_scale &&
          a.attention.sliding_window == b.attention.sliding_window &&
          a.attention.attention_chunk_size == b.attention.attention_chunk_size &&
@@ -204,9 +218,22 @@ struct ModelPositions {
     return *scheme;
   }
 
-  // The RoPE spec at seq_len of a model with one RoPE scheme (see rope_scheme()).
+  // The RoPE spec at seq_len of a model with one RoPE scheme (see rope_scheme()) and one head
+  // and rotated slice, over the whole head (LayerPositions::rope_spec).
   RopeSpec rope_spec(std::optional<std::int64_t> seq_len = std::nullopt) const {
-    return rope_scheme().spec(seq_len);
+    rope_scheme();  // one scheme, or the error naming the layer that differs
+    const LayerPositions* first = nullptr;
+    for (const LayerPositions& layer : layers) {
+      if (!layer.rope) continue;
+      if (first == nullptr) first = &layer;
+      if (layer.head_dim != first->head_dim || layer.rotary_offset != first->rotary_offset) {
+        detail::fail("layer", layer.index,
+                     "its head or rotated slice differs from layer " +
+                         std::to_string(first->index) +
+                         "'s; expected one for the model (use layers[i].rope_spec())");
+      }
+    }
+    return first->rope_spec(seq_len);
   }
 
   // xPos spec at seq_len; throws unless the model uses xPos.

@@ -64,7 +64,7 @@ constexpr bool params_distinct(RopeVariantList<V...> list) {
   return ((params_count<typename V::Params>(list) == 1) && ...);
 }
 static_assert(params_distinct(rope_variant_list{}),
-              "two registered rope variants share a Params type");
+              "posemb: two registered rope variants share a Params type");
 
 // A variant's facets over RopeParams, for the runtime table: the functions take the variant's
 // own alternative (std::get: the scheme's rope_type chose the row).

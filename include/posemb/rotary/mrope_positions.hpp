@@ -16,6 +16,12 @@
 //   Qwen3-VL / Qwen3.5 (Qwen3VLModel.get_rope_index, models/qwen3_vl/modeling_qwen3_vl.py,
 //     4.57): a video of T grids is T one-frame grids (1, H, W), each placed as an image; images
 //     tau(g) = g; S is ignored (time is in timestamp text tokens)
+// After a vision segment, p resumes past its largest position on any axis (above: Qwen's own
+// get_rope_index_25 in qwen-vl-finetune/qwenvl/data/rope2d.py, the code Qwen2.5-VL was trained
+// with, and transformers up to 4.57.6), or, with MropeResume::SpatialExtent, at
+// p += max(Hm, Wm), transformers 5.x (5.24, 5.25: get_rope_index's
+// `current_pos += max(grid_thw[1], grid_thw[2]) // spatial_merge_size`), where the text after a
+// video can overlap the video's scaled temporal positions.
 // The rope delta is max(P) + 1 - seq_len (0 for text only): token n >= seq_len of the
 // continuation (decode with a KV cache of n tokens) is at n + delta on every axis.
 //
@@ -82,11 +88,19 @@ struct MropeSegment {
   }
 };
 
-// The model's rules: family, spatial merge size and (Qwen2.5-VL) tokens per second.
+// Where the positions resume after a vision segment (see the top of this file).
+enum class MropeResume {
+  PastLargest,    // max(tau(T - 1), Hm - 1, Wm - 1) + 1: Qwen's code, transformers <= 4.57
+  SpatialExtent,  // max(Hm, Wm): transformers 5.x
+};
+
+// The model's rules: family, spatial merge size, (Qwen2.5-VL) tokens per second, and where the
+// positions resume after a vision segment.
 struct MropeIndexRules {
   MropeFamily family = MropeFamily::Qwen2VL;
   int spatial_merge_size = 2;
   double tokens_per_second = 4.0;  // Qwen2_5_VLVisionConfig's default; the checkpoints say 2
+  MropeResume resume = MropeResume::PastLargest;
 };
 
 // The positions of a prompt and its rope delta.
@@ -207,7 +221,8 @@ inline MropeIndex mrope_position_ids(const std::vector<MropeSegment>& segments,
       }
     }
     const std::int64_t last_tau = detail::temporal_index(segment, segment.t - 1, rules);
-    p += std::max({last_tau, rows - 1, cols - 1}) + 1;
+    p += rules.resume == MropeResume::SpatialExtent ? std::max(rows, cols)
+                                                    : std::max({last_tau, rows - 1, cols - 1}) + 1;
   }
   index.rope_delta = index.positions.maxCoeff() + 1 - seq;
   return index;

@@ -44,7 +44,7 @@ inline const char* window_key(const ModelFamily& family) {
 inline bool window_set(const JsonReader& root, const ModelFamily& family) {
   const char* key = window_key(family);
   if (root.has(key)) return true;
-  return !root.json().contains(key) && family.defaults.sliding_window > 0;
+  return !root.contains(key) && family.defaults.sliding_window > 0;
 }
 
 // The window W: the config's (> 0), else the class default when the key is absent (an explicit
@@ -152,11 +152,27 @@ inline std::optional<QueryTemperature> read_query_temperature(
   return temperature;
 }
 
+// Llama 4's attn_temperature_tuning as a number (Llama-4-Scout-17B-16E's config.json: 4): the
+// original code tests its truthiness (`if self.attn_temperature_tuning`, as posemb reads it),
+// while transformers 5.24 / 5.25 refuse to load it (Llama4TextConfig's @strict bool field:
+// StrictDataclassFieldValidationError); the warning says so. Empty for other values.
+inline std::string temperature_switch_note(const JsonReader& root, const ModelFamily& family) {
+  const nlohmann::json* value = root.peek("attn_temperature_tuning");
+  if (family.temperature != TemperatureRule::Llama4NopeLayers || value == nullptr ||
+      !value->is_number()) {
+    return "";
+  }
+  return root.name("attn_temperature_tuning") + " = " + value->dump() +
+         " is not true or false: transformers 5.25 refuses to load it (Llama4TextConfig expects a "
+         "bool); posemb reads it as Python's truth value, as the original Llama 4 code (" +
+         (value->get<double>() != 0.0 ? "on" : "off") + ")";
+}
+
 // attn_logit_softcapping (> 0), else the class default when the key is absent (null: none).
 inline std::optional<double> read_logit_softcap(const JsonReader& root, const ModelFamily& family) {
   const char* key = "attn_logit_softcapping";
   std::optional<double> cap = root.number(key);
-  if (!cap && !root.json().contains(key) && family.defaults.logit_softcap > 0.0) {
+  if (!cap && !root.contains(key) && family.defaults.logit_softcap > 0.0) {
     cap = family.defaults.logit_softcap;
   }
   if (cap) require_positive_finite(root.name(key), *cap);
@@ -224,7 +240,7 @@ inline void read_attention(const JsonReader& root, const ModelFamily& family, La
   attention.sliding_window = read_sliding_window(root, family, layer);
   if (layer.layer_type == "chunked_attention") {
     attention.attention_chunk_size = read_token_count(root, "attention_chunk_size");
-    if (!attention.attention_chunk_size && !root.json().contains("attention_chunk_size") &&
+    if (!attention.attention_chunk_size && !root.contains("attention_chunk_size") &&
         family.defaults.attention_chunk_size > 0) {
       attention.attention_chunk_size = family.defaults.attention_chunk_size;
     }

@@ -132,7 +132,9 @@ inline int base_head_dim(const JsonReader& root, const ModelFamily& family, int 
 }
 
 // The q/k head size of a layer of this type: DeepSeek's qk_nope + qk_rope, Gemma 4's
-// global_head_dim (default 512, configuration_gemma4.py) on full layers, Qwen3-Next's
+// global_head_dim (default 512) on full layers of a config without per_layer_config
+// (configuration_gemma4.py, Gemma4TextConfig.__post_init__ turns it into per_layer_config
+// head_dim overrides, which per_layer.hpp reads as the layer's head_dim), Qwen3-Next's
 // linear_key_head_dim (default 128) on linear layers, else the base head size.
 inline int layer_head_dim(const JsonReader& root, const ModelFamily& family, int n_heads,
                           const std::string& layer_type) {
@@ -141,7 +143,8 @@ inline int layer_head_dim(const JsonReader& root, const ModelFamily& family, int
     const std::int64_t rope = root.integer("qk_rope_head_dim", "");
     return to_head_dim(root.name("qk_nope_head_dim + qk_rope_head_dim"), nope + rope);
   }
-  if (family.split == RopeSplit::Gemma4 && layer_type != "sliding_attention") {
+  if (family.split == RopeSplit::Gemma4 && layer_type != "sliding_attention" &&
+      !root.contains("per_layer_config")) {
     return to_head_dim(root.name("global_head_dim"), root.integer("global_head_dim").value_or(512));
   }
   if (layer_type == "linear_attention" && family.layer_types == LayerTypeRule::LinearInterval) {
@@ -149,6 +152,18 @@ inline int layer_head_dim(const JsonReader& root, const ModelFamily& family, int
                        root.integer("linear_key_head_dim").value_or(128));
   }
   return base_head_dim(root, family, n_heads);
+}
+
+// Where the rotated slice of a RoPE layer starts in its head of head_dim features: MLA's
+// [qk_nope, qk_rope] heads rotate the trailing qk_rope_head_dim (modeling_deepseek_v3.py,
+// DeepseekV3Attention.forward: torch.split(q, [qk_nope_head_dim, qk_rope_head_dim]), the rotated
+// part concatenated last; the same in every MLA attention of transformers 5.25: DeepSeek-V2,
+// V3.2, Mistral 4, Youtu, GLM-4-MoE-Lite, MiniCPM3, HY V4), else 0 (the rotated features lead).
+inline int rope_slice_offset(const JsonReader& root, const LayerPositions& layer) {
+  if (!layer.rope || !root.has("qk_rope_head_dim") || layer.head_dim <= layer.rope->head_dim) {
+    return 0;
+  }
+  return layer.head_dim - layer.rope->head_dim;
 }
 
 // Which of the n_layers layers run a lightning indexer of their own: all of them, or by

@@ -26,6 +26,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <string>
@@ -38,6 +39,7 @@
 #include "posemb/model/config/attention.hpp"
 #include "posemb/model/config/layers.hpp"
 #include "posemb/model/config/multimodal.hpp"
+#include "posemb/model/config/per_layer.hpp"
 #include "posemb/model/config/rope_block.hpp"
 #include "posemb/model/config/unused_keys.hpp"
 #include "posemb/model/config_options.hpp"
@@ -116,9 +118,24 @@ inline LayerPositions read_layer(const JsonReader& root, const ModelFamily& fami
       layer.rope = block.scheme;
     }
   }
+  layer.rotary_offset = rope_slice_offset(root, layer);
   layer.indexer = read_indexer(root, family, layer, row.owns_indexer);
   read_attention(root, family, layer, softmax_factor, block_temperature);
   return layer;
+}
+
+// A sliding_attention layer without a window contradicts layer_types: a per-layer
+// sliding_window of null on one (transformers: NeoMMEAttention adds 1 to None, Gemma 4 and the
+// families reading config.sliding_window raise AmbiguousGlobalPerLayerAttributeError).
+inline void check_layer_window(const JsonReader& layer_root, const LayerPositions& layer) {
+  const std::string key = layer_root.name("sliding_window");
+  if (layer.layer_type != "sliding_attention" || layer.attention.sliding_window ||
+      key.find("per_layer_config.") == std::string::npos) {
+    return;
+  }
+  fail(key, "null",
+       "expected a window > 0 on layer " + std::to_string(layer.index) +
+           ", a sliding_attention layer by layer_types");
 }
 
 // Every layer of the decoder config `root` into model (model.model_type set).
@@ -134,6 +151,9 @@ inline void read_decoder(const JsonReader& root, const ConfigOptions& options,
                  "expected n_positions (or max_position_embeddings) for learned positions");
   }
   read_xpos(root, kind, model);
+  if (std::string note = temperature_switch_note(root, family); !note.empty()) {
+    model.warnings.push_back(std::move(note));
+  }
   if (kind == PositionKind::RelativeBias) {
     read_relative_bias_layers(root, family, model);
     return;
@@ -143,13 +163,22 @@ inline void read_decoder(const JsonReader& root, const ConfigOptions& options,
   const std::vector<double> thetas = read_layer_thetas(root, family, n_layers);
   const std::vector<bool> indexer_owners = read_indexer_owners(root, family, n_layers);
   RopeBlockReader blocks(root, family, options, model);
+  const PerLayerConfig per_layer(root, family, types);
   const std::string layers_key = root.name(layer_count_key(root));
   std::int64_t rope_pairs = 0;
   for (int i = 0; i < n_layers; ++i) {
     const auto at = static_cast<std::size_t>(i);
     LayerRow row{i, types[at], rope_layers[at], std::nullopt, indexer_owners[at]};
     if (!thetas.empty()) row.theta = thetas[at];
-    model.layers.push_back(read_layer(root, family, blocks, kind, model.n_heads, std::move(row)));
+    const JsonReader& layer_root = per_layer.layer(i);
+    if (per_layer.overridden(i)) {
+      RopeBlockReader layer_blocks(layer_root, family, options, model);
+      model.layers.push_back(
+          read_layer(layer_root, family, layer_blocks, kind, model.n_heads, std::move(row)));
+    } else {
+      model.layers.push_back(read_layer(root, family, blocks, kind, model.n_heads, std::move(row)));
+    }
+    check_layer_window(layer_root, model.layers.back());
     if (const auto& rope = model.layers.back().rope) rope_pairs += rope->rotary_dim / 2;
     require_model_rope_pairs(layers_key, n_layers, rope_pairs);
   }
@@ -197,6 +226,7 @@ POSEMB_CONFIG_FUNC ModelPositions model_positions_from_json(const nlohmann::json
     const std::vector<std::string> text_unused = detail::unused_keys(*text, "text_config.", used);
     model.unused_keys.insert(model.unused_keys.end(), text_unused.begin(), text_unused.end());
   }
+  std::sort(model.unused_keys.begin(), model.unused_keys.end());
   detail::set_apart_transformers_ignored(model_family(model.model_type), model.unused_keys,
                                          model.unused_keys_transformers_ignores);
   return model;

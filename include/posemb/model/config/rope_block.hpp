@@ -118,7 +118,7 @@ class RopeBlockReader {
       const std::string key = config_layer_type_name(family_, layer_type);
       return nested_ && block_->contains(key) && block_->at(key).is_null();
     }
-    if (family_.defaults.rope_parameters == nullptr || root_.json().contains("rope_parameters")) {
+    if (family_.defaults.rope_parameters == nullptr || root_.contains("rope_parameters")) {
       return false;
     }
     const nlohmann::json defaults = nlohmann::json::parse(family_.defaults.rope_parameters);
@@ -203,7 +203,7 @@ class RopeBlockReader {
       return &block_->at(key);
     }
     if (block_ == nullptr && family_.defaults.rope_parameters != nullptr &&
-        !root_.json().contains("rope_parameters")) {
+        !root_.contains("rope_parameters")) {
       // The configuration class's default block (configuration_gpt_oss.py,
       // configuration_ministral3.py), when the config has neither rope block.
       synthetic = nlohmann::json::parse(family_.defaults.rope_parameters);

@@ -65,7 +65,8 @@ inline const std::vector<std::string>& position_keys() {
                                                 "full_attn_idxs",
                                                 "linear_key_head_dim",
                                                 "xpos_rel_pos",
-                                                "xpos_scale_base"};
+                                                "xpos_scale_base",
+                                                "per_layer_config"};
   return keys;
 }
 
@@ -88,6 +89,25 @@ inline void unused_block_keys(const nlohmann::json& block, const std::string& pa
   }
 }
 
+inline std::vector<std::string> unused_keys(const nlohmann::json& config, const std::string& path,
+                                            const KeyLog& log);
+
+// The position-related attributes of every per_layer_config entry (an object, checked by
+// per_layer.hpp) not in log, and a non-empty `skip` (sub-layers a layer leaves out: no module of
+// transformers 5.25 reads it, and posemb does not).
+inline void unused_per_layer_keys(const nlohmann::json& per_layer, const std::string& path,
+                                  const KeyLog& log, std::vector<std::string>& out) {
+  for (const auto& item : per_layer.items()) {
+    if (!item.value().is_object()) continue;
+    const std::string layer = path + item.key() + ".";
+    const std::vector<std::string> keys = unused_keys(item.value(), layer, log);
+    out.insert(out.end(), keys.begin(), keys.end());
+    const auto skip = item.value().find("skip");
+    if (skip != item.value().end() && skip->is_array() && !skip->empty())
+      out.push_back(layer + "skip");
+  }
+}
+
 // The position-related keys of the config object at path ("" or "text_config.") not in log,
 // sorted.
 inline std::vector<std::string> unused_keys(const nlohmann::json& config, const std::string& path,
@@ -98,9 +118,11 @@ inline std::vector<std::string> unused_keys(const nlohmann::json& config, const 
     if (it == config.end() || it->is_null()) continue;
     const std::string name = path + key;
     const bool block = key == "rope_scaling" || key == "rope_parameters";
-    if (block && it->is_object() && log.count(name) != 0) {
+    if (key == "per_layer_config" && it->is_object() && log.count(name) != 0) {
+      unused_per_layer_keys(*it, name + ".", log, out);
+    } else if (block && it->is_object() && log.count(name) != 0) {
       unused_block_keys(*it, name + ".", log, out);
-    } else if (log.count(name) == 0 && !(block && it->is_object() && it->empty())) {
+    } else if (log.count(name) == 0 && !(it->is_object() && it->empty())) {
       out.push_back(name);
     }
   }

@@ -226,15 +226,17 @@ constexpr bool check_rope_variant() {
   static_assert(has_reader<V>,
                 "posemb: a rope variant has `template <class Context> static Params read(const "
                 "Context&)` (config.json's block)");
-  static_assert(has_factor<V>,
-                "posemb: a rope variant has `static std::optional<double> factor(const Params&)` and "
-                "`static constexpr bool transformers_checks_factor`");
+  static_assert(
+      has_factor<V>,
+      "posemb: a rope variant has `static std::optional<double> factor(const Params&)` and "
+      "`static constexpr bool transformers_checks_factor`");
   static_assert(has_spec<V>,
                 "posemb: a rope variant has `static RopeSpec spec(const Params&, const RopeBasis&, "
                 "std::optional<std::int64_t> seq_len)`");
-  static_assert(has_bands<V>,
-                "posemb: a rope variant has `static RopeBands bands(const Params&, const RopeBasis&, "
-                "const RopeSpec&)`");
+  static_assert(
+      has_bands<V>,
+      "posemb: a rope variant has `static RopeBands bands(const Params&, const RopeBasis&, "
+      "const RopeSpec&)`");
   static_assert(has_hf_float32<V> != has_no_hf_float32<V>,
                 "posemb: a rope variant has exactly one of `static HfFloat32Rope hf_float32(const "
                 "Params&, const RopeBasis&, std::optional<std::int64_t>)` and `static constexpr "
@@ -246,9 +248,10 @@ constexpr bool check_rope_variant() {
                 "posemb: a rope variant has exactly one of `gguf_scaling_type` + `static bool "
                 "gguf_runs(const GgufRopeKey&)` and `static constexpr const char* no_gguf` "
                 "(the reason)");
-  static_assert(has_diff_note<V>,
-                "posemb: a rope variant has `static std::string diff_note(const RopeDiffContext&, const "
-                "std::string& field)`");
+  static_assert(
+      has_diff_note<V>,
+      "posemb: a rope variant has `static std::string diff_note(const RopeDiffContext&, const "
+      "std::string& field)`");
   return implements_every_facet<V>;
 }
 
