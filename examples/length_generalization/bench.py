@@ -8,7 +8,7 @@ training module for, trained at one length on two synthetic tasks (tasks.py), sc
 length and at 2x, 4x and 8x, several seeds each. It prints a Markdown table per task (mean and
 spread over seeds) and writes the raw figures as JSON.
 
-    python examples/length_generalization/bench.py [--steps 400] [--seeds 2] [--json out.json]
+    python examples/length_generalization/bench.py [--steps 250] [--seeds 2] [--json out.json]
 
 Needs torch (the CPU wheel: pip install torch==2.13.0 --index-url
 https://download.pytorch.org/whl/cpu) and posemb installed (pip install .). README.md beside this
@@ -102,10 +102,10 @@ def main(argv=None) -> int:
     ap.add_argument("--schemes", default=",".join(SCHEMES))
     ap.add_argument("--train-length", type=int, default=64)
     ap.add_argument("--multiples", default="1,2,4,8")
-    ap.add_argument("--steps", type=int, default=400)
+    ap.add_argument("--steps", type=int, default=250)
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--seeds", type=int, default=2)
-    ap.add_argument("--eval-sequences", type=int, default=256)
+    ap.add_argument("--eval-sequences", type=int, default=64)
     ap.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args(argv)
