@@ -37,13 +37,15 @@ TEST_CASE("every llama.cpp architecture is a row or has a reason, and only those
     CHECK(row != gap);  // exactly one of them
   }
   for (const posemb::GgufArch& row : posemb::gguf_archs) {
-    CAPTURE(row.name);
-    CHECK(pinned.count(std::string(row.name)) == 1);
-    CHECK(row.source.substr(0, 11) == "src/models/");
+    const std::string name(row.name), source(row.source);
+    CAPTURE(name);
+    CHECK(pinned.count(name) == 1);
+    CHECK(source.substr(0, 11) == "src/models/");
   }
   for (const posemb::GgufArchGap& gap : posemb::gguf_arch_gaps) {
-    CAPTURE(gap.name);
-    CHECK(pinned.count(std::string(gap.name)) == 1);
+    const std::string name(gap.name);
+    CAPTURE(name);
+    CHECK(pinned.count(name) == 1);
   }
 }
 

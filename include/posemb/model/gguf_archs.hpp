@@ -184,7 +184,7 @@ constexpr GgufArch gguf_arch(std::string_view name, std::string_view source) {
 
 // The table. Each row's rules are read from its `source` (load_arch_hparams, the graph) and the
 // mode from llama_model_rope_type.
-inline constexpr GgufArch gguf_archs[] = {
+inline const GgufArch gguf_archs[] = {
     // LLM_ARCH_LLAMA: load_hparams demands n_rot == head_dim; rope_freqs or LongRoPE's pair.
     gguf_arch("llama", "src/models/llama.cpp")
         .norm()
