@@ -45,6 +45,17 @@ EXPECTED_NOT_PASS = {
     ("phi3", "vllm_vs_posemb"),
     ("phimoe", "vllm_vs_transformers"),
     ("phimoe", "vllm_vs_posemb"),
+    # Qwen2VLModel / Qwen2_5_VLModel.get_rope_index (transformers 5.x) resume the text after a
+    # video at max(h, w) / merge past its start; vLLM's get_mrope_input_positions (qwen2_vl.py,
+    # qwen2_5_vl.py: st_idx = llm_pos_ids_list[-1].max() + 1) past its largest id, as Qwen's own
+    # code, transformers 4.57 and posemb (the transformers harness pins the same rows).
+    ("qwen2_vl", "vllm_mrope_ids_transformers"),
+    ("qwen2_5_vl", "vllm_mrope_ids_transformers"),
+    # Qwen2_5_VLForConditionalGeneration.iter_mm_grid_thw (qwen2_5_vl.py): t_factor =
+    # second_per_grid_ts.item() * tokens_per_second in double from the float32 field, then
+    # (g * t_factor).astype(int64): at 0.7 s (float32 0.699999988) g = 5 gives 6.99999988 -> 6,
+    # where transformers' float32 (g * S) * tokens_per_second and posemb give 7.
+    ("qwen2_5_vl", "vllm_mrope_ids"),
 }
 
 
@@ -128,8 +139,11 @@ def _config_dict(config) -> dict:
 def capture_case(name: str, work: str):
     """Builds the case's tiny model, runs transformers' forward at each position set and writes
     the worker's job: WORK/name/{config.json, inputs.npz, job.json}; returns (model, config,
-    posemb model, calls), calls [(key, label, positions, RopeCall)]."""
+    posemb model, calls), calls [(key, label, positions, RopeCall)]. An M-RoPE model (mrope.py)
+    runs at the [3, seq] positions of multimodal prompts, and its job carries the prompts for
+    vLLM's own position computation."""
     import capture
+    import mrope
     import rope_case
     import tiny_models
     import torch
@@ -140,39 +154,49 @@ def capture_case(name: str, work: str):
     model = tiny_models.model_for(name)
     model.save_pretrained(os.path.join(folder, "model"))
     config = model.config
+    text = mrope.text_config(config)
     pmodel = posemb.load_model(os.path.join(folder, "model", "config.json"))
-    limit = max_model_len(config)
-    state = rope_case.HfState(config.max_position_embeddings) if hasattr(
-        config, "max_position_embeddings") else None
+    limit = max_model_len(text)
+    state = rope_case.HfState(text.max_position_embeddings) if hasattr(
+        text, "max_position_embeddings") else None
+    is_mrope = pmodel.mrope_index_rules is not None
+    sets = (mrope.position_sets(pmodel, limit) if is_mrope else
+            {label: p[None] for label, p in position_sets(config, limit).items()})
     calls, inputs, job_calls = [], {}, []
-    for label, positions in position_sets(config, limit).items():
-        recorded = capture.forward(model, config.model_type, torch.from_numpy(positions)[None])
+    for label, positions in sets.items():  # positions [axes, seq]: 3 for M-RoPE, else 1
+        ids = torch.from_numpy(positions)[:, None] if is_mrope else torch.from_numpy(positions)
+        recorded = capture.forward(model, config.model_type, ids)
+        positions = positions if is_mrope else positions[0]
         seq_len = int(positions.max()) + 1
         kinds = {l.rope.rope_type for l in pmodel.layers if l.rope is not None}
         seq_len = rope_case.posemb_seq_len("dynamic" if "dynamic" in kinds else None, state,
                                            seq_len)
         for call in recorded.rope:
-            if call.indexer:
-                continue  # a lightning indexer's rope (vLLM: its own indexer_rope_emb)
             key = f"c{len(calls)}"
             calls.append((key, label, positions, seq_len, call))
             inputs[f"{key}.x"] = _tokens_heads(call.x_in.float().numpy(), call.layout)
             inputs[f"{key}.positions"] = positions.astype(np.int64)
-            types = getattr(config, "layer_types", None)
-            job_calls.append({"key": key, "layer": call.layer,
+            types = getattr(text, "layer_types", None)
+            job_calls.append({"key": key, "layer": call.layer, "indexer": call.indexer,
                               "layer_type": types[call.layer] if types else None})
     np.savez(os.path.join(folder, "inputs.npz"), **inputs)
     json.dump(_config_dict(config), open(os.path.join(folder, "config.json"), "w"), default=str)
-    json.dump({"architectures": config.architectures, "max_model_len": limit,
-               "calls": job_calls}, open(os.path.join(folder, "job.json"), "w"))
+    job = {"architectures": config.architectures, "max_model_len": limit, "calls": job_calls}
+    if is_mrope:
+        job["mrope_prompts"] = [mrope.prompt_job(p, config, pmodel)
+                                for p in mrope.prompts(pmodel)]
+    json.dump(job, open(os.path.join(folder, "job.json"), "w"))
     return model, config, pmodel, calls
 
 
-def compare_case(name, config, pmodel, calls, folder) -> list:
+def compare_case(name, model, config, pmodel, calls, folder) -> list:
     """vLLM's outputs against transformers' and posemb's rotation of the same input."""
+    import mrope
     import rope_checks
     import rotation
     from report import Row
+
+    import posemb
 
     meta = json.load(open(os.path.join(folder, "vllm.json")))
     module = meta.get("module")
@@ -185,25 +209,37 @@ def compare_case(name, config, pmodel, calls, folder) -> list:
     if "build" in meta["errors"]:
         return [Row(name, "vllm_model", "error", detail=meta["errors"]["build"])]
     outputs = np.load(os.path.join(folder, "vllm.npz"))
-    hf, mine = rope_checks.RopeStats(), rope_checks.RopeStats()
+    # (indexer call?) -> (against transformers, against posemb)
+    stats = {False: (rope_checks.RopeStats(), rope_checks.RopeStats()),
+             True: (rope_checks.RopeStats(), rope_checks.RopeStats())}
     errors = []
     for key, label, positions, seq_len, call in calls:
-        where = f"{label} layer {call.layer} {call.name}"
+        where = f"{label} layer {call.layer} {'indexer ' if call.indexer else ''}{call.name}"
+        hf, mine = stats[bool(call.indexer)]
         if key in meta["errors"]:
             errors.append(f"{where}: {meta['errors'][key]}")
             continue
         layer = pmodel.layers[call.layer]
-        spec = layer.rope_spec(seq_len)
+        spec_of = rope_checks._call_spec(layer, call)
+        if spec_of is None:
+            errors.append(f"{where}: transformers' indexer rotates, posemb's layer has none")
+            continue
+        spec = spec_of(seq_len)
         x = _tokens_heads(call.x_in.float().numpy(), call.layout)[None]  # [1, seq, heads, w]
         y_vllm = outputs[key][None].astype(np.float64)
         order = rope_checks.hf_order(call.function)
         y_hf = _tokens_heads(call.x_out.float().numpy(), call.layout)[None]
         x_full, part = rotation.embed(x, spec)
-        y_posemb = rotation.rotate(x_full, positions, spec, "bshd", part)
+        if positions.ndim == 2:  # M-RoPE: [3, seq], the bound at each token's largest position
+            y_posemb = posemb.apply_mrope(x_full, positions, layer.mrope_spec(seq_len))[..., part]
+            bound_at = positions.max(axis=0)
+        else:
+            y_posemb = rotation.rotate(x_full, positions, spec, "bshd", part)
+            bound_at = positions
         hf_type = rope_checks._hf_layer_type(config, call.layer, layer)
         k = rotation.angle_coefficient(spec, layer, seq_len,
-                                       rope_checks.rope_block(config, hf_type))
-        tol = rotation.bound(x_full, positions, "bshd", spec, k)[..., part]
+                                       rope_checks.rope_block(mrope.text_config(config), hf_type))
+        tol = rotation.bound(x_full, bound_at, "bshd", spec, k)[..., part]
         hf.add(np.abs(order(y_vllm) - y_hf), 2 * order(tol), where)
         mine.add(np.abs(y_vllm - y_posemb), tol, where)
     layers = meta["layers"]
@@ -215,7 +251,18 @@ def compare_case(name, config, pmodel, calls, folder) -> list:
              f"{first.get('is_neox_style')} max_position {first.get('max_position')}")
     rows = [Row(name, "vllm_model", "error" if errors else "pass",
                 detail="; ".join(errors[:3]) if errors else built)]
+    hf, mine = stats[False]
     rows += [hf.row(name, "vllm_vs_transformers"), mine.row(name, "vllm_vs_posemb")]
+    indexers = meta.get("indexer_layers") or {}
+    if indexers:  # DeepSeek Sparse Attention's lightning indexer: its own rotary layer
+        first = indexers[min(indexers, key=int)]
+        hf, mine = stats[True]
+        detail = (f"indexer_rope_emb {first.get('class')} rotary_dim {first.get('rotary_dim')} "
+                  f"neox {first.get('is_neox_style')}, layers {sorted(indexers, key=int)}")
+        rows += [hf.row(name, "vllm_indexer_vs_transformers", detail + ";"),
+                 mine.row(name, "vllm_indexer_vs_posemb")]
+    if pmodel.mrope_index_rules is not None:
+        rows += mrope.position_rows(name, model, pmodel, meta, outputs)
     return rows
 
 
@@ -415,15 +462,18 @@ def _pinned_row(rows):
 
 
 def rope_cases(names):
-    """The cases the transformers harness runs as a rope forward (hf_run._runner), and the rest
-    with the check they get there."""
+    """The cases the transformers harness runs as a rope forward (hf_run._runner; M-RoPE ones with
+    their positions, mrope.py), and the rest with the check they get there."""
     import hf_run
     import tiny_models
 
+    from rope_case import MROPE_TYPES
+
     rope, other = [], {}
     for name in names:
-        runner = hf_run._runner(name, tiny_models.CASES[name].model_type, "posemb")
-        if runner is hf_run.rope_case:
+        model_type = tiny_models.CASES[name].model_type
+        runner = hf_run._runner(name, model_type, "posemb")
+        if runner is hf_run.rope_case or model_type in MROPE_TYPES:
             rope.append(name)
         else:
             other[name] = getattr(runner, "__name__", "rope_case + mrope_case")
@@ -449,9 +499,11 @@ def main():
     import torch
     import transformers
 
+    import mrope
     import report
     import tiny_models
 
+    mrope.register_cases()
     torch.set_num_threads(1)
     start = time.time()
     work = os.path.join(args.out, "work")
@@ -468,8 +520,8 @@ def main():
     subprocess.run([args.vllm_python, os.path.join(HERE, "worker.py"), work, *captured, "fope"],
                    check=True)
     rows += fope_rows(*fope, os.path.join(work, "fope"))
-    for name, (_, config, pmodel, calls) in captured.items():
-        rows += compare_case(name, config, pmodel, calls, os.path.join(work, name))
+    for name, (model, config, pmodel, calls) in captured.items():
+        rows += compare_case(name, model, config, pmodel, calls, os.path.join(work, name))
     for name, check in other.items():
         rows.append(report.Row(name, "vllm_model", "pass",
                                detail=f"not a get_rope case: the transformers harness checks it "
