@@ -174,7 +174,8 @@ def position_rows(name, model, pmodel, meta, outputs) -> list:
                                 f"{ours[0].tolist()[-6:]} delta {delta}, {who} t "
                                 f"{theirs[0].tolist()[-6:]} delta {their_delta}")
     rows = []
-    for who, check in (("posemb", "vllm_mrope_ids"), ("transformers", "vllm_mrope_ids_transformers")):
+    for who, check in (("posemb", "vllm_mrope_ids"),
+                       ("transformers", "vllm_mrope_ids_transformers")):
         rows.append(Row(name, check, "fail" if bad[who] else "pass",
                         detail="; ".join(bad[who][:2]) or
                         f"{len(chosen)} prompts, {meta['mrope_class']}.get_mrope_input_positions"))

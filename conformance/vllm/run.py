@@ -248,7 +248,8 @@ def compare_case(name, model, config, pmodel, calls, folder) -> list:
               else f"vllm/model_executor/models/{module}.py")
     built = (f"{source}: {first.get('class')} head_size "
              f"{first.get('head_size')} rotary_dim {first.get('rotary_dim')} neox "
-             f"{first.get('is_neox_style')} max_position {first.get('max_position')}")
+             f"{first.get('is_neox_style')} max_position {first.get('max_position')}"
+             + (f" cos_sin_cache {first['cache']} rows" if first.get("cache") else ""))
     rows = [Row(name, "vllm_model", "error" if errors else "pass",
                 detail="; ".join(errors[:3]) if errors else built)]
     hf, mine = stats[False]

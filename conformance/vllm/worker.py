@@ -301,7 +301,8 @@ def run_case(folder: str, registry: Registry) -> dict:
             try:
                 builders = INDEXER_BUILDERS if call.get("indexer") else ROPE_BUILDERS
                 if module not in builders:
-                    raise KeyError(f"no indexer get_rope arguments written for vLLM module {module}")
+                    raise KeyError(f"no indexer get_rope arguments written for vLLM module "
+                                   f"{module}")
                 args = builders[module](config, call["layer"], call["layer_type"])
                 args, how = args if isinstance(args, tuple) else (args, Inputs())
                 rope = get_rope(**args)
@@ -310,6 +311,8 @@ def run_case(folder: str, registry: Registry) -> dict:
                     "rotary_dim": getattr(rope, "rotary_dim", None),
                     "is_neox_style": args["is_neox_style"],
                     "max_position": args["max_position"],
+                    "cache": int(rope.cos_sin_cache.shape[0])
+                    if hasattr(rope, "cos_sin_cache") else None,
                     "rope_parameters": {k: v for k, v in args["rope_parameters"].items()
                                         if not isinstance(v, (list, tuple))}}
                 outputs[key] = _rotate(rope, inputs[f"{key}.positions"], inputs[f"{key}.x"],
@@ -400,7 +403,8 @@ def mrope_positions(entry, job, config, meta) -> dict:
     for i, prompt in enumerate(job["mrope_prompts"]):
         features = []
         for f in prompt["features"]:
-            data = {f"{f['modality']}_grid_thw": types.SimpleNamespace(data=torch.tensor(f["grid"]))}
+            grid = types.SimpleNamespace(data=torch.tensor(f["grid"]))
+            data = {f"{f['modality']}_grid_thw": grid}
             if f.get("seconds") is not None:  # a float32 tensor, as the processor's output
                 data["second_per_grid_ts"] = types.SimpleNamespace(
                     data=torch.tensor(f["seconds"], dtype=torch.float32))
