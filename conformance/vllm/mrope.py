@@ -9,6 +9,8 @@ qwen2_5_vl.py, qwen3_vl.py), then rotates with MRotaryEmbedding (rotary_embeddin
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 # The transformers harness's prompts (bias_checks.MROPE_PROMPTS, MROPE_VIDEO_PROMPTS: Qwen2.5-VL
@@ -50,16 +52,61 @@ QWEN3_5 = dict(
     vision_config={k: v for k, v in QWEN3_VL["vision_config"].items()
                    if k != "deepstack_visual_indexes"})
 
+# The GLM-4.1V tiny model (zai-org/GLM-4.1V-9B-Thinking's positional fields: head_dim 128,
+# partial_rotary_factor 0.5, mrope_section [8, 12, 12]; tower small).
+GLM4V = dict(
+    text_config=dict(QWEN3_VL["text_config"], max_position_embeddings=65536,
+                     rope_parameters={"rope_type": "default", "rope_theta": 10000.0,
+                                      "partial_rotary_factor": 0.5,
+                                      "mrope_section": [8, 12, 12]}),
+    vision_config=dict(depth=1, hidden_size=32, intermediate_size=64, num_heads=2,
+                       out_hidden_size=256, patch_size=14, spatial_merge_size=2,
+                       temporal_patch_size=2))
+
+
+@dataclasses.dataclass(frozen=True)
+class MropeModel:
+    """What the harness needs to know of an M-RoPE model_type."""
+
+    prompts: tuple
+    # videos as frames, each its own placeholder one timestamp token from the next (Qwen3-VL,
+    # Qwen3.5, GLM-4V), the feature of a video spanning its frames
+    frames: bool = False
+    seconds: bool = False  # the processor hands over second_per_grid_ts (Qwen2.5-VL)
+    # the tokens around a placeholder (config attributes); None: vLLM's code reads no tokens
+    start_end: tuple | None = ("vision_start_token_id", "vision_end_token_id")
+    posemb: bool = True  # posemb has the family's M-RoPE rules (families.hpp)
+
+
+def _models() -> dict:
+    import bias_checks
+
+    return {
+        "qwen2_vl": MropeModel(bias_checks.MROPE_PROMPTS),
+        "qwen2_5_vl": MropeModel(bias_checks.MROPE_PROMPTS + bias_checks.MROPE_VIDEO_PROMPTS
+                                 + SECONDS_PROMPTS, seconds=True),
+        "qwen3_vl": MropeModel(FRAME_PROMPTS, frames=True),
+        "qwen3_5": MropeModel(FRAME_PROMPTS, frames=True),
+        # glm4_1v.py iter_mm_grid_thw: a video's frames from the placeholder's embed ranges
+        "glm4v": MropeModel(FRAME_PROMPTS, frames=True, start_end=None, posemb=False),
+    }
+
+
+def model_of(config) -> MropeModel | None:
+    """The table's row of a config's model_type, None for a model without M-RoPE."""
+    return _models().get(config.model_type)
+
 
 def register_cases() -> list:
-    """Adds the M-RoPE cases the transformers harness has no tiny model of (Qwen3-VL, Qwen3.5)
-    to tiny_models.CASES, and transformers' rope function of those families to
+    """Adds the M-RoPE cases the transformers harness has no tiny model of (Qwen3-VL, Qwen3.5,
+    GLM-4.1V) to tiny_models.CASES, and transformers' rope function of those families to
     capture.ADAPTERS; returns their names."""
     import capture
     import tiny_models
 
     cases = {"qwen3_vl": (QWEN3_VL, "Qwen/Qwen3-VL-8B-Instruct (text head_dim 128)"),
-             "qwen3_5": (QWEN3_5, "Qwen3.5 (text head_dim 256, partial 0.25)")}
+             "qwen3_5": (QWEN3_5, "Qwen3.5 (text head_dim 256, partial 0.25)"),
+             "glm4v": (GLM4V, "zai-org/GLM-4.1V-9B-Thinking (text head_dim 128, partial 0.5)")}
     for name, (overrides, checkpoint) in cases.items():
         tiny_models.CASES.setdefault(name, tiny_models.Case(name, overrides, checkpoint,
                                                             auto="base"))
@@ -73,41 +120,37 @@ def text_config(config):
     return config.get_text_config() if hasattr(config, "vision_config") else config
 
 
-def prompts(pmodel) -> tuple:
-    """The prompts a family's positions are compared on."""
+def position_sets(model, config, pmodel, limit: int) -> dict:
+    """label -> positions [3, seq] the rotation is compared at: each prompt's positions
+    (posemb.mrope_index, Qwen's rule; transformers' get_rope_index where posemb has no rules),
+    and the longest one moved to end at limit - 1 (a request whose earlier tokens are in the KV
+    cache: every axis shifted alike)."""
     import bias_checks
 
-    family = pmodel.mrope_index_rules.family
-    if family == "qwen3_vl":
-        return FRAME_PROMPTS
-    if family == "qwen2_5_vl":
-        return bias_checks.MROPE_PROMPTS + bias_checks.MROPE_VIDEO_PROMPTS + SECONDS_PROMPTS
-    return bias_checks.MROPE_PROMPTS
-
-
-def position_sets(pmodel, limit: int) -> dict:
-    """label -> positions [3, seq] the rotation is compared at: each prompt's posemb positions
-    (posemb.mrope_index, Qwen's rule), and the longest one moved to end at limit - 1 (a request
-    whose earlier tokens are in the KV cache: every axis shifted alike)."""
     import posemb
 
-    sets = {p: posemb.mrope_index(pmodel, p)[0] for p in prompts(pmodel)}
+    row = model_of(config)
+    merge = config.vision_config.spatial_merge_size
+    sets = {p: posemb.mrope_index(pmodel, p)[0] if row.posemb else
+            bias_checks._hf_mrope(model, p, merge)[0] for p in row.prompts}
     longest = max(sets.values(), key=lambda v: v.shape[1])
     sets[f"shifted to end at {limit - 1}"] = longest + (limit - 1 - int(longest.max()))
     return sets
 
 
-def prompt_job(prompt: str, config, pmodel) -> dict:
+def prompt_job(prompt: str, config) -> dict:
     """The prompt as vLLM's position code gets it: token ids (text 3.., the token before a
     vision placeholder vision_start_token_id, the one after vision_end_token_id; the placeholder
-    image_token_id / video_token_id) and one feature per image or video (offset, length: the
-    placeholder's, Qwen3-VL's video one with its vision_start and vision_end; grid
-    before the merge, second_per_grid_ts of a Qwen2.5-VL video: the processor's field)."""
-    merge = pmodel.mrope_index_rules.spatial_merge_size
-    seconds_field = pmodel.mrope_index_rules.family == "qwen2_5_vl"
+    image_token_id / video_token_id; GLM-4V's code reads none) and one feature per image or
+    video (offset, length: the placeholder's, a video of frames with its vision_start and
+    vision_end; is_embed: its frames' tokens; grid before the merge; second_per_grid_ts of a
+    Qwen2.5-VL video: the processor's field)."""
+    row = model_of(config)
+    merge = config.vision_config.spatial_merge_size
+    start, end = (getattr(config, a) for a in row.start_end) if row.start_end else (1, 2)
     # Qwen3-VL's video placeholder spans <vision_start> frame <vision_end> (qwen3_vl.py
     # _iter_mm_grid_hw finds each frame's vision_start from the feature's offset on)
-    framed = pmodel.mrope_index_rules.family == "qwen3_vl"
+    framed = row.frames
     tokens, features = [], []
     for segment in prompt.split(","):
         kind, size = segment.split(":")
@@ -117,23 +160,27 @@ def prompt_job(prompt: str, config, pmodel) -> dict:
         size, _, second = size.partition("@")
         t, h, w = (int(v) for v in size.split("x"))
         count = t * h * w // merge**2
-        tokens[-1] = config.vision_start_token_id
+        tokens[-1] = start
         wrap = framed and kind == "video"
         features.append({"modality": kind, "offset": len(tokens) - wrap, "length": count + 2 * wrap,
                          "grid": [t, h, w],
-                         "seconds": float(second or 1.0) if kind == "video" and seconds_field
+                         "seconds": float(second or 1.0) if kind == "video" and row.seconds
                          else None})
         tokens += [getattr(config, f"{kind}_token_id")] * count
     for f in features:
         tokens[f["offset"] + f["length"] - (framed and f["modality"] == "video")] = \
-            config.vision_end_token_id
-    return {"prompt": prompt, "tokens": tokens,
-            "features": _videos_of_frames(features) if framed else features}
+            end
+    features = _videos_of_frames(features) if framed else features
+    for f in features:  # which placeholder tokens take the encoder's embeddings (is_embed)
+        f["is_embed"] = [tok == config.video_token_id
+                         for tok in tokens[f["offset"]:f["offset"] + f["length"]]] \
+            if framed and f["modality"] == "video" else None
+    return {"prompt": prompt, "tokens": tokens, "features": features}
 
 
 def _videos_of_frames(features: list) -> list:
-    """Qwen3-VL: one-grid videos of one size whose placeholders are one timestamp token apart
-    (<vision_end> <t> <vision_start>) are the frames of one video, one feature (T, h, w)."""
+    """Videos as frames: one-grid videos of one size whose placeholders are one timestamp token
+    apart (<vision_end> <t> <vision_start>) are the frames of one video, one feature (T, h, w)."""
     out = []
     for f in features:
         last = out[-1] if out else None
@@ -157,16 +204,19 @@ def position_rows(name, model, pmodel, meta, outputs) -> list:
 
     if "mrope" in meta["errors"]:
         return [Row(name, "vllm_mrope_ids", "error", detail=meta["errors"]["mrope"])]
-    merge = pmodel.mrope_index_rules.spatial_merge_size
+    row = model_of(model.config)
+    merge = model.config.vision_config.spatial_merge_size
     bad = {"posemb": [], "transformers": []}
-    chosen = prompts(pmodel)
-    for i, prompt in enumerate(chosen):
+    if not row.posemb:
+        bad["posemb"].append(f"posemb has no M-RoPE position rules for {model.config.model_type} "
+                             f"(mrope_index_rules None)")
+    for i, prompt in enumerate(row.prompts):
         ours = outputs[f"mrope.{i}"]
         delta = meta["mrope_deltas"][i]
-        hf, hf_delta, _ = bias_checks._hf_mrope(model, prompt, merge)
-        mine, mine_delta = posemb.mrope_index(pmodel, prompt)
-        for who, (theirs, their_delta) in (("posemb", (mine, mine_delta)),
-                                           ("transformers", (hf, hf_delta))):
+        theirs = {"transformers": bias_checks._hf_mrope(model, prompt, merge)[:2]}
+        if row.posemb:
+            theirs["posemb"] = posemb.mrope_index(pmodel, prompt)
+        for who, (theirs, their_delta) in theirs.items():
             if theirs.shape != ours.shape or not (theirs == ours).all() or their_delta != delta:
                 where = np.argwhere(theirs != ours) if theirs.shape == ours.shape else []
                 first = int(where[0][1]) if len(where) else None
@@ -178,5 +228,6 @@ def position_rows(name, model, pmodel, meta, outputs) -> list:
                        ("transformers", "vllm_mrope_ids_transformers")):
         rows.append(Row(name, check, "fail" if bad[who] else "pass",
                         detail="; ".join(bad[who][:2]) or
-                        f"{len(chosen)} prompts, {meta['mrope_class']}.get_mrope_input_positions"))
+                        f"{len(row.prompts)} prompts, {meta['mrope_class']}"
+                        f".get_mrope_input_positions"))
     return rows

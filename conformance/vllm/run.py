@@ -56,6 +56,13 @@ EXPECTED_NOT_PASS = {
     # (g * t_factor).astype(int64): at 0.7 s (float32 0.699999988) g = 5 gives 6.99999988 -> 6,
     # where transformers' float32 (g * S) * tokens_per_second and posemb give 7.
     ("qwen2_5_vl", "vllm_mrope_ids"),
+    # Not vLLM's: posemb has no GLM-4V row (model/families.hpp). It reads glm4v_text's sections
+    # and partial rotary but pairs rotate-half, where transformers' Glm4vTextRotaryEmbedding
+    # (rotate_half_llm, repeat_interleave) and vLLM (glm4.py: is_neox_style=False) pair
+    # interleaved, and it has no get_rope_index rules for it; vLLM equals transformers (the
+    # glm4v vllm_vs_transformers and vllm_mrope_ids_transformers rows pass).
+    ("glm4v", "vllm_vs_posemb"),
+    ("glm4v", "vllm_mrope_ids"),
 }
 
 
@@ -159,8 +166,8 @@ def capture_case(name: str, work: str):
     limit = max_model_len(text)
     state = rope_case.HfState(text.max_position_embeddings) if hasattr(
         text, "max_position_embeddings") else None
-    is_mrope = pmodel.mrope_index_rules is not None
-    sets = (mrope.position_sets(pmodel, limit) if is_mrope else
+    is_mrope = mrope.model_of(config) is not None
+    sets = (mrope.position_sets(model, config, pmodel, limit) if is_mrope else
             {label: p[None] for label, p in position_sets(config, limit).items()})
     calls, inputs, job_calls = [], {}, []
     for label, positions in sets.items():  # positions [axes, seq]: 3 for M-RoPE, else 1
@@ -183,8 +190,8 @@ def capture_case(name: str, work: str):
     json.dump(_config_dict(config), open(os.path.join(folder, "config.json"), "w"), default=str)
     job = {"architectures": config.architectures, "max_model_len": limit, "calls": job_calls}
     if is_mrope:
-        job["mrope_prompts"] = [mrope.prompt_job(p, config, pmodel)
-                                for p in mrope.prompts(pmodel)]
+        job["mrope_prompts"] = [mrope.prompt_job(p, config)
+                                for p in mrope.model_of(config).prompts]
     json.dump(job, open(os.path.join(folder, "job.json"), "w"))
     return model, config, pmodel, calls
 
@@ -262,7 +269,7 @@ def compare_case(name, model, config, pmodel, calls, folder) -> list:
                   f"neox {first.get('is_neox_style')}, layers {sorted(indexers, key=int)}")
         rows += [hf.row(name, "vllm_indexer_vs_transformers", detail + ";"),
                  mine.row(name, "vllm_indexer_vs_posemb")]
-    if pmodel.mrope_index_rules is not None:
+    if mrope.model_of(config) is not None:
         rows += mrope.position_rows(name, model, pmodel, meta, outputs)
     return rows
 

@@ -141,6 +141,17 @@ def _qwen_vl(positions_factor: int):
     return build
 
 
+def _glm4v(config, layer, layer_type):
+    # glm4_1v.py Glm4vForConditionalGeneration: a Glm4ForCausalLM on text_config (glm4.py
+    # Glm4Attention: partial_rotary_factor defaults to 0.5, is_neox_style=False), so an
+    # MRotaryEmbedding whose sections pair interleaved
+    text = _namespace(config.text_config)
+    params = _block(text, layer_type)
+    params.setdefault("partial_rotary_factor", 0.5)
+    return dict(head_size=_head_dim(text), max_position=text.max_position_embeddings,
+                rope_parameters=params, is_neox_style=False)
+
+
 def _llama4(config, layer, layer_type):
     # llama4.py Llama4Attention: is_neox_style=True on q/k whose projection rows were permuted at
     # load (Llama4ForCausalLM.permute_qk_weight_for_rotary: per head, feature 2j + t moves to
@@ -193,6 +204,7 @@ ROPE_BUILDERS = {
     "qwen3_vl": _qwen_vl(1),
     "qwen3_vl_moe": _qwen_vl(1),
     "qwen3_5": _qwen_vl(1),
+    "glm4_1v": _glm4v,
 }
 
 # The lightning indexer's rotary layer (DeepSeek Sparse Attention), by vLLM module, for the calls
@@ -211,7 +223,8 @@ ARCHITECTURE_ALIASES = {"PhimoeForCausalLM": "PhiMoEForCausalLM",
                         "Qwen2VLModel": "Qwen2VLForConditionalGeneration",
                         "Qwen2_5_VLModel": "Qwen2_5_VLForConditionalGeneration",
                         "Qwen3VLModel": "Qwen3VLForConditionalGeneration",
-                        "Qwen3_5Model": "Qwen3_5ForConditionalGeneration"}
+                        "Qwen3_5Model": "Qwen3_5ForConditionalGeneration",
+                        "Glm4vModel": "Glm4vForConditionalGeneration"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -410,7 +423,9 @@ def mrope_positions(entry, job, config, meta) -> dict:
                     data=torch.tensor(f["seconds"], dtype=torch.float32))
             features.append(MultiModalFeatureSpec(
                 data=data, modality=f["modality"], identifier=str(len(features)),
-                mm_position=PlaceholderRange(offset=f["offset"], length=f["length"])))
+                mm_position=PlaceholderRange(
+                    offset=f["offset"], length=f["length"],
+                    is_embed=None if f.get("is_embed") is None else torch.tensor(f["is_embed"]))))
         positions, delta = model.get_mrope_input_positions(prompt["tokens"], features)
         out[f"mrope.{i}"] = np.asarray(positions, dtype=np.int64)
         meta["mrope_deltas"].append(int(delta))
