@@ -92,9 +92,9 @@ def _models() -> dict:
     }
 
 
-def model_of(config) -> MropeModel | None:
-    """The table's row of a config's model_type, None for a model without M-RoPE."""
-    return _models().get(config.model_type)
+def model_of(model_type: str) -> MropeModel | None:
+    """The table's row of a model_type, None for a model without M-RoPE."""
+    return _models().get(model_type)
 
 
 def register_cases() -> list:
@@ -129,7 +129,7 @@ def position_sets(model, config, pmodel, limit: int) -> dict:
 
     import posemb
 
-    row = model_of(config)
+    row = model_of(config.model_type)
     merge = config.vision_config.spatial_merge_size
     sets = {p: posemb.mrope_index(pmodel, p)[0] if row.posemb else
             bias_checks._hf_mrope(model, p, merge)[0] for p in row.prompts}
@@ -145,7 +145,7 @@ def prompt_job(prompt: str, config) -> dict:
     video (offset, length: the placeholder's, a video of frames with its vision_start and
     vision_end; is_embed: its frames' tokens; grid before the merge; second_per_grid_ts of a
     Qwen2.5-VL video: the processor's field)."""
-    row = model_of(config)
+    row = model_of(config.model_type)
     merge = config.vision_config.spatial_merge_size
     start, end = (getattr(config, a) for a in row.start_end) if row.start_end else (1, 2)
     # Qwen3-VL's video placeholder spans <vision_start> frame <vision_end> (qwen3_vl.py
@@ -204,7 +204,7 @@ def position_rows(name, model, pmodel, meta, outputs) -> list:
 
     if "mrope" in meta["errors"]:
         return [Row(name, "vllm_mrope_ids", "error", detail=meta["errors"]["mrope"])]
-    row = model_of(model.config)
+    row = model_of(model.config.model_type)
     merge = model.config.vision_config.spatial_merge_size
     bad = {"posemb": [], "transformers": []}
     if not row.posemb:

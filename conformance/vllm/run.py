@@ -166,7 +166,7 @@ def capture_case(name: str, work: str):
     limit = max_model_len(text)
     state = rope_case.HfState(text.max_position_embeddings) if hasattr(
         text, "max_position_embeddings") else None
-    is_mrope = mrope.model_of(config) is not None
+    is_mrope = mrope.model_of(config.model_type) is not None
     sets = (mrope.position_sets(model, config, pmodel, limit) if is_mrope else
             {label: p[None] for label, p in position_sets(config, limit).items()})
     calls, inputs, job_calls = [], {}, []
@@ -191,7 +191,7 @@ def capture_case(name: str, work: str):
     job = {"architectures": config.architectures, "max_model_len": limit, "calls": job_calls}
     if is_mrope:
         job["mrope_prompts"] = [mrope.prompt_job(p, config)
-                                for p in mrope.model_of(config).prompts]
+                                for p in mrope.model_of(config.model_type).prompts]
     json.dump(job, open(os.path.join(folder, "job.json"), "w"))
     return model, config, pmodel, calls
 
@@ -237,18 +237,20 @@ def compare_case(name, model, config, pmodel, calls, folder) -> list:
         order = rope_checks.hf_order(call.function)
         y_hf = _tokens_heads(call.x_out.float().numpy(), call.layout)[None]
         x_full, part = rotation.embed(x, spec)
-        if positions.ndim == 2:  # M-RoPE: [3, seq], the bound at each token's largest position
-            y_posemb = posemb.apply_mrope(x_full, positions, layer.mrope_spec(seq_len))[..., part]
-            bound_at = positions.max(axis=0)
-        else:
-            y_posemb = rotation.rotate(x_full, positions, spec, "bshd", part)
-            bound_at = positions
+        bound_at = positions.max(axis=0) if positions.ndim == 2 else positions  # M-RoPE: [3, seq]
         hf_type = rope_checks._hf_layer_type(config, call.layer, layer)
         k = rotation.angle_coefficient(spec, layer, seq_len,
                                        rope_checks.rope_block(mrope.text_config(config), hf_type))
         tol = rotation.bound(x_full, bound_at, "bshd", spec, k)[..., part]
         hf.add(np.abs(order(y_vllm) - y_hf), 2 * order(tol), where)
-        mine.add(np.abs(y_vllm - y_posemb), tol, where)
+        if positions.ndim == 2 and layer.rope.mrope_section is None:
+            mine.failures.append(f"{where}: posemb reads no mrope_section for this layer")
+        elif positions.ndim == 2:
+            y_posemb = posemb.apply_mrope(x_full, positions, layer.mrope_spec(seq_len))[..., part]
+            mine.add(np.abs(y_vllm - y_posemb), tol, where)
+        else:
+            y_posemb = rotation.rotate(x_full, positions, spec, "bshd", part)
+            mine.add(np.abs(y_vllm - y_posemb), tol, where)
     layers = meta["layers"]
     first = layers[min(layers, key=int)] if layers else {}
     source = (module.replace(".", "/") if module.startswith("vllm.")
@@ -269,7 +271,7 @@ def compare_case(name, model, config, pmodel, calls, folder) -> list:
                   f"neox {first.get('is_neox_style')}, layers {sorted(indexers, key=int)}")
         rows += [hf.row(name, "vllm_indexer_vs_transformers", detail + ";"),
                  mine.row(name, "vllm_indexer_vs_posemb")]
-    if mrope.model_of(config) is not None:
+    if mrope.model_of(config.model_type) is not None:
         rows += mrope.position_rows(name, model, pmodel, meta, outputs)
     return rows
 
@@ -473,15 +475,14 @@ def rope_cases(names):
     """The cases the transformers harness runs as a rope forward (hf_run._runner; M-RoPE ones with
     their positions, mrope.py), and the rest with the check they get there."""
     import hf_run
+    import mrope
     import tiny_models
-
-    from rope_case import MROPE_TYPES
 
     rope, other = [], {}
     for name in names:
         model_type = tiny_models.CASES[name].model_type
         runner = hf_run._runner(name, model_type, "posemb")
-        if runner is hf_run.rope_case or model_type in MROPE_TYPES:
+        if runner is hf_run.rope_case or mrope.model_of(model_type) is not None:
             rope.append(name)
         else:
             other[name] = getattr(runner, "__name__", "rope_case + mrope_case")
