@@ -343,10 +343,11 @@ def run_interns1_pro(folder: str) -> dict:
     data = np.load(os.path.join(folder, "inputs.npz"))
     with set_current_vllm_config(VllmConfig()):
         rope = interns1_pro_rope(config)
-        rope.weight_loader(rope.sin_coef, torch.from_numpy(
-            coef["model.language_model.rotary_emb.sin_coef"]))
-        rope.weight_loader(rope.cos_coef, torch.from_numpy(
-            coef["model.language_model.rotary_emb.cos_coef"]))
+        # What FourierRotaryEmbedding.weight_loader does with one tensor-parallel rank (its
+        # process group is not set up here): the whole tensor copied in.
+        for name in ("sin_coef", "cos_coef"):
+            getattr(rope, name).data.copy_(
+                torch.from_numpy(coef[f"model.language_model.rotary_emb.{name}"]))
         q, k = torch.from_numpy(data["q"]), torch.from_numpy(data["k"])
         q_out, k_out = rope.forward_native(torch.from_numpy(data["positions"]), q.flatten(1),
                                            k.flatten(1))
