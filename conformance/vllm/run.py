@@ -312,6 +312,50 @@ def fope_job(work: str):
 
 
 def fope_rows(fope, positions, q, k, folder) -> list:
+    """The forward rows (fope_forward_rows), then the gradients against autograd through vLLM."""
+    return (fope_forward_rows("fope", fope, positions, q, k, folder)
+            + fope_grad_rows(fope, positions, folder))
+
+
+# Intern-S1-Pro (tests/data/interns1_pro/config.json: its config.json, the quantization block
+# left out): posemb.load_model of the config and posemb.fope_checkpoint_coefficients of a
+# safetensors file with the checkpoint's tensor names (seeded coefficients, written by the
+# safetensors package) against the FourierRotaryEmbedding vLLM's interns1_pro.py builds from the
+# same config and loads the same file into (worker.py run_interns1_pro).
+INTERNS1_PRO = os.path.join(ROOT, "tests", "data", "interns1_pro", "config.json")
+
+
+def interns1_pro_job(work: str):
+    """WORK/interns1_pro/{config.json, coefficients.safetensors, inputs.npz}; returns posemb's
+    FoPE (loaded through the model and the file), the positions, q and k."""
+    import shutil
+
+    import posemb
+    from safetensors.numpy import save_file
+
+    folder = os.path.join(work, "interns1_pro")
+    os.makedirs(folder, exist_ok=True)
+    shutil.copy(INTERNS1_PRO, os.path.join(folder, "config.json"))
+    model = posemb.load_model(INTERNS1_PRO)
+    config = model.fope
+    rng = np.random.default_rng(1)
+    shape = (config.n_kv_heads, config.d_out, config.d_out)  # D_out = D_in (vLLM's FoPE)
+    coef = {f"model.language_model.rotary_emb.{name}":
+            (np.eye(config.d_out) + 0.1 * rng.standard_normal(shape)).astype(np.float32)
+            for name in ("sin_coef", "cos_coef")}
+    path = os.path.join(folder, "coefficients.safetensors")
+    save_file(coef, path)
+    length = config.train_length
+    positions = np.concatenate([np.arange(32), np.arange(length - 32, length)]).astype(np.int64)
+    q = rng.standard_normal((len(positions), config.n_heads, config.head_dim)).astype(np.float32)
+    k = rng.standard_normal((len(positions), config.n_kv_heads, config.head_dim))
+    k = k.astype(np.float32)
+    np.savez(os.path.join(folder, "inputs.npz"), positions=positions, q=q, k=k)
+    sin_coef, cos_coef = posemb.fope_checkpoint_coefficients(path)
+    return posemb.fope_with_coefficients(config, sin_coef, cos_coef), positions, q, k
+
+
+def fope_forward_rows(case, fope, positions, q, k, folder) -> list:
     """vLLM's FoPE rotation against posemb's (exact angles, the same coefficients): per
     feature |delta| <= |x pair| * A * (8 u + u p w K), A the largest sum over D_in of |cos_coef|
     + |sin_coef| of a slot (the mixture's gain), K = 8 (float32 angles, cos/sin, two einsums)."""
@@ -320,7 +364,7 @@ def fope_rows(fope, positions, q, k, folder) -> list:
 
     meta = json.load(open(os.path.join(folder, "vllm.json")))
     if meta["errors"]:
-        return [Row("fope", "vllm_fope", "error", detail=str(meta["errors"])[:300])]
+        return [Row(case, "vllm_fope", "error", detail=str(meta["errors"])[:300])]
     out = np.load(os.path.join(folder, "vllm.npz"))
     gain = float((np.abs(fope.cos_coef) + np.abs(fope.sin_coef)).sum(axis=1).max())
     u = 2.0**-24
@@ -334,17 +378,17 @@ def fope_rows(fope, positions, q, k, folder) -> list:
         tol = pair * gain * (8 * u + u * p * float(np.max(fope.inv_freq)) * 8)
         err = np.abs(out[name] - mine)
         bad = int((err > tol).sum())
-        rows.append(Row("fope", f"vllm_fope_{name}", "fail" if bad else "pass",
+        rows.append(Row(case, f"vllm_fope_{name}", "fail" if bad else "pass",
                         float(err.max()), float(tol.max()),
                         f"{meta['class']} D_in {meta['d_in']} (posemb {fope.d_in}), "
                         f"{bad} of {err.size} beyond the bound" if bad else
                         f"{meta['class']} D_in {meta['d_in']} (posemb {fope.d_in}), "
                         f"{err.size} values"))
     same = np.allclose(out["inv_freq"], fope.inv_freq, rtol=1e-6)
-    rows.append(Row("fope", "vllm_fope_inv_freq", "pass" if same else "fail",
+    rows.append(Row(case, "vllm_fope_inv_freq", "pass" if same else "fail",
                     detail=f"vLLM {len(out['inv_freq'])} retained frequencies, posemb "
                            f"{len(fope.inv_freq)}"))
-    return rows + fope_grad_rows(fope, positions, folder)
+    return rows
 
 
 # Float32 error terms of a FoPE rotation as vLLM computes it: K roundings per product chain (float32
@@ -525,10 +569,11 @@ def main():
             rows.append(report.Row(name, "capture", "error",
                                    detail=f"{type(error).__name__}: {str(error)[:200]}"))
     print(f"transformers: {len(captured)} cases captured, {time.time() - start:.0f} s", flush=True)
-    fope = fope_job(work)
-    subprocess.run([args.vllm_python, os.path.join(HERE, "worker.py"), work, *captured, "fope"],
-                   check=True)
+    fope, intern = fope_job(work), interns1_pro_job(work)
+    subprocess.run([args.vllm_python, os.path.join(HERE, "worker.py"), work, *captured, "fope",
+                    "interns1_pro"], check=True)
     rows += fope_rows(*fope, os.path.join(work, "fope"))
+    rows += fope_forward_rows("interns1_pro", *intern, os.path.join(work, "interns1_pro"))
     for name, (model, config, pmodel, calls) in captured.items():
         rows += compare_case(name, model, config, pmodel, calls, os.path.join(work, name))
     for name, check in other.items():

@@ -470,6 +470,55 @@ def run_fope(folder: str) -> dict:
     return {"class": type(rope).__name__, "d_in": int(rope.inv_freq.numel()), "errors": {}}
 
 
+def interns1_pro_rope(text_config: dict, dtype=torch.float32):
+    """The FourierRotaryEmbedding vLLM's interns1_pro.py builds from a text_config: its
+    InternS1ProMoeDecoderLayer turns rope_scaling's fope keys into rope_parameters (use_fope,
+    fope_init_factor, fope_sep_head, num_inv_freq), InternS1ProMoeAttention adds
+    num_key_value_heads and calls get_rope(head_dim, max_position=max_position_embeddings,
+    rope_parameters=...). Call inside set_current_vllm_config."""
+    from vllm.model_executor.layers.rotary_embedding import get_rope
+
+    c = _namespace(text_config)
+    scaling = dict(c.rope_scaling)
+    keys = ("fope_init_factor", "fope_sep_head", "num_inv_freq")
+    params = dict(scaling, rope_theta=c.rope_theta,
+                  use_fope=any(scaling.get(k) is not None for k in keys),
+                  num_key_value_heads=c.num_key_value_heads)
+    for k in keys:
+        params[k] = scaling.get(k)
+    return get_rope(_head_dim(c), max_position=c.max_position_embeddings,
+                    rope_parameters=params, dtype=dtype)
+
+
+def run_interns1_pro(folder: str) -> dict:
+    """Intern-S1-Pro's FoPE (interns1_pro_rope) with the coefficients of WORK/CASE/
+    coefficients.safetensors (model.language_model.rotary_emb.{sin,cos}_coef, the checkpoint's
+    names), rotating inputs.npz's q [tokens, n_heads, head_dim] and k [tokens, n_kv_heads,
+    head_dim] at its positions -> vllm.npz {q, k, inv_freq}."""
+    from safetensors.numpy import load_file
+    from vllm.config import VllmConfig, set_current_vllm_config
+
+    config = json.load(open(os.path.join(folder, "config.json")))["text_config"]
+    coef = load_file(os.path.join(folder, "coefficients.safetensors"))
+    data = np.load(os.path.join(folder, "inputs.npz"))
+    with set_current_vllm_config(VllmConfig()):
+        rope = interns1_pro_rope(config)
+        # What FourierRotaryEmbedding.weight_loader does with one tensor-parallel rank (its
+        # process group is not set up here): the whole tensor copied in.
+        for name in ("sin_coef", "cos_coef"):
+            getattr(rope, name).data.copy_(
+                torch.from_numpy(coef[f"model.language_model.rotary_emb.{name}"]))
+        q, k = torch.from_numpy(data["q"]), torch.from_numpy(data["k"])
+        q_out, k_out = rope.forward_native(torch.from_numpy(data["positions"]), q.flatten(1),
+                                           k.flatten(1))
+    np.savez(os.path.join(folder, "vllm.npz"), q=q_out.reshape(q.shape).numpy(),
+             k=k_out.reshape(k.shape).numpy(), inv_freq=rope.inv_freq.numpy())
+    return {"class": type(rope).__name__, "d_in": int(rope.inv_freq.numel()), "errors": {}}
+
+
+RUNNERS = {"fope": run_fope, "interns1_pro": run_interns1_pro}
+
+
 def main():
     import vllm
 
@@ -479,7 +528,8 @@ def main():
     for case in cases:
         folder = os.path.join(work, case)
         try:
-            meta = run_fope(folder) if case == "fope" else run_case(folder, registry)
+            runner = RUNNERS.get(case)
+            meta = runner(folder) if runner else run_case(folder, registry)
         except Exception:
             meta = {"errors": {"build": traceback.format_exc(limit=3)[-600:]}}
         meta["vllm"] = vllm.__version__
