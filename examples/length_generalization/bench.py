@@ -170,7 +170,8 @@ def split(text: str, what: str, cast=str) -> list:
     try:
         return [cast(item) for item in text.split(",") if item]
     except ValueError:
-        raise BadInput(f"{what} = {text!r}: expected comma-separated {cast.__name__} values") from None
+        raise BadInput(f"{what} = {text!r}: expected comma-separated {cast.__name__} "
+                       "values") from None
 
 
 def resolve(args) -> dict:
@@ -180,7 +181,8 @@ def resolve(args) -> dict:
     config["tasks"] = split(args.tasks, "--tasks")
     config["schemes"] = split(args.schemes, "--schemes")
     for task in TASKS:
-        config[task + "_multiples"] = split(config[task + "_multiples"], f"--{task}-multiples", int)
+        key = task + "_multiples"
+        config[key] = split(config[key], f"--{task}-multiples", int)
     config["seeds"] = split(config["seeds"], "--seeds", int)
     for name in config["tasks"]:
         if name not in TASKS:

@@ -66,9 +66,9 @@ def training_table(config: dict, results: list) -> str:
         models = dict.fromkeys(r["model"] for r in results if r["task"] == task)
         for model in models:
             runs = [r for r in results if r["task"] == task and r["model"] == model]
-            lines.append(f"| {task} | {model} | {statistics.fmean(r['first_loss'] for r in runs):.3f}"
-                         f" | {statistics.fmean(r['last_loss'] for r in runs):.3f} | "
-                         f"{statistics.fmean(r['seconds'] for r in runs):.0f} |")
+            first, last, seconds = (statistics.fmean(r[key] for r in runs)
+                                    for key in ("first_loss", "last_loss", "seconds"))
+            lines.append(f"| {task} | {model} | {first:.3f} | {last:.3f} | {seconds:.0f} |")
     return "\n".join(lines) + "\n"
 
 
@@ -105,7 +105,8 @@ def write_report(out: Path, config: dict, results: list, seconds: float, plots: 
     tables = aggregate(config, results)
     seeds = len(config["seeds"])
     parts = [f"Trained at L = {config['train_length']}, {config['lm_steps']} (language model) "
-             f"and {config['passkey_steps']} (passkey) steps of {config['batch']} sequences, {seeds} seed(s) ({', '.join(map(str, config['seeds']))})"
+             f"and {config['passkey_steps']} (passkey) steps of {config['batch']} sequences, "
+             f"{seeds} seed(s) ({', '.join(map(str, config['seeds']))})"
              f"; mean ± standard deviation over the seeds. Passkey: {config['passkey_trials']} "
              f"trials per model and length. Language model: {config['lm_tokens']} tokens per "
              f"length. This run: {seconds / 60:.1f} minutes.\n"]
