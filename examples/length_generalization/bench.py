@@ -252,7 +252,8 @@ def main(argv=None) -> int:
         for job in todo:
             run_model(job)
     results = [json.loads(job[4].read_text()) for job in jobs]
-    write_report(args.out, config, results, time.perf_counter() - start, plots=not args.no_plots)
+    write_report(args.out, config, results, time.perf_counter() - start, len(todo),
+                 plots=not args.no_plots)
     return 0
 
 

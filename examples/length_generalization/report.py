@@ -49,12 +49,20 @@ def aggregate(config: dict, results: list) -> dict:
     return out
 
 
+def cell_text(cell: dict, digits: int) -> str:
+    """mean ± sd over the seeds; one seed has no spread to show."""
+    if cell["mean"] is None:
+        return "n/a"
+    if len(cell["seeds"]) == 1:
+        return f"{cell['mean']:.{digits}f}"
+    return f"{cell['mean']:.{digits}f} ± {cell['sd']:.{digits}f}"
+
+
 def markdown_table(per_row: dict, digits: int) -> str:
     lengths = list(next(iter(per_row.values())))
     lines = ["| scheme | " + " | ".join(lengths) + " |", "|---" * (len(lengths) + 1) + "|"]
     for row, cells in per_row.items():
-        text = ["n/a" if c["mean"] is None else f"{c['mean']:.{digits}f} ± {c['sd']:.{digits}f}"
-                for c in cells.values()]
+        text = [cell_text(c, digits) for c in cells.values()]
         lines.append(f"| {row} | " + " | ".join(text) + " |")
     return "\n".join(lines) + "\n"
 
@@ -77,7 +85,7 @@ def plot(per_row: dict, ylabel: str, title: str, path: Path, log_y: bool) -> Non
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(8, 5.5), dpi=110)
+    fig, ax = plt.subplots(figsize=(10, 5.5), dpi=110)
     colours = plt.get_cmap("tab20").colors
     for i, (row, cells) in enumerate(per_row.items()):
         points = [(int(n), c["mean"], c["sd"]) for n, c in cells.items() if c["mean"] is not None]
@@ -95,21 +103,24 @@ def plot(per_row: dict, ylabel: str, title: str, path: Path, log_y: bool) -> Non
     ax.set_ylabel(ylabel)
     ax.set_title(title)
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=8, ncol=2)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)
 
 
-def write_report(out: Path, config: dict, results: list, seconds: float, plots: bool) -> None:
+def write_report(out: Path, config: dict, results: list, seconds: float, trained: int,
+                 plots: bool) -> None:
     tables = aggregate(config, results)
     seeds = len(config["seeds"])
     parts = [f"Trained at L = {config['train_length']}, {config['lm_steps']} (language model) "
              f"and {config['passkey_steps']} (passkey) steps of {config['batch']} sequences, "
              f"{seeds} seed(s) ({', '.join(map(str, config['seeds']))})"
-             f"; mean ± standard deviation over the seeds. Passkey: {config['passkey_trials']} "
-             f"trials per model and length. Language model: {config['lm_tokens']} tokens per "
-             f"length. This run: {seconds / 60:.1f} minutes.\n"]
+             "; mean ± standard deviation over the seeds where there are several. Passkey: "
+             f"{config['passkey_trials']} trials per model and length. Language model: "
+             f"{config['lm_tokens']} tokens per "
+             f"length. This invocation trained {trained} of {len(results)} models in "
+             f"{seconds / 60:.1f} minutes.\n"]
     for task, metric, heading, _ in TABLES:
         if task in tables:
             digits = 2 if metric == "perplexity" else 3
@@ -117,7 +128,8 @@ def write_report(out: Path, config: dict, results: list, seconds: float, plots: 
     parts.append("### Training\n\n" + training_table(config, results))
     (out / "report.md").write_text("\n".join(parts))
     (out / "report.json").write_text(json.dumps(
-        {"config": config, "seconds": seconds, "tables": tables, "runs": results}, indent=1))
+        {"config": config, "seconds": seconds, "trained": trained, "tables": tables,
+         "runs": results}, indent=1))
     if plots and "passkey" in tables:
         plot(tables["passkey"]["accuracy"], "passkey accuracy (five digits)",
              "Passkey retrieval against length", out / "accuracy.png", log_y=False)
