@@ -35,20 +35,27 @@ class Attention(nn.Module):
         self.qkv = nn.Linear(shape.d_model, 3 * shape.d_model, bias=False)
         self.out = nn.Linear(shape.d_model, shape.d_model, bias=False)
 
+    def project(self, x: torch.Tensor, positions: torch.Tensor):
+        """x [B, S, d_model] -> q, k, v [B, S, H, D], q and k positioned by the scheme."""
+        b, s, _ = x.shape
+        q, k, v = self.qkv(x).view(b, s, 3, self.shape.n_heads, self.shape.head_dim).unbind(2)
+        q, k = self.scheme.rotate(q, k, positions)
+        return q, k, v
+
+    def scores(self, q: torch.Tensor, k: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+        """q, k [B, S, H, D] -> the logits before the causal mask [B, H, S, S], bias included."""
+        scores = torch.einsum("bqhd,bkhd->bhqk", q, k) / math.sqrt(self.shape.head_dim)
+        bias = self.scheme.bias(positions)  # [H, S, S] or None
+        return scores if bias is None else scores + bias
+
     def forward(self, x: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
         # x: [B, S, d_model]; positions: [S] int64
         b, s, _ = x.shape
-        h, d = self.shape.n_heads, self.shape.head_dim
-        q, k, v = self.qkv(x).view(b, s, 3, h, d).unbind(2)  # each [B, S, H, D]
-        q, k = self.scheme.rotate(q, k, positions)
-        scores = torch.einsum("bqhd,bkhd->bhqk", q, k) / math.sqrt(d)  # [B, H, S, S]
-        bias = self.scheme.bias(positions)  # [H, S, S] or None
-        if bias is not None:
-            scores = scores + bias
+        q, k, v = self.project(x, positions)
+        scores = self.scores(q, k, positions)
         causal = torch.ones(s, s, dtype=torch.bool).tril()
-        scores = scores.masked_fill(~causal, float("-inf"))
-        attn = scores.softmax(-1)
-        y = torch.einsum("bhqk,bkhd->bqhd", attn, v).reshape(b, s, h * d)
+        attn = scores.masked_fill(~causal, float("-inf")).softmax(-1)
+        y = torch.einsum("bhqk,bkhd->bqhd", attn, v).reshape(b, s, -1)
         return self.out(y)
 
 
@@ -74,15 +81,20 @@ class TinyLm(nn.Module):
 
     def __init__(self, shape: ModelShape, make_scheme):
         super().__init__()
+        self.shape = shape
         self.embed = nn.Embedding(shape.vocab, shape.d_model)
         nn.init.normal_(self.embed.weight, std=0.02)  # GPT-2's init: tied logits start near 0
         self.absolute = make_scheme(-1)  # the scheme's table on the embeddings (or nothing)
         self.blocks = nn.ModuleList(Block(shape, make_scheme(i)) for i in range(shape.n_layers))
         self.norm = nn.LayerNorm(shape.d_model)
 
+    def embed_positions(self, tokens: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+        """tokens [B, S] -> the first block's input [B, S, d_model] (the absolute table added)."""
+        return self.absolute.embed(self.embed(tokens), positions)
+
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
         positions = torch.arange(tokens.shape[1], dtype=torch.int64)
-        x = self.absolute.embed(self.embed(tokens), positions)
+        x = self.embed_positions(tokens, positions)
         for block in self.blocks:
             x = block(x, positions)
         return self.norm(x) @ self.embed.weight.T

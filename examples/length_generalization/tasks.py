@@ -10,11 +10,12 @@ ones with no change of distribution other than the length:
   position; a model that generalises in length keeps its loss flat past the training length. This
   is the task behind the perplexity-against-length curves of ALiBi (Press et al. 2022, fig. 1) and
   FoPE (Hua et al. 2024, fig. 4), in miniature.
-- ``passkey``: filler tokens with one key marker followed by a value token somewhere in the
-  sequence, and a query marker as the last token; the model must answer the value. The key is
-  placed uniformly at random, so the distance to retrieve grows with the length. This is the
-  passkey retrieval of Mohtashami & Jaggi 2023 as FoPE's paper uses it (Hua et al. 2024, fig. 5),
-  in miniature.
+- ``passkey``: filler tokens with a key marker followed by a five-digit key at a uniformly drawn
+  depth, and at the end a query marker followed by the same five digits; the model is scored on
+  the five answer digits (a trial counts when all five are right: with teacher forcing this is
+  exactly what greedy decoding would produce). The distance to retrieve grows with the length.
+  This is the passkey retrieval of Mohtashami & Jaggi 2023 as FoPE's paper uses it (Hua et al.
+  2024, fig. 5), with random filler in place of repeated sentences.
 
 Every sequence is [batch, length] int64; ``targets`` gives the token each position predicts and
 ``mask`` which positions are scored.
@@ -28,11 +29,13 @@ import numpy as np
 import torch
 
 LM_VOCAB = 16
-# passkey: values 0..15, filler 16..29, key marker 30, query marker 31
-PASSKEY_VALUES = 16
+# passkey: digits 0..9, filler 10..29, key marker 30, query marker 31
+PASSKEY_DIGITS = 5
+DIGITS = 10
 PASSKEY_VOCAB = 32
 KEY_MARKER = 30
 QUERY_MARKER = 31
+PASSKEY_MIN_LENGTH = 2 * (PASSKEY_DIGITS + 1) + 4  # key, answer and a little filler
 
 
 @dataclass(frozen=True)
@@ -79,23 +82,23 @@ class MarkovLm:
 
 
 class Passkey:
-    """Filler, a key marker and its value at a uniform position, the query marker last."""
+    """Filler, then KEY d1..d5 at a uniform depth, and QUERY d1..d5 last; scored on the answer."""
 
     vocab = PASSKEY_VOCAB
 
     def batch(self, batch: int, length: int, g: torch.Generator) -> Batch:
-        tokens = torch.randint(PASSKEY_VALUES, KEY_MARKER, (batch, length), generator=g)
-        values = torch.randint(0, PASSKEY_VALUES, (batch,), generator=g)
-        key_at = torch.randint(0, length - 2, (batch,), generator=g)
-        rows = torch.arange(batch)
-        tokens[rows, key_at] = KEY_MARKER
-        tokens[rows, key_at + 1] = values
-        tokens[:, -1] = QUERY_MARKER
-        targets = torch.zeros_like(tokens)
-        targets[:, -1] = values
+        span = PASSKEY_DIGITS + 1
+        seq = torch.randint(DIGITS, KEY_MARKER, (batch, length + 1), generator=g)
+        digits = torch.randint(0, DIGITS, (batch, PASSKEY_DIGITS), generator=g)
+        # the key's marker at a uniform depth among the positions before the answer: [batch]
+        key_at = torch.randint(0, length + 1 - 2 * span + 1, (batch,), generator=g)
+        rows = torch.arange(batch)[:, None]
+        seq[rows, key_at[:, None] + torch.arange(span)] = torch.cat(
+            [torch.full((batch, 1), KEY_MARKER), digits], dim=1)
+        seq[:, -span:] = torch.cat([torch.full((batch, 1), QUERY_MARKER), digits], dim=1)
         mask = torch.zeros(batch, length, dtype=torch.bool)
-        mask[:, -1] = True
-        return Batch(tokens, targets, mask)
+        mask[:, -PASSKEY_DIGITS:] = True  # the positions that predict the five answer digits
+        return Batch(seq[:, :-1], seq[:, 1:], mask)
 
 
 TASKS = {"lm": MarkovLm, "passkey": Passkey}
