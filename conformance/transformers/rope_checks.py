@@ -163,7 +163,7 @@ def _rope_rows(case, model, config, pmodel, captures, seq_lens):
             except posemb.Error as error:  # a rope type the hf-float32 mode does not claim
                 bits.notes.append(f"hf-float32 is not claimed (posemb refuses it: {error})")
                 continue
-            # hf-float32 rotates the slice alone (MLA: hf.head_dim is the slice's width)
+            # hf-float32 over the layer's whole head, as the exact spec (an indexer's: its slice)
             x_hf, part_hf = (x, slice(None)) if x.shape[-1] == hf.head_dim else (x_full, part)
             y32 = order(rotation.rotate(x_hf, positions, hf, call.layout, part_hf))
             buffer = inv_freq_buffer(capture.buffers, hf_type,
@@ -173,7 +173,7 @@ def _rope_rows(case, model, config, pmodel, captures, seq_lens):
                 same = buffer.numpy() == hf.inv_freq
                 pow_pairs |= {(label, i) for i in np.nonzero(~same)[0]}
                 own = posemb.HfFloat32Rope(buffer.numpy(), hf.head_dim, hf.attention_scale,
-                                           hf.pairing)
+                                           hf.pairing, hf.rotary_offset)
                 y_own = order(rotation.rotate(x_hf, positions, own, call.layout, part_hf))
                 diff = (y_own.view(np.uint32) != y_hf.view(np.uint32))
                 rounded = order(_correctly_rounded(buffer, positions, spec, part, call.layout))

@@ -420,7 +420,10 @@ fn check_errors(lines: &mut Lines, data: &str) {
     // "strict N KEY...": the C++ unused keys of the strict case.
     let strict = lines.take();
     let keys: Vec<String> = strict.split(' ').skip(2).map(String::from).collect();
-    assert_eq!(strict.split(' ').nth(1), Some(keys.len().to_string().as_str()));
+    assert_eq!(
+        strict.split(' ').nth(1),
+        Some(keys.len().to_string().as_str())
+    );
     let config = r#"{"hidden_size": 256, "num_attention_heads": 4, "rope_scaling": {"rope_type": "default", "banana": 1}}"#;
     expect_err(
         lines,
