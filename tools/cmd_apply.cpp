@@ -194,9 +194,10 @@ void apply_mrope_scheme(const Activation<T>& a, const RopeScheme& scheme) {
 
 // --angles hf-float32 or --dtype bfloat16/float16: plain RoPE of float32 X in that mode and
 // storage type (rope_rotation.hpp), forward only.
+// spec: the plan's whole head and rotated slice (exact angles).
 template <class T>
-void rotate_in_mode(const Activation<T>& a, const RopeScheme& scheme, std::int64_t seq_len,
-                    const TokenPositions& positions) {
+void rotate_in_mode(const Activation<T>& a, const RopeScheme& scheme, const RopeSpec& spec,
+                    std::int64_t seq_len, const TokenPositions& positions) {
   const ApplyOptions& options = a.options;
   if (a.model.xpos || options.inverse) {
     throw UsageError(std::string(a.model.xpos ? "the config's xPos" : "--inverse") +
@@ -206,8 +207,13 @@ void rotate_in_mode(const Activation<T>& a, const RopeScheme& scheme, std::int64
   if constexpr (!std::is_same_v<T, float>) {
     throw UsageError(options.input + ": float64 X: --angles hf-float32 and --dtype take float32 X");
   } else {
-    const RopeRotation rotation{scheme, seq_len, options.pairing(),
-                                parse_angle_mode(options.angles, "--angles"), options.dtype};
+    const RopeRotation rotation{scheme,
+                                seq_len,
+                                options.pairing(),
+                                parse_angle_mode(options.angles, "--angles"),
+                                options.dtype,
+                                spec.head_dim,
+                                spec.rotary_offset};
     a.y = rotation.rotate(a.x, a.shape, positions.view(), a.layouts(), options.input);
   }
 }
@@ -231,7 +237,7 @@ void apply_rope_scheme(const Activation<T>& a) {
   if (options.verbose) print_rope_scheme(model.xpos ? "xpos" : "rope", scheme, spec, seq_len);
   check_x_head_dim(options, a.shape, spec);
   if (options.angles != "exact" || options.dtype != "float32") {
-    rotate_in_mode(a, scheme, seq_len, positions);
+    rotate_in_mode(a, scheme, spec, seq_len, positions);
     return;
   }
   auto out = a.out();

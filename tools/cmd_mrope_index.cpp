@@ -1,6 +1,6 @@
-// posemb mrope-index CONFIG.json --segments SPEC --output P.npy: the M-RoPE positions int64
-// [3, seq] of a prompt layout and the rope delta (mrope_positions.hpp), by the config's
-// get_rope_index rules.
+// posemb mrope-index CONFIG.json --segments SPEC --output P.npy [--resume RULE]: the M-RoPE
+// positions int64 [3, seq] of a prompt layout and the rope delta (mrope_positions.hpp), by the
+// config's get_rope_index rules; --resume replaces where positions resume after a vision segment.
 #include <iostream>
 #include <string>
 #include <vector>
@@ -28,6 +28,11 @@ class MropeIndexCommand : public Command {
                      "per temporal grid)")
         ->required();
     mrope_index->add_option("--output", output_, "P.npy: int64 [3, seq]")->required();
+    mrope_index->add_option("--resume", resume_,
+                            "where positions resume after a vision segment: past_largest (past "
+                            "its largest position on any axis: Qwen's own code, transformers <= "
+                            "4.57, the default) or spatial_extent (max(H, W) / merge past its "
+                            "start: transformers 5.x)");
     return mrope_index;
   }
 
@@ -37,15 +42,20 @@ class MropeIndexCommand : public Command {
       throw Error(config_path_ + ": the model_type has no M-RoPE position rules; expected " +
                   mrope_model_types());
     }
+    MropeIndexRules rules = *model.mrope_index;
     std::vector<MropeSegment> segments;
     try {
       segments = parse_mrope_segments(segments_);
     } catch (const Error& error) {
       throw UsageError("--segments: " + error.message());
     }
-    const MropeIndex index = with_context(config_path_ + " --segments " + segments_, [&] {
-      return mrope_position_ids(segments, *model.mrope_index);
-    });
+    try {
+      if (!resume_.empty()) rules.resume = mrope_resume_of(resume_, "--resume");
+    } catch (const Error& error) {
+      throw UsageError(error.message());
+    }
+    const MropeIndex index = with_context(config_path_ + " --segments " + segments_,
+                                          [&] { return mrope_position_ids(segments, rules); });
     write_npy_atomic(output_, index.positions.data(), {3, index.seq_len()});
     std::cout << "{\"seq_len\": " << index.seq_len() << ", \"rope_delta\": " << index.rope_delta
               << "}\n";
@@ -53,7 +63,7 @@ class MropeIndexCommand : public Command {
   }
 
  private:
-  std::string config_path_, segments_, output_;
+  std::string config_path_, segments_, output_, resume_;
 };
 
 }  // namespace

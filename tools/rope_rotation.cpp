@@ -25,6 +25,19 @@ Tensor4<T> to_storage(const std::vector<float>& x, const std::vector<std::int64_
   return out;
 }
 
+// A RopeSpec or HfFloat32Rope of the scheme placed in the rotation's plan: the pairing
+// override, the whole head and the rotated slice's offset.
+template <class Rope>
+Rope in_plan(const RopeRotation& r, Rope rope) {
+  if (r.pairing) rope.pairing = *r.pairing;
+  if (r.plan_head_dim > 0) {
+    rope.head_dim = r.plan_head_dim;
+    rope.rotary_offset = r.rotary_offset;
+    rope.validate();
+  }
+  return rope;
+}
+
 template <class T>
 std::vector<float> rotate_as(const RopeRotation& r, const std::vector<float>& x,
                              const std::vector<std::int64_t>& dims, const Positions& positions,
@@ -33,13 +46,9 @@ std::vector<float> rotate_as(const RopeRotation& r, const std::vector<float>& x,
   const RotateOptions options = RotateOptions().with_layouts(layouts);
   Tensor4<T> out;
   if (r.angles == AngleMode::HfFloat32) {
-    HfFloat32Rope rope = hf_float32_rope(r.scheme, r.seq_len);
-    if (r.pairing) rope.pairing = *r.pairing;
-    out = rotated(in, positions, rope, options);
+    out = rotated(in, positions, in_plan(r, hf_float32_rope(r.scheme, r.seq_len)), options);
   } else {
-    RopeSpec spec = r.scheme.spec(r.seq_len);
-    if (r.pairing) spec.pairing = *r.pairing;
-    out = rotated(in, positions, spec, options);
+    out = rotated(in, positions, in_plan(r, r.scheme.spec(r.seq_len)), options);
   }
   std::vector<float> y(static_cast<std::size_t>(out.size()));
   for (std::size_t i = 0; i < y.size(); ++i) y[i] = static_cast<float>(out.data()[i]);

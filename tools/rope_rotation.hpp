@@ -21,19 +21,22 @@ inline const std::vector<std::string>& storage_dtypes() {
 }
 
 // One rotation: the scheme at seq_len with an optional pairing override, in angle mode `angles`
-// and storage type `dtype`.
+// and storage type `dtype`, over heads of head_dim features whose [rotary_offset, rotary_offset +
+// rotary_dim) rotate (a layer's plan, LayerPositions::rope_spec; head_dim 0: the scheme's own).
 struct RopeRotation {
   const RopeScheme& scheme;
   std::int64_t seq_len = 1;
   std::optional<Pairing> pairing;
   AngleMode angles = AngleMode::Exact;
   std::string dtype = "float32";
+  int plan_head_dim = 0;
+  int rotary_offset = 0;
 
   // The inverse frequencies and attention scale the rotation uses (float32 values in
   // hf-float32).
   std::vector<double> inv_freq() const;
   double attention_scale() const;
-  int head_dim() const { return scheme.head_dim; }
+  int head_dim() const { return plan_head_dim > 0 ? plan_head_dim : scheme.head_dim; }
 
   // x: [dims] in layouts.in, float32 values each exactly representable in dtype (else an Error
   // naming `input`); returns the rotated values [dims in layouts.out], exact in dtype.

@@ -78,6 +78,21 @@ func (m *Model) Close() {
 	}
 }
 
+// UnusedKeys returns the config's keys the reader did not use (key paths, sorted), as
+// `posemb inspect` lists them and strict loading refuses them (C ABI 1.4).
+func (m *Model) UnusedKeys() []string {
+	defer runtime.KeepAlive(m)
+	var n C.int64_t
+	_ = call(func() C.posemb_status { return C.posemb_model_unused_key_count(m.p, &n) })
+	keys := make([]string, 0, int(n))
+	for i := C.int64_t(0); i < n; i++ {
+		var s *C.char
+		_ = call(func() C.posemb_status { return C.posemb_model_unused_key(m.p, i, &s) })
+		keys = append(keys, C.GoString(s))
+	}
+	return keys
+}
+
 func (m *Model) LayerCount() int {
 	var n C.int64_t
 	_ = call(func() C.posemb_status { return C.posemb_model_layer_count(m.p, &n) })

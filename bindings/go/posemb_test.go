@@ -331,12 +331,20 @@ func checkErrors(l *lines, data string) {
 	expectErr(t, "alibi", err, cxxMessage(l, "alibi_heads"))
 	err = RotateInplace(rope64, make([]float32, 32), Shape{BSHD, 1, 1, 1, 32}, Positions{}, Forward)
 	expectErr(t, "narrow", err, cxxMessage(l, "head_dim_mismatch"))
-	key := strings.Split(l.take(), " ")[2]
+	// "strict N KEY...": the C++ unused keys of the strict case.
+	strict := strings.Split(l.take(), " ")
+	keys := strict[2:]
+	if strict[1] != fmt.Sprint(len(keys)) {
+		t.Errorf("strict record %v: count and keys disagree", strict)
+	}
 	config := `{"hidden_size": 256, "num_attention_heads": 4, "rope_scaling": {"rope_type": "default", "banana": 1}}`
 	_, err = ParseConfig(config, 0, true)
-	expectErr(t, "strict", err, "posemb: config.json text: strict: "+key+" is not used")
-	_, err = ParseConfig(config, 0, false)
+	expectErr(t, "strict", err, "posemb: config.json text: strict: "+keys[0]+" is not used")
+	lenient, err := ParseConfig(config, 0, false)
 	must(t, err)
+	if got := lenient.UnusedKeys(); strings.Join(got, " ") != strings.Join(keys, " ") {
+		t.Errorf("UnusedKeys() = %v, want %v", got, keys)
+	}
 
 	// This package's own checks: a slice whose length disagrees with its shape.
 	err = RotateInplace(rope64, make([]float32, 10), Shape{BSHD, 1, 1, 1, 64}, Positions{}, Forward)

@@ -127,7 +127,7 @@ def mlx_call(dims: int, traditional: bool, base: float = BASE, scale: float = 1.
     return run
 
 
-# ---- HuggingFace transformers 5.24.0: LlamaRotaryEmbedding + apply_rotary_pos_emb (rotate half) ------
+# ---- HuggingFace transformers 5.25.0: LlamaRotaryEmbedding + apply_rotary_pos_emb (rotate half) ------
 
 
 def hf_call(rope_parameters: dict, max_position_embeddings: int = 2048, partial: float = 1.0):

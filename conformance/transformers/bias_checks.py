@@ -161,6 +161,16 @@ MROPE_PROMPTS = ("text:3,image:1x4x6,text:5", "text:2,image:1x8x4,text:1,video:6
 MROPE_VIDEO_PROMPTS = ("text:2,video:6x4x4@0.5,text:3", "text:2,video:6x4x4@1,text:3",
                        "text:2,video:6x4x4@2,text:3,image:1x4x6,text:2",
                        "text:1,video:3x8x4@1.5,text:2,video:2x4x4@4,text:4")
+# Qwen3-VL / Qwen3.5: a real prompt puts timestamp text before each video frame, and
+# get_rope_index (5.25.0, Qwen3VLModel) splits video_grid_thw into one-frame grids and takes one
+# per run of video tokens: each frame is a one-grid video between text.
+MROPE_FRAME_PROMPTS = ("text:3,image:1x4x6,text:5",
+                       "text:2,image:1x8x4,text:1,video:1x4x4,text:2,video:1x4x4,text:3",
+                       "text:1,video:1x8x4,text:2,video:1x8x4,text:1,image:1x4x4,text:2")
+# The prompts of each M-RoPE model_type (rope_case.MROPE_TYPES).
+MROPE_PROMPTS_OF = {"qwen2_vl": MROPE_PROMPTS, "qwen2_5_vl": MROPE_PROMPTS + MROPE_VIDEO_PROMPTS,
+                    **{t: MROPE_FRAME_PROMPTS for t in ("qwen3_vl", "qwen3_vl_moe", "qwen3_5",
+                                                         "qwen3_5_moe")}}
 
 
 def _hf_mrope(model, prompt, merge):
@@ -194,8 +204,7 @@ def mrope_case(name, out_dir):
     model.save_pretrained(folder)
     pmodel = posemb.load_model(os.path.join(folder, "config.json"))
     merge = model.config.vision_config.spatial_merge_size
-    prompts = MROPE_PROMPTS + (MROPE_VIDEO_PROMPTS if model.config.model_type == "qwen2_5_vl"
-                               else ())
+    prompts = MROPE_PROMPTS_OF[model.config.model_type]
     rows = []
     for check, resume in (("mrope_ids", None), ("mrope_ids_v5", "spatial_extent")):
         bad = []

@@ -144,10 +144,9 @@ REASONS = {
     "timesfm2_5": "time-series model (past_values, no tokens), outside posemb's text families",
     **_group("protein language model, outside posemb's text families",
              "esm esmc evolla EvollaModel"),
-    **_group("transformers 5.24.0 ships the config class only (no modeling file of the type): "
-             "nothing to run", "exaone internlm3 iquestcoder sarvam_mla sarvam_moe layoutxlm"),
-    "param2moe": "transformers 5.25.0 ships the config class only (no modeling file): nothing "
-                 "to run",
+    **_group("transformers 5.25.0 ships the config class only (no modeling file of the type): "
+             "nothing to run (param2moe new in 5.25.0, the others as in 5.24.0)",
+             "exaone internlm3 iquestcoder sarvam_mla sarvam_moe layoutxlm param2moe"),
 }
 
 # Positional model types posemb does not describe yet (no case, or a sweep case that does not
@@ -158,10 +157,6 @@ GAPS = {
             "a row needs its rules read from modeling_ergo.py",
     "kolibri1_1": "new in transformers 5.25.0: the config class's validate_architecture refuses "
                   "the sweep's small sizes (StrictDataclassClassValidationError); no case yet",
-    "hy_v4": "transformers 5.25.0 rotates HY V4's MLA q/k with apply_rotary_pos_emb_interleave "
-             "(5.24.0: apply_rotary_pos_emb, rotate-half, as posemb's hy_v4 row says); the sweep "
-             "finds no apply_rotary_pos_emb; the row's pairing is to be checked against the "
-             "released checkpoint's code",
     **_group("T5-style relative-bias buckets under another model_type: not in posemb's family "
              "table (load_model would give Llama's rules)", "longt5 pix2struct_text_model "
              "pop2piano switch_transformers mpnet"),
@@ -171,7 +166,7 @@ GAPS = {
     **_group("document-layout model: 1-D and 2-D (bounding-box) relative-bias buckets, a scheme "
              "posemb does not implement", "layoutlmv2 layoutlmv3 udop"),
     "pixtral": "Pixtral's vision tower (2-D axial RoPE over patch rows and columns, posemb's "
-               "VisionTower::Pixtral): posemb.load_model refuses the config 5.24.0 saves "
+               "VisionTower::Pixtral): posemb.load_model refuses the config 5.25.0 saves "
                "(rope_parameters.rope_type \"axial\", which PixtralVisionRotaryEmbedding "
                "requires); the same tower inside a wrapper's vision_config is run by case "
                "mistral3",
@@ -179,7 +174,8 @@ GAPS = {
                 "v, rotary_value): not in posemb's family table",
     **_group("text tower of a multimodal wrapper, built only inside it (AutoModel does not build "
              "the text config alone); its rope is M-RoPE or the wrapper's own, and no case runs "
-             "the wrapper yet (qwen2_vl's case covers posemb's M-RoPE path)",
+             "the wrapper yet (the Qwen2-VL, Qwen2.5-VL, Qwen3-VL and Qwen3.5 cases cover posemb's M-RoPE "
+             "path; mrope_probe.py says whose get_rope_index gives those rules' ids)",
              "qwen2_vl_text qwen2_5_vl_text glm4v_text glm4v_moe_text glm_image_text "
              "glm_ocr_text qwen2_5_omni_text qwen3_omni_moe_text ernie4_5_vl_moe_text "
              "paddleocr_vl_text hunyuan_vl_text granite4_vision_text deepseek_ocr2_text "
@@ -223,11 +219,12 @@ GAPS = {
     **_group("not in posemb's family table: the family has layers without rope (NoPE) or more "
              "config layers than rope calls, which Llama's rules do not give",
              "hrm_text muse_glimmer_text muse_spark_text"),
-    **_group("not in posemb's family table: the full layers' head_dim comes from "
-             "per_layer_config (a head width per layer, which the reader reads for every "
-             "family), but the rest of Gemma 4's rules (proportional RoPE on full layers, the "
-             "5:1 pattern, softmax scale 1) need a row of their own",
-             "embedding_gemma2_text gemma4_unified_text"),
+    "embedding_gemma2_text": "not in posemb's family table: Gemma 4's per-layer head widths "
+                             "(per_layer_config, read) with default RoPE on the full layers "
+                             "(theta 1e6, not proportional), a bidirectional window passed as "
+                             "sliding_window + 1 (modeling_embedding_gemma2.py, "
+                             "EmbeddingGemma2Attention: a radius) and no causal mask: a row "
+                             "needs the + 1 window rule posemb has no column for",
     **_group("encoder whose rotary runs outside the attention layers (or in its own attention "
              "without eager_attention_forward): the harness cannot attribute the rope calls to "
              "layers; no case yet", "gte jina_embeddings_v3 nomic_bert gpt_neox_japanese"),

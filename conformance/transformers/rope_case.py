@@ -43,7 +43,7 @@ def posemb_seq_len(kind, state, seq_len):
 
 
 # The multimodal families whose text positions are M-RoPE ids [3, batch, seq] (get_rope_index).
-MROPE_TYPES = ("qwen2_vl", "qwen2_5_vl")
+MROPE_TYPES = ("qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe", "qwen3_5", "qwen3_5_moe")
 
 
 def rope_case(name, out_dir, model=None, folder=None):

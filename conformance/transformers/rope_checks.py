@@ -163,7 +163,7 @@ def _rope_rows(case, model, config, pmodel, captures, seq_lens):
             except posemb.Error as error:  # a rope type the hf-float32 mode does not claim
                 bits.notes.append(f"hf-float32 is not claimed (posemb refuses it: {error})")
                 continue
-            # hf-float32 rotates the slice alone (MLA: hf.head_dim is the slice's width)
+            # hf-float32 over the layer's whole head, as the exact spec (an indexer's: its slice)
             x_hf, part_hf = (x, slice(None)) if x.shape[-1] == hf.head_dim else (x_full, part)
             y32 = order(rotation.rotate(x_hf, positions, hf, call.layout, part_hf))
             buffer = inv_freq_buffer(capture.buffers, hf_type,
@@ -173,7 +173,7 @@ def _rope_rows(case, model, config, pmodel, captures, seq_lens):
                 same = buffer.numpy() == hf.inv_freq
                 pow_pairs |= {(label, i) for i in np.nonzero(~same)[0]}
                 own = posemb.HfFloat32Rope(buffer.numpy(), hf.head_dim, hf.attention_scale,
-                                           hf.pairing)
+                                           hf.pairing, hf.rotary_offset)
                 y_own = order(rotation.rotate(x_hf, positions, own, call.layout, part_hf))
                 diff = (y_own.view(np.uint32) != y_hf.view(np.uint32))
                 rounded = order(_correctly_rounded(buffer, positions, spec, part, call.layout))
@@ -414,7 +414,7 @@ def _whole_head_rows(case, config, pmodel, captures, seq_lens):
     them (whole heads) hold the rope function's output exactly at posemb's
     [rotary_offset, rotary_offset + rotary_dim) (MLA: the trailing qk_rope_head_dim), and
     posemb's layer.rope_spec() rotating the whole head (the slice's input in place) gives them."""
-    stats, found = RopeStats(), 0
+    stats, bits, found = RopeStats(), RopeStats(), 0
     for label, positions, capture in captures:
         attention = {c.layer: c for c in capture.attention if c.query is not None}
         for call in capture.rope:
@@ -451,7 +451,41 @@ def _whole_head_rows(case, config, pmodel, captures, seq_lens):
             tol = rotation.bound(before, positions, "bhsd", spec, k)
             tol[..., part] = order(tol[..., part])
             stats.add(np.abs(y.astype(np.float64) - whole), tol, where)
+            _whole_head_bits(bits, config, capture, call, layer, (before, whole, part, order),
+                             positions, seq_lens[label], where)
     if found == 0 and not stats.failures:
         return [Row(case, "rope_whole_head", "error", detail="no rope call with an eager "
                                                              "attention call recorded")]
-    return [stats.row(case, "rope_whole_head")]
+    return [stats.row(case, "rope_whole_head"),
+            bits.row(case, "rope_whole_head_hf_float32", "differing bits:")]
+
+
+def _whole_head_bits(bits, config, capture, call, layer, heads, positions, seq_len, where):
+    """hf-float32 over the whole head: layer.rope_spec(angles='hf-float32') rotating the whole
+    q/k (the slice's input in place) gives transformers' whole heads bit for bit, the passed
+    features unchanged and the rotated ones where rope_hf_float32 claims bits (the pair's
+    float32 inv_freq is transformers' and its torch cos/sin are correctly rounded)."""
+    before, whole, part, order = heads
+    why = HF_FLOAT32_NOT_CLAIMED.get(config.model_type)
+    if why is not None or layer.rope.mrope_section:
+        bits.notes.append(f"not claimed: {why or 'M-RoPE (posemb refuses hf-float32 for it)'}")
+        return
+    try:
+        hf = layer.rope_spec(seq_len, angles="hf-float32")
+    except posemb.Error as error:
+        bits.notes.append(f"hf-float32 is not claimed (posemb refuses it: {error})")
+        return
+    y32 = posemb.apply_rope(np.ascontiguousarray(before), positions, hf, layout="bhsd")
+    y32[..., part] = order(y32[..., part])
+    spec = layer.rope_spec(seq_len)
+    buffer = inv_freq_buffer(capture.buffers, _hf_layer_type(config, call.layer, layer),
+                             layer_theta_module(config, call.layer))
+    mask = np.broadcast_to(_pair_mask(np.ones(hf.rotary_dim // 2, dtype=bool), spec,
+                                      spec.head_dim, slice(None)), y32.shape).copy()
+    if buffer is not None and buffer.numel() == hf.rotary_dim // 2:
+        pairs = _pair_mask(buffer.numpy() == hf.inv_freq, spec, spec.head_dim, slice(None))
+        rounded = _correctly_rounded(buffer, positions, spec, slice(None), "bhsd")
+        mask &= np.broadcast_to(pairs & rounded, y32.shape)
+    mask[..., part] = order(mask[..., part])
+    diff = ((y32.view(np.uint32) != whole.view(np.uint32)) & mask).astype(np.float64)
+    bits.add(diff, np.zeros_like(diff), where)

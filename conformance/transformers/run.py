@@ -131,6 +131,7 @@ EXPECTED_NOT_PASS = {
     ("phimoe", "rope_hf_float32"),
     ("phimoe", "rope_hf_float32_buffer"),
     ("phimoe", "rope_whole_head"),
+    ("phimoe", "rope_whole_head_hf_float32"),
     # Qwen2VLModel.get_rope_index (v5) advances text after a video by max(h, w) / merge, not
     # past the video's largest temporal id as v4 and the original Qwen2-VL code do.
     ("qwen2_vl", "mrope_ids"),

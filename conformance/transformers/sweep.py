@@ -63,13 +63,15 @@ def register(model_type: str) -> str:
 
     module = modeling_module(model_type)
     modeling = importlib.import_module(f"transformers.models.{module}")
-    function = getattr(modeling, "apply_rotary_pos_emb")
+    # HY V4 (5.25.0) has apply_rotary_pos_emb_interleave only
+    function = getattr(modeling, "apply_rotary_pos_emb", None) or \
+        getattr(modeling, "apply_rotary_pos_emb_interleave")
     # transformers 5.25 with its kernels dependency installed wraps the function in an
     # nn.Module (use_kernel_forward_from_hub): the signature is its forward's
     params = list(inspect.signature(getattr(function, "forward", function)).parameters)
-    names = "apply_rotary_pos_emb"
-    if hasattr(modeling, "apply_rotary_pos_emb_interleave"):  # DeepSeek-V3's rope_interleave
-        names += "|apply_rotary_pos_emb_interleave"
+    # DeepSeek-V3's rope_interleave: both functions
+    names = "|".join(name for name in ("apply_rotary_pos_emb", "apply_rotary_pos_emb_interleave")
+                     if hasattr(modeling, name))
     adapt = _pair if params[:2] == ["q", "k"] else _single
     fields = set()
     for klass in CONFIG_MAPPING[model_type].__mro__:

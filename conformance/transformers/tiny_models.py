@@ -79,6 +79,24 @@ _QWEN25VL_VISION = dict(depth=1, hidden_size=32, intermediate_size=64, num_heads
                         temporal_patch_size=2, tokens_per_second=2, window_size=112,
                         fullatt_block_indexes=[0])
 
+# Qwen3-VL's tower (Qwen3VLVisionConfig), small: patch 16, merge 2, one deepstack layer.
+_QWEN3VL_VISION = dict(depth=1, hidden_size=32, intermediate_size=64, num_heads=2,
+                       out_hidden_size=256, patch_size=16, spatial_merge_size=2,
+                       temporal_patch_size=2, deepstack_visual_indexes=[0],
+                       num_position_embeddings=64)
+# Qwen3-VL's text rope (Qwen/Qwen3-VL-8B-Instruct: head_dim 128, theta 5e6, interleaved
+# sections [24, 20, 20]) and Qwen3.5's (Qwen/Qwen3.5-9B: head_dim 256, theta 1e7, partial 0.25,
+# sections [11, 11, 10]; linear-attention layers between the full ones).
+_QWEN3VL_ROPE = {"rope_type": "default", "rope_theta": 5000000.0, "mrope_section": [24, 20, 20],
+                 "mrope_interleaved": True}
+_QWEN35_TEXT = dict(head_dim=256, hidden_size=256, max_position_embeddings=262144,
+                    rope_parameters={"rope_type": "default", "rope_theta": 10000000.0,
+                                     "partial_rotary_factor": 0.25, "mrope_section": [11, 11, 10],
+                                     "mrope_interleaved": True},
+                    layer_types=["linear_attention", "full_attention"], linear_num_key_heads=2,
+                    linear_num_value_heads=2, linear_key_head_dim=16, linear_value_head_dim=16)
+_MOE = dict(num_experts=4, num_experts_per_tok=2, moe_intermediate_size=32)
+
 CASES: dict[str, Case] = {
     # ---- Llama-style families of posemb's table, real checkpoints' positional values
     "granite": Case("granite", _small(head_dim=128, hidden_size=256, max_position_embeddings=4096, attention_multiplier=0.0078125, rope_parameters={"rope_type": "default", "rope_theta": 10000.0}), "ibm-granite/granite-3.0-8b-base (head_dim 128)"),
@@ -148,6 +166,10 @@ CASES: dict[str, Case] = {
     "t5": Case("t5", dict(vocab_size=256, d_model=64, d_kv=8, d_ff=64, num_layers=2, num_decoder_layers=2, num_heads=8, relative_attention_num_buckets=32, relative_attention_max_distance=128), "google-t5/t5-small (8 heads, 32 buckets, 128)", auto="seq2seq"),
     # ---- M-RoPE
     "qwen2_5_vl": Case("qwen2_5_vl", dict(text_config=_small(heads=2, hidden_size=256, max_position_embeddings=128000, rope_parameters={"rope_type": "default", "rope_theta": 1000000.0, "mrope_section": [16, 24, 24]}), vision_config=_QWEN25VL_VISION), "Qwen/Qwen2.5-VL-7B-Instruct (text head_dim 128, tokens_per_second 2)", auto="base"),
+    "qwen3_vl": Case("qwen3_vl", dict(text_config=_small(heads=2, hidden_size=256, head_dim=128, max_position_embeddings=262144, rope_parameters=_QWEN3VL_ROPE), vision_config=_QWEN3VL_VISION), "Qwen/Qwen3-VL-8B-Instruct (text head_dim 128, interleaved M-RoPE)", auto="base"),
+    "qwen3_vl_moe": Case("qwen3_vl_moe", dict(text_config=_small(heads=2, hidden_size=256, head_dim=128, max_position_embeddings=262144, rope_parameters=_QWEN3VL_ROPE, **_MOE), vision_config=_QWEN3VL_VISION), "Qwen/Qwen3-VL-30B-A3B-Instruct (text head_dim 128, interleaved M-RoPE)", auto="base"),
+    "qwen3_5": Case("qwen3_5", dict(text_config=_small(heads=2, **_QWEN35_TEXT), vision_config=_QWEN3VL_VISION), "Qwen/Qwen3.5-9B (text head_dim 256, partial 0.25, interleaved M-RoPE)", auto="base"),
+    "qwen3_5_moe": Case("qwen3_5_moe", dict(text_config=_small(heads=2, **_QWEN35_TEXT, **_MOE, shared_expert_intermediate_size=32), vision_config=_QWEN3VL_VISION), "Qwen/Qwen3.5-35B-A3B (text head_dim 256, partial 0.25, interleaved M-RoPE)", auto="base"),
     "qwen2_vl": Case("qwen2_vl", dict(text_config=_small(heads=2, hidden_size=256, max_position_embeddings=32768, rope_parameters={"rope_type": "default", "rope_theta": 1000000.0, "mrope_section": [16, 24, 24]}), vision_config=_QWEN2VL_VISION | {"hidden_size": 256}), "Qwen/Qwen2-VL-7B-Instruct (text head_dim 128)", auto="base"),
     # ---- a vision tower's 2-D rope (Pixtral, inside its wrapper's config)
     "mistral3": Case("mistral3", dict(text_config=_small(head_dim=128, max_position_embeddings=131072, sliding_window=None, rope_parameters={"rope_type": "default", "rope_theta": 1000000000.0}), vision_config=dict(hidden_size=128, intermediate_size=64, num_hidden_layers=1, num_attention_heads=2, head_dim=64, image_size=1540, patch_size=14, rope_parameters={"rope_type": "axial", "rope_theta": 10000.0}), spatial_merge_size=2), "mistralai/Mistral-Small-3.1-24B-Instruct-2503 (Pixtral tower: head_dim 64, patch 14, theta 1e4)", auto="base"),

@@ -3,7 +3,7 @@
 it), run through the modeling code of whichever transformers runs this file, with the same rope
 checks as the main harness (rope_case.py) against posemb.load_model of that same file.
 
-run.py --v4-python PY runs it twice: in-process (transformers 5.24.0) and under PY (a venv with
+run.py --v4-python PY runs it twice: in-process (the pinned transformers, 5.25.0) and under PY (a venv with
 transformers 4.57.6, requirements-v4.txt); a (case, check) whose status differs is a place where
 v4 and v5 disagree on the same config.json (posemb follows v5).
 

@@ -36,9 +36,10 @@ class HfFloat32Rope:
     attention_scale: float
     pairing: str
     rotary_dim: int
+    rotary_offset: int
     head_dim: int
     def __init__(self, inv_freq: npt.ArrayLike, head_dim: int, attention_scale: float = ...,
-                 pairing: str = ...) -> None: ...
+                 pairing: str = ..., rotary_offset: int = ...) -> None: ...
 
 class RopeTable:
     spec: RopeSpec

@@ -18,12 +18,13 @@ std::string repr(const HfFloat32Rope& rope) {
   scale << rope.attention_scale;
   return "HfFloat32Rope(head_dim=" + std::to_string(rope.head_dim) +
          ", rotary_dim=" + std::to_string(rope.rotary_dim) + ", pairing='" +
-         to_string(rope.pairing) + "', attention_scale=" + scale.str() + ")";
+         to_string(rope.pairing) + "', attention_scale=" + scale.str() +
+         ", rotary_offset=" + std::to_string(rope.rotary_offset) + ")";
 }
 
 // An HfFloat32Rope from a given float32 inv_freq buffer (e.g. a model's rotary_emb.inv_freq).
 HfFloat32Rope rope_from_buffer(const py::object& inv_freq, int head_dim, double attention_scale,
-                               const std::string& pairing) {
+                               const std::string& pairing, int rotary_offset) {
   const py::object values = py::module_::import("numpy").attr("asarray")(inv_freq);
   const ArrayView v = view_of(values, "inv_freq");
   if (v.dtype != Dtype::Float32) {
@@ -40,6 +41,7 @@ HfFloat32Rope rope_from_buffer(const py::object& inv_freq, int head_dim, double 
   rope.attention_scale = attention_scale;
   rope.pairing = pairing_of(pairing);
   rope.rotary_dim = rotary_dim;
+  rope.rotary_offset = rotary_offset;
   rope.head_dim = head_dim;
   rope.validate();
   return rope;
@@ -61,8 +63,9 @@ RopeScheme scheme_of(const py::object& source) {
 
 constexpr const char* hf_float32_rope_doc = R"doc(The scheme with HuggingFace transformers' float32
 arithmetic at seq_len: an HfFloat32Rope (the angle mode 'hf-float32', the CLI's
-`--angles hf-float32`). scheme: a RopeScheme, a LayerPositions (kind 'rope') or a ModelPositions
-whose RoPE layers share one scheme. seq_len: HF's max position + 1 (dynamic NTK and LongRoPE
+`--angles hf-float32`). scheme: a RopeScheme (its rotated slice), a LayerPositions (kind 'rope':
+over the layer's whole head, features [rotary_offset, rotary_offset + rotary_dim) rotated, as
+its exact rope_spec) or a ModelPositions whose RoPE layers share one scheme. seq_len: HF's max position + 1 (dynamic NTK and LongRoPE
 depend on it; None: no length known). Rope types default, linear, dynamic, yarn, llama3 and
 longrope; others (and M-RoPE) raise posemb.Error.
 
@@ -97,28 +100,35 @@ in float32, cast to x's dtype; the rotation x * cos + rotate_half(x) * sin runs 
 A source of apply_rope_ / apply_rope (forward only). Built by hf_float32_rope, rope_spec(...,
 angles='hf-float32'), the spec builders' angles='hf-float32', or from a model's own inv_freq
 buffer (its pow may differ from the correctly rounded one by an ulp on some builds).
+rotary_offset: the first rotated feature of the head_dim-wide heads (MLA: qk_nope_head_dim).
 
 Example:
     >>> rope = posemb.HfFloat32Rope(hf_model.model.rotary_emb.inv_freq.numpy(), head_dim=128)
     >>> posemb.apply_rope_(q, 0, rope)
 )doc")
       .def(py::init(&rope_from_buffer), py::arg("inv_freq"), py::arg("head_dim"),
-           py::arg("attention_scale") = 1.0, py::arg("pairing") = "rotate_half")
+           py::arg("attention_scale") = 1.0, py::arg("pairing") = "rotate_half",
+           py::arg("rotary_offset") = 0)
       .def_property_readonly(
           "inv_freq",
           [](const HfFloat32Rope& r) { return to_numpy(r.inv_freq.data(), {r.inv_freq.size()}); })
       .def_readonly("attention_scale", &HfFloat32Rope::attention_scale)
       .def_property_readonly("pairing", [](const HfFloat32Rope& r) { return to_string(r.pairing); })
       .def_readonly("rotary_dim", &HfFloat32Rope::rotary_dim)
+      .def_readonly("rotary_offset", &HfFloat32Rope::rotary_offset)
       .def_readonly("head_dim", &HfFloat32Rope::head_dim)
       .def("__repr__", [](const HfFloat32Rope& r) { return repr(r); })
       .def("__eq__", [](const HfFloat32Rope& a, const HfFloat32Rope& b) {
         return a.inv_freq == b.inv_freq && a.attention_scale == b.attention_scale &&
-               a.pairing == b.pairing && a.rotary_dim == b.rotary_dim && a.head_dim == b.head_dim;
+               a.pairing == b.pairing && a.rotary_dim == b.rotary_dim &&
+               a.rotary_offset == b.rotary_offset && a.head_dim == b.head_dim;
       });
   m.def(
       "hf_float32_rope",
       [](const py::object& scheme, std::optional<std::int64_t> seq_len) {
+        if (py::isinstance<LayerPositions>(scheme)) {
+          return hf_float32_rope(scheme.cast<const LayerPositions&>(), seq_len);
+        }
         return hf_float32_rope(scheme_of(scheme), seq_len);
       },
       py::arg("scheme"), py::arg("seq_len") = py::none(), hf_float32_rope_doc);

@@ -149,15 +149,15 @@ Example:
       .def(
           "rope_spec",
           [](const LayerPositions& l, OptLength seq_len, const std::string& angles) {
-            if (angles == "exact") return py::cast(l.rope_spec(seq_len));
-            return rope_in_mode(rope_scheme_of(l), seq_len, angles);
+            if (parse_angle_mode(angles) == AngleMode::Exact) return py::cast(l.rope_spec(seq_len));
+            return py::cast(hf_float32_rope(l, seq_len));
           },
           py::arg("seq_len") = py::none(), py::arg("angles") = "exact",
           R"doc(The layer's RopeSpec at seq_len (dynamic NTK and LongRoPE depend on it; None:
 no length known). Raises posemb.Error unless kind == 'rope'. angles: 'exact' (angles in double,
 a RopeSpec over the whole head: head_dim wide, features [rotary_offset, rotary_offset +
 rotary_dim) rotated, so q and k are given whole) or 'hf-float32' (transformers' float32
-arithmetic, an HfFloat32Rope over the rotated slice alone), the CLI's --angles.
+arithmetic, an HfFloat32Rope over the same whole head and slice), the CLI's --angles.
 
 Example:
     >>> spec = model.layers[0].rope_spec()
@@ -283,12 +283,6 @@ MropeFamily family_of(const std::string& family) {
   fail("family", "'" + family + "'", "expected 'qwen2_vl', 'qwen2_5_vl' or 'qwen3_vl'");
 }
 
-MropeResume resume_of(const std::string& resume) {
-  if (resume == "past_largest") return MropeResume::PastLargest;
-  if (resume == "spatial_extent") return MropeResume::SpatialExtent;
-  fail("resume", "'" + resume + "'", "expected 'past_largest' or 'spatial_extent'");
-}
-
 void bind_mrope_index(py::module_& m) {
   py::class_<MropeIndexRules>(m, "MropeIndexRules",
                               R"doc(get_rope_index's rules of a Qwen-VL family:
@@ -303,15 +297,11 @@ Example:
       .def(py::init([](const std::string& family, int spatial_merge_size, double tokens_per_second,
                        const std::string& resume) {
              return MropeIndexRules{family_of(family), spatial_merge_size, tokens_per_second,
-                                    resume_of(resume)};
+                                    mrope_resume_of(resume)};
            }),
            py::arg("family"), py::arg("spatial_merge_size") = 2, py::arg("tokens_per_second") = 4.0,
            py::arg("resume") = "past_largest")
-      .def_property_readonly("resume",
-                             [](const MropeIndexRules& r) {
-                               return r.resume == MropeResume::SpatialExtent ? "spatial_extent"
-                                                                             : "past_largest";
-                             })
+      .def_property_readonly("resume", [](const MropeIndexRules& r) { return to_string(r.resume); })
       .def_property_readonly("family", [](const MropeIndexRules& r) { return to_string(r.family); })
       .def_readonly("spatial_merge_size", &MropeIndexRules::spatial_merge_size)
       .def_readonly("tokens_per_second", &MropeIndexRules::tokens_per_second);
@@ -330,7 +320,7 @@ Example:
         } else {
           r = rules.cast<MropeIndexRules>();
         }
-        if (resume) r.resume = resume_of(*resume);
+        if (resume) r.resume = mrope_resume_of(*resume);
         const MropeIndex index = mrope_position_ids(parse_mrope_segments(segments), r);
         return std::make_pair(to_numpy(index.positions.data(), {3, index.seq_len()}),
                               index.rope_delta);

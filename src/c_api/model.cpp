@@ -2,6 +2,7 @@
 // each layer holds (kind, head_dim, RoPE, attention settings, T5 buckets).
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "boundary.hpp"
 #include "handles.hpp"
@@ -80,6 +81,28 @@ posemb_status posemb_model_parse_config(const char* json, size_t size, int64_t s
 }
 
 void posemb_model_free(posemb_model* model) { delete model; }
+
+posemb_status posemb_model_unused_key_count(const posemb_model* model, int64_t* out) {
+  return guarded([&] {
+    require_pointer(model, "model", "a posemb_model");
+    *require_pointer(out, "out", "an int64_t to write") =
+        static_cast<int64_t>(model->model.unused_keys.size());
+  });
+}
+
+posemb_status posemb_model_unused_key(const posemb_model* model, int64_t index, const char** out) {
+  return guarded([&] {
+    const std::vector<std::string>& keys =
+        require_pointer(model, "model", "a posemb_model")->model.unused_keys;
+    require_pointer(out, "out", "a const char* to write");
+    if (index < 0 || index >= static_cast<int64_t>(keys.size())) {
+      posemb::detail::fail("index", index,
+                           "expected an unused key's index in [0, " + std::to_string(keys.size()) +
+                               ")");
+    }
+    *out = keys[static_cast<std::size_t>(index)].c_str();
+  });
+}
 
 posemb_status posemb_model_layer_count(const posemb_model* model, int64_t* out) {
   return guarded([&] {

@@ -358,6 +358,50 @@ static const char* cxx_message(const char* name) {
   return strlen(line) > n ? line + n + 1 : "";
 }
 
+/* The strict record "strict N KEY..." (the C++ unused_keys of the strict case): --strict refuses
+ * the first key; without it the model lists the N keys (ABI 1.4). */
+static void check_strict(const char* record) {
+  size_t unused = 0;
+  int read = 0;
+  CHECK(sscanf(record, "strict %zu%n", &unused, &read) == 1 && unused > 0, "strict record");
+  const char* keys = record + read;
+  char key[256] = "";
+  CHECK(sscanf(keys, " %255s", key) == 1, "strict record's first key");
+  char want[512];
+  snprintf(want, sizeof want, "posemb: config.json text: strict: %s is not used", key);
+  posemb_model* model = NULL;
+  const char* config = POSEMB_CASE_STRICT_CONFIG;
+  EXPECT_ERROR(posemb_model_parse_config(config, strlen(config), 0, 1, &model), want);
+  CHECK(posemb_model_parse_config(config, strlen(config), 0, 0, &model) == POSEMB_OK,
+        "not strict: %s", posemb_last_error());
+  int64_t count = -1;
+  CHECK(posemb_model_unused_key_count(model, &count) == POSEMB_OK && count == (int64_t)unused,
+        "unused_key_count %" PRId64 ", reference %zu", count, unused);
+  text listed = {0};
+  for (int64_t i = 0; i < count; ++i) {
+    const char* name = NULL;
+    CHECK(posemb_model_unused_key(model, i, &name) == POSEMB_OK && name != NULL,
+          "unused_key %" PRId64 ": %s", i, posemb_last_error());
+    text_add(&listed, " %s", name ? name : "(null)");
+  }
+  CHECK(listed.data != NULL && strcmp(listed.data, keys) == 0, "unused keys '%s', reference '%s'",
+        listed.data ? listed.data : "", keys);
+  free(listed.data);
+  const char* name = NULL;
+  char out_of_range[128];
+  snprintf(out_of_range, sizeof out_of_range,
+           "posemb: index = %zu: expected an unused key's index in [0, %zu)", unused, unused);
+  EXPECT_ERROR(posemb_model_unused_key(model, count, &name), out_of_range);
+  snprintf(out_of_range, sizeof out_of_range,
+           "posemb: index = -1: expected an unused key's index in [0, %zu)", unused);
+  EXPECT_ERROR(posemb_model_unused_key(model, -1, &name), out_of_range);
+  EXPECT_ERROR(posemb_model_unused_key(model, 0, NULL),
+               "posemb: out = NULL: expected a const char* to write");
+  EXPECT_ERROR(posemb_model_unused_key_count(NULL, &count),
+               "posemb: model = NULL: expected a posemb_model");
+  posemb_model_free(model);
+}
+
 static int other_thread_message_empty(void* unused) {
   (void)unused;
   return posemb_last_error()[0] == '\0';
@@ -404,17 +448,7 @@ static void check_cxx_errors(const char* data_dir) {
   EXPECT_ERROR(posemb_rope_rotate_inplace(rope64, POSEMB_F32, x, &narrow, &at0, POSEMB_FORWARD),
                cxx_message("head_dim_mismatch"));
 
-  size_t unused = 0;
-  char key[256] = "";
-  CHECK(sscanf(take(), "strict %zu %255s", &unused, key) == 2 && unused > 0, "strict record");
-  char want[512];
-  snprintf(want, sizeof want, "posemb: config.json text: strict: %s is not used", key);
-  posemb_model* model = NULL;
-  const char* config = POSEMB_CASE_STRICT_CONFIG;
-  EXPECT_ERROR(posemb_model_parse_config(config, strlen(config), 0, 1, &model), want);
-  CHECK(posemb_model_parse_config(config, strlen(config), 0, 0, &model) == POSEMB_OK,
-        "not strict: %s", posemb_last_error());
-  posemb_model_free(model);
+  check_strict(take());
 
   /* The message is the calling thread's: another thread has none. */
   thrd_t thread;

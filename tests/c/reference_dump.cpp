@@ -333,8 +333,9 @@ void print_errors(const fs::path& data) {
     posemb::rotate_inplace(map, std::int64_t{0}, posemb::default_rope_spec(64));
   });
   const posemb::ModelPositions strict = posemb::parse_model_positions(POSEMB_CASE_STRICT_CONFIG);
-  std::printf("strict %zu %s\n", strict.unused_keys.size(),
-              strict.unused_keys.empty() ? "-" : strict.unused_keys.front().c_str());
+  std::printf("strict %zu", strict.unused_keys.size());
+  for (const std::string& key : strict.unused_keys) std::printf(" %s", key.c_str());
+  std::printf("\n");
 }
 
 // ---- KV append (--kv): kv records and kvcxxerror messages

@@ -554,6 +554,11 @@ posemb_cli_test("mrope-index grid not divisible"
 posemb_cli_test("mrope-index 1-D model"
   ARGS mrope-index ${cli_data}/hf/default_hd64.json --segments text:3 --output ${cli_out}/mm_1d.npy
   EXIT 1 OUTPUT ${cli_out}/mm_1d.npy STDERR "no M-RoPE position rules")
+posemb_cli_test("mrope-index bad resume"
+  ARGS mrope-index ${mm}/mrope_index_qwen2vl_image/config.json --segments text:3 --resume v5
+       --output ${cli_out}/mm_bad_resume.npy
+  EXIT 2 OUTPUT ${cli_out}/mm_bad_resume.npy
+  STDERR "--resume = 'v5': expected 'past_largest' or 'spatial_extent'")
 posemb_cli_test("apply vision grid not divisible"
   ARGS apply ${mm}/vision_qwen2vl_1x4x6/config.json --vision --grid 1x3x6
        --input ${mm}/vision_qwen2vl_1x4x6/X.npy --output ${cli_out}/mm_bad_vision.npy

@@ -295,8 +295,9 @@ TEST_CASE("DeepSeek-V3.2's indexed_attention layers: the indexer rotates half of
   CHECK_THAT(error_of(v32 + R"(, "index_head_dim": 0})"), Catch::Contains("index_head_dim = 0"));
 }
 
-// configuration_hy_v4.py (HYV4Config: indexer_types) and modeling_hy_v4.py (HYV4Attention: MLA
-// rotate-half, sinks, the indexer only on "full" layers; HYV4Indexer: the rope slice last).
+// configuration_hy_v4.py (HYV4Config: indexer_types) and modeling_hy_v4.py of transformers 5.25.0
+// (HYV4Attention: MLA apply_rotary_pos_emb_interleave, sinks, the indexer only on "full" layers;
+// HYV4Indexer: apply_rotary_pos_emb_interleave on the rope slice last; 5.24.0 rotated half).
 TEST_CASE("HY V4: indexers on the full indexer layers, the rope slice last", "[config][models]") {
   const std::string hy = R"({"model_type": "hy_v4", "num_hidden_layers": 6,
       "num_attention_heads": 2, "hidden_size": 64, "qk_rope_head_dim": 64,
@@ -304,13 +305,13 @@ TEST_CASE("HY V4: indexers on the full indexer layers, the rope slice last", "[c
   const posemb::ModelPositions m = parse(hy + "}");
   std::vector<int> indexed;
   for (const posemb::LayerPositions& layer : m.layers) {
-    CHECK(layer.rope_spec().pairing == posemb::Pairing::RotateHalf);
+    CHECK(layer.rope_spec().pairing == posemb::Pairing::Interleaved);
     CHECK(layer.attention.attention_sinks);
     CHECK(*layer.attention.softmax_scale == Approx(std::pow(256.0, -0.5)).epsilon(1e-15));
     if (!layer.indexer) continue;
     indexed.push_back(layer.index);
     CHECK(layer.indexer->rotary_offset == 128 - 64);
-    CHECK(layer.indexer_rope_spec().pairing == posemb::Pairing::RotateHalf);
+    CHECK(layer.indexer_rope_spec().pairing == posemb::Pairing::Interleaved);
   }
   CHECK(indexed == std::vector<int>{0, 1, 5});  // "full" iff i == 0 or (i - 1) % 4 == 0
   const auto given = parse(hy + R"(, "indexer_types": ["full", "shared", "shared", "full",

@@ -205,7 +205,7 @@ def test_multimodal(tool, tmp_path, case_json):
         assert list(spec.sections) == cli["mrope_section"] and spec.layout == cli["mrope_layout"]
         np.testing.assert_allclose(spec.rope.inv_freq, case["expect"]["inv_freq"], rtol=case["rtol"])
     elif command == "mrope-index":
-        positions, delta = posemb.mrope_index(model, case["segments"])
+        positions, delta = posemb.mrope_index(model, case["segments"], resume=case.get("resume"))
         assert bits_equal(positions, np.load(tmp_path / "P.npy"))
         assert json.loads(stdout) == {"seq_len": positions.shape[1], "rope_delta": delta} == case["expect"]
         assert bits_equal(positions, np.load(os.path.join(case_dir, "P.npy")))

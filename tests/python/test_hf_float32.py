@@ -73,6 +73,39 @@ def test_equals_cli_apply(tool, tmp_path, name, dtype):
     assert x.data_ptr() == ptr and bits_equal(x.float().numpy(), cli)
 
 
+# DeepSeek-V3's MLA in small: q/k heads [nope 16 | rope 8], the rope slice last (rotary_offset 16).
+MLA_CONFIG = {"model_type": "deepseek_v3", "hidden_size": 64, "num_attention_heads": 2,
+              "num_key_value_heads": 2, "num_hidden_layers": 1, "qk_nope_head_dim": 16,
+              "qk_rope_head_dim": 8, "v_head_dim": 16, "kv_lora_rank": 16, "q_lora_rank": None,
+              "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0}}
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_whole_head_as_the_exact_plan(tool, tmp_path, dtype):
+    """hf-float32 takes the whole head as the exact plan does: the rope slice at rotary_offset
+    rotated as the slice's own HfFloat32Rope rotates it, the rest passed, and the CLI's
+    `apply --layer 0 --angles hf-float32` on the whole head gives the same bits."""
+    config = tmp_path / "mla.json"
+    config.write_text(json.dumps(MLA_CONFIG))
+    layer = posemb.load_model(config).layers[0]
+    exact, rope = layer.rope_spec(seq_len()), layer.rope_spec(seq_len(), angles="hf-float32")
+    assert (rope.head_dim, rope.rotary_offset, rope.rotary_dim) == (24, 16, 8)
+    assert (rope.head_dim, rope.rotary_offset) == (exact.head_dim, exact.rotary_offset)
+    assert rope == posemb.hf_float32_rope(layer, seq_len())
+    x = seeded_input((1, POSITIONS.size, 2, 24), dtype)
+    y = posemb.apply_rope(x, POSITIONS, rope)
+    assert bits_equal(y[..., :16].float().numpy(), x[..., :16].float().numpy())
+    part = posemb.apply_rope(x[..., 16:].contiguous(), POSITIONS,
+                             layer.rope.spec(seq_len(), angles="hf-float32"))
+    assert bits_equal(y[..., 16:].float().numpy(), part.float().numpy())
+    assert not bits_equal(y[..., 16:].float().numpy(), x[..., 16:].float().numpy())
+    np.save(tmp_path / "x.npy", x.float().numpy())
+    np.save(tmp_path / "p.npy", POSITIONS)
+    tool("apply", config, "--layer", 0, "--input", tmp_path / "x.npy", "--positions", tmp_path / "p.npy",
+         "--angles", "hf-float32", "--dtype", dtype, "--output", tmp_path / "y.npy")
+    assert bits_equal(y.float().numpy(), np.load(tmp_path / "y.npy"))
+
+
 @pytest.mark.parametrize("name", list(CASES))
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float16"])
 def test_equals_transformers_transcription(tmp_path, name, dtype):

@@ -8,6 +8,7 @@ bfloat16-rounded ALiBi slopes (modeling_falcon.py, build_alibi_tensor), the ligh
 indexers of DeepSeek-V3.2 and HY V4 (modeling_deepseek_v32.py, modeling_hy_v4.py) and Beam's
 NoPE layers and their query scale (modeling_beam.py, BeamModel.forward,
 compute_attention_scaling)."""
+import inspect
 import json
 import logging
 
@@ -201,7 +202,14 @@ def test_indexers_are_where_transformers_builds_them(tmp_path, model_type, layer
     assert [layer.layer_type for layer in model.layers] == config.layer_types
     indexer = model.layers[0].indexer
     assert indexer.head_dim == config.index_head_dim
-    assert indexer.rope.pairing == "rotate_half"
+    # The pairing the indexer's forward rotates with (HY V4: apply_rotary_pos_emb_interleave in
+    # 5.25.0, apply_rotary_pos_emb in 5.24.0; DeepSeek-V3.2: apply_rotary_pos_emb).
+    forward = inspect.getsource(type(hf.layers[0].self_attn.indexer).forward)
+    interleaved = "apply_rotary_pos_emb_interleave(" in forward
+    assert indexer.rope.pairing == ("interleaved" if interleaved else "rotate_half")
+    attention = inspect.getsource(type(hf.layers[0].self_attn).forward)
+    mla = "interleaved" if "apply_rotary_pos_emb_interleave(" in attention else "rotate_half"
+    assert model.layers[0].rope_spec().pairing == mla
     assert indexer.rope.head_dim == config.qk_rope_head_dim
     assert indexer.rotary_offset == (0 if first else config.index_head_dim - config.qk_rope_head_dim)
     np.testing.assert_array_equal(indexer.spec().inv_freq, model.layers[0].rope_spec().inv_freq)

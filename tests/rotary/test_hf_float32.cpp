@@ -176,6 +176,39 @@ TEST_CASE("hf-float32 rotation: bfloat16 products and sums rounded to bfloat16")
                     Catch::Contains("options.rotation"));
 }
 
+TEST_CASE("hf-float32 over a whole head: the slice at rotary_offset rotates, the rest passes") {
+  // MLA's layout in small: head [nope 4 | rope 2], the rope slice last (rotary_offset 4).
+  HfFloat32Rope whole = hf_float32_default(RotaryDims{2, 2}, 10000.0);
+  const HfFloat32Rope slice = whole;
+  whole.head_dim = 6;
+  whole.rotary_offset = 4;
+  whole.validate();
+  Tensor4<float> x(1, 3, 1, 6), part(1, 3, 1, 2);
+  SeededNormal normal(7);
+  for (Eigen::Index s = 0; s < 3; ++s) {
+    for (Eigen::Index d = 0; d < 6; ++d) x(0, s, 0, d) = static_cast<float>(normal());
+    part(0, s, 0, 0) = x(0, s, 0, 4);
+    part(0, s, 0, 1) = x(0, s, 0, 5);
+  }
+  PositionVector ids(3);
+  ids << 0, 17, 100003;
+  const auto y = rotated(x, Positions(ids), whole);
+  const auto y_part = rotated(part, Positions(ids), slice);
+  for (Eigen::Index s = 0; s < 3; ++s) {
+    for (Eigen::Index d = 0; d < 4; ++d) CHECK(bits(y(0, s, 0, d)) == bits(x(0, s, 0, d)));
+    CHECK(bits(y(0, s, 0, 4)) == bits(y_part(0, s, 0, 0)));
+    CHECK(bits(y(0, s, 0, 5)) == bits(y_part(0, s, 0, 1)));
+    // a rotation: the pair's norm is kept to float32 rounding
+    const double before = std::hypot(double{x(0, s, 0, 4)}, double{x(0, s, 0, 5)});
+    CHECK(std::hypot(double{y(0, s, 0, 4)}, double{y(0, s, 0, 5)}) == Approx(before).epsilon(1e-6));
+  }
+  CHECK(bits(y(0, 1, 0, 4)) != bits(x(0, 1, 0, 4)));  // position 17 turns the pair
+  HfFloat32Rope past = whole;
+  past.rotary_offset = 5;
+  CHECK_THROWS_WITH(past.validate(), Catch::Contains("rotary_offset = 5") &&
+                                         Catch::Contains("head_dim - rotary_dim = 6 - 2"));
+}
+
 TEST_CASE("tolerance: hf-float32 stays inside the bound around exact angles up to 2^20") {
   std::vector<std::int64_t> positions;
   for (std::int64_t p = 0; p < 32; ++p) positions.push_back(p);

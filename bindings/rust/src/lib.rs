@@ -385,6 +385,22 @@ impl Model {
         self.0.as_ptr()
     }
 
+    /// The config's keys the reader did not use (key paths, sorted), as `posemb inspect` lists
+    /// them and strict loading refuses them (C ABI 1.4).
+    pub fn unused_keys(&self) -> Vec<String> {
+        let mut n = 0i64;
+        // A valid handle and out-pointers, indices in range: cannot fail.
+        let _ = check(unsafe { sys::posemb_model_unused_key_count(self.raw(), &mut n) });
+        (0..n)
+            .map(|i| {
+                let mut s: *const std::os::raw::c_char = ptr::null();
+                let _ = check(unsafe { sys::posemb_model_unused_key(self.raw(), i, &mut s) });
+                // SAFETY: a NUL-terminated string that lives as long as the model.
+                unsafe { CStr::from_ptr(s) }.to_string_lossy().into_owned()
+            })
+            .collect()
+    }
+
     pub fn layer_count(&self) -> usize {
         let mut n = 0i64;
         // A valid handle and out-pointer: cannot fail.

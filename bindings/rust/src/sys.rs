@@ -137,6 +137,15 @@ extern "C" {
         out: *mut *mut posemb_model,
     ) -> posemb_status;
     pub fn posemb_model_free(model: *mut posemb_model);
+    pub fn posemb_model_unused_key_count(
+        model: *const posemb_model,
+        out: *mut i64,
+    ) -> posemb_status;
+    pub fn posemb_model_unused_key(
+        model: *const posemb_model,
+        index: i64,
+        out: *mut *const c_char,
+    ) -> posemb_status;
     pub fn posemb_model_layer_count(model: *const posemb_model, out: *mut i64) -> posemb_status;
     pub fn posemb_model_heads(
         model: *const posemb_model,

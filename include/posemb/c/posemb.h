@@ -212,6 +212,14 @@ POSEMB_C_API posemb_status posemb_model_parse_config(const char* json, size_t si
                                                      int32_t strict, posemb_model** out);
 POSEMB_C_API void posemb_model_free(posemb_model* model); /* NULL: nothing */
 
+/* The config's keys the reader did not use (ABI 1.4), as `posemb inspect` lists them and --strict
+ * refuses them: key paths ("rope_scaling.beta_fast", "per_layer_config.3.head_dim"), sorted.
+ * posemb_model_unused_key_count gives how many; posemb_model_unused_key key i (0 <= i < count),
+ * a string that lives as long as the model. A model loaded with strict nonzero has none. */
+POSEMB_C_API posemb_status posemb_model_unused_key_count(const posemb_model* model, int64_t* out);
+POSEMB_C_API posemb_status posemb_model_unused_key(const posemb_model* model, int64_t index,
+                                                   const char** out);
+
 POSEMB_C_API posemb_status posemb_model_layer_count(const posemb_model* model, int64_t* out);
 /* Query heads and key/value heads (0 when the file gives none). */
 POSEMB_C_API posemb_status posemb_model_heads(const posemb_model* model, int32_t* n_heads,

@@ -108,15 +108,34 @@ enum class TemperatureRule {
 
 // The RoPE of an indexed_attention layer's lightning indexer (positions.hpp, IndexerRope): its
 // pairing, and whether the rotated qk_rope_head_dim features come first or last of its
-// index_head_dim.
+// index_head_dim (indexer_rule_row says each).
 enum class IndexerRule {
   None,             // no indexer
   RotateHalfFirst,  // DeepSeek-V3.2: DeepseekV32Indexer.forward, split [rope, pass], rotate_half
-  // HY V4: HYV4Indexer.forward, split [pass, rope], rotate_half; only on the layers whose
-  // indexer_types entry is "full" (default: layer 0 and every i with (i - 1) % 4 == 0), the
-  // "shared" ones reusing the previous selection (HYV4Attention.__init__, HYV4Config)
-  RotateHalfLastShared,
+  // HY V4: HYV4Indexer.forward, split [pass, rope], apply_rotary_pos_emb_interleave (transformers
+  // 5.25.0; 5.24.0 rotated half); only on the layers whose indexer_types entry is "full"
+  // (default: layer 0 and every i with (i - 1) % 4 == 0), the "shared" ones reusing the
+  // previous selection (HYV4Attention.__init__, HYV4Config)
+  InterleavedLastShared,
 };
+
+// What an IndexerRule does: the indexer's pairing, whether its rope slice is the last
+// qk_rope_head_dim features (else the first), whether indexer_types gives it "shared" layers.
+struct IndexerRuleRow {
+  Pairing pairing;
+  bool rope_last;
+  bool shared_layers;
+};
+
+inline IndexerRuleRow indexer_rule_row(IndexerRule rule) {
+  static const std::array<IndexerRuleRow, 3> rows{{
+      // pairing, rope_last, shared_layers
+      {Pairing::RotateHalf, false, false},  // None (not read)
+      {Pairing::RotateHalf, false, false},  // RotateHalfFirst
+      {Pairing::Interleaved, true, true},   // InterleavedLastShared
+  }};
+  return rows[static_cast<std::size_t>(rule)];
+}
 
 // The configuration class's defaults for keys a transformers v5 config.json leaves out
 // (save_pretrained writes a diff against them); 0 / nullptr: the class has none.
@@ -388,6 +407,11 @@ inline const std::vector<ModelFamily>& model_families() {
           .with_softmax(S::One).with_split(R::Gemma4).with_bidirectional_window()
           .with_hidden_size(2304).with_num_attention_heads(8).with_head_dim(256)
           .with_sliding_window(512).with_max_position_embeddings(131072),
+      family("gemma4_unified_text", "gemma4_unified/configuration_gemma4_unified.py (as gemma4_text: global_head_dim 512, proportional; sliding_window 1024, max_position_embeddings 262144), modeling_gemma4_unified.py (Gemma4UnifiedTextAttention as Gemma4TextAttention)")
+          .with_rope_theta(1e6).with_layer_types(L::FixedPattern, 6).with_window(W::SlidingLayers)
+          .with_softmax(S::One).with_split(R::Gemma4).with_bidirectional_window()
+          .with_hidden_size(2304).with_num_attention_heads(8).with_head_dim(256)
+          .with_sliding_window(1024).with_max_position_embeddings(262144),
       family("olmo3", "olmo3/modular_olmo3.py (every 4th layer full, YaRN on full layers)")
           .with_rope_theta(5e5).with_layer_types(L::FixedPattern, 4).with_window(W::SlidingLayers)
           .with_split(R::FullOnly),
@@ -533,9 +557,9 @@ inline const std::vector<ModelFamily>& model_families() {
       family("axk2", "axk2/configuration_axk2.py (as deepseek_v32: indexed_attention layers, qk_rope_head_dim 32), modeling_axk2.py (AXK2Attention: DeepSeek-V3.2's MLA and indexer)")
           .with_pairing(inter).with_layer_types(L::AllIndexed).with_softmax(S::DeepseekMscale)
           .with_indexer(I::RotateHalfFirst),
-      family("hy_v4", "hy_v4/configuration_hy_v4.py (indexed_attention layers, indexer_types), modeling_hy_v4.py (HYV4Attention: MLA, rotate-half apply_rotary_pos_emb, yarn_apply_mscale scaling, sinks; HYV4Indexer: rotate-half on its last qk_rope_head_dim features)")
-          .with_layer_types(L::AllIndexed).with_softmax(S::DeepseekMscale).with_attention_sinks()
-          .with_indexer(I::RotateHalfLastShared),
+      family("hy_v4", "hy_v4/configuration_hy_v4.py (indexed_attention layers, indexer_types), modeling_hy_v4.py of transformers 5.25.0 (HYV4Attention: MLA, apply_rotary_pos_emb_interleave, yarn_apply_mscale scaling, sinks; HYV4Indexer: apply_rotary_pos_emb_interleave on its last qk_rope_head_dim features; 5.24.0 rotated both half)")
+          .with_pairing(inter).with_layer_types(L::AllIndexed).with_softmax(S::DeepseekMscale)
+          .with_attention_sinks().with_indexer(I::InterleavedLastShared),
       family("mistral4", "mistral4/configuration_mistral4.py (head_dim = qk_nope + qk_rope, partial_rotary_factor = qk_rope / head_dim, default yarn block factor 128 with llama_4_scaling_beta 0.1), modeling_mistral4.py (Mistral4Attention: DeepSeek-V3's MLA and yarn_apply_mscale, rope_interleave, q * get_llama_4_attn_scale)")
           .with_pairing(inter).with_softmax(S::DeepseekMscale)
           .with_temperature(T::EveryLayerLlama4Beta).with_interleave_key("rope_interleave")

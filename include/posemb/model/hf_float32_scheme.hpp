@@ -16,6 +16,7 @@
 #include <string>
 
 #include "posemb/error.hpp"
+#include "posemb/model/positions.hpp"
 #include "posemb/model/rope_scheme.hpp"
 #include "posemb/rotary/hf_float32.hpp"
 #include "posemb/rotary/tolerance.hpp"
@@ -51,6 +52,23 @@ inline HfFloat32Rope hf_float32_rope(const RopeScheme& scheme,
             " for hf-float32 angles (" + variant.rope_type + ": " + variant.no_hf_float32 + ")");
   }
   return variant.hf_float32(scheme.params, scheme.basis(), seq_len);
+}
+
+// The layer's RoPE with HF's float32 arithmetic over its whole head, as LayerPositions::rope_spec
+// in exact angles: q and k of the layer's head_dim features are given whole, [rotary_offset,
+// rotary_offset + rotary_dim) rotate (MLA: the trailing qk_rope_head_dim, as transformers splits
+// q [nope, rope]), the rest pass. Throws unless kind == Rope.
+//   q, k: [batch, seq, heads, head_dim]
+inline HfFloat32Rope hf_float32_rope(const LayerPositions& layer,
+                                     std::optional<std::int64_t> seq_len = std::nullopt) {
+  if (!layer.rope) detail::fail("kind", to_string(layer.kind), "expected rope for a RoPE spec");
+  HfFloat32Rope rope = hf_float32_rope(*layer.rope, seq_len);
+  if (layer.head_dim > 0) {
+    rope.head_dim = layer.head_dim;
+    rope.rotary_offset = layer.rotary_offset;
+    rope.validate();
+  }
+  return rope;
 }
 
 namespace detail {

@@ -82,14 +82,21 @@ struct HfFloat32Rope {
   double attention_scale = 1.0;           // HF's `attention_scaling` (a python float)
   Pairing pairing = Pairing::RotateHalf;  // Interleaved: cos/sin repeat_interleave'd (GLM,
                                           // Cohere, DeepSeek), pairs (2i, 2i + 1)
-  int rotary_dim = 0;  // the first rotary_dim features rotate (HF's `q[..., :rotary_dim]`)
-  int head_dim = 0;
+  int rotary_dim = 0;     // features [rotary_offset, rotary_offset + rotary_dim) rotate
+  int rotary_offset = 0;  // 0: HF's `q[..., :rotary_dim]`; MLA: qk_nope_head_dim (the slice
+                          // last, as RopeSpec::rotary_offset), the rest pass
+  int head_dim = 0;       // the width of the heads it rotates
 
   int pairs() const { return rotary_dim / 2; }
 
   // Throws posemb::Error unless the fields are consistent.
   void validate() const {
     RotaryDims{head_dim, rotary_dim}.validate();
+    if (rotary_offset < 0 || head_dim < static_cast<long long>(rotary_offset) + rotary_dim) {
+      detail::fail("rotary_offset", rotary_offset,
+                   "expected 0 .. head_dim - rotary_dim = " + std::to_string(head_dim) + " - " +
+                       std::to_string(rotary_dim));
+    }
     if (inv_freq.size() != pairs()) {
       detail::fail("inv_freq.size()", inv_freq.size(),
                    "expected rotary_dim / 2 = " + std::to_string(pairs()));
@@ -321,14 +328,16 @@ void hf_rotate_pair(T& a, T& b, float c, float s) {
   b = static_cast<T>(add32(bc, as));
 }
 
-// Rotates one head vector `head` [head_dim] in place by cos, sin [pairs] (values of T).
+// Rotates the slice [rotary_offset, rotary_offset + rotary_dim) of one head vector `head`
+// [head_dim] in place by cos, sin [pairs] (values of T).
 template <class T>
 void hf_rotate_head(T* head, const HfFloat32Rope& rope, const float* cos, const float* sin) {
   const int pairs = rope.pairs();
   const bool interleaved = rope.pairing == Pairing::Interleaved;
+  T* slice = head + rope.rotary_offset;
   for (int i = 0; i < pairs; ++i) {
-    T& a = head[interleaved ? 2 * i : i];
-    T& b = head[interleaved ? 2 * i + 1 : i + pairs];
+    T& a = slice[interleaved ? 2 * i : i];
+    T& b = slice[interleaved ? 2 * i + 1 : i + pairs];
     hf_rotate_pair(a, b, cos[i], sin[i]);
   }
 }

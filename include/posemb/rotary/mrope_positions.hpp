@@ -94,6 +94,20 @@ enum class MropeResume {
   SpatialExtent,  // max(Hm, Wm): transformers 5.x
 };
 
+// The name of each MropeResume (Python's resume=, the tool's --resume).
+inline const char* to_string(MropeResume resume) {
+  return resume == MropeResume::SpatialExtent ? "spatial_extent" : "past_largest";
+}
+
+// The MropeResume called `name` ("past_largest" or "spatial_extent"); throws naming `parameter`.
+inline MropeResume mrope_resume_of(const std::string& name,
+                                   const std::string& parameter = "resume") {
+  for (const MropeResume resume : {MropeResume::PastLargest, MropeResume::SpatialExtent}) {
+    if (name == to_string(resume)) return resume;
+  }
+  detail::fail(parameter, "'" + name + "'", "expected 'past_largest' or 'spatial_extent'");
+}
+
 // The model's rules: family, spatial merge size, (Qwen2.5-VL) tokens per second, and where the
 // positions resume after a vision segment.
 struct MropeIndexRules {

@@ -172,7 +172,7 @@ inline int rope_slice_offset(const JsonReader& root, const LayerPositions& layer
 inline std::vector<bool> read_indexer_owners(const JsonReader& root, const ModelFamily& family,
                                              int n_layers) {
   std::vector<bool> owners(static_cast<std::size_t>(n_layers), true);
-  if (family.indexer != IndexerRule::RotateHalfLastShared) return owners;
+  if (!indexer_rule_row(family.indexer).shared_layers) return owners;
   const char* key = "indexer_types";
   const auto types = root.strings(key);
   if (!types) {
@@ -198,8 +198,8 @@ inline std::vector<bool> read_indexer_owners(const JsonReader& root, const Model
 // The lightning indexer of an indexed_attention RoPE layer (families.hpp, IndexerRule;
 // modeling_deepseek_v32.py, DeepseekV32Indexer): index_head_dim features (default 128,
 // DeepseekV32Config, HYV4Config), the layer's frequencies on qk_rope_head_dim of them (the
-// layer's rope head; first or last by the rule) rotated half; nullopt for other layers and
-// families. owns_indexer: the layer's entry of read_indexer_owners.
+// layer's rope head; first or last, rotated half or interleaved, by the rule); nullopt for other
+// layers and families. owns_indexer: the layer's entry of read_indexer_owners.
 inline std::optional<IndexerRope> read_indexer(const JsonReader& root, const ModelFamily& family,
                                                const LayerPositions& layer, bool owns_indexer) {
   if (family.indexer == IndexerRule::None || layer.layer_type != "indexed_attention" ||
@@ -209,15 +209,14 @@ inline std::optional<IndexerRope> read_indexer(const JsonReader& root, const Mod
   IndexerRope indexer;
   indexer.head_dim =
       to_head_dim(root.name("index_head_dim"), root.integer("index_head_dim").value_or(128));
+  const IndexerRuleRow rule = indexer_rule_row(family.indexer);
   indexer.rope = *layer.rope;
-  indexer.rope.pairing = Pairing::RotateHalf;
+  indexer.rope.pairing = rule.pairing;
   if (indexer.rope.head_dim > indexer.head_dim) {
     fail(root.name("index_head_dim"), indexer.head_dim,
          "expected >= the rotated qk_rope_head_dim = " + std::to_string(indexer.rope.head_dim));
   }
-  if (family.indexer == IndexerRule::RotateHalfLastShared) {
-    indexer.rotary_offset = indexer.head_dim - indexer.rope.head_dim;
-  }
+  if (rule.rope_last) indexer.rotary_offset = indexer.head_dim - indexer.rope.head_dim;
   return indexer;
 }
 
