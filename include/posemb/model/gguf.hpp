@@ -329,13 +329,6 @@ inline void read_gguf_rope_scaling(const GgufFile& file, GgufHparams& h) {
   if (auto attn = file.float32(p + "rope.scaling.attn_factor")) h.attn_factor = *attn;
   require_positive_finite(p + "rope.scaling.attn_factor", h.attn_factor);
   read_gguf_yarn_keys(file, h);
-  if (h.rules.ggml_rope_defaults) {
-    // ggml_rope (cogvlm's graph): ggml_rope_impl with base 10000, scale 1, ext_factor 0, attn 1.
-    h.freq_base = 10000.0;
-    h.freq_scale = 1.0;
-    h.scaling_type = "none";
-    h.attn_factor = 1.0;
-  }
   // SWA layers default to the global values (gemma3: base 10000 and scale 1, below).
   h.freq_base_swa = h.freq_base;
   h.freq_scale_swa = h.freq_scale;
@@ -395,6 +388,14 @@ inline std::pair<std::int64_t, std::int64_t> read_gguf_swa(const GgufFile& file,
   return {pattern ? *pattern : a.swa_period, a.nope_step};
 }
 
+// Whether layer il slides by the period P (llama_hparams::set_swa_pattern): il % P < P - 1, or
+// with dense_first il % P != 0; every layer for a row with swa_every_layer (lfm2) and a window.
+inline bool gguf_swa_layer(const GgufHparams& h, std::int64_t il, std::int64_t period) {
+  if (h.rules.swa_every_layer) return h.n_swa > 0;
+  if (period <= 0) return false;
+  return h.rules.swa_dense_first ? il % period != 0 : il % period < period - 1;
+}
+
 // SWA / chunked / NoPE / recurrent layers, by the arch's row:
 //   SWA:       read_gguf_swa, or the per-layer flags of attention.sliding_window_pattern
 //              (load_swa_pattern's get_arr)
@@ -412,9 +413,7 @@ inline void read_gguf_layer_pattern(const GgufFile& file, GgufHparams& h) {
   const auto [period, nope_step] = read_gguf_swa(file, h);
   for (std::size_t il = 0; il < n; ++il) {
     const auto layer = static_cast<std::int64_t>(il);
-    h.swa_layers[il] =
-        (h.rules.swa_every_layer && h.n_swa > 0) ||
-        period > 0 && (h.rules.swa_dense_first ? layer % period != 0 : layer % period < period - 1);
+    h.swa_layers[il] = gguf_swa_layer(h, layer, period);
     if (nope_step > 0 && (layer + 1) % nope_step == 0) h.rope_layers[il] = false;
   }
   if (h.n_swa > 0 && h.rules.chunk == 0) {
@@ -427,7 +426,7 @@ inline void read_gguf_layer_pattern(const GgufFile& file, GgufHparams& h) {
     }
   }
   if (h.rules.rope_swa_only && h.n_swa > 0) {
-    // cohere2, muse-glimmer, exaone-moe, exaone4, smallthinker: the graph rotates only when
+    // cohere2, muse-glimmer, exaone-moe, smallthinker: the graph rotates only when
     // hparams.is_swa(il); the full-attention layers are NoPE.
     for (std::size_t il = 0; il < n; ++il)
       h.rope_layers[il] = h.rope_layers[il] && h.swa_layers[il];
@@ -685,6 +684,7 @@ inline RopeScheme gguf_rope_scheme(const GgufHparams& h, const GgufWidth& width,
 //   Mla:               (src/models/deepseek2.cpp, graph builder) mscale^2 / sqrt(key_length_mla)
 //                      with mscale = yarn_attn_factor (1 + 0.1 ln(1/s)) (1 + 0.1 L ln(1/s)), s the
 //                      global scale
+//   RotDim:            n_rot^-0.5 (src/models/bailingmoe.cpp)
 inline double gguf_softmax_scale(const GgufHparams& h) {
   if (h.rules.embd_head_scale_layers > 0 && h.n_layer == h.rules.embd_head_scale_layers) {
     return 1.0 / std::sqrt(static_cast<double>(h.n_embd / h.n_head[0]));
@@ -693,6 +693,9 @@ inline double gguf_softmax_scale(const GgufHparams& h) {
     return h.attention_scale;
   }
   if (h.rules.softmax == GgufSoftmaxScale::One) return 1.0;
+  if (h.rules.softmax == GgufSoftmaxScale::RotDim) {
+    return 1.0 / std::sqrt(static_cast<double>(h.n_rot));
+  }
   if (h.rules.softmax == GgufSoftmaxScale::Mla) {
     const double log_f = std::log(1.0 / h.freq_scale);
     const double mscale =
@@ -742,10 +745,14 @@ inline LayerPositions gguf_layer(
     }
     return layer;
   }
-  const double base = swa ? h.freq_base_swa : h.freq_base;
-  const double scale = swa ? h.freq_scale_swa : h.freq_scale;
-  // olmo2's SWA layers: no YaRN, magnitude 1, no factors; gemma4's: no factors.
-  const bool plain = swa && h.rules.swa_plain;
+  // olmo2's SWA layers and the row's GgufRopeCall Plain / Defaults: no YaRN, magnitude 1, no
+  // factors; gemma4's SWA layers: no factors.
+  const GgufRopeCall call = h.rules.rope_call;
+  const bool plain = (swa && h.rules.swa_plain) || call != GgufRopeCall::Ext;
+  const double base = call == GgufRopeCall::Defaults ? 10000.0
+                      : swa                          ? h.freq_base_swa
+                                                     : h.freq_base;
+  const double scale = call != GgufRopeCall::Ext ? 1.0 : swa ? h.freq_scale_swa : h.freq_scale;
   const bool use_factors = factors.has_value() && !plain && !(swa && h.rules.factors_global_only);
   const std::string rope_type =
       plain ? "default"

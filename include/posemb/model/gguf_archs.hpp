@@ -50,13 +50,18 @@ enum class GgufRopeFactors { None, RopeFreqs, LongRope, RopeFreqsOrLongRope };
 
 // The graph builder's kq_scale: head_dim^-0.5 (HeadDim); attention.scale when present and non-zero
 // (AttentionScaleKey, f_attention_scale); DeepSeek's MLA mscale^2 / sqrt(key_length_mla) (Mla);
-// 1 (One: gemma4's f_attention_scale).
-enum class GgufSoftmaxScale { HeadDim, AttentionScaleKey, Mla, One };
+// 1 (One: gemma4's f_attention_scale); n_rot^-0.5 (RotDim: bailingmoe's graph).
+enum class GgufSoftmaxScale { HeadDim, AttentionScaleKey, Mla, One, RotDim };
 
 // The base of SWA layers: rope.freq_base_swa else the global base (KeyOrGlobal, llama_model::
 // get_rope_freq_base), else 10000 (KeyOr10000, gemma3), or the global base whatever the key says
 // (Global: the graph passes the global freq_base, olmo2).
 enum class GgufSwaBase { KeyOrGlobal, KeyOr10000, Global };
+
+// The graph's rotation call: ggml_rope_ext with the context's base, scale, ext_factor and
+// attn_factor (Ext); ggml_rope_ext(base, 1, 0, 1) (Plain: deepseek2-ocr); ggml_rope, whose
+// ggml_rope_impl passes base 10000, scale 1, ext_factor 0, attn_factor 1 (Defaults: cogvlm).
+enum class GgufRopeCall { Ext, Plain, Defaults };
 
 // Query temperature (llm_graph_input_attn_temp: q *= log(floor(pos / L) + 1) * s + 1, s from
 // attention.temperature_scale, applied only when s != 0): L from attention.temperature_length
@@ -113,7 +118,7 @@ struct GgufArch {
   std::int64_t swa_window_fixed = 0;  // load_arch_hparams overwrites the window with this
   bool swa_rot = false;               // SWA layers rotate rope.dimension_count_swa (default n_rot)
   bool rotary_at_end = false;  // the rotated slice is the head's last n_rot features (MLA's k_pe)
-  bool ggml_rope_defaults = false;  // ggml_rope: base 10000, scale 1, no YaRN whatever the keys
+  GgufRopeCall rope_call = GgufRopeCall::Ext;
   GgufTemperature temperature = GgufTemperature::None;
   GgufYarnLogMul yarn_log_mul = GgufYarnLogMul::None;
   bool yarn_betas = false;  // rope.scaling.yarn_beta_fast / _slow (default 32 / 1)
@@ -186,9 +191,7 @@ struct GgufArch {
   }
   constexpr GgufArch with_swa_rot() const { return set(&GgufArch::swa_rot, true); }
   constexpr GgufArch with_rotary_at_end() const { return set(&GgufArch::rotary_at_end, true); }
-  constexpr GgufArch with_ggml_rope_defaults() const {
-    return set(&GgufArch::ggml_rope_defaults, true);
-  }
+  constexpr GgufArch with_rope_call(GgufRopeCall c) const { return set(&GgufArch::rope_call, c); }
   constexpr GgufArch with_temperature(GgufTemperature t) const {
     return set(&GgufArch::temperature, t);
   }
@@ -230,12 +233,15 @@ constexpr GgufArch gguf_arch(std::string_view name, std::string_view source) {
 constexpr GgufArch gguf_llama_like_arch(std::string_view name, std::string_view source) {
   return gguf_arch(name, source).norm().with_permuted().with_rot_is_head_dim();
 }
-//   ... with llama's `rope_freqs` or LongRoPE's pair (load_arch_tensors creates either) and
-//   kq_scale attention.scale when non-zero (granite, granite_swa, granitemoe, deci, mistral3)
-constexpr GgufArch gguf_scaled_llama_arch(std::string_view name, std::string_view source) {
-  return gguf_llama_like_arch(name, source)
-      .with_factors(GgufRopeFactors::RopeFreqsOrLongRope)
-      .with_softmax(GgufSoftmaxScale::AttentionScaleKey);
+//   ... with llama's `rope_freqs` or LongRoPE's pair (load_arch_tensors creates either; deci,
+//   mistral3)
+constexpr GgufArch gguf_llama_factors_arch(std::string_view name, std::string_view source) {
+  return gguf_llama_like_arch(name, source).with_factors(GgufRopeFactors::RopeFreqsOrLongRope);
+}
+//   ... and kq_scale attention.scale when non-zero (the granite family's load_arch_hparams are
+//   the only readers of LLM_KV_ATTENTION_SCALE: granite, granite_swa, granitemoe)
+constexpr GgufArch gguf_granite_arch(std::string_view name, std::string_view source) {
+  return gguf_llama_factors_arch(name, source).with_softmax(GgufSoftmaxScale::AttentionScaleKey);
 }
 //   sectioned: rope.dimension_sections required (get_key_or_arr(..., true)), n_rot = head width
 //              (qwen3vl, qwen3vlmoe, qwen3tts, paddleocr)
@@ -245,13 +251,13 @@ constexpr GgufArch gguf_sectioned_arch(std::string_view name, std::string_view s
 }
 //   Gated DeltaNet hybrid (qwen35, qwen35moe): recurrent layers but each
 //   full_attention_interval-th (default 4) or the attention.recurrent_layers flags, partial
-//   interleaved M-RoPE with the sections required, kq_scale attention.scale when non-zero
+//   interleaved M-RoPE with the sections required, kq_scale 1/sqrt(n_embd_head) (f_attention_scale
+//   is never read)
 constexpr GgufArch gguf_gated_delta_net_arch(std::string_view name, std::string_view source) {
   return gguf_arch(name, source)
       .with_mode(GgufRopeMode::Imrope)
       .with_sections_required()
-      .with_recurrent_interval(4)
-      .with_softmax(GgufSoftmaxScale::AttentionScaleKey);
+      .with_recurrent_interval(4);
 }
 //   gemma4's load_arch_hparams (gemma4, gemma4-assistant): SWA layers from the flags (required),
 //   window required, key_length_swa wide with rope.dimension_count_swa, base rope.freq_base_swa
@@ -350,11 +356,11 @@ inline const GgufArch gguf_archs[] = {
     // rope on every layer iff rope.scaling.finetuned (default true); kq_scale attention.scale
     // when non-zero; rope_freqs, or LongRoPE's pair with scaling type longrope (load_arch_tensors,
     // get_rope_factors); GraniteModel permutes (LlamaModel); GGML_ASSERT(n_embd_head == n_rot).
-    gguf_scaled_llama_arch("granite", "src/models/granite.cpp").with_rope_switch(),
+    gguf_granite_arch("granite", "src/models/granite.cpp").with_rope_switch(),
     // granite's graph with SWA layers from the flags and window (both required), the global
     // freq_base / freq_scale on every layer (ggml_rope_ext), attention.rope_pattern's NoPE layers,
     // attn_sinks required on every layer; GraniteSWAModel permutes (GraniteModel).
-    gguf_scaled_llama_arch("granite_swa", "src/models/granite-swa.cpp")
+    gguf_granite_arch("granite_swa", "src/models/granite-swa.cpp")
         .with_sinks()
         .with_swa_flags_required()
         .with_swa_window_required()
@@ -404,7 +410,6 @@ inline const GgufArch gguf_archs[] = {
     // ---- Llama-like: one rotation on every layer, the loader's standard keys. NORM rows whose
     // converter class reorders q/k (LlamaModel.permute / undo_permute) say `permuted`;
     // rot_is_head_dim where the graph asserts GGML_ASSERT(n_embd_head == n_rot).
-    gguf_arch("grok", "src/models/grok.cpp").with_rot_is_head_dim().with_yarn_betas(),
     gguf_llama_like_arch("baichuan", "src/models/baichuan.cpp"),
     gguf_arch("qwen", "src/models/qwen.cpp"),
     gguf_arch("phimoe", "src/models/phimoe.cpp").with_factors(GgufRopeFactors::LongRope),
@@ -430,9 +435,7 @@ inline const GgufArch gguf_archs[] = {
     gguf_arch("olmoe", "src/models/olmoe.cpp").with_rot_is_head_dim(),
     gguf_arch("openelm", "src/models/openelm.cpp"),
     gguf_llama_like_arch("arctic", "src/models/arctic.cpp"),
-    // kq_scale attention.scale when non-zero; get_rope_factors.
-    gguf_llama_like_arch("deepseek", "src/models/deepseek.cpp")
-        .with_softmax(GgufSoftmaxScale::AttentionScaleKey),
+    gguf_llama_like_arch("deepseek", "src/models/deepseek.cpp"),
     gguf_arch("bitnet", "src/models/bitnet.cpp"),
     gguf_arch("jais2", "src/models/jais2.cpp").with_rot_is_head_dim(),
     // partial: n_rot = rope.dimension_count (the graph's assert is commented out).
@@ -441,7 +444,7 @@ inline const GgufArch gguf_archs[] = {
         .with_rot_is_head_dim()
         .with_factors(GgufRopeFactors::RopeFreqs),
     // granite's rules: attention.scale, rope.scaling.finetuned switches RoPE (default true).
-    gguf_scaled_llama_arch("granitemoe", "src/models/granite-moe.cpp").with_rope_switch(),
+    gguf_granite_arch("granitemoe", "src/models/granite-moe.cpp").with_rope_switch(),
     // granite's rules; Mamba layers where head_count_kv[il] == 0.
     gguf_arch("granitehybrid", "src/models/granite-hybrid.cpp")
         .norm()
@@ -453,15 +456,14 @@ inline const GgufArch gguf_archs[] = {
     gguf_llama_like_arch("chameleon", "src/models/chameleon.cpp"),
     // MLA-like (kv_lora_rank): q_pe / k_pe the last n_rot (ggml_rope_set_offset).
     gguf_arch("plm", "src/models/plm.cpp").norm().with_rotary_at_end(),
+    // kq_scale 1/sqrt(n_rot) (partial rotation possible: the graph asserts nothing).
     gguf_arch("bailingmoe", "src/models/bailingmoe.cpp")
         .norm()
         .with_permuted()
-        .with_factors(GgufRopeFactors::RopeFreqs),
+        .with_softmax(GgufSoftmaxScale::RotDim),
     gguf_arch("bailingmoe2", "src/models/bailingmoe2.cpp"),
     gguf_arch("dots1", "src/models/dots1.cpp").with_rot_is_head_dim(),
-    gguf_llama_like_arch("arcee", "src/models/arcee.cpp")
-        .with_factors(GgufRopeFactors::RopeFreqs)
-        .with_softmax(GgufSoftmaxScale::AttentionScaleKey),
+    gguf_llama_like_arch("arcee", "src/models/arcee.cpp").with_factors(GgufRopeFactors::RopeFreqs),
     gguf_arch("hunyuan-moe", "src/models/hunyuan-moe.cpp").with_rot_is_head_dim(),
     // hunyuan-dense's graph and rules: NEOX or M-RoPE by the sections, alpha-scaled base.
     gguf_arch("hunyuan_vl", "src/models/hunyuan-vl.cpp")
@@ -476,35 +478,40 @@ inline const GgufArch gguf_archs[] = {
     gguf_arch("grovemoe", "src/models/grovemoe.cpp").with_rot_is_head_dim(),
     gguf_arch("apertus", "src/models/apertus.cpp")
         .with_rot_is_head_dim()
-        .with_factors(GgufRopeFactors::RopeFreqsOrLongRope)
-        .with_softmax(GgufSoftmaxScale::AttentionScaleKey),
+        .with_factors(GgufRopeFactors::RopeFreqsOrLongRope),
     gguf_arch("hrm_text", "src/models/hrm-text.cpp"),
     // partial (the graph's assert is commented out: head_dim 128, n_rot 64).
     gguf_arch("minimax-m2", "src/models/minimax-m2.cpp"),
     // ggml_rope (not _ext): base 10000, scale 1 whatever the keys say.
-    gguf_arch("cogvlm", "src/models/cogvlm.cpp").with_rot_is_head_dim().with_ggml_rope_defaults(),
+    gguf_arch("cogvlm", "src/models/cogvlm.cpp")
+        .with_rot_is_head_dim()
+        .with_rope_call(GgufRopeCall::Defaults),
     gguf_arch("rnd1", "src/models/rnd1.cpp").with_rot_is_head_dim(),
     gguf_arch("pangu-embedded", "src/models/pangu-embed.cpp").with_rot_is_head_dim(),
     // Ministral3Model (LlamaModel) permutes; rope_freqs or LongRoPE's pair; yarn_log_multiplier as
     // written, YaRN's betas; attention.temperature_scale with floor n_ctx_orig_yarn
     // (load_arch_hparams) multiplies q (build_inp_attn_scale).
-    gguf_scaled_llama_arch("mistral3", "src/models/mistral3.cpp")
+    gguf_llama_factors_arch("mistral3", "src/models/mistral3.cpp")
         .with_yarn_log_mul(GgufYarnLogMul::Raw)
         .with_yarn_betas()
         .with_temperature(GgufTemperature::OriginalContext),
     // llama_model_mistral4 is llama_model_deepseek2 (src/models/models.h): MLA; llama_context's
     // mscale special case is LLM_ARCH_DEEPSEEK2 only.
     gguf_mla_arch("mistral4", "src/models/deepseek2.cpp", GgufYarnLogMul::Tenth),
-    // deepseek2's graph without MLA (load_arch_hparams: "similar to deepseek2, but without MLA").
-    gguf_arch("deepseek2-ocr", "src/models/deepseek2ocr.cpp").norm(),
+    // deepseek2's graph (llama_model_deepseek2ocr::graph) with is_ocr: ggml_rope_ext with
+    // GGML_ROPE_TYPE_NEOX whatever llama_model_rope_type says, n_rot = n_embd / n_head, base
+    // asserted 10000, scale 1, ext_factor 0, attn_factor 1; kq_scale mscale^2 / sqrt(head).
+    gguf_arch("deepseek2-ocr", "src/models/deepseek2.cpp")
+        .with_rot_is_head_dim()
+        .with_rope_call(GgufRopeCall::Plain)
+        .with_softmax(GgufSoftmaxScale::Mla),
     gguf_arch("maincoder", "src/models/maincoder.cpp").norm().with_rot_is_head_dim(),
     gguf_arch("talkie", "src/models/talkie.cpp").with_rot_is_head_dim(),
-    // NanbeigeModel permutes; attention.scale; rope_freqs.
+    // NanbeigeModel permutes; rope_freqs; the layers run n_loops times at the same positions.
     gguf_arch("nanbeige", "src/models/nanbeige.cpp")
         .norm()
         .with_permuted()
-        .with_factors(GgufRopeFactors::RopeFreqs)
-        .with_softmax(GgufSoftmaxScale::AttentionScaleKey),
+        .with_factors(GgufRopeFactors::RopeFreqs),
     gguf_arch("pockettts", "src/models/pockettts.cpp").norm().with_rot_is_head_dim(),
     // Parallel hybrid: every layer runs attention (NEOX) beside its Mamba2 mixer
     // (is_recr_impl all true for the state cache only); kq_scale 1/sqrt(n_embd_head).
@@ -548,7 +555,6 @@ inline const GgufArch gguf_archs[] = {
     // load_swa_pattern(ml, 4), window required; only SWA layers rotate (global base and scale).
     gguf_arch("cohere2", "src/models/cohere2.cpp")
         .norm()
-        .with_factors(GgufRopeFactors::RopeFreqs)
         .with_swa(4)
         .with_swa_window_required()
         .with_swa_base(GgufSwaBase::Global)
@@ -557,7 +563,6 @@ inline const GgufArch gguf_archs[] = {
     gguf_arch("cohere2moe", "src/models/cohere2moe.cpp")
         .norm()
         .with_rot_is_head_dim()
-        .with_factors(GgufRopeFactors::RopeFreqs)
         .with_swa(4)
         .with_swa_dense_first()
         .with_swa_window_required(),
@@ -588,7 +593,7 @@ inline const GgufArch gguf_archs[] = {
         .with_softmax(GgufSoftmaxScale::One),
     // Nemotron's Deci: layers with head_count_kv[il] == 0 run no softmax attention (linear or
     // none); rope_freqs or LongRoPE's pair; kq_scale attention.scale when non-zero.
-    gguf_scaled_llama_arch("deci", "src/models/deci.cpp").with_recurrent_no_kv(),
+    gguf_llama_factors_arch("deci", "src/models/deci.cpp").with_recurrent_no_kv(),
     // gemma4's rules (load_arch_hparams).
     gguf_gemma4_arch("gemma4-assistant", "src/models/gemma4-assistant.cpp"),
     // SWA only with attention.sliding_window > 0, load_swa_pattern(ml, 4); base rope.freq_base_swa
@@ -622,11 +627,14 @@ inline const GgufArch gguf_archs[] = {
         .with_swa_flags_required()
         .with_swa_window_required()
         .with_swa_rot(),
-    // SWA with attention.sliding_window > 0: load_swa_pattern(ml, 4); SWA layers ext_factor 0.
+    // SWA with attention.sliding_window > 0: load_swa_pattern(ml, 4); the SWA layers'
+    // ggml_rope_ext(freq_base, 1.0, 0.0, 1.0): global base, no scale, no YaRN.
     gguf_arch("mellum", "src/models/mellum.cpp")
         .with_rot_is_head_dim()
         .with_swa(4)
         .with_swa_if_window()
+        .with_swa_base(GgufSwaBase::Global)
+        .with_swa_unscaled()
         .with_swa_plain(),
 };
 
