@@ -29,6 +29,13 @@ def layer_of(name: str) -> int | None:
     return int(match.group(1)) if match else None
 
 
+def node_layer(node: dict) -> int | None:
+    """The layer of a ROPE node: from its name, else from its input's (src/models/lfm2.cpp names
+    q and k before ggml_rope_ext, "model.layers.{}.self_attn.q_layernorm-2", not after)."""
+    layer = layer_of(node["name"])
+    return layer if layer is not None else layer_of(node.get("src_name", ""))
+
+
 def node_label(node: dict) -> str:
     start, count = node["range"]
     return f"{node['name']} pos {start}..{start + count - 1}"
