@@ -451,3 +451,71 @@ TEST_CASE("mistral4: deepseek2's MLA, the log multiplier not YaRN's mscale") {
   const auto deepseek2 = plan_of(writer("deepseek2"), "deepseek2_yarn");
   CHECK(deepseek2.ropes[0]->attention_scale == Approx(m(L) / m(L)).epsilon(1e-9));
 }
+
+TEST_CASE("exaone4: SWA and RoPE on the SWA layers only in the 64-layer model") {
+  // load_arch_hparams: if n_layer() == 64, n_swa 4096 and load_swa_pattern(ml, 4);
+  // attention.sliding_window overrides the window; the graph: use_rope = is_swa(il) || no SWA.
+  const auto big = plan_of(writer_of("exaone4", 64, 64), "exaone4_64");
+  for (std::size_t il = 0; il < 64; ++il) {
+    CAPTURE(il);
+    const bool swa = il % 4 < 3;
+    CHECK(big.model.layers[il].attention.sliding_window ==
+          (swa ? std::optional<std::int64_t>(4096) : std::nullopt));
+    CHECK(big.ropes[il].has_value() == swa);
+  }
+  const auto window =
+      plan_of(writer_of("exaone4", 64, 64).u32("exaone4.attention.sliding_window", 1024), "ex_w");
+  CHECK(window.model.layers[0].attention.sliding_window == std::optional<std::int64_t>(1024));
+  const auto small =
+      plan_of(writer_of("exaone4", 4, 64).u32("exaone4.attention.sliding_window", 1024), "ex_4");
+  for (std::size_t il = 0; il < 4; ++il) {
+    check_plain_rope(small, il, 64, 500000.0);
+    CHECK_FALSE(small.model.layers[il].attention.sliding_window);
+  }
+}
+
+TEST_CASE("deepseek32: MLA plus the indexer's rotate-half of its first n_rot features") {
+  // src/models/deepseek32.cpp: ggml_rope_ext(indexer_q, n_rot, LLAMA_ROPE_TYPE_NEOX) on the
+  // indexer head laid out [rope | nope]; attention.indexer.key_length required.
+  const auto writer = test_gguf::model_writer("deepseek32", 2, 4096, 256, 4)
+                          .u32("deepseek32.attention.key_length_mla", 192)
+                          .u32("deepseek32.attention.value_length_mla", 128)
+                          .u32("deepseek32.rope.dimension_count", 64);
+  const auto plan =
+      plan_of(test_gguf::GgufWriter(writer).u32("deepseek32.attention.indexer.key_length", 128),
+              "deepseek32");
+  for (std::size_t il = 0; il < 2; ++il) {
+    check_plain_rope(plan, il, 64, 10000.0);
+    const posemb::LayerPositions& layer = plan.model.layers[il];
+    CHECK(layer.layer_type == "indexed_attention");
+    CHECK(layer.rotary_offset == 128);
+    CHECK(layer.rope->pairing == posemb::Pairing::Interleaved);
+    REQUIRE(layer.indexer);
+    CHECK(layer.indexer->head_dim == 128);
+    CHECK(layer.indexer->rotary_offset == 0);
+    CHECK(layer.indexer->rope.pairing == posemb::Pairing::RotateHalf);
+    const posemb::RopeSpec spec = layer.indexer_rope_spec();
+    CHECK(spec.rotary_dim == 64);
+    CHECK(spec.inv_freq[5] == Approx(ggml_inv_freq(10000.0, 5, 64)).epsilon(1e-14));
+  }
+  check_refused(writer, "deepseek32_noindexer", "deepseek32.attention.indexer.key_length: missing");
+}
+
+TEST_CASE("step35: per-layer widths by SWA, rope_freqs on the full layers only") {
+  // src/models/step35.cpp: n_rot_l = hparams.n_rot(il) (is_swa ? n_rot_swa : n_rot_full),
+  // rope_factors = is_swa ? nullptr : get_rope_factors; base / scale get_rope_freq_base / _scale.
+  const std::vector<float> factors(32, 4.0f);
+  const auto plan = plan_of(writer_of("step35", 2, 64)
+                                .u32("step35.attention.sliding_window", 512)
+                                .bools("step35.attention.sliding_window_pattern", {true, false})
+                                .u32("step35.rope.dimension_count_swa", 32)
+                                .tensor("rope_freqs.weight", factors),
+                            "step35");
+  check_plain_rope(plan, 0, 32, 10000.0);
+  CHECK(plan.model.layers[0].attention.sliding_window == std::optional<std::int64_t>(512));
+  CHECK(plan.ropes[1]->rope_type == "llama3");
+  for (int i = 0; i < 32; ++i) {
+    CHECK(plan.ropes[1]->inv_freq[i] ==
+          Approx(ggml_inv_freq(500000.0, i, 64) / 4.0).epsilon(1e-14));
+  }
+}

@@ -70,6 +70,7 @@ struct GgufHparams {
   std::vector<bool> rope_layers;                         // [n_layer]; false: NoPE
   std::vector<bool> recurrent_layers;                    // [n_layer]; true: linear attention
   std::vector<std::int64_t> n_head_kv;                   // [n_layer]
+  std::int64_t indexer_head_dim = 0;                     // attention.indexer.key_length
   std::optional<std::vector<std::int64_t>> sections;     // rope.dimension_sections
   GgufRopeMode rope_mode = GgufRopeMode::Norm;
   bool permuted = false;  // the converter reordered q/k rows into NORM order (GgufArch::permuted)
@@ -259,6 +260,14 @@ inline void read_gguf_sizes(const GgufFile& file, GgufHparams& h) {
     require_positive(p + "attention.key_length_mla", h.head_dim);
   }
   check_gguf_rot(h, p + "rope.dimension_count");
+  if (h.rules.indexer) {
+    // deepseek32's load_arch_hparams requires it; the graph: GGML_ASSERT(n_rot <= indexer head).
+    h.indexer_head_dim = gguf_required(file, p + "attention.indexer.key_length");
+    if (h.indexer_head_dim < h.n_rot) {
+      fail(p + "attention.indexer.key_length", h.indexer_head_dim,
+           "expected >= n_rot = " + std::to_string(h.n_rot));
+    }
+  }
   require_model_rope_pairs(p + "block_count", h.n_layer, h.n_layer * (h.n_rot / 2));
   read_gguf_swa_sizes(file, h);
 }
@@ -371,7 +380,8 @@ inline std::pair<std::int64_t, std::int64_t> read_gguf_swa(const GgufFile& file,
     h.n_swa = a.chunk;
     return {pattern ? *pattern : a.swa_period, a.nope_step};
   }
-  const bool active = a.swa_flags_required || a.swa_period > 0 || a.swa_every_layer;
+  const bool active = (a.swa_flags_required || a.swa_period > 0 || a.swa_every_layer) &&
+                      (a.swa_if_layers == 0 || h.n_layer == a.swa_if_layers);
   if (!active || (a.swa_if_window && !(window && *window > 0))) return {0, a.nope_step};
   if (!window && a.swa_window_required) {
     throw Error(p + "attention.sliding_window", ": missing; required by llama.cpp's loader");
@@ -705,6 +715,18 @@ inline double gguf_softmax_scale(const GgufHparams& h) {
   return 1.0 / std::sqrt(static_cast<double>(h.head_dim));
 }
 
+// The lightning indexer of a row with one (deepseek32's graph): q and k of
+// attention.indexer.key_length features, the first n_rot rotated NEOX (rotate-half) by the
+// layer's frequencies.
+inline IndexerRope gguf_indexer(const GgufHparams& h, const RopeScheme& layer_rope) {
+  IndexerRope indexer;
+  indexer.head_dim = static_cast<int>(h.indexer_head_dim);
+  indexer.rope = layer_rope;
+  indexer.rope.pairing = Pairing::RotateHalf;
+  indexer.rope.head_dim = indexer.rope.rotary_dim;
+  return indexer;
+}
+
 // Layer il: kind, window or chunk, query temperature, and its RoPE (base and scale per
 // llama_model::get_rope_freq_base / get_rope_freq_scale).
 inline LayerPositions gguf_layer(
@@ -763,6 +785,10 @@ inline LayerPositions gguf_layer(
   // MLA's k_pe and q_pe follow the nope part (ggml_rope_set_offset(q, n_embd_head_qk_nope)).
   if (h.rules.rotary_at_end) layer.rotary_offset = static_cast<int>(width.head_dim - width.n_rot);
   if (h.temperature) layer.attention.query_temperature = h.temperature;
+  if (h.rules.indexer) {
+    layer.layer_type = "indexed_attention";
+    layer.indexer = gguf_indexer(h, *layer.rope);
+  }
   return layer;
 }
 

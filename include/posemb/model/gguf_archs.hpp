@@ -112,9 +112,13 @@ struct GgufArch {
   std::int64_t recurrent_interval = 0;
   bool recurrent_no_kv = false;  // layer il recurrent (no positions) iff head_count_kv[il] == 0
   bool swa_dense_first = false;
-  bool swa_every_layer = false;  // with attention.sliding_window > 0 every attention layer slides
-                                 // // set_swa_pattern(P, dense_first): SWA iff il % P != 0
-  bool rope_swa_only = false;    // only the SWA layers rotate (the full layers are NoPE)
+  bool swa_every_layer = false;
+  std::int64_t swa_if_layers = 0;  // > 0: SWA layers only in a model of this many layers
+  // The lightning indexer (deepseek32): its q / k, attention.indexer.key_length wide, rotate
+  // their first n_rot features NEOX with the layer's frequencies; the layer is indexed_attention.
+  bool indexer = false;        // with attention.sliding_window > 0 every attention layer slides
+                               // // set_swa_pattern(P, dense_first): SWA iff il % P != 0
+  bool rope_swa_only = false;  // only the SWA layers rotate (the full layers are NoPE)
   std::int64_t swa_window_fixed = 0;  // load_arch_hparams overwrites the window with this
   bool swa_rot = false;               // SWA layers rotate rope.dimension_count_swa (default n_rot)
   bool rotary_at_end = false;  // the rotated slice is the head's last n_rot features (MLA's k_pe)
@@ -185,6 +189,10 @@ struct GgufArch {
   constexpr GgufArch with_recurrent_no_kv() const { return set(&GgufArch::recurrent_no_kv, true); }
   constexpr GgufArch with_swa_dense_first() const { return set(&GgufArch::swa_dense_first, true); }
   constexpr GgufArch with_swa_every_layer() const { return set(&GgufArch::swa_every_layer, true); }
+  constexpr GgufArch with_swa_if_layers(std::int64_t n) const {
+    return set(&GgufArch::swa_if_layers, n);
+  }
+  constexpr GgufArch with_indexer() const { return set(&GgufArch::indexer, true); }
   constexpr GgufArch with_rope_swa_only() const { return set(&GgufArch::rope_swa_only, true); }
   constexpr GgufArch with_swa_window_fixed(std::int64_t w) const {
     return set(&GgufArch::swa_window_fixed, w);
@@ -591,6 +599,38 @@ inline const GgufArch gguf_archs[] = {
         .with_swa_base(GgufSwaBase::KeyOr10000)
         .with_swa_unscaled()
         .with_softmax(GgufSoftmaxScale::One),
+    // SWA only in the 64-layer model (load_arch_hparams: n_swa 4096, load_swa_pattern(ml, 4),
+    // base rope.freq_base_swa else global), attention.sliding_window overriding the window;
+    // use_rope = is_swa(il) || no SWA at all; rope_freqs.
+    gguf_arch("exaone4", "src/models/exaone4.cpp")
+        .with_rot_is_head_dim()
+        .with_factors(GgufRopeFactors::RopeFreqs)
+        .with_swa(4)
+        .with_swa_if_layers(64)
+        .with_swa_window_default(4096)
+        .with_rope_swa_only(),
+    // deepseek2's MLA without the temperature keys (load_arch_hparams), yarn_log_multiplier /
+    // 0.1f, and the lightning indexer: ggml_rope_ext(indexer_q / indexer_k, n_rot,
+    // LLAMA_ROPE_TYPE_NEOX) on every layer, the head laid out [rope | nope].
+    gguf_arch("deepseek32", "src/models/deepseek32.cpp")
+        .norm()
+        .with_mla()
+        .with_softmax(GgufSoftmaxScale::Mla)
+        .with_rotary_at_end()
+        .with_yarn_log_mul(GgufYarnLogMul::Tenth)
+        .with_indexer(),
+    // SWA flags and window required; the SWA layers rotate n_rot(il) = rope.dimension_count_swa
+    // with rope.freq_base_swa else 10000 and scale 1 (llama_hparams' defaults), without factors;
+    // the full layers rope_freqs or LongRoPE's pair (created [n_rot_max / 2]: posemb reads them
+    // when the full layers rotate the most, as the converter writes them).
+    gguf_arch("step35", "src/models/step35.cpp")
+        .with_swa_flags_required()
+        .with_swa_window_required()
+        .with_swa_rot()
+        .with_swa_base(GgufSwaBase::KeyOr10000)
+        .with_swa_unscaled()
+        .with_factors(GgufRopeFactors::RopeFreqsOrLongRope)
+        .with_factors_global_only(),
     // Nemotron's Deci: layers with head_count_kv[il] == 0 run no softmax attention (linear or
     // none); rope_freqs or LongRoPE's pair; kq_scale attention.scale when non-zero.
     gguf_llama_factors_arch("deci", "src/models/deci.cpp").with_recurrent_no_kv(),
