@@ -519,3 +519,43 @@ TEST_CASE("step35: per-layer widths by SWA, rope_freqs on the full layers only")
           Approx(ggml_inv_freq(500000.0, i, 64) / 4.0).epsilon(1e-14));
   }
 }
+
+TEST_CASE("grok: output scale and softcap, YaRN beta_fast 8, the ext / attn factor keys") {
+  // load_arch_hparams: f_attn_out_scale 0.08838834764831845, f_attn_logit_softcapping 30 and
+  // yarn_beta_fast 8 unless the keys say otherwise; build_attn_mha (LLM_ARCH_GROK):
+  // kq = c tanh(kq s / c), kq_scale 1.
+  const auto plain = plan_of(writer_of("grok", 1, 64), "grok");
+  CHECK(*plain.model.layers[0].attention.softmax_scale == 0.08838834764831845);
+  CHECK(*plain.model.layers[0].attention.logit_softcap == 30.0);
+  check_plain_rope(plain, 0, 64, 500000.0);
+  const auto keys = plan_of(writer_of("grok", 1, 64)
+                                .f32("grok.attention.output_scale", 0.0625f)
+                                .f32("grok.attn_logit_softcapping", 20.0f)
+                                .f32("grok.rope.scaling.yarn_attn_factor", 2.0f),
+                            "grok_keys");
+  CHECK(*keys.model.layers[0].attention.softmax_scale == 0.0625);
+  CHECK(*keys.model.layers[0].attention.logit_softcap == 20.0);
+  CHECK(keys.ropes[0]->attention_scale == 2.0);  // no YaRN: cparams.yarn_attn_factor as written
+  // YaRN with the default beta_fast 8: the ramp's low end c(8) (ggml_rope_yarn_corr_dims).
+  const auto yarn = plan_of(writer_of("grok", 1, 64)
+                                .str("grok.rope.scaling.type", "yarn")
+                                .f32("grok.rope.scaling.factor", 8.0f)
+                                .u32("grok.rope.scaling.original_context_length", 8192)
+                                .f32("grok.rope.scaling.yarn_ext_factor", 1.0f),
+                            "grok_yarn");
+  const auto corr = [](double beta) {
+    return 64.0 * std::log(8192.0 / (2.0 * 3.141592653589793 * beta)) / (2.0 * std::log(500000.0));
+  };
+  const double lo = std::floor(corr(8.0)), hi = std::ceil(corr(1.0));
+  for (int i = 0; i < 32; ++i) {
+    const double ramp = 1.0 - std::clamp((i - lo) / std::max(0.001, hi - lo), 0.0, 1.0);
+    const double extrap = ggml_inv_freq(500000.0, i, 64);
+    CHECK(yarn.ropes[0]->inv_freq[i] ==
+          Approx(extrap / 8.0 * (1.0 - ramp) + extrap * ramp).epsilon(1e-12));
+  }
+  check_refused(writer_of("grok", 1, 64)
+                    .str("grok.rope.scaling.type", "yarn")
+                    .f32("grok.rope.scaling.factor", 8.0f)
+                    .f32("grok.rope.scaling.yarn_ext_factor", 0.5f),
+                "grok_ext", "grok.rope.scaling.yarn_ext_factor = 0.5: expected 1");
+}

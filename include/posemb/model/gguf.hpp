@@ -272,6 +272,27 @@ inline void read_gguf_sizes(const GgufFile& file, GgufHparams& h) {
   read_gguf_swa_sizes(file, h);
 }
 
+// rope.scaling.yarn_ext_factor and yarn_attn_factor (grok's load_arch_hparams, then
+// llama_context): the ext factor as llama_context would choose it anyway (1 with YaRN, else 0;
+// posemb models ggml's ramp whole or not at all, anything else is refused), the attn factor the
+// magnitude without YaRN (with YaRN llama_context recomputes it), times rope.scaling.attn_factor.
+inline void read_gguf_yarn_ext_keys(const GgufFile& file, GgufHparams& h) {
+  const std::string p = h.arch + ".";
+  const double expected = h.scaling_type == "yarn" ? 1.0 : 0.0;
+  if (const auto ext = file.float32(p + "rope.scaling.yarn_ext_factor")) {
+    if (*ext != expected) {
+      fail(p + "rope.scaling.yarn_ext_factor", *ext,
+           "expected " + std::string(expected == 1.0 ? "1 (scaling type yarn)" : "0") +
+               ": a partial ramp is not supported");
+    }
+  }
+  const auto attn = file.float32(p + "rope.scaling.yarn_attn_factor");
+  if (attn && h.scaling_type != "yarn") {
+    require_positive_finite(p + "rope.scaling.yarn_attn_factor", *attn);
+    h.attn_factor *= *attn;
+  }
+}
+
 // The row's YaRN keys (GgufArch::yarn_log_mul, yarn_betas) and attention temperature:
 //   yarn_log_multiplier: as written (mistral3), or the converter's 0.1 * mscale_all_dim divided
 //                        back by the float 0.1f (deepseek2 and its kin's load_arch_hparams)
@@ -291,13 +312,14 @@ inline void read_gguf_yarn_keys(const GgufFile& file, GgufHparams& h) {
     }
   }
   if (a.yarn_betas) {
-    h.beta_fast = file.float32(p + "rope.scaling.yarn_beta_fast").value_or(32.0);
+    h.beta_fast = file.float32(p + "rope.scaling.yarn_beta_fast").value_or(a.beta_fast_default);
     h.beta_slow = file.float32(p + "rope.scaling.yarn_beta_slow").value_or(1.0);
     require_positive_finite(p + "rope.scaling.yarn_beta_slow", h.beta_slow);
     if (!(h.beta_fast > h.beta_slow && std::isfinite(h.beta_fast))) {
       fail(p + "rope.scaling.yarn_beta_fast", h.beta_fast, "expected a finite number > beta_slow");
     }
   }
+  if (a.yarn_ext_keys) read_gguf_yarn_ext_keys(file, h);
   if (a.temperature == GgufTemperature::None) return;
   const double scale = file.float32(p + "attention.temperature_scale").value_or(0.0);
   if (scale == 0.0) return;
@@ -509,6 +531,11 @@ inline GgufHparams read_gguf_hparams(const GgufFile& file) {
     if (h.attention_scale != 0.0)
       require_positive_finite(h.arch + ".attention.scale", h.attention_scale);
   }
+  if (h.rules.softmax == GgufSoftmaxScale::OutputScaleKey) {
+    h.attention_scale =
+        file.float32(h.arch + ".attention.output_scale").value_or(h.rules.softmax_default);
+    require_positive_finite(h.arch + ".attention.output_scale", h.attention_scale);
+  }
   h.sections = gguf_sections(file, h, h.arch + ".rope.dimension_sections");
   if (h.rules.mrope_if_sections && h.sections) {
     // llama_model_rope_type: GLM4 is MROPE iff llama_hparams::use_mrope(), i.e. sections[0] > 0
@@ -695,6 +722,7 @@ inline RopeScheme gguf_rope_scheme(const GgufHparams& h, const GgufWidth& width,
 //                      with mscale = yarn_attn_factor (1 + 0.1 ln(1/s)) (1 + 0.1 L ln(1/s)), s the
 //                      global scale
 //   RotDim:            n_rot^-0.5 (src/models/bailingmoe.cpp)
+//   OutputScaleKey:    attention.output_scale, else the row's default (grok)
 inline double gguf_softmax_scale(const GgufHparams& h) {
   if (h.rules.embd_head_scale_layers > 0 && h.n_layer == h.rules.embd_head_scale_layers) {
     return 1.0 / std::sqrt(static_cast<double>(h.n_embd / h.n_head[0]));
@@ -703,6 +731,7 @@ inline double gguf_softmax_scale(const GgufHparams& h) {
     return h.attention_scale;
   }
   if (h.rules.softmax == GgufSoftmaxScale::One) return 1.0;
+  if (h.rules.softmax == GgufSoftmaxScale::OutputScaleKey) return h.attention_scale;
   if (h.rules.softmax == GgufSoftmaxScale::RotDim) {
     return 1.0 / std::sqrt(static_cast<double>(h.n_rot));
   }

@@ -50,9 +50,6 @@ struct GgufArchGap {
 
 inline constexpr GgufArchGap gguf_arch_gaps[] = {
     {"clip", GgufArchReason::NotAModel, "none", false, ""},
-    {"grok", GgufArchReason::NoRowYet, "neox", false,
-     "rope.scaling.yarn_ext_factor / yarn_attn_factor as written, logits c tanh(s qk / c) with s "
-     "attention.output_scale (llm_graph_context::build_attn_mha)"},
     {"gpt2", GgufArchReason::NoRope, "none", false, ""},
     {"gptj", GgufArchReason::NoRope, "none", false, ""},
     {"mpt", GgufArchReason::NoRope, "none", false, ""},

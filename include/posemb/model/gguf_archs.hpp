@@ -50,8 +50,10 @@ enum class GgufRopeFactors { None, RopeFreqs, LongRope, RopeFreqsOrLongRope };
 
 // The graph builder's kq_scale: head_dim^-0.5 (HeadDim); attention.scale when present and non-zero
 // (AttentionScaleKey, f_attention_scale); DeepSeek's MLA mscale^2 / sqrt(key_length_mla) (Mla);
-// 1 (One: gemma4's f_attention_scale); n_rot^-0.5 (RotDim: bailingmoe's graph).
-enum class GgufSoftmaxScale { HeadDim, AttentionScaleKey, Mla, One, RotDim };
+// 1 (One: gemma4's f_attention_scale); n_rot^-0.5 (RotDim: bailingmoe's graph);
+// attention.output_scale else the row's softmax_default (OutputScaleKey: grok's
+// f_attn_out_scale, build_attn_mha's tanh(kq * s / c) * c with kq_scale 1).
+enum class GgufSoftmaxScale { HeadDim, AttentionScaleKey, Mla, One, RotDim, OutputScaleKey };
 
 // The base of SWA layers: rope.freq_base_swa else the global base (KeyOrGlobal, llama_model::
 // get_rope_freq_base), else 10000 (KeyOr10000, gemma3), or the global base whatever the key says
@@ -125,8 +127,13 @@ struct GgufArch {
   GgufRopeCall rope_call = GgufRopeCall::Ext;
   GgufTemperature temperature = GgufTemperature::None;
   GgufYarnLogMul yarn_log_mul = GgufYarnLogMul::None;
-  bool yarn_betas = false;  // rope.scaling.yarn_beta_fast / _slow (default 32 / 1)
-  bool ntk_alpha = false;   // rope.scaling.alpha > 0 scales the base by alpha^(d / (d - 2))
+  bool yarn_betas = false;  // rope.scaling.yarn_beta_fast / _slow (default beta_fast_default / 1)
+  double beta_fast_default = 32.0;  // llama_hparams' 32, or the row's load_arch_hparams default
+  // rope.scaling.yarn_ext_factor (only llama_context's own default accepted: 1 with YaRN, else 0)
+  // and rope.scaling.yarn_attn_factor (the magnitude without YaRN, times attn_factor).
+  bool yarn_ext_keys = false;
+  double softmax_default = 0.0;  // GgufSoftmaxScale::OutputScaleKey's value without the key
+  bool ntk_alpha = false;        // rope.scaling.alpha > 0 scales the base by alpha^(d / (d - 2))
   // posemb diff's notes (README §6 of tests/data/gguf): why llama.cpp runs no sliding window a
   // config asks for, and the fields whose llama.cpp values are hard-coded (space-separated).
   std::string_view no_window_note;
@@ -206,7 +213,14 @@ struct GgufArch {
   constexpr GgufArch with_yarn_log_mul(GgufYarnLogMul m) const {
     return set(&GgufArch::yarn_log_mul, m);
   }
-  constexpr GgufArch with_yarn_betas() const { return set(&GgufArch::yarn_betas, true); }
+  constexpr GgufArch with_yarn_betas(double fast_default = 32.0) const {
+    return set(&GgufArch::yarn_betas, true).set(&GgufArch::beta_fast_default, fast_default);
+  }
+  constexpr GgufArch with_yarn_ext_keys() const { return set(&GgufArch::yarn_ext_keys, true); }
+  constexpr GgufArch with_output_scale(double default_scale) const {
+    return set(&GgufArch::softmax, GgufSoftmaxScale::OutputScaleKey)
+        .set(&GgufArch::softmax_default, default_scale);
+  }
   constexpr GgufArch with_ntk_alpha() const { return set(&GgufArch::ntk_alpha, true); }
   constexpr GgufArch with_no_window_note(std::string_view note) const {
     return set(&GgufArch::no_window_note, note);
@@ -631,6 +645,15 @@ inline const GgufArch gguf_archs[] = {
         .with_swa_unscaled()
         .with_factors(GgufRopeFactors::RopeFreqsOrLongRope)
         .with_factors_global_only(),
+    // load_arch_hparams: yarn_beta_fast default 8, attention.output_scale default
+    // 0.08838834764831845 and attn_logit_softcapping default 30 (build_attn_mha for
+    // LLM_ARCH_GROK: c tanh(kq s / c), kq_scale 1), the YaRN ext / attn factor keys.
+    gguf_arch("grok", "src/models/grok.cpp")
+        .with_rot_is_head_dim()
+        .with_yarn_betas(8.0)
+        .with_yarn_ext_keys()
+        .with_output_scale(0.08838834764831845)
+        .with_softcap_default(30.0),
     // Nemotron's Deci: layers with head_count_kv[il] == 0 run no softmax attention (linear or
     // none); rope_freqs or LongRoPE's pair; kq_scale attention.scale when non-zero.
     gguf_llama_factors_arch("deci", "src/models/deci.cpp").with_recurrent_no_kv(),
