@@ -18,7 +18,7 @@ from ggml_reference import MODES, effective_inv_freq, float32_angle_bound, rotat
 from report import Row
 
 # ggml mode -> posemb's rope_mode of a GGUF layer (layer_plan.hpp)
-POSEMB_MODE = {0: "norm", 2: "neox", 8: "mrope", 40: "mrope"}
+POSEMB_MODE = {0: "norm", 2: "neox", 8: "mrope", 40: "imrope"}
 PAIRING = {0: "interleaved", 2: "rotate_half"}
 INV_FREQ_RTOL = 1e-6  # op_params are float32 (freq_base, freq_scale, factors): ~1e-7 relative
 
