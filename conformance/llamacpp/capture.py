@@ -85,7 +85,8 @@ class _Recorder:
             return True
         if ask:
             src = t.src
-            node = dict(name=t.name.decode(), range=self.range, **_rope_params(t))
+            node = dict(name=t.name.decode(), src_name=src[0].contents.name.decode(),
+                        range=self.range, **_rope_params(t))
             node["x"] = read_tensor(src[0].contents)[0]
             node["positions"] = read_tensor(src[1].contents).reshape(-1)
             node["freq_factors"] = read_tensor(src[2].contents).reshape(-1) if src[2] else None

@@ -18,7 +18,7 @@ from ggml_reference import MODES, effective_inv_freq, float32_angle_bound, rotat
 from report import Row
 
 # ggml mode -> posemb's rope_mode of a GGUF layer (layer_plan.hpp)
-POSEMB_MODE = {0: "norm", 2: "neox", 8: "mrope", 40: "mrope"}
+POSEMB_MODE = {0: "norm", 2: "neox", 8: "mrope", 40: "imrope"}
 PAIRING = {0: "interleaved", 2: "rotate_half"}
 INV_FREQ_RTOL = 1e-6  # op_params are float32 (freq_base, freq_scale, factors): ~1e-7 relative
 
@@ -27,6 +27,13 @@ def layer_of(name: str) -> int | None:
     """The layer index llama.cpp's graph builders put in a node's name ("Qcur-3" -> 3)."""
     match = re.search(r"-(\d+)", name)
     return int(match.group(1)) if match else None
+
+
+def node_layer(node: dict) -> int | None:
+    """The layer of a ROPE node: from its name, else from its input's (src/models/lfm2.cpp names
+    q and k before ggml_rope_ext, "model.layers.{}.self_attn.q_layernorm-2", not after)."""
+    layer = layer_of(node["name"])
+    return layer if layer is not None else layer_of(node.get("src_name", ""))
 
 
 def node_label(node: dict) -> str:

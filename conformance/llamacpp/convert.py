@@ -28,10 +28,17 @@ def _set_vocab_none_sized(self) -> None:
 
 
 def _no_vocab(model_class: type) -> type:
-    """Every class of model_class's MRO that defines set_vocab gets the sized no-vocab path."""
+    """Every class of model_class's MRO that defines set_vocab gets the sized no-vocab path, and
+    so do the classes it delegates to: Mistral3Model keeps the model in `impl`, an instance of a
+    nested class (Ministral3Model, a LlamaModel; conversion/mistral3.py), whose set_vocab would
+    otherwise look for a tokenizer unless an earlier case had patched LlamaModel."""
     for cls in model_class.__mro__:
         if "set_vocab" in cls.__dict__:
             cls.set_vocab = _set_vocab_none_sized
+        for nested in list(cls.__dict__.values()):
+            if isinstance(nested, type) and nested is not model_class and \
+                    issubclass(nested, model_class.__mro__[-2]):
+                _no_vocab(nested)
     return model_class
 
 

@@ -15,7 +15,7 @@ import subprocess
 
 import numpy as np
 
-from compare import layer_of
+from compare import node_layer
 from ggml_reference import effective_inv_freq, pair_positions
 from hf_rope import hf_angles
 from report import Row
@@ -51,7 +51,7 @@ def diff_row(case: str, tool: str, gguf: str, config: str, n_ctx: int, nodes, mo
     inside n_ctx). The attention fields' lines are listed in the detail, not judged here."""
     truth, where = False, ""
     for node in nodes:
-        differ, why = engines_differ(node, model, layer_of(node["name"]), n_ctx)
+        differ, why = engines_differ(node, model, node_layer(node), n_ctx)
         if differ:
             truth, where = True, why
             break

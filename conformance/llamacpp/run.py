@@ -58,19 +58,16 @@ EXPECTED_NOT_PASS = {
     # llama.cpp's loader refuses the tiny model (`load` errors, its message): the graph builders
     # size q by n_embd = n_head * head_dim (src/models/olmo2.cpp, chatglm.cpp; olmo3-wide and
     # glm-wide are their loadable twins), phi2 assumes n_head_kv = n_head (phi-mha), deepseek2
-    # needs attention.q_lora_rank (q_lora_rank None), ernie4_5-moe's shared-expert width.
+    # needs attention.q_lora_rank (q_lora_rank None), ernie4_5-moe's shared-expert width,
+    # cohere2moe's ffn_gate shape (the dense prefix layers), granitehybrid's
+    # GGML_ASSERT(2 * n_embd == d_inner) (src/models/granite-hybrid.cpp), deepseek32's
+    # expert_gating_func, exaone4's attn_output shape.
     *((f"{case} n_ctx 256", "load") for case in (
-        "olmo3", "glm", "phi", "deepseek_v2", "ernie4_5_moe")),
-    # posemb has no row and llama.cpp's loader refuses the tiny model too (`read` errors, both
-    # messages): deepseek32 (expert_gating_func), cohere2moe (ffn_gate shape), exaone4
-    # (attn_output shape), granitehybrid (GGML_ASSERT(2 * n_embd == d_inner)), t5 (the capture
-    # decodes without llama_encode), bert (no token type count on the no-vocab path).
-    *((f"{case} n_ctx 256", "read") for case in (
-        "deepseek_v32", "cohere2_moe", "cohere2_moe-prefix2", "exaone4", "granitemoehybrid",
-        "mt5", "umt5", "bert", "roberta")),
-    # posemb's gaps: llama.cpp runs these files, posemb has no row for their architecture yet
-    # (falcon-h1, lfm2, mistral3; gguf_arch_coverage.hpp).
-    *((f"{case} n_ctx 256", "read") for case in ("falcon_h1", "lfm2", "ministral3")),
+        "olmo3", "glm", "phi", "deepseek_v2", "ernie4_5_moe", "cohere2_moe",
+        "cohere2_moe-prefix2", "granitemoehybrid", "deepseek_v32", "exaone4")),
+    # posemb has no row and llama.cpp refuses the file too (`read` errors, both messages): t5
+    # (the capture decodes without llama_encode), bert (no token type count on the no-vocab path).
+    *((f"{case} n_ctx 256", "read") for case in ("mt5", "umt5", "bert", "roberta")),
     # posemb's config.json side: its plan of the granite_swa / granitemoe_swa configs
     # (model/families.hpp) has NoPE layers and frequencies transformers' rotary module does not,
     # while the GGUF's plan matches every ROPE node and the engines agree ("posemb: differ ...;
@@ -107,7 +104,7 @@ def posemb_layers(tool: str, gguf: str, seq_len: int) -> list[dict]:
 def node_rows(case: str, gguf: str, tool: str, c_lib: str, n_ctx: int) -> list[Row]:
     """Rows of every ROPE node of one context size."""
     from c_plan import c_plans
-    from compare import layer_of, params_row, rotation_rows
+    from compare import node_layer, params_row, rotation_rows
 
     tag = f"{case} n_ctx {n_ctx}"
     try:
@@ -131,13 +128,13 @@ def node_rows(case: str, gguf: str, tool: str, c_lib: str, n_ctx: int) -> list[R
                                   f"{sorted({p.get('positions') for p in plans.values()})})")]
     rows.append(Row(tag, "load", "pass", detail=f"{len(nodes)} ROPE nodes"))
     for node in nodes:
-        layer = layer_of(node["name"])
+        layer = node_layer(node)
         if layer not in plans:
             rows.append(Row(tag, "params", "fail", detail=f"node {node['name']}: no layer"))
             continue
         rows.append(params_row(tag, node, plans[layer], library.get(layer)))
         rows += rotation_rows(tag, node, plans[layer])
-    unrotated = sorted(set(rope_layers) - {layer_of(n["name"]) for n in nodes})
+    unrotated = sorted(set(rope_layers) - {node_layer(n) for n in nodes})
     rows.append(Row(tag, "layers", "fail" if unrotated else "pass",
                     detail=f"posemb's RoPE layers without a ROPE node: {unrotated or 'none'}"))
     inside = [n for n in nodes if sum(n["range"]) <= n_ctx]

@@ -10,27 +10,14 @@
 #include <string>
 #include <vector>
 
-#include "io/gguf_writer.hpp"
+#include "model/gguf_plan.hpp"
 #include "posemb/model/gguf.hpp"
 
 namespace {
 
-std::string temp_gguf(const std::string& name) {
-  return (std::filesystem::temp_directory_path() / ("posemb_" + name + ".gguf")).string();
-}
-
-// ggml_rope_cache_init's frequency of pair i for base b and n_rot rotated features.
-double ggml_inv_freq(double base, int i, int n_rot) {
-  return std::pow(base, -2.0 * i / static_cast<double>(n_rot));
-}
-
-posemb::GgufPositions plan_of(const test_gguf::GgufWriter& writer, const std::string& name) {
-  const std::string path = temp_gguf(name);
-  writer.write(path);
-  posemb::GgufPositions plan = posemb::read_gguf_positions(path);
-  std::filesystem::remove(path);
-  return plan;
-}
+using test_gguf::ggml_inv_freq;
+using test_gguf::plan_of;
+using test_gguf::temp_gguf;
 
 }  // namespace
 

@@ -422,10 +422,11 @@ TEST_CASE("an architecture without a row is refused naming it and whether llama.
                         Catch::Contains("deepseek2") &&
                         Catch::Contains("llama.cpp (llama-cpp-python 0.3.36) runs \"mamba\"") &&
                         Catch::Contains("posemb's gap, not a broken file"));
-  // A RoPE architecture llama.cpp runs that has no row yet.
-  test_gguf::model_writer("internlm2", 2, 4096, 64, 2).write(path);
+  // A RoPE architecture llama.cpp runs with a rule posemb does not model: the rule is named.
+  test_gguf::model_writer("eagle3", 2, 4096, 64, 2).write(path);
   CHECK_THROWS_WITH(posemb::read_gguf_positions(path),
-                    Catch::Contains("runs \"internlm2\" (RoPE, rope type norm)") &&
+                    Catch::Contains("runs \"eagle3\" (RoPE with a rule posemb does not model, "
+                                    "rope type norm; a draft model") &&
                         Catch::Contains("posemb's gap"));
   // A name llama.cpp does not know: a broken or foreign file.
   test_gguf::model_writer("lama", 2, 4096, 64, 2).write(path);

@@ -60,13 +60,17 @@ struct GgufHparams {
   std::string scaling_type = "linear";                   // none, linear, yarn, longrope
   std::int64_t n_ctx_orig = 0;                           // n_ctx_orig_yarn
   double attn_factor = 1.0;                              // rope.scaling.attn_factor
-  double yarn_log_mul = 0.0;                             // deepseek2: yarn_log_multiplier / 0.1f
+  double yarn_log_mul = 0.0;                             // rope.scaling.yarn_log_multiplier
+  double beta_fast = 32.0, beta_slow = 1.0;              // YaRN's ramp (llama_hparams defaults)
+  std::optional<QueryTemperature> temperature;           // attention.temperature_scale != 0
   double logit_softcap = 0.0;                            // gemma2's attn_logit_softcapping; 0: none
   double attention_scale = 0.0;                          // attention.scale (granite); 0: unset
   std::int64_t n_swa = 0;                                // 0: no SWA layers
   std::vector<bool> swa_layers;                          // [n_layer]
   std::vector<bool> rope_layers;                         // [n_layer]; false: NoPE
   std::vector<bool> recurrent_layers;                    // [n_layer]; true: linear attention
+  std::vector<std::int64_t> n_head_kv;                   // [n_layer]
+  std::int64_t indexer_head_dim = 0;                     // attention.indexer.key_length
   std::optional<std::vector<std::int64_t>> sections;     // rope.dimension_sections
   GgufRopeMode rope_mode = GgufRopeMode::Norm;
   bool permuted = false;  // the converter reordered q/k rows into NORM order (GgufArch::permuted)
@@ -110,6 +114,27 @@ inline std::vector<std::int64_t> gguf_head_counts(const GgufFile& file, const st
     heads.assign(static_cast<std::size_t>(n_layer), *file.uint32(key));
   }
   if (heads.empty() || heads[0] <= 0) fail(key, heads.empty() ? 0 : heads[0], "expected > 0");
+  return heads;
+}
+
+// {arch}.attention.head_count_kv per layer (a UINT32 or one integer per layer), default the head
+// counts (llama_model_base::load_hparams: n_head_kv_arr = n_head_arr, then get_key_or_arr).
+inline std::vector<std::int64_t> gguf_kv_head_counts(const GgufFile& file, const std::string& key,
+                                                     std::int64_t n_layer_all,
+                                                     const std::vector<std::int64_t>& n_head) {
+  const GgufValue* value = file.find(key);
+  std::vector<std::int64_t> heads = n_head;
+  if (value != nullptr && value->type == GgufType::Array) {
+    heads = *file.integers(key);
+    if (static_cast<std::int64_t>(heads.size()) != n_layer_all) {
+      fail(key + ".size()", heads.size(), "expected block_count = " + std::to_string(n_layer_all));
+    }
+  } else if (value != nullptr) {
+    const std::optional<std::uint32_t> count = file.uint32(key);
+    if (!count) fail(key, to_string(value->type), "expected UINT32 or an ARRAY of integers");
+    heads.assign(static_cast<std::size_t>(n_layer_all), *count);
+  }
+  heads.resize(n_head.size());
   return heads;
 }
 
@@ -176,8 +201,16 @@ inline std::optional<std::vector<std::int64_t>> gguf_sections(const GgufFile& fi
 inline void read_gguf_swa_sizes(const GgufFile& file, GgufHparams& h) {
   h.head_dim_swa = h.head_dim;
   h.n_rot_swa = h.n_rot;
-  if (!h.rules.swa_head) return;
   const std::string p = h.arch + ".";
+  if (h.rules.swa_rot) {
+    // laguna, step35: llama_hparams::n_rot(il) of the SWA layers, rope.dimension_count_swa.
+    h.n_rot_swa = file.uint32(p + "rope.dimension_count_swa").value_or(h.n_rot);
+    if (h.n_rot_swa <= 0 || h.n_rot_swa % 2 != 0 || h.n_rot_swa > h.head_dim) {
+      fail(p + "rope.dimension_count_swa", h.n_rot_swa,
+           "expected an even number in [2, head_dim = " + std::to_string(h.head_dim) + "]");
+    }
+  }
+  if (!h.rules.swa_head) return;
   h.head_dim_swa = gguf_required(file, p + "attention.key_length_swa");
   require_positive(p + "attention.key_length_swa", h.head_dim_swa);
   h.n_rot_swa = file.uint32(p + "rope.dimension_count_swa").value_or(h.n_rot);
@@ -200,18 +233,18 @@ inline void read_gguf_sizes(const GgufFile& file, GgufHparams& h) {
   h.n_embd = gguf_required(file, p + "embedding_length");
   require_positive(p + "embedding_length", h.n_embd);
   h.n_layer_all = h.n_layer;
-  if (h.rules.nextn) {
-    // llama_hparams::n_layer() = block_count - nextn_predict_layers; the graph runs n_layer()
-    // layers, the MTP layers only in graph_mtp (speculative decoding).
-    const std::int64_t nextn = file.uint32(p + "nextn_predict_layers").value_or(0);
-    if (nextn >= h.n_layer) {
-      fail(p + "nextn_predict_layers", nextn,
-           "expected < block_count = " + std::to_string(h.n_layer));
-    }
-    h.n_layer -= nextn;
+  // llama_model_base::load_hparams reads nextn_predict_layers for every arch;
+  // llama_hparams::n_layer() = block_count - nextn_predict_layers: the graph runs n_layer()
+  // layers, the MTP layers only in graph_mtp (speculative decoding).
+  const std::int64_t nextn = file.uint32(p + "nextn_predict_layers").value_or(0);
+  if (nextn >= h.n_layer) {
+    fail(p + "nextn_predict_layers", nextn,
+         "expected < block_count = " + std::to_string(h.n_layer));
   }
+  h.n_layer -= nextn;
   h.n_head = gguf_head_counts(file, p + "attention.head_count", h.n_layer_all);
   h.n_head.resize(static_cast<std::size_t>(h.n_layer));
+  h.n_head_kv = gguf_kv_head_counts(file, p + "attention.head_count_kv", h.n_layer_all, h.n_head);
   const std::optional<std::uint32_t> key_length = file.uint32(p + "attention.key_length");
   h.head_dim = key_length ? *key_length : h.n_embd / h.n_head[0];
   require_positive(key_length ? p + "attention.key_length" : p + "embedding_length / head_count",
@@ -227,8 +260,78 @@ inline void read_gguf_sizes(const GgufFile& file, GgufHparams& h) {
     require_positive(p + "attention.key_length_mla", h.head_dim);
   }
   check_gguf_rot(h, p + "rope.dimension_count");
+  if (h.rules.indexer) {
+    // deepseek32's load_arch_hparams requires it; the graph: GGML_ASSERT(n_rot <= indexer head).
+    h.indexer_head_dim = gguf_required(file, p + "attention.indexer.key_length");
+    if (h.indexer_head_dim < h.n_rot) {
+      fail(p + "attention.indexer.key_length", h.indexer_head_dim,
+           "expected >= n_rot = " + std::to_string(h.n_rot));
+    }
+  }
   require_model_rope_pairs(p + "block_count", h.n_layer, h.n_layer * (h.n_rot / 2));
   read_gguf_swa_sizes(file, h);
+}
+
+// rope.scaling.yarn_ext_factor and yarn_attn_factor (grok's load_arch_hparams, then
+// llama_context): the ext factor as llama_context would choose it anyway (1 with YaRN, else 0;
+// posemb models ggml's ramp whole or not at all, anything else is refused), the attn factor the
+// magnitude without YaRN (with YaRN llama_context recomputes it), times rope.scaling.attn_factor.
+inline void read_gguf_yarn_ext_keys(const GgufFile& file, GgufHparams& h) {
+  const std::string p = h.arch + ".";
+  const double expected = h.scaling_type == "yarn" ? 1.0 : 0.0;
+  if (const auto ext = file.float32(p + "rope.scaling.yarn_ext_factor")) {
+    if (*ext != expected) {
+      fail(p + "rope.scaling.yarn_ext_factor", *ext,
+           "expected " + std::string(expected == 1.0 ? "1 (scaling type yarn)" : "0") +
+               ": a partial ramp is not supported");
+    }
+  }
+  const auto attn = file.float32(p + "rope.scaling.yarn_attn_factor");
+  if (attn && h.scaling_type != "yarn") {
+    require_positive_finite(p + "rope.scaling.yarn_attn_factor", *attn);
+    h.attn_factor *= *attn;
+  }
+}
+
+// The row's YaRN keys (GgufArch::yarn_log_mul, yarn_betas) and attention temperature:
+//   yarn_log_multiplier: as written (mistral3), or the converter's 0.1 * mscale_all_dim divided
+//                        back by the float 0.1f (deepseek2 and its kin's load_arch_hparams)
+//   yarn_beta_fast / _slow: llama_context's cparams.yarn_beta_* (defaults 32 / 1)
+//   temperature_scale s != 0: q *= log(floor(pos / L) + 1) s + 1 (llm_graph_input_attn_temp,
+//                        f_attn_temp_offset 0), L from temperature_length or n_ctx_orig_yarn
+inline void read_gguf_yarn_keys(const GgufFile& file, GgufHparams& h) {
+  const std::string p = h.arch + ".";
+  const GgufArch& a = h.rules;
+  const std::string log_key = p + "rope.scaling.yarn_log_multiplier";
+  const std::optional<double> log_mul = file.float32(log_key);
+  if (a.yarn_log_mul != GgufYarnLogMul::None && log_mul) {
+    const double tenth = static_cast<double>(0.1f);
+    h.yarn_log_mul = a.yarn_log_mul == GgufYarnLogMul::Raw ? *log_mul : *log_mul / tenth;
+    if (!(std::isfinite(h.yarn_log_mul) && h.yarn_log_mul >= 0.0)) {
+      fail(log_key, *log_mul, "expected a finite number >= 0");
+    }
+  }
+  if (a.yarn_betas) {
+    h.beta_fast = file.float32(p + "rope.scaling.yarn_beta_fast").value_or(a.beta_fast_default);
+    h.beta_slow = file.float32(p + "rope.scaling.yarn_beta_slow").value_or(1.0);
+    require_positive_finite(p + "rope.scaling.yarn_beta_slow", h.beta_slow);
+    if (!(h.beta_fast > h.beta_slow && std::isfinite(h.beta_fast))) {
+      fail(p + "rope.scaling.yarn_beta_fast", h.beta_fast, "expected a finite number > beta_slow");
+    }
+  }
+  if (a.yarn_ext_keys) read_gguf_yarn_ext_keys(file, h);
+  if (a.temperature == GgufTemperature::None) return;
+  const double scale = file.float32(p + "attention.temperature_scale").value_or(0.0);
+  if (scale == 0.0) return;
+  if (!std::isfinite(scale)) fail(p + "attention.temperature_scale", scale, "expected finite");
+  const std::string length_key = a.temperature == GgufTemperature::LengthKey
+                                     ? p + "attention.temperature_length"
+                                     : p + "rope.scaling.original_context_length";
+  const double length = a.temperature == GgufTemperature::LengthKey
+                            ? static_cast<double>(file.uint32(length_key).value_or(0))
+                            : static_cast<double>(h.n_ctx_orig);
+  require_positive_finite(length_key + " (the temperature's floor scale)", length);
+  h.temperature = QueryTemperature{length, scale, 0, TemperatureForm::FloorLog};
 }
 
 // Base, scale, scaling type, original context and attention factor (load_hparams).
@@ -256,15 +359,7 @@ inline void read_gguf_rope_scaling(const GgufFile& file, GgufHparams& h) {
   h.n_ctx_orig = orig && *orig != 0 ? *orig : h.n_ctx_train;
   if (auto attn = file.float32(p + "rope.scaling.attn_factor")) h.attn_factor = *attn;
   require_positive_finite(p + "rope.scaling.attn_factor", h.attn_factor);
-  // deepseek2 only (src/models/deepseek2.cpp, load_arch_hparams): the converter's 0.1 *
-  // mscale_all_dim, divided back by the float 0.1f.
-  const std::optional<double> log_mul = file.float32(p + "rope.scaling.yarn_log_multiplier");
-  if (h.rules.mla && log_mul) {
-    h.yarn_log_mul = *log_mul / static_cast<double>(0.1f);
-    if (!(std::isfinite(h.yarn_log_mul) && h.yarn_log_mul >= 0.0)) {
-      fail(p + "rope.scaling.yarn_log_multiplier", *log_mul, "expected a finite number >= 0");
-    }
-  }
+  read_gguf_yarn_keys(file, h);
   // SWA layers default to the global values (gemma3: base 10000 and scale 1, below).
   h.freq_base_swa = h.freq_base;
   h.freq_scale_swa = h.freq_scale;
@@ -307,13 +402,15 @@ inline std::pair<std::int64_t, std::int64_t> read_gguf_swa(const GgufFile& file,
     h.n_swa = a.chunk;
     return {pattern ? *pattern : a.swa_period, a.nope_step};
   }
-  const bool active = a.swa_flags_required || a.swa_period > 0;
+  const bool active = (a.swa_flags_required || a.swa_period > 0 || a.swa_every_layer) &&
+                      (a.swa_if_layers == 0 || h.n_layer == a.swa_if_layers);
   if (!active || (a.swa_if_window && !(window && *window > 0))) return {0, a.nope_step};
   if (!window && a.swa_window_required) {
     throw Error(p + "attention.sliding_window", ": missing; required by llama.cpp's loader");
   }
   h.n_swa = window ? *window : a.swa_window_default;
   require_positive(p + "attention.sliding_window", h.n_swa);
+  if (a.swa_window_fixed > 0) h.n_swa = a.swa_window_fixed;
   if (a.swa_base == GgufSwaBase::KeyOr10000) {
     h.freq_base_swa = file.float32(p + "rope.freq_base_swa").value_or(10000.0);
   } else if (a.swa_base == GgufSwaBase::Global) {
@@ -321,6 +418,14 @@ inline std::pair<std::int64_t, std::int64_t> read_gguf_swa(const GgufFile& file,
   }
   if (a.swa_unscaled) h.freq_scale_swa = 1.0;
   return {pattern ? *pattern : a.swa_period, a.nope_step};
+}
+
+// Whether layer il slides by the period P (llama_hparams::set_swa_pattern): il % P < P - 1, or
+// with dense_first il % P != 0; every layer for a row with swa_every_layer (lfm2) and a window.
+inline bool gguf_swa_layer(const GgufHparams& h, std::int64_t il, std::int64_t period) {
+  if (h.rules.swa_every_layer) return h.n_swa > 0;
+  if (period <= 0) return false;
+  return h.rules.swa_dense_first ? il % period != 0 : il % period < period - 1;
 }
 
 // SWA / chunked / NoPE / recurrent layers, by the arch's row:
@@ -340,7 +445,7 @@ inline void read_gguf_layer_pattern(const GgufFile& file, GgufHparams& h) {
   const auto [period, nope_step] = read_gguf_swa(file, h);
   for (std::size_t il = 0; il < n; ++il) {
     const auto layer = static_cast<std::int64_t>(il);
-    h.swa_layers[il] = period > 0 && layer % period < period - 1;
+    h.swa_layers[il] = gguf_swa_layer(h, layer, period);
     if (nope_step > 0 && (layer + 1) % nope_step == 0) h.rope_layers[il] = false;
   }
   if (h.n_swa > 0 && h.rules.chunk == 0) {
@@ -351,6 +456,12 @@ inline void read_gguf_layer_pattern(const GgufFile& file, GgufHparams& h) {
       throw Error(key,
                   ": missing (an ARRAY of one flag per layer); required by llama.cpp's loader");
     }
+  }
+  if (h.rules.rope_swa_only && h.n_swa > 0) {
+    // cohere2, muse-glimmer, exaone-moe, smallthinker: the graph rotates only when
+    // hparams.is_swa(il); the full-attention layers are NoPE.
+    for (std::size_t il = 0; il < n; ++il)
+      h.rope_layers[il] = h.rope_layers[il] && h.swa_layers[il];
   }
   if (h.rules.rope_switch) {
     const GgufValue* finetuned = file.find(p + "rope.scaling.finetuned");
@@ -364,6 +475,14 @@ inline void read_gguf_layer_pattern(const GgufFile& file, GgufHparams& h) {
         gguf_layer_flags(file, p + "attention.rope_pattern", h.n_layer_all, h.n_layer);
     for (std::size_t il = 0; flags && il < n; ++il) {
       if (!(*flags)[il]) h.rope_layers[il] = false;
+    }
+  }
+  if (h.rules.recurrent_no_kv) {
+    // lfm2, granitehybrid, plamo2, deci: is_recr_impl[il] = n_head_kv(il) == 0 (short
+    // convolution, Mamba or linear layers: no positions).
+    for (std::size_t il = 0; il < n; ++il) {
+      h.recurrent_layers[il] = h.n_head_kv[il] == 0;
+      if (h.recurrent_layers[il]) h.rope_layers[il] = false;
     }
   }
   if (h.rules.recurrent_interval > 0) {
@@ -411,6 +530,11 @@ inline GgufHparams read_gguf_hparams(const GgufFile& file) {
     h.attention_scale = file.float32(h.arch + ".attention.scale").value_or(0.0);
     if (h.attention_scale != 0.0)
       require_positive_finite(h.arch + ".attention.scale", h.attention_scale);
+  }
+  if (h.rules.softmax == GgufSoftmaxScale::OutputScaleKey) {
+    h.attention_scale =
+        file.float32(h.arch + ".attention.output_scale").value_or(h.rules.softmax_default);
+    require_positive_finite(h.arch + ".attention.output_scale", h.attention_scale);
   }
   h.sections = gguf_sections(file, h, h.arch + ".rope.dimension_sections");
   if (h.rules.mrope_if_sections && h.sections) {
@@ -469,16 +593,18 @@ inline std::optional<std::pair<std::string, std::vector<double>>> gguf_rope_fact
 }
 
 // YaRN's correction range [lo, hi] in pairs (ggml_rope_yarn_corr_dims, ggml/src/ggml.c) with
-// llama.cpp's beta_fast 32 and beta_slow 1: c(beta) = n_rot ln(n_ctx_orig / (2 pi beta)) /
-// (2 ln base), lo = max(0, floor(c(32))), hi = min(n_rot - 1, ceil(c(1))).
-inline std::pair<double, double> gguf_yarn_corr_dims(std::int64_t n_rot, std::int64_t n_ctx_orig,
+// llama.cpp's beta_fast (default 32) and beta_slow (default 1): c(beta) = n_rot ln(n_ctx_orig /
+// (2 pi beta)) / (2 ln base), lo = max(0, floor(c(beta_fast))), hi = min(n_rot - 1,
+// ceil(c(beta_slow))).
+inline std::pair<double, double> gguf_yarn_corr_dims(const GgufHparams& h, std::int64_t n_rot,
                                                      double base) {
+  const std::int64_t n_ctx_orig = h.n_ctx_orig;
   const auto corr_dim = [&](double beta) {
     return static_cast<double>(n_rot) *
            std::log(static_cast<double>(n_ctx_orig) / (two_pi * beta)) / (2.0 * std::log(base));
   };
-  return {std::max(0.0, std::floor(corr_dim(32.0))),
-          std::min(static_cast<double>(n_rot - 1), std::ceil(corr_dim(1.0)))};
+  return {std::max(0.0, std::floor(corr_dim(h.beta_fast))),
+          std::min(static_cast<double>(n_rot - 1), std::ceil(corr_dim(h.beta_slow)))};
 }
 
 // cparams.yarn_attn_factor (llama_context::llama_context, src/llama-context.cpp), F = 1 / the
@@ -491,7 +617,8 @@ inline double gguf_yarn_attn_factor(const GgufHparams& h) {
   const double F = 1.0 / h.freq_scale;
   const auto get_mscale = [F](double m) { return F <= 1.0 ? 1.0 : 0.1 * m * std::log(F) + 1.0; };
   const double L = h.yarn_log_mul;
-  const double m = h.rules.mla && L != 1.0 ? L : 1.0;
+  // llama_context: mscale = L only for LLM_ARCH_DEEPSEEK2 ([TAG_DEEPSEEK2_YARN_LOG_MUL_FIX]).
+  const double m = h.rules.yarn_log_mul == GgufYarnLogMul::TenthAsMscale && L != 1.0 ? L : 1.0;
   const double factor = L != 0.0 ? get_mscale(m) / get_mscale(L) : get_mscale(1.0);
   return factor / (1.0 + 0.1 * std::log(F)) * h.attn_factor;
 }
@@ -514,7 +641,7 @@ inline GgufLayerRope gguf_layer_rope(const GgufHparams& h, const GgufWidth& widt
                                      std::string rope_type, bool plain = false) {
   const bool yarn = !plain && h.scaling_type == "yarn";
   const std::int64_t n_rot = width.n_rot;
-  const auto [lo, hi] = gguf_yarn_corr_dims(n_rot, h.n_ctx_orig, base);
+  const auto [lo, hi] = gguf_yarn_corr_dims(h, n_rot, base);
   GgufLayerRope rope{std::move(rope_type), Eigen::VectorXd(n_rot / 2),
                      plain ? 1.0 : gguf_yarn_attn_factor(h)};
   for (Eigen::Index i = 0; i < rope.inv_freq.size(); ++i) {
@@ -551,9 +678,11 @@ inline RopeScheme gguf_rope_scheme(const GgufHparams& h, const GgufWidth& width,
     const std::vector<std::int64_t>& s = *h.sections;
     const auto at = [&](std::size_t k) { return k < s.size() ? static_cast<int>(s[k]) : 0; };
     scheme.mrope_section = MropeSections{at(0), at(1), at(2)};
+    // IMROPE: ggml_mrope_cache_init's is_imrope, the sections' pairs interleaved (t h w t h w ...).
+    if (h.rope_mode == GgufRopeMode::Imrope) scheme.mrope_layout = MropeLayout::Interleaved;
   }
   const bool yarn = rope.rope_type == "yarn";
-  const auto [lo, hi] = gguf_yarn_corr_dims(width.n_rot, h.n_ctx_orig, base);
+  const auto [lo, hi] = gguf_yarn_corr_dims(h, width.n_rot, base);
   if (!has_factors && !yarn && rope.attention_scale == 1.0) {
     scheme.rope_type = scale == 1.0 ? "default" : "linear";
     if (scale != 1.0) scheme.params = LinearRopeParams{1.0 / scale};
@@ -561,6 +690,8 @@ inline RopeScheme gguf_rope_scheme(const GgufHparams& h, const GgufWidth& width,
     YarnParams yarn_params;
     yarn_params.factor = 1.0 / scale;
     yarn_params.original_max_position_embeddings = h.n_ctx_orig;
+    yarn_params.beta_fast = h.beta_fast;
+    yarn_params.beta_slow = h.beta_slow;
     yarn_params.attention_factor = rope.attention_scale;
     scheme.rope_type = "yarn";
     scheme.params = yarn_params;
@@ -590,6 +721,8 @@ inline RopeScheme gguf_rope_scheme(const GgufHparams& h, const GgufWidth& width,
 //   Mla:               (src/models/deepseek2.cpp, graph builder) mscale^2 / sqrt(key_length_mla)
 //                      with mscale = yarn_attn_factor (1 + 0.1 ln(1/s)) (1 + 0.1 L ln(1/s)), s the
 //                      global scale
+//   RotDim:            n_rot^-0.5 (src/models/bailingmoe.cpp)
+//   OutputScaleKey:    attention.output_scale, else the row's default (grok)
 inline double gguf_softmax_scale(const GgufHparams& h) {
   if (h.rules.embd_head_scale_layers > 0 && h.n_layer == h.rules.embd_head_scale_layers) {
     return 1.0 / std::sqrt(static_cast<double>(h.n_embd / h.n_head[0]));
@@ -598,6 +731,10 @@ inline double gguf_softmax_scale(const GgufHparams& h) {
     return h.attention_scale;
   }
   if (h.rules.softmax == GgufSoftmaxScale::One) return 1.0;
+  if (h.rules.softmax == GgufSoftmaxScale::OutputScaleKey) return h.attention_scale;
+  if (h.rules.softmax == GgufSoftmaxScale::RotDim) {
+    return 1.0 / std::sqrt(static_cast<double>(h.n_rot));
+  }
   if (h.rules.softmax == GgufSoftmaxScale::Mla) {
     const double log_f = std::log(1.0 / h.freq_scale);
     const double mscale =
@@ -605,6 +742,18 @@ inline double gguf_softmax_scale(const GgufHparams& h) {
     return mscale * mscale / std::sqrt(static_cast<double>(h.head_dim));
   }
   return 1.0 / std::sqrt(static_cast<double>(h.head_dim));
+}
+
+// The lightning indexer of a row with one (deepseek32's graph): q and k of
+// attention.indexer.key_length features, the first n_rot rotated NEOX (rotate-half) by the
+// layer's frequencies.
+inline IndexerRope gguf_indexer(const GgufHparams& h, const RopeScheme& layer_rope) {
+  IndexerRope indexer;
+  indexer.head_dim = static_cast<int>(h.indexer_head_dim);
+  indexer.rope = layer_rope;
+  indexer.rope.pairing = Pairing::RotateHalf;
+  indexer.rope.head_dim = indexer.rope.rotary_dim;
+  return indexer;
 }
 
 // Layer il: kind, window or chunk, query temperature, and its RoPE (base and scale per
@@ -647,10 +796,14 @@ inline LayerPositions gguf_layer(
     }
     return layer;
   }
-  const double base = swa ? h.freq_base_swa : h.freq_base;
-  const double scale = swa ? h.freq_scale_swa : h.freq_scale;
-  // olmo2's SWA layers: no YaRN, magnitude 1, no factors; gemma4's: no factors.
-  const bool plain = swa && h.rules.swa_plain;
+  // olmo2's SWA layers and the row's GgufRopeCall Plain / Defaults: no YaRN, magnitude 1, no
+  // factors; gemma4's SWA layers: no factors.
+  const GgufRopeCall call = h.rules.rope_call;
+  const bool plain = (swa && h.rules.swa_plain) || call != GgufRopeCall::Ext;
+  const double base = call == GgufRopeCall::Defaults ? 10000.0
+                      : swa                          ? h.freq_base_swa
+                                                     : h.freq_base;
+  const double scale = call != GgufRopeCall::Ext ? 1.0 : swa ? h.freq_scale_swa : h.freq_scale;
   const bool use_factors = factors.has_value() && !plain && !(swa && h.rules.factors_global_only);
   const std::string rope_type =
       plain ? "default"
@@ -658,6 +811,13 @@ inline LayerPositions gguf_layer(
   rope = gguf_layer_rope(h, width, base, scale, use_factors ? &factors->second : nullptr, rope_type,
                          plain);
   layer.rope = gguf_rope_scheme(h, width, base, scale, use_factors, *rope);
+  // MLA's k_pe and q_pe follow the nope part (ggml_rope_set_offset(q, n_embd_head_qk_nope)).
+  if (h.rules.rotary_at_end) layer.rotary_offset = static_cast<int>(width.head_dim - width.n_rot);
+  if (h.temperature) layer.attention.query_temperature = h.temperature;
+  if (h.rules.indexer) {
+    layer.layer_type = "indexed_attention";
+    layer.indexer = gguf_indexer(h, *layer.rope);
+  }
   return layer;
 }
 

@@ -23,8 +23,9 @@
 namespace posemb {
 
 // ggml's rotation modes (ggml.h GGML_ROPE_TYPE_*): NORM rotates features (2i, 2i+1) of the GGUF
-// tensor, NEOX and MROPE (i, i + n_rot/2); None: no rotation (llama.cpp's LLAMA_ROPE_TYPE_NONE).
-enum class GgufRopeMode { Norm, Neox, Mrope, None };
+// tensor, NEOX, MROPE and IMROPE (i, i + n_rot/2), IMROPE's sections interleaved pair by pair
+// (ggml_mrope_cache_init's is_imrope); None: no rotation (llama.cpp's LLAMA_ROPE_TYPE_NONE).
+enum class GgufRopeMode { Norm, Neox, Mrope, Imrope, None };
 
 inline const char* to_string(GgufRopeMode mode) {
   switch (mode) {
@@ -34,6 +35,8 @@ inline const char* to_string(GgufRopeMode mode) {
       return "neox";
     case GgufRopeMode::Mrope:
       return "mrope";
+    case GgufRopeMode::Imrope:
+      return "imrope";
     case GgufRopeMode::None:
       return "none";
   }
@@ -47,13 +50,30 @@ enum class GgufRopeFactors { None, RopeFreqs, LongRope, RopeFreqsOrLongRope };
 
 // The graph builder's kq_scale: head_dim^-0.5 (HeadDim); attention.scale when present and non-zero
 // (AttentionScaleKey, f_attention_scale); DeepSeek's MLA mscale^2 / sqrt(key_length_mla) (Mla);
-// 1 (One: gemma4's f_attention_scale).
-enum class GgufSoftmaxScale { HeadDim, AttentionScaleKey, Mla, One };
+// 1 (One: gemma4's f_attention_scale); n_rot^-0.5 (RotDim: bailingmoe's graph);
+// attention.output_scale else the row's softmax_default (OutputScaleKey: grok's
+// f_attn_out_scale, build_attn_mha's tanh(kq * s / c) * c with kq_scale 1).
+enum class GgufSoftmaxScale { HeadDim, AttentionScaleKey, Mla, One, RotDim, OutputScaleKey };
 
 // The base of SWA layers: rope.freq_base_swa else the global base (KeyOrGlobal, llama_model::
 // get_rope_freq_base), else 10000 (KeyOr10000, gemma3), or the global base whatever the key says
 // (Global: the graph passes the global freq_base, olmo2).
 enum class GgufSwaBase { KeyOrGlobal, KeyOr10000, Global };
+
+// The graph's rotation call: ggml_rope_ext with the context's base, scale, ext_factor and
+// attn_factor (Ext); ggml_rope_ext(base, 1, 0, 1) (Plain: deepseek2-ocr); ggml_rope, whose
+// ggml_rope_impl passes base 10000, scale 1, ext_factor 0, attn_factor 1 (Defaults: cogvlm).
+enum class GgufRopeCall { Ext, Plain, Defaults };
+
+// Query temperature (llm_graph_input_attn_temp: q *= log(floor(pos / L) + 1) * s + 1, s from
+// attention.temperature_scale, applied only when s != 0): L from attention.temperature_length
+// (LengthKey, deepseek2) or n_ctx_orig_yarn (OriginalContext, mistral3).
+enum class GgufTemperature { None, LengthKey, OriginalContext };
+
+// rope.scaling.yarn_log_multiplier: not read (None), read as written (Raw, mistral3), divided by
+// 0.1f (Tenth: the converter wrote 0.1 * mscale_all_dim; deepseek32, mistral4), and then also
+// YaRN's mscale in llama_context's yarn_attn_factor (TenthAsMscale: LLM_ARCH_DEEPSEEK2 only).
+enum class GgufYarnLogMul { None, Raw, Tenth, TenthAsMscale };
 
 struct GgufArch {
   std::string_view name;    // general.architecture (LLM_ARCH_NAMES, src/llama-arch.cpp)
@@ -92,8 +112,28 @@ struct GgufArch {
   // Recurrent (linear-attention) layers: attention.recurrent_layers (one flag per layer) else
   // every layer but each full_attention_interval-th (this default).
   std::int64_t recurrent_interval = 0;
-  bool nextn = false;      // nextn_predict_layers MTP layers end block_count; the graph skips them
-  bool ntk_alpha = false;  // rope.scaling.alpha > 0 scales the base by alpha^(d / (d - 2))
+  bool recurrent_no_kv = false;  // layer il recurrent (no positions) iff head_count_kv[il] == 0
+  bool swa_dense_first = false;
+  bool swa_every_layer = false;
+  std::int64_t swa_if_layers = 0;  // > 0: SWA layers only in a model of this many layers
+  // The lightning indexer (deepseek32): its q / k, attention.indexer.key_length wide, rotate
+  // their first n_rot features NEOX with the layer's frequencies; the layer is indexed_attention.
+  bool indexer = false;        // with attention.sliding_window > 0 every attention layer slides
+                               // // set_swa_pattern(P, dense_first): SWA iff il % P != 0
+  bool rope_swa_only = false;  // only the SWA layers rotate (the full layers are NoPE)
+  std::int64_t swa_window_fixed = 0;  // load_arch_hparams overwrites the window with this
+  bool swa_rot = false;               // SWA layers rotate rope.dimension_count_swa (default n_rot)
+  bool rotary_at_end = false;  // the rotated slice is the head's last n_rot features (MLA's k_pe)
+  GgufRopeCall rope_call = GgufRopeCall::Ext;
+  GgufTemperature temperature = GgufTemperature::None;
+  GgufYarnLogMul yarn_log_mul = GgufYarnLogMul::None;
+  bool yarn_betas = false;  // rope.scaling.yarn_beta_fast / _slow (default beta_fast_default / 1)
+  double beta_fast_default = 32.0;  // llama_hparams' 32, or the row's load_arch_hparams default
+  // rope.scaling.yarn_ext_factor (only llama_context's own default accepted: 1 with YaRN, else 0)
+  // and rope.scaling.yarn_attn_factor (the magnitude without YaRN, times attn_factor).
+  bool yarn_ext_keys = false;
+  double softmax_default = 0.0;  // GgufSoftmaxScale::OutputScaleKey's value without the key
+  bool ntk_alpha = false;        // rope.scaling.alpha > 0 scales the base by alpha^(d / (d - 2))
   // posemb diff's notes (README §6 of tests/data/gguf): why llama.cpp runs no sliding window a
   // config asks for, and the fields whose llama.cpp values are hard-coded (space-separated).
   std::string_view no_window_note;
@@ -153,7 +193,34 @@ struct GgufArch {
   }
   constexpr GgufArch with_rope_switch() const { return set(&GgufArch::rope_switch, true); }
   constexpr GgufArch with_rope_pattern() const { return set(&GgufArch::rope_pattern, true); }
-  constexpr GgufArch with_nextn() const { return set(&GgufArch::nextn, true); }
+  constexpr GgufArch with_recurrent_no_kv() const { return set(&GgufArch::recurrent_no_kv, true); }
+  constexpr GgufArch with_swa_dense_first() const { return set(&GgufArch::swa_dense_first, true); }
+  constexpr GgufArch with_swa_every_layer() const { return set(&GgufArch::swa_every_layer, true); }
+  constexpr GgufArch with_swa_if_layers(std::int64_t n) const {
+    return set(&GgufArch::swa_if_layers, n);
+  }
+  constexpr GgufArch with_indexer() const { return set(&GgufArch::indexer, true); }
+  constexpr GgufArch with_rope_swa_only() const { return set(&GgufArch::rope_swa_only, true); }
+  constexpr GgufArch with_swa_window_fixed(std::int64_t w) const {
+    return set(&GgufArch::swa_window_fixed, w);
+  }
+  constexpr GgufArch with_swa_rot() const { return set(&GgufArch::swa_rot, true); }
+  constexpr GgufArch with_rotary_at_end() const { return set(&GgufArch::rotary_at_end, true); }
+  constexpr GgufArch with_rope_call(GgufRopeCall c) const { return set(&GgufArch::rope_call, c); }
+  constexpr GgufArch with_temperature(GgufTemperature t) const {
+    return set(&GgufArch::temperature, t);
+  }
+  constexpr GgufArch with_yarn_log_mul(GgufYarnLogMul m) const {
+    return set(&GgufArch::yarn_log_mul, m);
+  }
+  constexpr GgufArch with_yarn_betas(double fast_default = 32.0) const {
+    return set(&GgufArch::yarn_betas, true).set(&GgufArch::beta_fast_default, fast_default);
+  }
+  constexpr GgufArch with_yarn_ext_keys() const { return set(&GgufArch::yarn_ext_keys, true); }
+  constexpr GgufArch with_output_scale(double default_scale) const {
+    return set(&GgufArch::softmax, GgufSoftmaxScale::OutputScaleKey)
+        .set(&GgufArch::softmax_default, default_scale);
+  }
   constexpr GgufArch with_ntk_alpha() const { return set(&GgufArch::ntk_alpha, true); }
   constexpr GgufArch with_no_window_note(std::string_view note) const {
     return set(&GgufArch::no_window_note, note);
@@ -182,14 +249,72 @@ constexpr GgufArch gguf_arch(std::string_view name, std::string_view source) {
   return row;
 }
 
+// Rules several architectures share (one graph builder or one loader behind several names).
+//   LlamaModel's conversion (llama and its kin): NORM on the q/k rows LlamaModel.permute
+//   reordered, n_rot = head width (load_hparams or the graph's GGML_ASSERT(n_embd_head == n_rot))
+constexpr GgufArch gguf_llama_like_arch(std::string_view name, std::string_view source) {
+  return gguf_arch(name, source).norm().with_permuted().with_rot_is_head_dim();
+}
+//   ... with llama's `rope_freqs` or LongRoPE's pair (load_arch_tensors creates either; deci,
+//   mistral3)
+constexpr GgufArch gguf_llama_factors_arch(std::string_view name, std::string_view source) {
+  return gguf_llama_like_arch(name, source).with_factors(GgufRopeFactors::RopeFreqsOrLongRope);
+}
+//   ... and kq_scale attention.scale when non-zero (the granite family's load_arch_hparams are
+//   the only readers of LLM_KV_ATTENTION_SCALE: granite, granite_swa, granitemoe)
+constexpr GgufArch gguf_granite_arch(std::string_view name, std::string_view source) {
+  return gguf_llama_factors_arch(name, source).with_softmax(GgufSoftmaxScale::AttentionScaleKey);
+}
+//   sectioned: rope.dimension_sections required (get_key_or_arr(..., true)), n_rot = head width
+//              (qwen3vl, qwen3vlmoe, qwen3tts, paddleocr)
+constexpr GgufArch gguf_sectioned_arch(std::string_view name, std::string_view source,
+                                       GgufRopeMode mode) {
+  return gguf_arch(name, source).with_mode(mode).with_rot_is_head_dim().with_sections_required();
+}
+//   Gated DeltaNet hybrid (qwen35, qwen35moe): recurrent layers but each
+//   full_attention_interval-th (default 4) or the attention.recurrent_layers flags, partial
+//   interleaved M-RoPE with the sections required, kq_scale 1/sqrt(n_embd_head) (f_attention_scale
+//   is never read)
+constexpr GgufArch gguf_gated_delta_net_arch(std::string_view name, std::string_view source) {
+  return gguf_arch(name, source)
+      .with_mode(GgufRopeMode::Imrope)
+      .with_sections_required()
+      .with_recurrent_interval(4);
+}
+//   gemma4's load_arch_hparams (gemma4, gemma4-assistant): SWA layers from the flags (required),
+//   window required, key_length_swa wide with rope.dimension_count_swa, base rope.freq_base_swa
+//   else 10000, scale 1 (llama_hparams' defaults); f_attention_scale 1; `rope_freqs`
+//   (proportional RoPE) on the full layers only
+constexpr GgufArch gguf_gemma4_arch(std::string_view name, std::string_view source) {
+  return gguf_arch(name, source)
+      .with_swa_flags_required()
+      .with_swa_window_required()
+      .with_swa_head()
+      .with_swa_base(GgufSwaBase::KeyOr10000)
+      .with_swa_unscaled()
+      .with_factors(GgufRopeFactors::RopeFreqs)
+      .with_factors_global_only()
+      .with_softmax(GgufSoftmaxScale::One);
+}
+//   deepseek2's MLA (deepseek2, mistral4): NORM, q and k key_length_mla wide, q_pe / k_pe the
+//   last n_rot (rotary_at_end), kq_scale mscale^2 / sqrt(key_length_mla), the query temperature
+//   of attention.temperature_scale / _length
+constexpr GgufArch gguf_mla_arch(std::string_view name, std::string_view source,
+                                 GgufYarnLogMul log_mul) {
+  return gguf_arch(name, source)
+      .norm()
+      .with_mla()
+      .with_softmax(GgufSoftmaxScale::Mla)
+      .with_rotary_at_end()
+      .with_yarn_log_mul(log_mul)
+      .with_temperature(GgufTemperature::LengthKey);
+}
+
 // The table. Each row's rules are read from its `source` (load_arch_hparams, the graph) and the
 // mode from llama_model_rope_type.
 inline const GgufArch gguf_archs[] = {
     // LLM_ARCH_LLAMA: load_hparams demands n_rot == head_dim; rope_freqs or LongRoPE's pair.
-    gguf_arch("llama", "src/models/llama.cpp")
-        .norm()
-        .with_permuted()
-        .with_rot_is_head_dim()
+    gguf_llama_like_arch("llama", "src/models/llama.cpp")
         .with_factors(GgufRopeFactors::RopeFreqsOrLongRope)
         .with_no_window_note("llama.cpp runs no sliding window for arch llama"),
     // load_arch_hparams: n_no_rope_layer_step 4, chunked SWA 8192 with pattern 4; graph: NoPE
@@ -206,10 +331,7 @@ inline const GgufArch gguf_archs[] = {
     gguf_arch("qwen3", "src/models/qwen3.cpp"),
     gguf_arch("qwen3moe", "src/models/qwen3moe.cpp"),
     gguf_arch("qwen2moe", "src/models/qwen2moe.cpp").with_rot_is_head_dim(),
-    gguf_arch("qwen2vl", "src/models/qwen2vl.cpp")
-        .with_mode(GgufRopeMode::Mrope)
-        .with_rot_is_head_dim()
-        .with_sections_required(),
+    gguf_sectioned_arch("qwen2vl", "src/models/qwen2vl.cpp", GgufRopeMode::Mrope),
     gguf_arch("glm4", "src/models/glm4.cpp").norm().with_mrope_if_sections(),
     gguf_arch("phi3", "src/models/phi3.cpp")
         .with_factors(GgufRopeFactors::LongRope)
@@ -239,10 +361,10 @@ inline const GgufArch gguf_archs[] = {
         .with_swa(2)
         .with_swa_window_required()
         .with_sinks(),
-    gguf_arch("deepseek2", "src/models/deepseek2.cpp")
-        .norm()
-        .with_mla()
-        .with_softmax(GgufSoftmaxScale::Mla),
+    // MLA: q_pe / k_pe the last n_rot of key_length_mla (rotary_at_end); yarn_log_multiplier /
+    // 0.1f, also YaRN's mscale (llama_context); attention.temperature_scale / _length (Mistral
+    // Large's temperature tuning, build_inp_attn_scale).
+    gguf_mla_arch("deepseek2", "src/models/deepseek2.cpp", GgufYarnLogMul::TenthAsMscale),
     // load_arch_hparams: f_max_alibi_bias 8; llama_model_rope_type: NONE; kq_scale
     // 1/sqrt(n_embd_head), ALiBi added after the scale (ggml_soft_max_ext).
     gguf_arch("bloom", "src/models/bloom.cpp").with_alibi(8.0),
@@ -256,22 +378,11 @@ inline const GgufArch gguf_archs[] = {
     // rope on every layer iff rope.scaling.finetuned (default true); kq_scale attention.scale
     // when non-zero; rope_freqs, or LongRoPE's pair with scaling type longrope (load_arch_tensors,
     // get_rope_factors); GraniteModel permutes (LlamaModel); GGML_ASSERT(n_embd_head == n_rot).
-    gguf_arch("granite", "src/models/granite.cpp")
-        .norm()
-        .with_permuted()
-        .with_rot_is_head_dim()
-        .with_factors(GgufRopeFactors::RopeFreqsOrLongRope)
-        .with_rope_switch()
-        .with_softmax(GgufSoftmaxScale::AttentionScaleKey),
+    gguf_granite_arch("granite", "src/models/granite.cpp").with_rope_switch(),
     // granite's graph with SWA layers from the flags and window (both required), the global
     // freq_base / freq_scale on every layer (ggml_rope_ext), attention.rope_pattern's NoPE layers,
     // attn_sinks required on every layer; GraniteSWAModel permutes (GraniteModel).
-    gguf_arch("granite_swa", "src/models/granite-swa.cpp")
-        .norm()
-        .with_permuted()
-        .with_rot_is_head_dim()
-        .with_factors(GgufRopeFactors::RopeFreqsOrLongRope)
-        .with_softmax(GgufSoftmaxScale::AttentionScaleKey)
+    gguf_granite_arch("granite_swa", "src/models/granite-swa.cpp")
         .with_sinks()
         .with_swa_flags_required()
         .with_swa_window_required()
@@ -291,28 +402,16 @@ inline const GgufArch gguf_archs[] = {
     gguf_arch("phi2", "src/models/phi2.cpp"),
     // Gated DeltaNet layers (recurrent) but each full_attention_interval-th (default 4), or the
     // attention.recurrent_layers flags; kq_scale 1/sqrt(n_embd_head) (f_attention_scale unset).
-    gguf_arch("qwen3next", "src/models/qwen3next.cpp").with_recurrent_interval(4).with_nextn(),
+    gguf_arch("qwen3next", "src/models/qwen3next.cpp").with_recurrent_interval(4),
     // load_arch_hparams: SWA layers from attention.sliding_window_pattern's flags (required),
     // window required, key_length_swa wide with rope.dimension_count_swa (llama_hparams::n_rot(il),
     // n_embd_head_k(il)), base rope.freq_base_swa else 10000, scale 1 (llama_hparams'
     // defaults); f_attention_scale 1; graph: `rope_freqs` (proportional RoPE) on the full layers
     // only.
-    gguf_arch("gemma4", "src/models/gemma4.cpp")
-        .with_swa_flags_required()
-        .with_swa_window_required()
-        .with_swa_head()
-        .with_swa_base(GgufSwaBase::KeyOr10000)
-        .with_swa_unscaled()
-        .with_factors(GgufRopeFactors::RopeFreqs)
-        .with_factors_global_only()
-        .with_softmax(GgufSoftmaxScale::One),
+    gguf_gemma4_arch("gemma4", "src/models/gemma4.cpp"),
     // load_arch_hparams: n_no_rope_layer_step 4 (no query temperature); SmolLM3Model permutes
     // (LlamaModel); GGML_ASSERT(n_embd_head == n_rot).
-    gguf_arch("smollm3", "src/models/smollm3.cpp")
-        .norm()
-        .with_permuted()
-        .with_rot_is_head_dim()
-        .with_nope_every(4),
+    gguf_llama_like_arch("smollm3", "src/models/smollm3.cpp").with_nope_every(4),
     // NEOX, partial: n_rot = rope.dimension_count.
     gguf_arch("stablelm", "src/models/stablelm.cpp"),
     // NORM like ernie4_5 (Ernie4_5MoeModel does not permute); GGML_ASSERT(n_embd_head == n_rot).
@@ -320,7 +419,7 @@ inline const GgufArch gguf_archs[] = {
     // NEOX, or M-RoPE when sections[0] > 0 and sections[1] > 0 (llama_model_rope_type); partial
     // (rope.dimension_count); kq_scale 1/sqrt(n_embd_head); the nextn (MTP) layers run only in
     // graph_mtp.
-    gguf_arch("glm4moe", "src/models/glm4-moe.cpp").with_mrope_if_sections().with_nextn(),
+    gguf_arch("glm4moe", "src/models/glm4-moe.cpp").with_mrope_if_sections(),
     // llama_model_hunyuan_dense is llama_model_hunyuan_vl (src/models/hunyuan-vl.cpp): NEOX or
     // M-RoPE by the sections, base * alpha^(d / (d - 2)) with rope.scaling.alpha,
     // GGML_ASSERT(n_embd_head == n_rot), kq_scale 1/sqrt(n_embd_head).
@@ -330,6 +429,276 @@ inline const GgufArch gguf_archs[] = {
         .with_ntk_alpha(),
     // NEOX; StarCoder2Model does not permute; GGML_ASSERT(n_embd_head == n_rot).
     gguf_arch("starcoder2", "src/models/starcoder2.cpp").with_rot_is_head_dim(),
+    // ---- Llama-like: one rotation on every layer, the loader's standard keys. NORM rows whose
+    // converter class reorders q/k (LlamaModel.permute / undo_permute) say `permuted`;
+    // rot_is_head_dim where the graph asserts GGML_ASSERT(n_embd_head == n_rot).
+    gguf_llama_like_arch("baichuan", "src/models/baichuan.cpp"),
+    gguf_arch("qwen", "src/models/qwen.cpp"),
+    gguf_arch("phimoe", "src/models/phimoe.cpp").with_factors(GgufRopeFactors::LongRope),
+    gguf_arch("plamo", "src/models/plamo.cpp").with_rot_is_head_dim(),
+    gguf_arch("codeshell", "src/models/codeshell.cpp").with_rot_is_head_dim(),
+    gguf_arch("orion", "src/models/orion.cpp").with_rot_is_head_dim(),
+    gguf_llama_like_arch("internlm2", "src/models/internlm2.cpp"),
+    // rope_freqs or LongRoPE's pair (load_arch_tensors), MiniCPMModel permutes.
+    gguf_arch("minicpm", "src/models/minicpm.cpp")
+        .norm()
+        .with_permuted()
+        .with_factors(GgufRopeFactors::RopeFreqsOrLongRope),
+    // MLA without key_length_mla: q_pe / k_pe the last n_rot of the head (ggml_rope_set_offset(q,
+    // n_embd_head_qk_nope)); LongRoPE's pair; kq_scale 1/sqrt(n_embd_head_k).
+    gguf_arch("minicpm3", "src/models/minicpm3.cpp")
+        .with_factors(GgufRopeFactors::LongRope)
+        .with_rotary_at_end(),
+    // q scaled by 1/sqrt(n_embd_head_k), kq_scale 1.
+    gguf_arch("gemma", "src/models/gemma.cpp"),
+    gguf_llama_like_arch("xverse", "src/models/xverse.cpp"),
+    gguf_arch("dbrx", "src/models/dbrx.cpp").with_rot_is_head_dim(),
+    gguf_llama_like_arch("olmo", "src/models/olmo.cpp"),
+    gguf_arch("olmoe", "src/models/olmoe.cpp").with_rot_is_head_dim(),
+    gguf_arch("openelm", "src/models/openelm.cpp"),
+    gguf_llama_like_arch("arctic", "src/models/arctic.cpp"),
+    gguf_llama_like_arch("deepseek", "src/models/deepseek.cpp"),
+    gguf_arch("bitnet", "src/models/bitnet.cpp"),
+    gguf_arch("jais2", "src/models/jais2.cpp").with_rot_is_head_dim(),
+    // partial: n_rot = rope.dimension_count (the graph's assert is commented out).
+    gguf_arch("nemotron", "src/models/nemotron.cpp"),
+    gguf_arch("exaone", "src/models/exaone.cpp")
+        .with_rot_is_head_dim()
+        .with_factors(GgufRopeFactors::RopeFreqs),
+    // granite's rules: attention.scale, rope.scaling.finetuned switches RoPE (default true).
+    gguf_granite_arch("granitemoe", "src/models/granite-moe.cpp").with_rope_switch(),
+    // granite's rules; Mamba layers where head_count_kv[il] == 0.
+    gguf_arch("granitehybrid", "src/models/granite-hybrid.cpp")
+        .norm()
+        .with_permuted()
+        .with_factors(GgufRopeFactors::RopeFreqs)
+        .with_rope_switch()
+        .with_softmax(GgufSoftmaxScale::AttentionScaleKey)
+        .with_recurrent_no_kv(),
+    gguf_llama_like_arch("chameleon", "src/models/chameleon.cpp"),
+    // MLA-like (kv_lora_rank): q_pe / k_pe the last n_rot (ggml_rope_set_offset).
+    gguf_arch("plm", "src/models/plm.cpp").norm().with_rotary_at_end(),
+    // kq_scale 1/sqrt(n_rot) (partial rotation possible: the graph asserts nothing).
+    gguf_arch("bailingmoe", "src/models/bailingmoe.cpp")
+        .norm()
+        .with_permuted()
+        .with_softmax(GgufSoftmaxScale::RotDim),
+    gguf_arch("bailingmoe2", "src/models/bailingmoe2.cpp"),
+    gguf_arch("dots1", "src/models/dots1.cpp").with_rot_is_head_dim(),
+    gguf_llama_like_arch("arcee", "src/models/arcee.cpp").with_factors(GgufRopeFactors::RopeFreqs),
+    gguf_arch("hunyuan-moe", "src/models/hunyuan-moe.cpp").with_rot_is_head_dim(),
+    // hunyuan-dense's graph and rules: NEOX or M-RoPE by the sections, alpha-scaled base.
+    gguf_arch("hunyuan_vl", "src/models/hunyuan-vl.cpp")
+        .with_mrope_if_sections()
+        .with_rot_is_head_dim()
+        .with_ntk_alpha(),
+    gguf_arch("hy_v3", "src/models/hy-v3.cpp").with_rot_is_head_dim(),
+    gguf_arch("dream", "src/models/dream.cpp").with_rot_is_head_dim(),
+    gguf_llama_like_arch("llada", "src/models/llada.cpp"),
+    gguf_arch("llada-moe", "src/models/llada-moe.cpp").with_rot_is_head_dim(),
+    gguf_arch("seed_oss", "src/models/seed-oss.cpp").with_rot_is_head_dim(),
+    gguf_arch("grovemoe", "src/models/grovemoe.cpp").with_rot_is_head_dim(),
+    gguf_arch("apertus", "src/models/apertus.cpp")
+        .with_rot_is_head_dim()
+        .with_factors(GgufRopeFactors::RopeFreqsOrLongRope),
+    gguf_arch("hrm_text", "src/models/hrm-text.cpp"),
+    // partial (the graph's assert is commented out: head_dim 128, n_rot 64).
+    gguf_arch("minimax-m2", "src/models/minimax-m2.cpp"),
+    // ggml_rope (not _ext): base 10000, scale 1 whatever the keys say.
+    gguf_arch("cogvlm", "src/models/cogvlm.cpp")
+        .with_rot_is_head_dim()
+        .with_rope_call(GgufRopeCall::Defaults),
+    gguf_arch("rnd1", "src/models/rnd1.cpp").with_rot_is_head_dim(),
+    gguf_arch("pangu-embedded", "src/models/pangu-embed.cpp").with_rot_is_head_dim(),
+    // Ministral3Model (LlamaModel) permutes; rope_freqs or LongRoPE's pair; yarn_log_multiplier as
+    // written, YaRN's betas; attention.temperature_scale with floor n_ctx_orig_yarn
+    // (load_arch_hparams) multiplies q (build_inp_attn_scale).
+    gguf_llama_factors_arch("mistral3", "src/models/mistral3.cpp")
+        .with_yarn_log_mul(GgufYarnLogMul::Raw)
+        .with_yarn_betas()
+        .with_temperature(GgufTemperature::OriginalContext),
+    // llama_model_mistral4 is llama_model_deepseek2 (src/models/models.h): MLA; llama_context's
+    // mscale special case is LLM_ARCH_DEEPSEEK2 only.
+    gguf_mla_arch("mistral4", "src/models/deepseek2.cpp", GgufYarnLogMul::Tenth),
+    // deepseek2's graph (llama_model_deepseek2ocr::graph) with is_ocr: ggml_rope_ext with
+    // GGML_ROPE_TYPE_NEOX whatever llama_model_rope_type says, n_rot = n_embd / n_head, base
+    // asserted 10000, scale 1, ext_factor 0, attn_factor 1; kq_scale mscale^2 / sqrt(head).
+    gguf_arch("deepseek2-ocr", "src/models/deepseek2.cpp")
+        .with_rot_is_head_dim()
+        .with_rope_call(GgufRopeCall::Plain)
+        .with_softmax(GgufSoftmaxScale::Mla),
+    gguf_arch("maincoder", "src/models/maincoder.cpp").norm().with_rot_is_head_dim(),
+    gguf_arch("talkie", "src/models/talkie.cpp").with_rot_is_head_dim(),
+    // NanbeigeModel permutes; rope_freqs; the layers run n_loops times at the same positions.
+    gguf_arch("nanbeige", "src/models/nanbeige.cpp")
+        .norm()
+        .with_permuted()
+        .with_factors(GgufRopeFactors::RopeFreqs),
+    gguf_arch("pockettts", "src/models/pockettts.cpp").norm().with_rot_is_head_dim(),
+    // Parallel hybrid: every layer runs attention (NEOX) beside its Mamba2 mixer
+    // (is_recr_impl all true for the state cache only); kq_scale 1/sqrt(n_embd_head).
+    gguf_arch("falcon-h1", "src/models/falcon-h1.cpp"),
+    // ---- M-RoPE: rope.dimension_sections required (get_key_or_arr(..., true)).
+    gguf_sectioned_arch("qwen3vl", "src/models/qwen3vl.cpp", GgufRopeMode::Imrope),
+    gguf_sectioned_arch("qwen3vlmoe", "src/models/qwen3vlmoe.cpp", GgufRopeMode::Imrope),
+    // llama_model_qwen3tts is llama_model_qwen3vl (src/models/models.h).
+    gguf_sectioned_arch("qwen3tts", "src/models/qwen3vl.cpp", GgufRopeMode::Imrope),
+    gguf_sectioned_arch("paddleocr", "src/models/paddleocr.cpp", GgufRopeMode::Mrope),
+    // Gated DeltaNet layers but each full_attention_interval-th (default 4), or the flags; partial
+    // interleaved M-RoPE; kq_scale attention.scale when non-zero.
+    gguf_gated_delta_net_arch("qwen35", "src/models/qwen35.cpp"),
+    gguf_gated_delta_net_arch("qwen35moe", "src/models/qwen35moe.cpp"),
+    // ---- Recurrent mixed with attention by layer.
+    // Short-convolution layers where head_count_kv[il] == 0; with attention.sliding_window > 0
+    // every attention layer slides (load_arch_hparams); kq_scale 1/sqrt(n_embd_head_v).
+    gguf_arch("lfm2", "src/models/lfm2.cpp")
+        .with_recurrent_no_kv()
+        .with_swa_every_layer()
+        .with_swa_if_window(),
+    gguf_arch("lfm2moe", "src/models/lfm2moe.cpp").with_recurrent_no_kv(),
+    gguf_arch("plamo2", "src/models/plamo2.cpp").with_recurrent_no_kv(),
+    // Lightning-attention layers but each full_attention_interval-th (default 8), or the flags;
+    // partial (head_dim 128, n_rot 64).
+    gguf_arch("minimax-01", "src/models/minimax-01.cpp").with_recurrent_interval(8),
+    // ---- Sliding windows.
+    // load_swa_pattern(ml, 8) only with attention.sliding_window > 0, SWA base
+    // rope.freq_base_swa else 10000 (llama_hparams default), scale 1.
+    gguf_arch("plamo3", "src/models/plamo3.cpp")
+        .with_swa(8)
+        .with_swa_if_window()
+        .with_swa_base(GgufSwaBase::KeyOr10000)
+        .with_swa_unscaled(),
+    // SWA flags required (get_arr), window required; SWA base rope.freq_base_swa else global;
+    // the SWA layers rotate n_rot(il) (rope.dimension_count_swa).
+    gguf_arch("maple", "src/models/maple.cpp")
+        .with_swa_flags_required()
+        .with_swa_window_required()
+        .with_swa_rot(),
+    // load_swa_pattern(ml, 4), window required; only SWA layers rotate (global base and scale).
+    gguf_arch("cohere2", "src/models/cohere2.cpp")
+        .norm()
+        .with_swa(4)
+        .with_swa_window_required()
+        .with_swa_base(GgufSwaBase::Global)
+        .with_rope_swa_only(),
+    // load_swa_pattern(ml, 4, dense_first), window required; every layer rotates.
+    gguf_arch("cohere2moe", "src/models/cohere2moe.cpp")
+        .norm()
+        .with_rot_is_head_dim()
+        .with_swa(4)
+        .with_swa_dense_first()
+        .with_swa_window_required(),
+    // load_swa_pattern(ml, 4), window required; use_rope = is_swa(il) (global freq_base).
+    gguf_arch("muse-glimmer", "src/models/muse-glimmer.cpp")
+        .norm()
+        .with_swa(4)
+        .with_swa_window_required()
+        .with_swa_base(GgufSwaBase::Global)
+        .with_rope_swa_only(),
+    // load_swa_pattern(ml, 4), window required; RoPE on the SWA (local) layers only, with the
+    // global freq_base / freq_scale.
+    gguf_arch("exaone-moe", "src/models/exaone-moe.cpp")
+        .with_rot_is_head_dim()
+        .with_factors(GgufRopeFactors::RopeFreqs)
+        .with_swa(4)
+        .with_swa_window_required()
+        .with_swa_base(GgufSwaBase::Global)
+        .with_rope_swa_only(),
+    // load_swa_pattern(ml, 5), window required; SWA base rope.freq_base_swa else 10000, scale 1;
+    // f_attention_scale 1; layers from 20 on reuse earlier layers' K (rotated at the same
+    // positions).
+    gguf_arch("gemma3n", "src/models/gemma3n.cpp")
+        .with_swa(5)
+        .with_swa_window_required()
+        .with_swa_base(GgufSwaBase::KeyOr10000)
+        .with_swa_unscaled()
+        .with_softmax(GgufSoftmaxScale::One),
+    // SWA only in the 64-layer model (load_arch_hparams: n_swa 4096, load_swa_pattern(ml, 4),
+    // base rope.freq_base_swa else global), attention.sliding_window overriding the window;
+    // use_rope = is_swa(il) || no SWA at all; rope_freqs.
+    gguf_arch("exaone4", "src/models/exaone4.cpp")
+        .with_rot_is_head_dim()
+        .with_factors(GgufRopeFactors::RopeFreqs)
+        .with_swa(4)
+        .with_swa_if_layers(64)
+        .with_swa_window_default(4096)
+        .with_rope_swa_only(),
+    // deepseek2's MLA without the temperature keys (load_arch_hparams), yarn_log_multiplier /
+    // 0.1f, and the lightning indexer: ggml_rope_ext(indexer_q / indexer_k, n_rot,
+    // LLAMA_ROPE_TYPE_NEOX) on every layer, the head laid out [rope | nope].
+    gguf_arch("deepseek32", "src/models/deepseek32.cpp")
+        .norm()
+        .with_mla()
+        .with_softmax(GgufSoftmaxScale::Mla)
+        .with_rotary_at_end()
+        .with_yarn_log_mul(GgufYarnLogMul::Tenth)
+        .with_indexer(),
+    // SWA flags and window required; the SWA layers rotate n_rot(il) = rope.dimension_count_swa
+    // with rope.freq_base_swa else 10000 and scale 1 (llama_hparams' defaults), without factors;
+    // the full layers rope_freqs or LongRoPE's pair (created [n_rot_max / 2]: posemb reads them
+    // when the full layers rotate the most, as the converter writes them).
+    gguf_arch("step35", "src/models/step35.cpp")
+        .with_swa_flags_required()
+        .with_swa_window_required()
+        .with_swa_rot()
+        .with_swa_base(GgufSwaBase::KeyOr10000)
+        .with_swa_unscaled()
+        .with_factors(GgufRopeFactors::RopeFreqsOrLongRope)
+        .with_factors_global_only(),
+    // load_arch_hparams: yarn_beta_fast default 8, attention.output_scale default
+    // 0.08838834764831845 and attn_logit_softcapping default 30 (build_attn_mha for
+    // LLM_ARCH_GROK: c tanh(kq s / c), kq_scale 1), the YaRN ext / attn factor keys.
+    gguf_arch("grok", "src/models/grok.cpp")
+        .with_rot_is_head_dim()
+        .with_yarn_betas(8.0)
+        .with_yarn_ext_keys()
+        .with_output_scale(0.08838834764831845)
+        .with_softcap_default(30.0),
+    // Nemotron's Deci: layers with head_count_kv[il] == 0 run no softmax attention (linear or
+    // none); rope_freqs or LongRoPE's pair; kq_scale attention.scale when non-zero.
+    gguf_llama_factors_arch("deci", "src/models/deci.cpp").with_recurrent_no_kv(),
+    // gemma4's rules (load_arch_hparams).
+    gguf_gemma4_arch("gemma4-assistant", "src/models/gemma4-assistant.cpp"),
+    // SWA only with attention.sliding_window > 0, load_swa_pattern(ml, 4); base rope.freq_base_swa
+    // else global; n_no_rope_layer_step 4: no RoPE where (il + 1) % 4 == 0.
+    gguf_arch("afmoe", "src/models/afmoe.cpp").with_swa(4).with_swa_if_window().with_nope_every(4),
+    // SWA with attention.sliding_window > 0: load_swa_pattern(ml, 4, dense_first), base
+    // rope.freq_base_swa else global, scale 1, no YaRN, rope.dimension_count_swa.
+    gguf_arch("laguna", "src/models/laguna.cpp")
+        .with_swa(4)
+        .with_swa_if_window()
+        .with_swa_dense_first()
+        .with_swa_unscaled()
+        .with_swa_plain()
+        .with_swa_rot(),
+    // attention.sliding_window > 0: window 4096 whatever it says, load_swa_pattern(ml, 4,
+    // dense_first), use_rope = il % 4 != 0 (the SWA layers).
+    gguf_arch("smallthinker", "src/models/smallthinker.cpp")
+        .with_rot_is_head_dim()
+        .with_swa(4)
+        .with_swa_if_window()
+        .with_swa_dense_first()
+        .with_swa_window_fixed(4096)
+        .with_rope_swa_only(),
+    // SWA flags and window required; SWA base rope.freq_base_swa else 10000, scale 1.
+    gguf_arch("mimo2", "src/models/mimo2.cpp")
+        .with_swa_flags_required()
+        .with_swa_window_required()
+        .with_swa_base(GgufSwaBase::KeyOr10000)
+        .with_swa_unscaled(),
+    gguf_arch("spark2_5", "src/models/spark2-5.cpp")
+        .with_swa_flags_required()
+        .with_swa_window_required()
+        .with_swa_rot(),
+    // SWA with attention.sliding_window > 0: load_swa_pattern(ml, 4); the SWA layers'
+    // ggml_rope_ext(freq_base, 1.0, 0.0, 1.0): global base, no scale, no YaRN.
+    gguf_arch("mellum", "src/models/mellum.cpp")
+        .with_rot_is_head_dim()
+        .with_swa(4)
+        .with_swa_if_window()
+        .with_swa_base(GgufSwaBase::Global)
+        .with_swa_unscaled()
+        .with_swa_plain(),
 };
 
 // The row of an architecture, nullptr when posemb has none.

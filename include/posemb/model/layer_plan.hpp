@@ -5,7 +5,7 @@
 //    "pairing", "softmax_scale", "sliding_window", "attention_chunk_size", "query_temperature",
 //    "mrope_section", "mrope_layout"}
 // (tests/data/models/README.md and tests/data/gguf/README.md §1 define the fields). GGUF layers
-// add "rope_mode", ggml's rotation of the GGUF's own tensors ("norm", "neox", "mrope").
+// add "rope_mode", ggml's rotation of the GGUF's own tensors ("norm", "neox", "mrope", "imrope").
 #pragma once
 
 #include <array>

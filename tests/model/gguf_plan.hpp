@@ -1,0 +1,33 @@
+// What the GGUF plan tests share (test_gguf_new_archs.cpp, test_gguf_arch_rows.cpp): a file the
+// test writes, read back as llama.cpp's plan, and ggml's default frequencies written out again.
+#pragma once
+
+#include <cmath>
+#include <filesystem>
+#include <string>
+
+#include "io/gguf_writer.hpp"
+#include "posemb/model/gguf.hpp"
+
+namespace test_gguf {
+
+inline std::string temp_gguf(const std::string& name) {
+  return (std::filesystem::temp_directory_path() / ("posemb_" + name + ".gguf")).string();
+}
+
+// ggml_rope_cache_init's frequency of pair i for base b and n_rot rotated features:
+// b^(-2i / n_rot).
+inline double ggml_inv_freq(double base, int i, int n_rot) {
+  return std::pow(base, -2.0 * i / static_cast<double>(n_rot));
+}
+
+// The writer's file, read by read_gguf_positions, then removed.
+inline posemb::GgufPositions plan_of(const GgufWriter& writer, const std::string& name) {
+  const std::string path = temp_gguf(name);
+  writer.write(path);
+  posemb::GgufPositions plan = posemb::read_gguf_positions(path);
+  std::filesystem::remove(path);
+  return plan;
+}
+
+}  // namespace test_gguf
