@@ -14,6 +14,7 @@
 #include <limits>
 #include <optional>
 #include <random>
+#include <tuple>
 #include <set>
 #include <string>
 #include <vector>
@@ -322,6 +323,69 @@ TEST_CASE("HY V4: indexers on the full indexer layers, the rope slice last", "[c
              Catch::Contains("indexer_types[1] = \"sparse\""));
   CHECK_THAT(error_of(hy + R"(, "indexer_types": ["full"]})"),
              Catch::Contains("indexer_types.size() = 1") && Catch::Contains("= 6"));
+}
+
+// configuration_glm_moe_dsa.py (GlmMoeDsaConfig: indexed_attention layers, indexer_types from
+// index_topk_pattern / index_topk_freq / index_skip_topk_offset) and modeling_glm_moe_dsa.py
+// (GlmMoeDsaAttention: MLA, apply_rotary_pos_emb_interleave, yarn_apply_mscale;
+// GlmMoeDsaIndexer: interleaved on the first qk_rope_head_dim features). Expected values from
+// transformers 5.25.0, run.
+TEST_CASE("GLM-5: interleaved MLA, indexers interleaved on the leading slice of full layers",
+          "[config][models]") {
+  const std::string glm5 = R"({"model_type": "glm_moe_dsa", "num_hidden_layers": 6,
+      "num_attention_heads": 2, "hidden_size": 64, "qk_rope_head_dim": 64,
+      "qk_nope_head_dim": 192, "index_head_dim": 128, "max_position_embeddings": 202752,
+      "rope_parameters": {"rope_type": "yarn", "rope_theta": 1000000.0, "factor": 40.0,
+      "beta_fast": 32.0, "beta_slow": 1.0, "mscale": 1.0, "mscale_all_dim": 1.0,
+      "original_max_position_embeddings": 4096})";
+  const posemb::ModelPositions m = parse(glm5 + "}");
+  REQUIRE(m.layers.size() == 6);
+  for (const posemb::LayerPositions& layer : m.layers) {
+    CHECK(layer.layer_type == "indexed_attention");
+    CHECK(layer.head_dim == 256);
+    CHECK(layer.rope_spec().pairing == posemb::Pairing::Interleaved);
+    REQUIRE(layer.attention.softmax_scale);
+    CHECK(*layer.attention.softmax_scale == Approx(0.11711588794328916).epsilon(1e-15));
+    REQUIRE(layer.indexer);  // index_topk_freq 1: every layer "full"
+    CHECK(layer.indexer->head_dim == 128);
+    CHECK(layer.indexer->rotary_offset == 0);
+    CHECK(layer.indexer_rope_spec().pairing == posemb::Pairing::Interleaved);
+    CHECK(layer.indexer_rope_spec().inv_freq == layer.rope_spec().inv_freq);
+  }
+  // q[i] = sin(0.37 i), k[i] = cos(0.23 i + 1) on the 64 rotated features: q·k after
+  // apply_rotary_pos_emb_interleave at (p_q, p_k), float32 inv_freq (hence the tolerance).
+  const posemb::RopeSpec spec = m.layers[0].rope_spec();
+  Eigen::VectorXd q(64), k(64);
+  for (Eigen::Index i = 0; i < 64; ++i) q[i] = std::sin(0.37 * i), k[i] = std::cos(0.23 * i + 1);
+  const auto score = [&](std::int64_t at_q, std::int64_t at_k, const posemb::RopeSpec& s) {
+    return posemb::rotated(q, at_q, s).dot(posemb::rotated(k, at_k, s));
+  };
+  posemb::RopeSpec half = spec;
+  half.pairing = posemb::Pairing::RotateHalf;
+  for (const auto& [at_q, at_k, want] : std::vector<std::tuple<int, int, double>>{
+           {17, 0, 0.5933606322868971}, {40, 3, 0.9566321086084959}, {9, 30, 0.4534499950670281}}) {
+    CAPTURE(at_q, at_k);
+    CHECK(std::fabs(score(at_q, at_k, spec) - want) <= 1e-5);
+    CHECK(std::fabs(score(at_q, at_k, half) - want) > 1e-3);  // the pairing matters
+  }
+  // indexer_types' default from GlmMoeDsaConfig.__post_init__'s keys, and indexer_types itself.
+  const auto full_layers = [&](const std::string& extra) {
+    std::vector<int> full;
+    for (const posemb::LayerPositions& layer : parse(glm5 + extra + "}").layers) {
+      if (layer.indexer) full.push_back(layer.index);
+    }
+    return full;
+  };
+  CHECK(full_layers(R"(, "index_topk_freq": 2)") == std::vector<int>{0, 1, 3, 5});
+  CHECK(full_layers(R"(, "index_topk_freq": 3, "index_skip_topk_offset": 1)") ==
+        std::vector<int>{0, 3});
+  CHECK(full_layers(R"(, "index_topk_pattern": "FSSFFS")") == std::vector<int>{0, 3, 4});
+  CHECK(full_layers(R"(, "index_topk_pattern": "FSSFFS", "indexer_types": ["shared", "full",
+      "full", "full", "full", "full"])") == std::vector<int>{1, 2, 3, 4, 5});
+  CHECK_THAT(error_of(glm5 + R"(, "index_topk_pattern": "FXSFFS"})"),
+             Catch::Contains("index_topk_pattern = \"FXSFFS\""));
+  CHECK_THAT(error_of(glm5 + R"(, "index_topk_pattern": "FS"})"),
+             Catch::Contains("index_topk_pattern.size() = 2"));
 }
 
 TEST_CASE("Llama 4's NoPE layers carry the query temperature", "[config][models]") {
