@@ -352,11 +352,15 @@ TEST_CASE("GLM-5: interleaved MLA, indexers interleaved on the leading slice of 
     CHECK(layer.indexer_rope_spec().pairing == posemb::Pairing::Interleaved);
     CHECK(layer.indexer_rope_spec().inv_freq == layer.rope_spec().inv_freq);
   }
-  // q[i] = sin(0.37 i), k[i] = cos(0.23 i + 1) on the 64 rotated features: q·k after
-  // apply_rotary_pos_emb_interleave at (p_q, p_k), float32 inv_freq (hence the tolerance).
+  // q[i] = sin(0.37 i), k[i] = cos(0.23 i + 1) on the 64 rotated features, the trailing 64 of
+  // the 256-wide head (the nope features zero): q·k after apply_rotary_pos_emb_interleave at
+  // (p_q, p_k), float32 inv_freq (hence the tolerance).
   const posemb::RopeSpec spec = m.layers[0].rope_spec();
-  Eigen::VectorXd q(64), k(64);
-  for (Eigen::Index i = 0; i < 64; ++i) q[i] = std::sin(0.37 * i), k[i] = std::cos(0.23 * i + 1);
+  Eigen::VectorXd q = Eigen::VectorXd::Zero(256), k = Eigen::VectorXd::Zero(256);
+  for (Eigen::Index i = 0; i < 64; ++i) {
+    q[192 + i] = std::sin(0.37 * i);
+    k[192 + i] = std::cos(0.23 * i + 1);
+  }
   const auto score = [&](std::int64_t at_q, std::int64_t at_k, const posemb::RopeSpec& s) {
     return posemb::rotated(q, at_q, s).dot(posemb::rotated(k, at_k, s));
   };
@@ -648,8 +652,9 @@ TEST_CASE("the family tables: one row per model_type, each citing its transforme
     INFO(family.model_type);
     CHECK(wrappers.insert(family.model_type).second);
     CHECK(std::string(family.source).find(".py") != std::string::npos);
-    // The Qwen2-VL family's tower comes with its get_rope_index rules, and only with them.
-    CHECK(family.mrope_index.has_value() == (family.vision == posemb::VisionTower::QwenMerge));
+    // The Qwen2-VL family's tower comes with its get_rope_index rules (GLM-4V's rules come
+    // without a tower: its 2-D RoPE beside interpolated learned positions has no VisionTower).
+    CHECK((family.vision != posemb::VisionTower::QwenMerge || family.mrope_index.has_value()));
   }
   // Unknown types get Llama's row; wrappers name their decoder's type.
   CHECK(std::string(posemb::model_family("no_such_model").model_type) == "llama");
@@ -658,7 +663,7 @@ TEST_CASE("the family tables: one row per model_type, each citing its transforme
   CHECK(posemb::find_multimodal_family("llama") == nullptr);
   // Errors name the families that have a rule, from the rows.
   CHECK(posemb::mrope_model_types() ==
-        "qwen2_vl, qwen2_5_vl, qwen3_vl, qwen3_vl_moe, qwen3_5 or qwen3_5_moe");
+        "qwen2_vl, qwen2_5_vl, qwen3_vl, qwen3_vl_moe, qwen3_5, qwen3_5_moe, glm4v or glm4v_moe");
 }
 
 // Each row names only what differs from Llama's: the setters change one member of a copy.
