@@ -83,6 +83,8 @@ ADAPTERS: dict[str, Adapter] = {
     # MLA's apply_rotary_pos_emb_interleave and the indexer's apply_rotary_pos_emb (RopeCall.indexer)
     "deepseek_v32": Adapter("deepseek_v32.modeling_deepseek_v32", "apply_rotary_pos_emb|apply_rotary_pos_emb_interleave", _pair),
     "glm4": Adapter("glm4.modeling_glm4", "apply_rotary_pos_emb", _pair),
+    # MLA's and the indexer's apply_rotary_pos_emb_interleave (both interleaved)
+    "glm_moe_dsa": Adapter("glm_moe_dsa.modeling_glm_moe_dsa", "apply_rotary_pos_emb_interleave", _pair),
     "cohere": Adapter("cohere.modeling_cohere", "apply_rotary_pos_emb", _pair),
     "cohere2": Adapter("cohere2.modeling_cohere2", "apply_rotary_pos_emb", _pair),
     "cohere2_moe": Adapter("cohere2_moe.modeling_cohere2_moe", "apply_rotary_pos_emb", _pair),

@@ -187,7 +187,7 @@ GAPS = {
              "class defaults are too large for a sweep; no case yet", "blt blt_global_transformer "
              "blt_local_decoder blt_local_encoder blt_patcher"),
     **_group("the attention calls its own rope function (not apply_rotary_pos_emb), which the "
-             "sweep does not wrap; no case yet", "bailing_hybrid glm5_next_text glm_moe_dsa "
+             "sweep does not wrap; no case yet", "bailing_hybrid glm5_next_text "
              "kimi_linear longcat_flash mistral_large4_text"),
     **_group("the sweep cannot build it from the class defaults (a required sub-config or a "
              "layer_types list of fixed length); no case yet", "dbrx cohere_compass_text "

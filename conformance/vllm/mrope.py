@@ -75,7 +75,6 @@ class MropeModel:
     seconds: bool = False  # the processor hands over second_per_grid_ts (Qwen2.5-VL)
     # the tokens around a placeholder (config attributes); None: vLLM's code reads no tokens
     start_end: tuple | None = ("vision_start_token_id", "vision_end_token_id")
-    posemb: bool = True  # posemb has the family's M-RoPE rules (families.hpp)
 
 
 def _models() -> dict:
@@ -88,7 +87,7 @@ def _models() -> dict:
         "qwen3_vl": MropeModel(FRAME_PROMPTS, frames=True),
         "qwen3_5": MropeModel(FRAME_PROMPTS, frames=True),
         # glm4_1v.py iter_mm_grid_thw: a video's frames from the placeholder's embed ranges
-        "glm4v": MropeModel(FRAME_PROMPTS, frames=True, start_end=None, posemb=False),
+        "glm4v": MropeModel(FRAME_PROMPTS, frames=True, start_end=None),
     }
 
 
@@ -120,19 +119,14 @@ def text_config(config):
     return config.get_text_config() if hasattr(config, "vision_config") else config
 
 
-def position_sets(model, config, pmodel, limit: int) -> dict:
+def position_sets(config, pmodel, limit: int) -> dict:
     """label -> positions [3, seq] the rotation is compared at: each prompt's positions
-    (posemb.mrope_index, Qwen's rule; transformers' get_rope_index where posemb has no rules),
-    and the longest one moved to end at limit - 1 (a request whose earlier tokens are in the KV
-    cache: every axis shifted alike)."""
-    import bias_checks
-
+    (posemb.mrope_index, the family's rule), and the longest one moved to end at limit - 1 (a
+    request whose earlier tokens are in the KV cache: every axis shifted alike)."""
     import posemb
 
     row = model_of(config.model_type)
-    merge = config.vision_config.spatial_merge_size
-    sets = {p: posemb.mrope_index(pmodel, p)[0] if row.posemb else
-            bias_checks._hf_mrope(model, p, merge)[0] for p in row.prompts}
+    sets = {p: posemb.mrope_index(pmodel, p)[0] for p in row.prompts}
     longest = max(sets.values(), key=lambda v: v.shape[1])
     sets[f"shifted to end at {limit - 1}"] = longest + (limit - 1 - int(longest.max()))
     return sets
@@ -195,8 +189,8 @@ def _videos_of_frames(features: list) -> list:
 
 
 def position_rows(name, model, pmodel, meta, outputs) -> list:
-    """vLLM's positions and rope delta of each prompt against posemb.mrope_index (Qwen's rule,
-    resume past the largest id) and transformers' get_rope_index."""
+    """vLLM's positions and rope delta of each prompt against posemb.mrope_index (the family's
+    rule, resume past the largest id) and transformers' get_rope_index."""
     import bias_checks
     from report import Row
 
@@ -207,15 +201,11 @@ def position_rows(name, model, pmodel, meta, outputs) -> list:
     row = model_of(model.config.model_type)
     merge = model.config.vision_config.spatial_merge_size
     bad = {"posemb": [], "transformers": []}
-    if not row.posemb:
-        bad["posemb"].append(f"posemb has no M-RoPE position rules for {model.config.model_type} "
-                             f"(mrope_index_rules None)")
     for i, prompt in enumerate(row.prompts):
         ours = outputs[f"mrope.{i}"]
         delta = meta["mrope_deltas"][i]
-        theirs = {"transformers": bias_checks._hf_mrope(model, prompt, merge)[:2]}
-        if row.posemb:
-            theirs["posemb"] = posemb.mrope_index(pmodel, prompt)
+        theirs = {"transformers": bias_checks._hf_mrope(model, prompt, merge)[:2],
+                  "posemb": posemb.mrope_index(pmodel, prompt)}
         for who, (theirs, their_delta) in theirs.items():
             if theirs.shape != ours.shape or not (theirs == ours).all() or their_delta != delta:
                 where = np.argwhere(theirs != ours) if theirs.shape == ours.shape else []

@@ -56,13 +56,6 @@ EXPECTED_NOT_PASS = {
     # (g * t_factor).astype(int64): at 0.7 s (float32 0.699999988) g = 5 gives 6.99999988 -> 6,
     # where transformers' float32 (g * S) * tokens_per_second and posemb give 7.
     ("qwen2_5_vl", "vllm_mrope_ids"),
-    # Not vLLM's: posemb has no GLM-4V row (model/families.hpp). It reads glm4v_text's sections
-    # and partial rotary but pairs rotate-half, where transformers' Glm4vTextRotaryEmbedding
-    # (rotate_half_llm, repeat_interleave) and vLLM (glm4.py: is_neox_style=False) pair
-    # interleaved, and it has no get_rope_index rules for it; vLLM equals transformers (the
-    # glm4v vllm_vs_transformers and vllm_mrope_ids_transformers rows pass).
-    ("glm4v", "vllm_vs_posemb"),
-    ("glm4v", "vllm_mrope_ids"),
 }
 
 
@@ -167,7 +160,7 @@ def capture_case(name: str, work: str):
     state = rope_case.HfState(text.max_position_embeddings) if hasattr(
         text, "max_position_embeddings") else None
     is_mrope = mrope.model_of(config.model_type) is not None
-    sets = (mrope.position_sets(model, config, pmodel, limit) if is_mrope else
+    sets = (mrope.position_sets(config, pmodel, limit) if is_mrope else
             {label: p[None] for label, p in position_sets(config, limit).items()})
     calls, inputs, job_calls = [], {}, []
     for label, positions in sets.items():  # positions [axes, seq]: 3 for M-RoPE, else 1

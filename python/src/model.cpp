@@ -277,16 +277,17 @@ Example:
 // ---- M-RoPE positions of a prompt
 
 MropeFamily family_of(const std::string& family) {
-  for (MropeFamily f : {MropeFamily::Qwen2VL, MropeFamily::Qwen25VL, MropeFamily::Qwen3VL}) {
+  for (MropeFamily f :
+       {MropeFamily::Qwen2VL, MropeFamily::Qwen25VL, MropeFamily::Qwen3VL, MropeFamily::Glm4v}) {
     if (family == to_string(f)) return f;
   }
-  fail("family", "'" + family + "'", "expected 'qwen2_vl', 'qwen2_5_vl' or 'qwen3_vl'");
+  fail("family", "'" + family + "'", "expected 'qwen2_vl', 'qwen2_5_vl', 'qwen3_vl' or 'glm4v'");
 }
 
 void bind_mrope_index(py::module_& m) {
   py::class_<MropeIndexRules>(m, "MropeIndexRules",
                               R"doc(get_rope_index's rules of a Qwen-VL family:
-family ('qwen2_vl', 'qwen2_5_vl', 'qwen3_vl'), spatial_merge_size, tokens_per_second, and
+family ('qwen2_vl', 'qwen2_5_vl', 'qwen3_vl', 'glm4v'), spatial_merge_size, tokens_per_second, and
 resume: where positions resume after a vision segment, 'past_largest' (past its largest
 position on any axis: Qwen's own code and transformers <= 4.57, the default) or
 'spatial_extent' (max(H, W) / merge past its start: transformers 5.x).

@@ -669,3 +669,150 @@ TEST_CASE("multimodal: get_rope_index rules and vision towers from the config") 
   CHECK_THROWS_WITH(posemb::model_positions_from_json(bad),
                     Catch::Contains("vision_config.spatial_merge_size = 0"));
 }
+
+// GLM-4.1V (transformers 5.25.0 glm4v/modeling_glm4v.py): the text decoder pairs interleaved
+// (apply_rotary_pos_emb: rotate_half_llm on repeat_interleave'd cos/sin), takes mrope_section
+// [8, 12, 12] when the block has none (Glm4vTextRotaryEmbedding.__init__), and get_rope_index
+// places a video's frames one by one (Glm4vModel.get_rope_index).
+TEST_CASE("multimodal: GLM-4V's text rotation and positions against transformers 5.25.0") {
+  const auto model = parse(R"({"model_type": "glm4v", "vision_config": {"spatial_merge_size": 2},
+      "text_config": {"hidden_size": 256, "num_attention_heads": 2, "head_dim": 64,
+                      "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0}}})");
+  const posemb::RopeScheme& scheme = model.rope_scheme();
+  CHECK(scheme.pairing == posemb::Pairing::Interleaved);
+  REQUIRE(scheme.mrope_section);
+  CHECK(*scheme.mrope_section == posemb::MropeSections{8, 12, 12});
+  CHECK(scheme.mrope_layout == posemb::MropeLayout::Chunked);
+  CHECK(model.max_position_embeddings == 32768);  // Glm4vTextConfig's default
+
+  // x[k][f] = sin((64 * (k + 1) + f) * 0.37), tokens k at (t, h, w) = (5, 3, 4) and (7, 40, 9);
+  // want: Glm4vTextRotaryEmbedding.recomposition_frequencies of float64 cos/sin through
+  // apply_rotary_pos_emb (the float32 path differs from it by 3.1e-7).
+  posemb::Tensor4<double> x(1, 2, 1, 64);
+  for (int token = 0; token < 2; ++token) {
+    for (int f = 0; f < 64; ++f) x(0, token, 0, f) = std::sin((64 * (token + 1) + f) * 0.37);
+  }
+  posemb::PositionMatrix thw(3, 2);
+  thw << 5, 7, 3, 40, 4, 9;
+  const std::vector<double> want{
+      -1.12865429874033,  0.701706129728082,  0.344830924326823,  0.649332946148797,
+      -0.151113717719189, -0.357201559689761, -1.13495200894152,  0.131446588383822,
+      -0.963677229202148, 0.988068356334111,  -0.171031308275602, 0.91074756028949,
+      0.263033151038585,  -0.015466337526427, 0.070711280003913,  -0.983632914861121,
+      -0.633558151126026, -1.23458398352991,  -0.713137055490499, -0.828704943926419,
+      -0.330684196869599, -0.021765088652454, 0.30182412120641,   0.743073863451021,
+      0.8116598666203,    1.08013401508492,   0.893798335915414,  0.841167888199899,
+      0.486184197881988,  0.173155907336327,  -0.198139398256096, -0.566798801440424,
+      -0.791094855331234, -0.995914416557763, -0.97136830573855,  -0.898852041616896,
+      -0.637994310602567, -0.334012802820996, 0.035820560998164,  0.399908869250965,
+      0.692304303803044,  0.921956936945077,  0.989706356239834,  0.958637367322581,
+      0.767691243389282,  0.494265107336642,  0.141451075450862,  -0.226540236509331,
+      -0.560758434417905, -0.826736898676486, -0.970347916458951, -0.99333940803092,
+      -0.872038197795569, -0.640270319753181, -0.316826248452927, 0.047150409249568,
+      0.404765066077041,  0.709247120232772,  0.914935266981316,  0.999939930891318,
+      0.946494539249753,  0.767504843932508,  0.48276425356635,   0.133747663050235,
+      0.197914033632213,  -0.583163127446218, -1.26135974331501,  0.213196784280249,
+      0.072011785125027,  1.31566967223002,   0.68020023127815,   0.185327456961107,
+      -0.362342292966684, -0.203281582231581, -0.978486005533449, 0.628892592969268,
+      -0.57502018843926,  1.24929574857452,   0.070448503297784,  0.896517408179921,
+      -0.264881754199057, 0.061317035033226,  0.68724884145121,   0.742323786544228,
+      1.38232212863343,   -0.139638053171853, 0.723848389931205,  -0.788285457246198,
+      -0.149931017992115, -0.271230087103033, -0.339972481462313, 0.758381259196702,
+      0.045322721635655,  1.35860794978075,   0.42620455389309,   1.13198131774471,
+      0.386967960876004,  0.293860202835452,  -0.06449455040313,  -0.627917160819662,
+      -0.596730565305009, -1.1396164603972,   -0.828443923554448, -1.01685155384178,
+      -0.613725448011537, -0.314882098527313, 0.059024617046509,  0.425618724351974,
+      0.708129729550694,  0.935351123074304,  0.988386856828753,  0.952208496150366,
+      0.749336104323465,  0.471595802457107,  0.114912515906884,  -0.252979335194426,
+      -0.582100236094892, -0.84256108915583,  -0.975464704243072, -0.990002848951514,
+      -0.858122202121602, -0.61953409775048,  -0.290935744660028, 0.074270680116446,
+      0.429258040582029,  0.728387214367383,  0.925283942668078,  1.00098585168416};
+  const auto y = posemb::rotated(x, posemb::MropePositions(thw), scheme.mrope_spec());
+  double worst = 0.0;
+  for (int token = 0; token < 2; ++token) {
+    for (int f = 0; f < 64; ++f) {
+      worst = std::max(worst, std::fabs(y(0, token, 0, f) - want[std::size_t(64 * token + f)]));
+    }
+    // Interleaved pairs: each rotation keeps the norm of features (2i, 2i + 1).
+    for (int i = 0; i < 32; ++i) {
+      const double before = std::hypot(x(0, token, 0, 2 * i), x(0, token, 0, 2 * i + 1));
+      CHECK(std::hypot(y(0, token, 0, 2 * i), y(0, token, 0, 2 * i + 1)) ==
+            Approx(before).epsilon(1e-12));
+    }
+  }
+  CHECK(worst <= 1e-12);
+
+  // transformers' split of 32 frequencies by [8, 12, 12] refuses other rotary widths; so does
+  // posemb, naming the sections.
+  CHECK_THROWS_WITH(parse(R"({"model_type": "glm4v_text", "hidden_size": 256,
+      "num_attention_heads": 2, "head_dim": 128})"),
+                    Catch::Contains("mrope_section"));
+
+  // get_rope_index of text:3, image 1x4x6, text:2, a video of two 4x4 frames with one timestamp
+  // token between them, text:3 (video_grid_thw [[2, 4, 4]]), run: delta -7.
+  REQUIRE(model.mrope_index);
+  CHECK(model.mrope_index->family == posemb::MropeFamily::Glm4v);
+  const posemb::MropeIndex index = posemb::mrope_position_ids(
+      posemb::parse_mrope_segments(
+          "text:3,image:1x4x6,text:2,video:1x4x4,text:1,video:1x4x4,text:3"),
+      *model.mrope_index);
+  posemb::PositionMatrix positions(3, 23);
+  positions << 0, 1, 2, 3, 3, 3, 3, 3, 3, 6, 7, 8, 8, 8, 8, 10, 11, 11, 11, 11, 13, 14, 15,  //
+      0, 1, 2, 3, 3, 3, 4, 4, 4, 6, 7, 8, 8, 9, 9, 10, 11, 11, 12, 12, 13, 14, 15,           //
+      0, 1, 2, 3, 4, 5, 3, 4, 5, 6, 7, 8, 9, 8, 9, 10, 11, 12, 11, 12, 13, 14, 15;
+  CHECK(index.positions == positions);
+  CHECK(index.rope_delta == -7);
+  // A video of two frames given as one segment is the same two frames back to back.
+  const posemb::MropeIndex video = posemb::mrope_position_ids(
+      posemb::parse_mrope_segments("text:1,video:2x4x4"), *model.mrope_index);
+  posemb::PositionMatrix frames(3, 9);
+  frames << 0, 1, 1, 1, 1, 3, 3, 3, 3,  //
+      0, 1, 1, 2, 2, 3, 3, 4, 4,        //
+      0, 1, 2, 1, 2, 3, 4, 3, 4;
+  CHECK(video.positions == frames);
+}
+
+// GLM-4.5V (transformers 5.25.0 glm4v_moe/modeling_glm4v_moe.py): the MoE text decoder pairs
+// rotate-half (Glm4vMoeTextRotaryEmbedding: cat(freq, freq); rotate_half), partial rotary 0.5 and
+// mrope_section [8, 12, 12] by default, get_rope_index as GLM-4V's.
+TEST_CASE("multimodal: GLM-4.5V's text rotation against transformers 5.25.0") {
+  const auto model = parse(R"({"model_type": "glm4v_moe", "text_config": {"hidden_size": 256,
+      "num_attention_heads": 2, "head_dim": 128, "rope_parameters": {"rope_type": "default",
+      "rope_theta": 10000.0}}})");
+  const posemb::RopeScheme& scheme = model.rope_scheme();
+  CHECK(scheme.pairing == posemb::Pairing::RotateHalf);
+  CHECK(scheme.rotary_dim == 64);
+  REQUIRE(scheme.mrope_section);
+  CHECK(*scheme.mrope_section == posemb::MropeSections{8, 12, 12});
+  CHECK(model.max_position_embeddings == 65536);
+  REQUIRE(model.mrope_index);
+  CHECK(model.mrope_index->family == posemb::MropeFamily::Glm4v);
+  // x[f] = sin(0.37 (128 + f)) at (t, h, w) = (7, 40, 9): the 64 rotated features (the other 64
+  // pass unchanged), float64 cos/sin through apply_rotary_pos_emb.
+  posemb::Tensor4<double> x(1, 1, 1, 128);
+  for (int f = 0; f < 128; ++f) x(0, 0, 0, f) = std::sin(0.37 * (128 + f));
+  posemb::PositionMatrix thw(3, 1);
+  thw << 7, 40, 9;
+  const std::vector<double> want{
+      -0.485700568294497, -0.188267310302542, 0.403785846027758,   1.0669049827103,
+      1.26217852196057,   1.05140897036857,   0.73265211079307,    0.509225362839315,
+      -0.506679570208196, -0.365656553926653, -0.500874948221381,  -0.527720555603332,
+      -0.388507421000534, -0.200027265986841, -0.0751078391593369, -0.0674931420926353,
+      -0.176717039279693, -0.367150873819967, -0.586019731949442,  -0.777713744128254,
+      -0.959278593804698, -0.970307861636989, -0.8509773770229,    -0.615874437302575,
+      -0.296038497157447, 0.0654571288440271, 0.419547668870646,   0.717994225831552,
+      0.920040818865349,  0.998010607512035,  0.941091811331932,   0.756811879327913,
+      0.201295171246028,  0.550888238519695,  0.764305046466621,   0.386560891875933,
+      -0.290926043519569, -0.779610172414518, -0.915924614664666,  -0.763097341498617,
+      0.365613657274915,  0.352594316141141,  0.512718225901076,   0.863325710679171,
+      1.17067814883406,   1.30624701735958,   1.25505381780401,    1.05212140761518,
+      0.743417872761866,  0.373002025423913,  -0.0179583325900702, -0.389844467375587,
+      -0.613903501072589, -0.86050732217037,  -0.992961063113508,  -0.993756505528863,
+      -0.862581194110441, -0.616661607696523, -0.288656916017429,  0.0776169694804328,
+      0.433043471076401,  0.729830926198159,  0.927991988094061,   1.00078365659062};
+  const auto y = posemb::rotated(x, posemb::MropePositions(thw), scheme.mrope_spec());
+  double worst = 0.0;
+  for (int f = 0; f < 64; ++f) worst = std::max(worst, std::fabs(y(0, 0, 0, f) - want[f]));
+  CHECK(worst <= 1e-12);
+  for (int f = 64; f < 128; ++f) CHECK(y(0, 0, 0, f) == x(0, 0, 0, f));
+}

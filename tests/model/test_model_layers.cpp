@@ -14,6 +14,7 @@
 #include <limits>
 #include <optional>
 #include <random>
+#include <tuple>
 #include <set>
 #include <string>
 #include <vector>
@@ -325,6 +326,73 @@ TEST_CASE("HY V4: indexers on the full indexer layers, the rope slice last", "[c
              Catch::Contains("indexer_types.size() = 1") && Catch::Contains("= 6"));
 }
 
+// configuration_glm_moe_dsa.py (GlmMoeDsaConfig: indexed_attention layers, indexer_types from
+// index_topk_pattern / index_topk_freq / index_skip_topk_offset) and modeling_glm_moe_dsa.py
+// (GlmMoeDsaAttention: MLA, apply_rotary_pos_emb_interleave, yarn_apply_mscale;
+// GlmMoeDsaIndexer: interleaved on the first qk_rope_head_dim features). Expected values from
+// transformers 5.25.0, run.
+TEST_CASE("GLM-5: interleaved MLA, indexers interleaved on the leading slice of full layers",
+          "[config][models]") {
+  const std::string glm5 = R"({"model_type": "glm_moe_dsa", "num_hidden_layers": 6,
+      "num_attention_heads": 2, "hidden_size": 64, "qk_rope_head_dim": 64,
+      "qk_nope_head_dim": 192, "index_head_dim": 128, "max_position_embeddings": 202752,
+      "rope_parameters": {"rope_type": "yarn", "rope_theta": 1000000.0, "factor": 40.0,
+      "beta_fast": 32.0, "beta_slow": 1.0, "mscale": 1.0, "mscale_all_dim": 1.0,
+      "original_max_position_embeddings": 4096})";
+  const posemb::ModelPositions m = parse(glm5 + "}");
+  REQUIRE(m.layers.size() == 6);
+  for (const posemb::LayerPositions& layer : m.layers) {
+    CHECK(layer.layer_type == "indexed_attention");
+    CHECK(layer.head_dim == 256);
+    CHECK(layer.rope_spec().pairing == posemb::Pairing::Interleaved);
+    REQUIRE(layer.attention.softmax_scale);
+    CHECK(*layer.attention.softmax_scale == Approx(0.11711588794328916).epsilon(1e-15));
+    REQUIRE(layer.indexer);  // index_topk_freq 1: every layer "full"
+    CHECK(layer.indexer->head_dim == 128);
+    CHECK(layer.indexer->rotary_offset == 0);
+    CHECK(layer.indexer_rope_spec().pairing == posemb::Pairing::Interleaved);
+    CHECK(layer.indexer_rope_spec().inv_freq == layer.rope_spec().inv_freq);
+  }
+  // q[i] = sin(0.37 i), k[i] = cos(0.23 i + 1) on the 64 rotated features, the trailing 64 of
+  // the 256-wide head (the nope features zero): q·k after apply_rotary_pos_emb_interleave at
+  // (p_q, p_k), float32 inv_freq (hence the tolerance).
+  const posemb::RopeSpec spec = m.layers[0].rope_spec();
+  Eigen::VectorXd q = Eigen::VectorXd::Zero(256), k = Eigen::VectorXd::Zero(256);
+  for (Eigen::Index i = 0; i < 64; ++i) {
+    q[192 + i] = std::sin(0.37 * i);
+    k[192 + i] = std::cos(0.23 * i + 1);
+  }
+  const auto score = [&](std::int64_t at_q, std::int64_t at_k, const posemb::RopeSpec& s) {
+    return posemb::rotated(q, at_q, s).dot(posemb::rotated(k, at_k, s));
+  };
+  posemb::RopeSpec half = spec;
+  half.pairing = posemb::Pairing::RotateHalf;
+  for (const auto& [at_q, at_k, want] : std::vector<std::tuple<int, int, double>>{
+           {17, 0, 0.5933606322868971}, {40, 3, 0.9566321086084959}, {9, 30, 0.4534499950670281}}) {
+    CAPTURE(at_q, at_k);
+    CHECK(std::fabs(score(at_q, at_k, spec) - want) <= 1e-5);
+    CHECK(std::fabs(score(at_q, at_k, half) - want) > 1e-3);  // the pairing matters
+  }
+  // indexer_types' default from GlmMoeDsaConfig.__post_init__'s keys, and indexer_types itself.
+  const auto full_layers = [&](const std::string& extra) {
+    std::vector<int> full;
+    for (const posemb::LayerPositions& layer : parse(glm5 + extra + "}").layers) {
+      if (layer.indexer) full.push_back(layer.index);
+    }
+    return full;
+  };
+  CHECK(full_layers(R"(, "index_topk_freq": 2)") == std::vector<int>{0, 1, 3, 5});
+  CHECK(full_layers(R"(, "index_topk_freq": 3, "index_skip_topk_offset": 1)") ==
+        std::vector<int>{0, 3});
+  CHECK(full_layers(R"(, "index_topk_pattern": "FSSFFS")") == std::vector<int>{0, 3, 4});
+  CHECK(full_layers(R"(, "index_topk_pattern": "FSSFFS", "indexer_types": ["shared", "full",
+      "full", "full", "full", "full"])") == std::vector<int>{1, 2, 3, 4, 5});
+  CHECK_THAT(error_of(glm5 + R"(, "index_topk_pattern": "FXSFFS"})"),
+             Catch::Contains("index_topk_pattern = \"FXSFFS\""));
+  CHECK_THAT(error_of(glm5 + R"(, "index_topk_pattern": "FS"})"),
+             Catch::Contains("index_topk_pattern.size() = 2"));
+}
+
 TEST_CASE("Llama 4's NoPE layers carry the query temperature", "[config][models]") {
   const auto m = posemb::load_model_positions((models_dir / "llama-4-scout-17b-16e.json").string());
   REQUIRE(m.layers[3].attention.query_temperature);
@@ -585,8 +653,9 @@ TEST_CASE("the family tables: one row per model_type, each citing its transforme
     INFO(family.model_type);
     CHECK(wrappers.insert(family.model_type).second);
     CHECK(std::string(family.source).find(".py") != std::string::npos);
-    // The Qwen2-VL family's tower comes with its get_rope_index rules, and only with them.
-    CHECK(family.mrope_index.has_value() == (family.vision == posemb::VisionTower::QwenMerge));
+    // The Qwen2-VL family's tower comes with its get_rope_index rules (GLM-4V's rules come
+    // without a tower: its 2-D RoPE beside interpolated learned positions has no VisionTower).
+    CHECK((family.vision != posemb::VisionTower::QwenMerge || family.mrope_index.has_value()));
   }
   // Unknown types get Llama's row; wrappers name their decoder's type.
   CHECK(std::string(posemb::model_family("no_such_model").model_type) == "llama");
@@ -595,7 +664,7 @@ TEST_CASE("the family tables: one row per model_type, each citing its transforme
   CHECK(posemb::find_multimodal_family("llama") == nullptr);
   // Errors name the families that have a rule, from the rows.
   CHECK(posemb::mrope_model_types() ==
-        "qwen2_vl, qwen2_5_vl, qwen3_vl, qwen3_vl_moe, qwen3_5 or qwen3_5_moe");
+        "qwen2_vl, qwen2_5_vl, qwen3_vl, qwen3_vl_moe, qwen3_5, qwen3_5_moe, glm4v or glm4v_moe");
 }
 
 // Each row names only what differs from Llama's: the setters change one member of a copy.

@@ -186,13 +186,18 @@ def test_phimoe_short_mscale_scales_cos_sin(tmp_path, last):
     np.testing.assert_allclose(cos[0].double().numpy(), expected, rtol=0, atol=2e-6 * last + 1e-6)
 
 
-@pytest.mark.parametrize("model_type, layers, first", [("deepseek_v32", 3, True),
-                                                       ("hy_v4", 6, False)])
-def test_indexers_are_where_transformers_builds_them(tmp_path, model_type, layers, first):
+# GLM-5: GlmMoeDsaConfig.__post_init__ derives indexer_types from index_topk_freq and
+# index_skip_topk_offset (saved beside it); GlmMoeDsaIndexer rotates interleaved.
+@pytest.mark.parametrize("model_type, layers, first, schedule", [
+    ("deepseek_v32", 3, True, {}),
+    ("hy_v4", 6, False, {}),
+    ("glm_moe_dsa", 6, True, {"index_topk_freq": 3, "index_skip_topk_offset": 1})])
+def test_indexers_are_where_transformers_builds_them(tmp_path, model_type, layers, first, schedule):
     config = transformers.AutoConfig.for_model(model_type, num_hidden_layers=layers,
                                                num_attention_heads=2, num_key_value_heads=2,
                                                hidden_size=64, first_k_dense_replace=1,
-                                               n_routed_experts=2, num_experts_per_tok=1)
+                                               n_routed_experts=2, num_experts_per_tok=1,
+                                               **schedule)
     config.save_pretrained(tmp_path)
     model = posemb.load_model(str(tmp_path / "config.json"))
     hf = transformers.AutoModel.from_config(config)

@@ -108,7 +108,7 @@ enum class TemperatureRule {
 
 // The RoPE of an indexed_attention layer's lightning indexer (positions.hpp, IndexerRope): its
 // pairing, and whether the rotated qk_rope_head_dim features come first or last of its
-// index_head_dim (indexer_rule_row says each).
+// index_head_dim (indexer_traits says each).
 enum class IndexerRule {
   None,             // no indexer
   RotateHalfFirst,  // DeepSeek-V3.2: DeepseekV32Indexer.forward, split [rope, pass], rotate_half
@@ -117,22 +117,33 @@ enum class IndexerRule {
   // (default: layer 0 and every i with (i - 1) % 4 == 0), the "shared" ones reusing the
   // previous selection (HYV4Attention.__init__, HYV4Config)
   InterleavedLastShared,
+  // GLM-5: GlmMoeDsaIndexer.forward, split [rope, pass], apply_rotary_pos_emb_interleave; only on
+  // the layers whose indexer_types entry is "full" (default GlmMoeDsaConfig.__post_init__: from
+  // index_topk_pattern, else "full" iff max(i - index_skip_topk_offset + 1, 0) % index_topk_freq
+  // == 0, defaults 2 and 1: every layer)
+  InterleavedFirstShared,
 };
 
-// What an IndexerRule does: the indexer's pairing, whether its rope slice is the last
-// qk_rope_head_dim features (else the first), whether indexer_types gives it "shared" layers.
-struct IndexerRuleRow {
+// What an IndexerRule does, one row per rule (in the enum's order).
+struct IndexerTraits {
   Pairing pairing;
-  bool rope_last;
-  bool shared_layers;
+  bool rope_last;  // the rotated qk_rope_head_dim features end the index head (else lead it)
+  bool shared;     // indexer_types: only the "full" layers run an indexer of their own
+  // indexer_types' default: "full" iff max(i - offset + 1, 0) % freq == 0
+  int default_freq;
+  int default_offset;
+  // index_topk_pattern, index_topk_freq and index_skip_topk_offset set that default (GLM-5)
+  bool schedule_keys;
 };
 
-inline IndexerRuleRow indexer_rule_row(IndexerRule rule) {
-  static const std::array<IndexerRuleRow, 3> rows{{
-      // pairing, rope_last, shared_layers
-      {Pairing::RotateHalf, false, false},  // None (not read)
-      {Pairing::RotateHalf, false, false},  // RotateHalfFirst
-      {Pairing::Interleaved, true, true},   // InterleavedLastShared
+inline const IndexerTraits& indexer_traits(IndexerRule rule) {
+  constexpr Pairing half = Pairing::RotateHalf, inter = Pairing::Interleaved;
+  static const std::array<IndexerTraits, 4> rows{{
+      // pairing, rope_last, shared, default_freq, default_offset, schedule_keys
+      {half, false, false, 1, 2, false},  // None
+      {half, false, false, 1, 2, false},  // RotateHalfFirst
+      {inter, true, true, 4, 2, false},   // InterleavedLastShared: layer 0 and i = 1, 5, 9, ...
+      {inter, false, true, 1, 2, true},   // InterleavedFirstShared
   }};
   return rows[static_cast<std::size_t>(rule)];
 }
@@ -223,6 +234,9 @@ struct ModelFamily : detail::Chainable<ModelFamily> {
   // head_dim to it), not of qk_rope_head_dim; the rotated width must be qk_rope_head_dim.
   bool partial_of_qk_head = false;
   IndexerRule indexer = IndexerRule::None;  // indexed_attention layers' indexer RoPE
+  // The M-RoPE sections [t, h, w] (chunked) the modeling code takes when the rope block has no
+  // mrope_section (GLM-4V: Glm4vTextRotaryEmbedding.__init__), or none: plain RoPE.
+  std::optional<MropeSections> default_mrope_section;
   // The config's own names of posemb's layer types, in layer_types and as rope_parameters'
   // keys: "name=type, ..." (Zaya: "hybrid=full_attention, hybrid_sliding=sliding_attention"),
   // or nullptr.
@@ -299,6 +313,9 @@ struct ModelFamily : detail::Chainable<ModelFamily> {
     return with(&ModelFamily::partial_of_qk_head, value);
   }
   ModelFamily with_indexer(IndexerRule value) const { return with(&ModelFamily::indexer, value); }
+  ModelFamily with_default_mrope_section(MropeSections value) const {
+    return with(&ModelFamily::default_mrope_section, value);
+  }
   ModelFamily with_layer_type_names(const char* names) const {
     return with(&ModelFamily::layer_type_names, names);
   }
@@ -444,6 +461,12 @@ inline const std::vector<ModelFamily>& model_families() {
           .with_pairing(inter).with_partial_rotary_factor(0.5),
       family("glm4", "glm4/configuration_glm4.py (partial_rotary_factor 0.5), modeling_glm4.py")
           .with_pairing(inter).with_partial_rotary_factor(0.5),
+      family("glm4v_text", "glm4v/configuration_glm4v.py (Glm4vTextConfig: max_position_embeddings 32768, no class rope block), modeling_glm4v.py (Glm4vTextRotaryEmbedding: mrope_section default [8, 12, 12], chunked; apply_rotary_pos_emb: rotate_half_llm on repeat_interleave'd cos/sin)")
+          .with_pairing(inter).with_default_mrope_section({8, 12, 12})
+          .with_max_position_embeddings(32768),
+      family("glm4v_moe_text", "glm4v_moe/configuration_glm4v_moe.py (Glm4vMoeTextConfig: hidden_size 4096, 96 heads, max_position_embeddings 65536, partial_rotary_factor 0.5 by default), modeling_glm4v_moe.py (Glm4vMoeTextRotaryEmbedding: mrope_section default [8, 12, 12], chunked, cat(freq, freq); apply_rotary_pos_emb: rotate_half)")
+          .with_partial_rotary_factor(0.5).with_default_mrope_section({8, 12, 12})
+          .with_hidden_size(4096).with_num_attention_heads(96).with_max_position_embeddings(65536),
       family("ernie4_5", "ernie4_5/configuration_ernie4_5.py (default_theta 500000, head_dim 128), modeling_ernie4_5.py (repeat_interleave'd cos/sin)")
           .with_pairing(inter).with_rope_theta(5e5).with_hidden_size(1024)
           .with_num_attention_heads(16).with_head_dim(128).with_max_position_embeddings(131072),
@@ -560,6 +583,10 @@ inline const std::vector<ModelFamily>& model_families() {
       family("hy_v4", "hy_v4/configuration_hy_v4.py (indexed_attention layers, indexer_types), modeling_hy_v4.py of transformers 5.25.0 (HYV4Attention: MLA, apply_rotary_pos_emb_interleave, yarn_apply_mscale scaling, sinks; HYV4Indexer: apply_rotary_pos_emb_interleave on its last qk_rope_head_dim features; 5.24.0 rotated both half)")
           .with_pairing(inter).with_layer_types(L::AllIndexed).with_softmax(S::DeepseekMscale)
           .with_attention_sinks().with_indexer(I::InterleavedLastShared),
+      family("glm_moe_dsa", "glm_moe_dsa/configuration_glm_moe_dsa.py (GlmMoeDsaConfig: hidden_size 6144, 64 heads, head_dim = qk_rope_head_dim, max_position_embeddings 202752, layer_types: every layer indexed_attention, indexer_types), modeling_glm_moe_dsa.py (GlmMoeDsaAttention: MLA, apply_rotary_pos_emb_interleave always, yarn_apply_mscale; GlmMoeDsaIndexer: interleaved on its first qk_rope_head_dim features)")
+          .with_pairing(inter).with_layer_types(L::AllIndexed).with_softmax(S::DeepseekMscale)
+          .with_indexer(I::InterleavedFirstShared).with_hidden_size(6144)
+          .with_num_attention_heads(64).with_max_position_embeddings(202752),
       family("mistral4", "mistral4/configuration_mistral4.py (head_dim = qk_nope + qk_rope, partial_rotary_factor = qk_rope / head_dim, default yarn block factor 128 with llama_4_scaling_beta 0.1), modeling_mistral4.py (Mistral4Attention: DeepSeek-V3's MLA and yarn_apply_mscale, rope_interleave, q * get_llama_4_attn_scale)")
           .with_pairing(inter).with_softmax(S::DeepseekMscale)
           .with_temperature(T::EveryLayerLlama4Beta).with_interleave_key("rope_interleave")
@@ -802,6 +829,10 @@ inline const std::vector<MultimodalFamily>& multimodal_families() {
           .with_mrope_index(M::Qwen3VL).with_vision(V::QwenMerge),
       family("qwen3_5_moe", "qwen3_5_moe/modeling_qwen3_5_moe.py (as qwen3_vl)")
           .with_mrope_index(M::Qwen3VL).with_vision(V::QwenMerge),
+      family("glm4v", "glm4v/configuration_glm4v.py (text_config: glm4v_text), modeling_glm4v.py (Glm4vModel.get_rope_index: a video's frames placed one by one)")
+          .with_text_model_type("glm4v_text").with_mrope_index(M::Glm4v),
+      family("glm4v_moe", "glm4v_moe/configuration_glm4v_moe.py (text_config: glm4v_moe_text), modeling_glm4v_moe.py (Glm4vMoeModel.get_rope_index: as glm4v)")
+          .with_text_model_type("glm4v_moe_text").with_mrope_index(M::Glm4v),
       family("pixtral", "pixtral/modeling_pixtral.py (PixtralRotaryEmbedding)")
           .with_vision(V::Pixtral),
   };

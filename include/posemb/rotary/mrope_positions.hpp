@@ -16,6 +16,9 @@
 //   Qwen3-VL / Qwen3.5 (Qwen3VLModel.get_rope_index, models/qwen3_vl/modeling_qwen3_vl.py,
 //     4.57): a video of T grids is T one-frame grids (1, H, W), each placed as an image; images
 //     tau(g) = g; S is ignored (time is in timestamp text tokens)
+//   GLM-4V     (Glm4vModel.get_rope_index, models/glm4v/modeling_glm4v.py, 5.25: video_grid_thw
+//     repeat_interleave'd to one-frame grids): as Qwen3-VL. vLLM 0.33.0's
+//     get_mrope_input_positions (glm4_1v.py) places the same frames alike
 // After a vision segment, p resumes past its largest position on any axis (above: Qwen's own
 // get_rope_index_25 in qwen-vl-finetune/qwenvl/data/rope2d.py, the code Qwen2.5-VL was trained
 // with, and transformers up to 4.57.6), or, with MropeResume::SpatialExtent, at
@@ -47,7 +50,7 @@
 namespace posemb {
 
 // Whose get_rope_index the positions follow.
-enum class MropeFamily { Qwen2VL, Qwen25VL, Qwen3VL };
+enum class MropeFamily { Qwen2VL, Qwen25VL, Qwen3VL, Glm4v };
 
 // What a family's get_rope_index does with time (the header comment), one row per MropeFamily.
 struct MropeFamilyRules {
@@ -59,11 +62,12 @@ struct MropeFamilyRules {
 };
 
 inline const MropeFamilyRules& mrope_family_rules(MropeFamily family) {
-  static const std::array<MropeFamilyRules, 3> rows{{
+  static const std::array<MropeFamilyRules, 4> rows{{
       // name, temporal_in_seconds, video_as_frames
       {"qwen2_vl", false, false},
       {"qwen2_5_vl", true, false},
       {"qwen3_vl", false, true},
+      {"glm4v", false, true},
   }};
   return rows[static_cast<std::size_t>(family)];
 }

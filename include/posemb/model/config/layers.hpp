@@ -166,26 +166,54 @@ inline int rope_slice_offset(const JsonReader& root, const LayerPositions& layer
   return layer.head_dim - layer.rope->head_dim;
 }
 
-// Which of the n_layers layers run a lightning indexer of their own: all of them, or by
-// indexer_types[i] ("full" or "shared"; default "full" at layer 0 and every i with
-// (i - 1) % 4 == 0, HYV4Config).
+// indexer_types' default for a family whose indexers are shared (IndexerTraits): "full" iff
+// max(i - offset + 1, 0) % freq == 0 (HYV4Config; GlmMoeDsaConfig.__post_init__, whose
+// index_topk_pattern "FS..." or list, index_topk_freq and index_skip_topk_offset set it).
+inline std::vector<std::string> default_indexer_types(const JsonReader& root,
+                                                      const IndexerTraits& traits, int n_layers) {
+  std::int64_t freq = traits.default_freq, offset = traits.default_offset;
+  if (traits.schedule_keys) {
+    const nlohmann::json* given = root.find("index_topk_pattern");
+    if (given != nullptr && given->is_array()) return *root.strings("index_topk_pattern");
+    if (const auto pattern = root.string("index_topk_pattern")) {
+      std::vector<std::string> types;
+      for (const char c : *pattern) {
+        if (c != 'F' && c != 'S') {
+          fail(root.name("index_topk_pattern"), "\"" + *pattern + "\"",
+               "expected one letter F (full) or S (shared) per layer");
+        }
+        types.push_back(c == 'F' ? "full" : "shared");
+      }
+      return types;
+    }
+    freq = std::max<std::int64_t>(root.integer("index_topk_freq").value_or(freq), 1);
+    offset = root.integer("index_skip_topk_offset").value_or(offset);
+  }
+  std::vector<std::string> types;
+  for (std::int64_t i = 0; i < n_layers; ++i) {
+    types.push_back(std::max<std::int64_t>(i - offset + 1, 0) % freq == 0 ? "full" : "shared");
+  }
+  return types;
+}
+
+// Which of the n_layers layers run a lightning indexer of their own: all of them, or, where the
+// family's indexers are shared, those whose indexer_types[i] is "full" ("full" or "shared";
+// default_indexer_types when absent).
 inline std::vector<bool> read_indexer_owners(const JsonReader& root, const ModelFamily& family,
                                              int n_layers) {
   std::vector<bool> owners(static_cast<std::size_t>(n_layers), true);
-  if (!indexer_rule_row(family.indexer).shared_layers) return owners;
-  const char* key = "indexer_types";
-  const auto types = root.strings(key);
-  if (!types) {
-    for (int i = 0; i < n_layers; ++i)
-      owners[static_cast<std::size_t>(i)] = i == 0 || (i - 1) % 4 == 0;
-    return owners;
-  }
-  if (static_cast<int>(types->size()) != n_layers) {
-    fail(root.name(key) + ".size()", types->size(),
+  const IndexerTraits& traits = indexer_traits(family.indexer);
+  if (!traits.shared) return owners;
+  const bool given = root.has("indexer_types");
+  const char* key = given || !traits.schedule_keys ? "indexer_types" : "index_topk_pattern";
+  const std::vector<std::string> types =
+      given ? *root.strings("indexer_types") : default_indexer_types(root, traits, n_layers);
+  if (static_cast<int>(types.size()) != n_layers) {
+    fail(root.name(key) + ".size()", types.size(),
          "expected num_hidden_layers = " + std::to_string(n_layers));
   }
-  for (std::size_t i = 0; i < types->size(); ++i) {
-    const std::string& type = (*types)[i];
+  for (std::size_t i = 0; i < types.size(); ++i) {
+    const std::string& type = types[i];
     if (type != "full" && type != "shared") {
       fail(root.name(key) + "[" + std::to_string(i) + "]", "\"" + type + "\"",
            "expected \"full\" or \"shared\"");
@@ -197,26 +225,26 @@ inline std::vector<bool> read_indexer_owners(const JsonReader& root, const Model
 
 // The lightning indexer of an indexed_attention RoPE layer (families.hpp, IndexerRule;
 // modeling_deepseek_v32.py, DeepseekV32Indexer): index_head_dim features (default 128,
-// DeepseekV32Config, HYV4Config), the layer's frequencies on qk_rope_head_dim of them (the
-// layer's rope head; first or last, rotated half or interleaved, by the rule); nullopt for other
-// layers and families. owns_indexer: the layer's entry of read_indexer_owners.
+// DeepseekV32Config, HYV4Config, GlmMoeDsaConfig), the layer's frequencies on qk_rope_head_dim of
+// them (the layer's rope head; first or last, paired as the rule's IndexerTraits say); nullopt
+// for other layers and families. owns_indexer: the layer's entry of read_indexer_owners.
 inline std::optional<IndexerRope> read_indexer(const JsonReader& root, const ModelFamily& family,
                                                const LayerPositions& layer, bool owns_indexer) {
   if (family.indexer == IndexerRule::None || layer.layer_type != "indexed_attention" ||
       !layer.rope || !owns_indexer) {
     return std::nullopt;
   }
+  const IndexerTraits& traits = indexer_traits(family.indexer);
   IndexerRope indexer;
   indexer.head_dim =
       to_head_dim(root.name("index_head_dim"), root.integer("index_head_dim").value_or(128));
-  const IndexerRuleRow rule = indexer_rule_row(family.indexer);
   indexer.rope = *layer.rope;
-  indexer.rope.pairing = rule.pairing;
+  indexer.rope.pairing = traits.pairing;
   if (indexer.rope.head_dim > indexer.head_dim) {
     fail(root.name("index_head_dim"), indexer.head_dim,
          "expected >= the rotated qk_rope_head_dim = " + std::to_string(indexer.rope.head_dim));
   }
-  if (rule.rope_last) indexer.rotary_offset = indexer.head_dim - indexer.rope.head_dim;
+  if (traits.rope_last) indexer.rotary_offset = indexer.head_dim - indexer.rope.head_dim;
   return indexer;
 }
 

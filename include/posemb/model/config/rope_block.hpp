@@ -539,7 +539,11 @@ class RopeBlockReader {
     scheme.params = rope_reader(*variant).read(context);
     read_dynamic_alpha(block, scheme);
     read_longrope_mscales(block, scheme);
-    if (block.has("mrope_section")) read_mrope(block, scheme);
+    if (block.has("mrope_section")) {
+      read_mrope(block, scheme);
+    } else {
+      scheme.mrope_section = family_.default_mrope_section;  // chunked, as mrope_layout's default
+    }
     out.softmax_factor = read_softmax_factor(block, scheme, context.why);
     if (family_.temperature == TemperatureRule::EveryLayerLlama4Beta) {
       out.temperature = read_beta_temperature(block);
