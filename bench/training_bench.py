@@ -12,7 +12,8 @@ tables, what a GPU runs) against the peers, each in its own layout and its own c
 Shapes: q [1, 2048, 32, 128] (prefill, positions 2048 .. 4095) and [32, 1, 32, 128] (decode, every
 row at 4095), k with 8 heads; float32 and bfloat16; torch.set_num_threads(1 and 2) and posemb's
 threads= the same. Upstream gradients are seeded tensors. Each figure is the best per-call time
-of several rounds; the load average is printed. The goals (docs/training.md) are checked per row:
+of several rounds (wall clock, or with --timer cpu the process's CPU time); the load average is
+printed. The goals (docs/training.md) are checked per row:
   prefill   fastest peer / posemb >= 2        decode    fastest peer / posemb >= 1
   backward  posemb backward / forward <= 1.1  composite composite / HF eager <= 1.5
 
@@ -23,6 +24,7 @@ conformance/peers/requirements.txt; transformers at the test venv's.)
 import argparse
 import os
 import sys
+import time
 import timeit
 from importlib.metadata import version
 
@@ -37,12 +39,15 @@ THETA, HEADS, KV_HEADS, D, END = 500000.0, 32, 8, 128, 4096
 CASES = (("prefill", 1, 2048), ("decode", 32, 1))
 
 
+TIMER = [time.perf_counter]
+
+
 def best(fn, seconds=0.4, rounds=5):
     """Best per-call time; calls per round sized to about seconds / rounds."""
     fn()
-    once = timeit.timeit(fn, number=1)
+    once = timeit.timeit(fn, number=1, timer=TIMER[0])
     number = max(1, int(seconds / rounds / max(once, 1e-7)))
-    return min(timeit.repeat(fn, number=number, repeat=rounds)) / number
+    return min(timeit.repeat(fn, number=number, repeat=rounds, timer=TIMER[0])) / number
 
 
 class Contender:
@@ -119,8 +124,8 @@ def times(contender, batch, seq, dtype):
     """(forward + backward, forward, backward) per call, seconds."""
     (q, k), grads = contender.leaves(batch, seq, dtype, torch.Generator().manual_seed(0))
 
-    def step():
-        torch.autograd.backward(contender.forward(q, k), grads)
+    def step():  # autograd.grad: nothing accumulates into q.grad between calls
+        torch.autograd.grad(contender.forward(q, k), (q, k), grads)
 
     outs = contender.forward(q, k)
     backward = best(lambda: torch.autograd.grad(outs, (q, k), grads, retain_graph=True))
@@ -140,7 +145,11 @@ def main(argv):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--backend", help="torch.compile backend for HF (default: inductor if it "
                         "works here, else aot_eager)")
+    parser.add_argument("--timer", choices=["wall", "cpu"], default="wall",
+                        help="cpu: the process's CPU time (time.process_time; steadier on a "
+                        "loaded machine, but with 2 threads it adds both threads' time)")
     args = parser.parse_args(argv[1:])
+    TIMER[0] = time.process_time if args.timer == "cpu" else time.perf_counter
     backend = args.backend
     if backend is None:
         reason = inductor_works()
@@ -151,7 +160,8 @@ def main(argv):
           f"rotary-embedding-torch {version('rotary-embedding-torch')}, "
           f"torchtune {version('torchtune')}; HF compiled with {backend}")
     print(f"load average at start: {os.getloadavg()} (cpus: {os.cpu_count()})")
-    print("times in us, forward + backward of q and k; ratios: peer / posemb (> 1: posemb faster)")
+    print(f"{args.timer} times in us, forward + backward of q and k; ratios: peer / posemb "
+          "(> 1: posemb faster)")
     for threads in (1, 2):
         torch.set_num_threads(threads)
         for name, batch, seq in CASES:
