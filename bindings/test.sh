@@ -7,6 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 build=$(cd "$1" && pwd)
 export POSEMB_C_REFERENCE=$build/tests/c/reference.txt POSEMB_TEST_DATA=$PWD/tests/data
+export POSEMB_C_GRAD_REFERENCE=$build/tests/c/grad_reference.txt
 test -f "$POSEMB_C_REFERENCE" || { echo "bindings/test.sh: no $POSEMB_C_REFERENCE (build posemb_c_reference)" >&2; exit 1; }
 (cd bindings/rust && POSEMB_C_LIB_DIR=$build/src/c_api CARGO_TARGET_DIR=$build/rust cargo test --offline)
 (cd bindings/go && CGO_LDFLAGS="-L$build/src/c_api -Wl,-rpath,$build/src/c_api" GOCACHE=$build/gocache \

@@ -137,6 +137,8 @@ type Rotation int
 const (
 	Forward Rotation = 0 // R(p)
 	Inverse Rotation = 1 // R(p)^T = R(-p)
+	// Transpose is m R(p)^T, the backward: dL/dy into dL/dx (ABI 1.3).
+	Transpose Rotation = 2
 )
 
 // Pairing: Interleaved pairs (2i, 2i + 1), RotateHalf (i, i + rotary_dim/2).

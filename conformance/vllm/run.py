@@ -45,6 +45,24 @@ EXPECTED_NOT_PASS = {
     ("phi3", "vllm_vs_posemb"),
     ("phimoe", "vllm_vs_transformers"),
     ("phimoe", "vllm_vs_posemb"),
+    # Qwen2VLModel / Qwen2_5_VLModel.get_rope_index (transformers 5.x) resume the text after a
+    # video at max(h, w) / merge past its start; vLLM's get_mrope_input_positions (qwen2_vl.py,
+    # qwen2_5_vl.py: st_idx = llm_pos_ids_list[-1].max() + 1) past its largest id, as Qwen's own
+    # code, transformers 4.57 and posemb (the transformers harness pins the same rows).
+    ("qwen2_vl", "vllm_mrope_ids_transformers"),
+    ("qwen2_5_vl", "vllm_mrope_ids_transformers"),
+    # Qwen2_5_VLForConditionalGeneration.iter_mm_grid_thw (qwen2_5_vl.py): t_factor =
+    # second_per_grid_ts.item() * tokens_per_second in double from the float32 field, then
+    # (g * t_factor).astype(int64): at 0.7 s (float32 0.699999988) g = 5 gives 6.99999988 -> 6,
+    # where transformers' float32 (g * S) * tokens_per_second and posemb give 7.
+    ("qwen2_5_vl", "vllm_mrope_ids"),
+    # Not vLLM's: posemb has no GLM-4V row (model/families.hpp). It reads glm4v_text's sections
+    # and partial rotary but pairs rotate-half, where transformers' Glm4vTextRotaryEmbedding
+    # (rotate_half_llm, repeat_interleave) and vLLM (glm4.py: is_neox_style=False) pair
+    # interleaved, and it has no get_rope_index rules for it; vLLM equals transformers (the
+    # glm4v vllm_vs_transformers and vllm_mrope_ids_transformers rows pass).
+    ("glm4v", "vllm_vs_posemb"),
+    ("glm4v", "vllm_mrope_ids"),
 }
 
 
@@ -128,8 +146,11 @@ def _config_dict(config) -> dict:
 def capture_case(name: str, work: str):
     """Builds the case's tiny model, runs transformers' forward at each position set and writes
     the worker's job: WORK/name/{config.json, inputs.npz, job.json}; returns (model, config,
-    posemb model, calls), calls [(key, label, positions, RopeCall)]."""
+    posemb model, calls), calls [(key, label, positions, RopeCall)]. An M-RoPE model (mrope.py)
+    runs at the [3, seq] positions of multimodal prompts, and its job carries the prompts for
+    vLLM's own position computation."""
     import capture
+    import mrope
     import rope_case
     import tiny_models
     import torch
@@ -140,39 +161,49 @@ def capture_case(name: str, work: str):
     model = tiny_models.model_for(name)
     model.save_pretrained(os.path.join(folder, "model"))
     config = model.config
+    text = mrope.text_config(config)
     pmodel = posemb.load_model(os.path.join(folder, "model", "config.json"))
-    limit = max_model_len(config)
-    state = rope_case.HfState(config.max_position_embeddings) if hasattr(
-        config, "max_position_embeddings") else None
+    limit = max_model_len(text)
+    state = rope_case.HfState(text.max_position_embeddings) if hasattr(
+        text, "max_position_embeddings") else None
+    is_mrope = mrope.model_of(config.model_type) is not None
+    sets = (mrope.position_sets(model, config, pmodel, limit) if is_mrope else
+            {label: p[None] for label, p in position_sets(config, limit).items()})
     calls, inputs, job_calls = [], {}, []
-    for label, positions in position_sets(config, limit).items():
-        recorded = capture.forward(model, config.model_type, torch.from_numpy(positions)[None])
+    for label, positions in sets.items():  # positions [axes, seq]: 3 for M-RoPE, else 1
+        ids = torch.from_numpy(positions)[:, None] if is_mrope else torch.from_numpy(positions)
+        recorded = capture.forward(model, config.model_type, ids)
+        positions = positions if is_mrope else positions[0]
         seq_len = int(positions.max()) + 1
         kinds = {l.rope.rope_type for l in pmodel.layers if l.rope is not None}
         seq_len = rope_case.posemb_seq_len("dynamic" if "dynamic" in kinds else None, state,
                                            seq_len)
         for call in recorded.rope:
-            if call.indexer:
-                continue  # a lightning indexer's rope (vLLM: its own indexer_rope_emb)
             key = f"c{len(calls)}"
             calls.append((key, label, positions, seq_len, call))
             inputs[f"{key}.x"] = _tokens_heads(call.x_in.float().numpy(), call.layout)
             inputs[f"{key}.positions"] = positions.astype(np.int64)
-            types = getattr(config, "layer_types", None)
-            job_calls.append({"key": key, "layer": call.layer,
+            types = getattr(text, "layer_types", None)
+            job_calls.append({"key": key, "layer": call.layer, "indexer": call.indexer,
                               "layer_type": types[call.layer] if types else None})
     np.savez(os.path.join(folder, "inputs.npz"), **inputs)
     json.dump(_config_dict(config), open(os.path.join(folder, "config.json"), "w"), default=str)
-    json.dump({"architectures": config.architectures, "max_model_len": limit,
-               "calls": job_calls}, open(os.path.join(folder, "job.json"), "w"))
+    job = {"architectures": config.architectures, "max_model_len": limit, "calls": job_calls}
+    if is_mrope:
+        job["mrope_prompts"] = [mrope.prompt_job(p, config)
+                                for p in mrope.model_of(config.model_type).prompts]
+    json.dump(job, open(os.path.join(folder, "job.json"), "w"))
     return model, config, pmodel, calls
 
 
-def compare_case(name, config, pmodel, calls, folder) -> list:
+def compare_case(name, model, config, pmodel, calls, folder) -> list:
     """vLLM's outputs against transformers' and posemb's rotation of the same input."""
+    import mrope
     import rope_checks
     import rotation
     from report import Row
+
+    import posemb
 
     meta = json.load(open(os.path.join(folder, "vllm.json")))
     module = meta.get("module")
@@ -185,37 +216,63 @@ def compare_case(name, config, pmodel, calls, folder) -> list:
     if "build" in meta["errors"]:
         return [Row(name, "vllm_model", "error", detail=meta["errors"]["build"])]
     outputs = np.load(os.path.join(folder, "vllm.npz"))
-    hf, mine = rope_checks.RopeStats(), rope_checks.RopeStats()
+    # (indexer call?) -> (against transformers, against posemb)
+    stats = {False: (rope_checks.RopeStats(), rope_checks.RopeStats()),
+             True: (rope_checks.RopeStats(), rope_checks.RopeStats())}
     errors = []
     for key, label, positions, seq_len, call in calls:
-        where = f"{label} layer {call.layer} {call.name}"
+        where = f"{label} layer {call.layer} {'indexer ' if call.indexer else ''}{call.name}"
+        hf, mine = stats[bool(call.indexer)]
         if key in meta["errors"]:
             errors.append(f"{where}: {meta['errors'][key]}")
             continue
         layer = pmodel.layers[call.layer]
-        spec = layer.rope_spec(seq_len)
+        spec_of = rope_checks._call_spec(layer, call)
+        if spec_of is None:
+            errors.append(f"{where}: transformers' indexer rotates, posemb's layer has none")
+            continue
+        spec = spec_of(seq_len)
         x = _tokens_heads(call.x_in.float().numpy(), call.layout)[None]  # [1, seq, heads, w]
         y_vllm = outputs[key][None].astype(np.float64)
         order = rope_checks.hf_order(call.function)
         y_hf = _tokens_heads(call.x_out.float().numpy(), call.layout)[None]
         x_full, part = rotation.embed(x, spec)
-        y_posemb = rotation.rotate(x_full, positions, spec, "bshd", part)
+        bound_at = positions.max(axis=0) if positions.ndim == 2 else positions  # M-RoPE: [3, seq]
         hf_type = rope_checks._hf_layer_type(config, call.layer, layer)
         k = rotation.angle_coefficient(spec, layer, seq_len,
-                                       rope_checks.rope_block(config, hf_type))
-        tol = rotation.bound(x_full, positions, "bshd", spec, k)[..., part]
+                                       rope_checks.rope_block(mrope.text_config(config), hf_type))
+        tol = rotation.bound(x_full, bound_at, "bshd", spec, k)[..., part]
         hf.add(np.abs(order(y_vllm) - y_hf), 2 * order(tol), where)
-        mine.add(np.abs(y_vllm - y_posemb), tol, where)
+        if positions.ndim == 2 and layer.rope.mrope_section is None:
+            mine.failures.append(f"{where}: posemb reads no mrope_section for this layer")
+        elif positions.ndim == 2:
+            y_posemb = posemb.apply_mrope(x_full, positions, layer.mrope_spec(seq_len))[..., part]
+            mine.add(np.abs(y_vllm - y_posemb), tol, where)
+        else:
+            y_posemb = rotation.rotate(x_full, positions, spec, "bshd", part)
+            mine.add(np.abs(y_vllm - y_posemb), tol, where)
     layers = meta["layers"]
     first = layers[min(layers, key=int)] if layers else {}
     source = (module.replace(".", "/") if module.startswith("vllm.")
               else f"vllm/model_executor/models/{module}.py")
     built = (f"{source}: {first.get('class')} head_size "
              f"{first.get('head_size')} rotary_dim {first.get('rotary_dim')} neox "
-             f"{first.get('is_neox_style')} max_position {first.get('max_position')}")
+             f"{first.get('is_neox_style')} max_position {first.get('max_position')}"
+             + (f" cos_sin_cache {first['cache']} rows" if first.get("cache") else ""))
     rows = [Row(name, "vllm_model", "error" if errors else "pass",
                 detail="; ".join(errors[:3]) if errors else built)]
+    hf, mine = stats[False]
     rows += [hf.row(name, "vllm_vs_transformers"), mine.row(name, "vllm_vs_posemb")]
+    indexers = meta.get("indexer_layers") or {}
+    if indexers:  # DeepSeek Sparse Attention's lightning indexer: its own rotary layer
+        first = indexers[min(indexers, key=int)]
+        hf, mine = stats[True]
+        detail = (f"indexer_rope_emb {first.get('class')} rotary_dim {first.get('rotary_dim')} "
+                  f"neox {first.get('is_neox_style')}, layers {sorted(indexers, key=int)}")
+        rows += [hf.row(name, "vllm_indexer_vs_transformers", detail + ";"),
+                 mine.row(name, "vllm_indexer_vs_posemb")]
+    if mrope.model_of(config.model_type) is not None:
+        rows += mrope.position_rows(name, model, pmodel, meta, outputs)
     return rows
 
 
@@ -255,6 +312,50 @@ def fope_job(work: str):
 
 
 def fope_rows(fope, positions, q, k, folder) -> list:
+    """The forward rows (fope_forward_rows), then the gradients against autograd through vLLM."""
+    return (fope_forward_rows("fope", fope, positions, q, k, folder)
+            + fope_grad_rows(fope, positions, folder))
+
+
+# Intern-S1-Pro (tests/data/interns1_pro/config.json: its config.json, the quantization block
+# left out): posemb.load_model of the config and posemb.fope_checkpoint_coefficients of a
+# safetensors file with the checkpoint's tensor names (seeded coefficients, written by the
+# safetensors package) against the FourierRotaryEmbedding vLLM's interns1_pro.py builds from the
+# same config and loads the same file into (worker.py run_interns1_pro).
+INTERNS1_PRO = os.path.join(ROOT, "tests", "data", "interns1_pro", "config.json")
+
+
+def interns1_pro_job(work: str):
+    """WORK/interns1_pro/{config.json, coefficients.safetensors, inputs.npz}; returns posemb's
+    FoPE (loaded through the model and the file), the positions, q and k."""
+    import shutil
+
+    import posemb
+    from safetensors.numpy import save_file
+
+    folder = os.path.join(work, "interns1_pro")
+    os.makedirs(folder, exist_ok=True)
+    shutil.copy(INTERNS1_PRO, os.path.join(folder, "config.json"))
+    model = posemb.load_model(INTERNS1_PRO)
+    config = model.fope
+    rng = np.random.default_rng(1)
+    shape = (config.n_kv_heads, config.d_out, config.d_out)  # D_out = D_in (vLLM's FoPE)
+    coef = {f"model.language_model.rotary_emb.{name}":
+            (np.eye(config.d_out) + 0.1 * rng.standard_normal(shape)).astype(np.float32)
+            for name in ("sin_coef", "cos_coef")}
+    path = os.path.join(folder, "coefficients.safetensors")
+    save_file(coef, path)
+    length = config.train_length
+    positions = np.concatenate([np.arange(32), np.arange(length - 32, length)]).astype(np.int64)
+    q = rng.standard_normal((len(positions), config.n_heads, config.head_dim)).astype(np.float32)
+    k = rng.standard_normal((len(positions), config.n_kv_heads, config.head_dim))
+    k = k.astype(np.float32)
+    np.savez(os.path.join(folder, "inputs.npz"), positions=positions, q=q, k=k)
+    sin_coef, cos_coef = posemb.fope_checkpoint_coefficients(path)
+    return posemb.fope_with_coefficients(config, sin_coef, cos_coef), positions, q, k
+
+
+def fope_forward_rows(case, fope, positions, q, k, folder) -> list:
     """vLLM's FoPE rotation against posemb's (exact angles, the same coefficients): per
     feature |delta| <= |x pair| * A * (8 u + u p w K), A the largest sum over D_in of |cos_coef|
     + |sin_coef| of a slot (the mixture's gain), K = 8 (float32 angles, cos/sin, two einsums)."""
@@ -263,7 +364,7 @@ def fope_rows(fope, positions, q, k, folder) -> list:
 
     meta = json.load(open(os.path.join(folder, "vllm.json")))
     if meta["errors"]:
-        return [Row("fope", "vllm_fope", "error", detail=str(meta["errors"])[:300])]
+        return [Row(case, "vllm_fope", "error", detail=str(meta["errors"])[:300])]
     out = np.load(os.path.join(folder, "vllm.npz"))
     gain = float((np.abs(fope.cos_coef) + np.abs(fope.sin_coef)).sum(axis=1).max())
     u = 2.0**-24
@@ -277,17 +378,17 @@ def fope_rows(fope, positions, q, k, folder) -> list:
         tol = pair * gain * (8 * u + u * p * float(np.max(fope.inv_freq)) * 8)
         err = np.abs(out[name] - mine)
         bad = int((err > tol).sum())
-        rows.append(Row("fope", f"vllm_fope_{name}", "fail" if bad else "pass",
+        rows.append(Row(case, f"vllm_fope_{name}", "fail" if bad else "pass",
                         float(err.max()), float(tol.max()),
                         f"{meta['class']} D_in {meta['d_in']} (posemb {fope.d_in}), "
                         f"{bad} of {err.size} beyond the bound" if bad else
                         f"{meta['class']} D_in {meta['d_in']} (posemb {fope.d_in}), "
                         f"{err.size} values"))
     same = np.allclose(out["inv_freq"], fope.inv_freq, rtol=1e-6)
-    rows.append(Row("fope", "vllm_fope_inv_freq", "pass" if same else "fail",
+    rows.append(Row(case, "vllm_fope_inv_freq", "pass" if same else "fail",
                     detail=f"vLLM {len(out['inv_freq'])} retained frequencies, posemb "
                            f"{len(fope.inv_freq)}"))
-    return rows + fope_grad_rows(fope, positions, folder)
+    return rows
 
 
 # Float32 error terms of a FoPE rotation as vLLM computes it: K roundings per product chain (float32
@@ -415,15 +516,17 @@ def _pinned_row(rows):
 
 
 def rope_cases(names):
-    """The cases the transformers harness runs as a rope forward (hf_run._runner), and the rest
-    with the check they get there."""
+    """The cases the transformers harness runs as a rope forward (hf_run._runner; M-RoPE ones with
+    their positions, mrope.py), and the rest with the check they get there."""
     import hf_run
+    import mrope
     import tiny_models
 
     rope, other = [], {}
     for name in names:
-        runner = hf_run._runner(name, tiny_models.CASES[name].model_type, "posemb")
-        if runner is hf_run.rope_case:
+        model_type = tiny_models.CASES[name].model_type
+        runner = hf_run._runner(name, model_type, "posemb")
+        if runner is hf_run.rope_case or mrope.model_of(model_type) is not None:
             rope.append(name)
         else:
             other[name] = getattr(runner, "__name__", "rope_case + mrope_case")
@@ -449,9 +552,11 @@ def main():
     import torch
     import transformers
 
+    import mrope
     import report
     import tiny_models
 
+    mrope.register_cases()
     torch.set_num_threads(1)
     start = time.time()
     work = os.path.join(args.out, "work")
@@ -464,12 +569,13 @@ def main():
             rows.append(report.Row(name, "capture", "error",
                                    detail=f"{type(error).__name__}: {str(error)[:200]}"))
     print(f"transformers: {len(captured)} cases captured, {time.time() - start:.0f} s", flush=True)
-    fope = fope_job(work)
-    subprocess.run([args.vllm_python, os.path.join(HERE, "worker.py"), work, *captured, "fope"],
-                   check=True)
+    fope, intern = fope_job(work), interns1_pro_job(work)
+    subprocess.run([args.vllm_python, os.path.join(HERE, "worker.py"), work, *captured, "fope",
+                    "interns1_pro"], check=True)
     rows += fope_rows(*fope, os.path.join(work, "fope"))
-    for name, (_, config, pmodel, calls) in captured.items():
-        rows += compare_case(name, config, pmodel, calls, os.path.join(work, name))
+    rows += fope_forward_rows("interns1_pro", *intern, os.path.join(work, "interns1_pro"))
+    for name, (model, config, pmodel, calls) in captured.items():
+        rows += compare_case(name, model, config, pmodel, calls, os.path.join(work, name))
     for name, check in other.items():
         rows.append(report.Row(name, "vllm_model", "pass",
                                detail=f"not a get_rope case: the transformers harness checks it "

@@ -114,6 +114,44 @@ def _falcon_h1(config, layer, layer_type):
                 rope_parameters=params, is_neox_style=True)
 
 
+def _deepseek_indexer(config, layer, layer_type):
+    # deepseek_v2.py DeepseekV2MLAAttention and vllm/models/deepseek_v32/attention.py:
+    # indexer_rope_emb = get_rope(qk_rope_head_dim, max_position_embeddings, the attention's
+    # rope_parameters (rope_type already made "deepseek_yarn"), is_neox_style=not
+    # config.indexer_rope_interleave); Indexer.forward rotates q[..., :rope_dim] per head and k
+    args, inputs = _deepseek_v2(config, layer, layer_type)
+    args["is_neox_style"] = not getattr(config, "indexer_rope_interleave", False)
+    return args, inputs
+
+
+def _qwen_vl(positions_factor: int):
+    """The text model of a Qwen-VL wrapper (qwen2_vl.py, qwen2_5_vl.py: Qwen2ForCausalLM;
+    qwen3_vl.py, qwen3_vl_moe.py, qwen3_5.py: Qwen3 / Qwen3.5 decoder layers) built on
+    config.text_config: get_rope(head_dim, max_position_embeddings, rope_parameters with
+    mrope_section, mrope_positions_factor), MRotaryEmbedding. positions_factor: 4 for Qwen2 /
+    2.5-VL (get_rope's default); 1 for Qwen3-VL (qwen3_vl.py mrope_positions_factor: 4 only with
+    video pruning)."""
+
+    def build(config, layer, layer_type):
+        text = _namespace(config.text_config)
+        return dict(head_size=_head_dim(text), max_position=text.max_position_embeddings,
+                    rope_parameters=_block(text, layer_type), is_neox_style=True,
+                    mrope_positions_factor=positions_factor)
+
+    return build
+
+
+def _glm4v(config, layer, layer_type):
+    # glm4_1v.py Glm4vForConditionalGeneration: a Glm4ForCausalLM on text_config (glm4.py
+    # Glm4Attention: partial_rotary_factor defaults to 0.5, is_neox_style=False), so an
+    # MRotaryEmbedding whose sections pair interleaved
+    text = _namespace(config.text_config)
+    params = _block(text, layer_type)
+    params.setdefault("partial_rotary_factor", 0.5)
+    return dict(head_size=_head_dim(text), max_position=text.max_position_embeddings,
+                rope_parameters=params, is_neox_style=False)
+
+
 def _llama4(config, layer, layer_type):
     # llama4.py Llama4Attention: is_neox_style=True on q/k whose projection rows were permuted at
     # load (Llama4ForCausalLM.permute_qk_weight_for_rotary: per head, feature 2j + t moves to
@@ -161,12 +199,32 @@ ROPE_BUILDERS = {
     "llama4": _llama4,
     "granitemoeshared": _granite,  # granitemoe.py GraniteMoeAttention: layer_rope_theta too
     "vllm.models.deepseek_v32": _deepseek_v2,  # vllm/models/deepseek_v32/attention.py: as MLA
+    "qwen2_vl": _qwen_vl(4),
+    "qwen2_5_vl": _qwen_vl(4),
+    "qwen3_vl": _qwen_vl(1),
+    "qwen3_vl_moe": _qwen_vl(1),
+    "qwen3_5": _qwen_vl(1),
+    "glm4_1v": _glm4v,
+}
+
+# The lightning indexer's rotary layer (DeepSeek Sparse Attention), by vLLM module, for the calls
+# transformers records inside an indexer.
+INDEXER_BUILDERS = {
+    "deepseek_v2": _deepseek_indexer,
+    "vllm.models.deepseek_v32": _deepseek_indexer,
 }
 
 # Architecture names transformers saves that differ from the released checkpoints' (the name
 # vLLM registers): transformers 5.24 saves PhimoeForCausalLM, microsoft/Phi-3.5-MoE-instruct's
-# config.json names PhiMoEForCausalLM.
-ARCHITECTURE_ALIASES = {"PhimoeForCausalLM": "PhiMoEForCausalLM"}
+# config.json names PhiMoEForCausalLM; the Qwen-VL tiny models are the base models (their
+# config.json says *Model), the checkpoints (Qwen/Qwen2-VL-7B-Instruct, ...) name
+# *ForConditionalGeneration.
+ARCHITECTURE_ALIASES = {"PhimoeForCausalLM": "PhiMoEForCausalLM",
+                        "Qwen2VLModel": "Qwen2VLForConditionalGeneration",
+                        "Qwen2_5_VLModel": "Qwen2_5_VLForConditionalGeneration",
+                        "Qwen3VLModel": "Qwen3VLForConditionalGeneration",
+                        "Qwen3_5Model": "Qwen3_5ForConditionalGeneration",
+                        "Glm4vModel": "Glm4vForConditionalGeneration"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -231,7 +289,7 @@ def run_case(folder: str, registry: Registry) -> dict:
     job = json.load(open(os.path.join(folder, "job.json")))
     config = _namespace(json.load(open(os.path.join(folder, "config.json"))))
     arch = ARCHITECTURE_ALIASES.get(job["architectures"][0], job["architectures"][0])
-    meta = {"architecture": arch, "layers": {}, "errors": {}}
+    meta = {"architecture": arch, "layers": {}, "indexer_layers": {}, "errors": {}}
     if arch in registry.transformers:
         meta["module"] = "transformers"
         return meta
@@ -254,22 +312,124 @@ def run_case(folder: str, registry: Registry) -> dict:
         for call in job["calls"]:
             key = call["key"]
             try:
-                args = ROPE_BUILDERS[module](config, call["layer"], call["layer_type"])
+                builders = INDEXER_BUILDERS if call.get("indexer") else ROPE_BUILDERS
+                if module not in builders:
+                    raise KeyError(f"no indexer get_rope arguments written for vLLM module "
+                                   f"{module}")
+                args = builders[module](config, call["layer"], call["layer_type"])
                 args, how = args if isinstance(args, tuple) else (args, Inputs())
                 rope = get_rope(**args)
-                meta["layers"][str(call["layer"])] = {
+                meta["indexer_layers" if call.get("indexer") else "layers"][str(call["layer"])] = {
                     "class": type(rope).__name__, "head_size": args["head_size"],
                     "rotary_dim": getattr(rope, "rotary_dim", None),
                     "is_neox_style": args["is_neox_style"],
                     "max_position": args["max_position"],
+                    "cache": int(rope.cos_sin_cache.shape[0])
+                    if hasattr(rope, "cos_sin_cache") else None,
                     "rope_parameters": {k: v for k, v in args["rope_parameters"].items()
                                         if not isinstance(v, (list, tuple))}}
                 outputs[key] = _rotate(rope, inputs[f"{key}.positions"], inputs[f"{key}.x"],
                                        args["head_size"], how)
             except Exception as error:  # reported as the call's error row, never dropped
                 meta["errors"][key] = f"{type(error).__name__}: {str(error)[:300]}"
+    if job.get("mrope_prompts"):
+        try:
+            outputs.update(mrope_positions(registry.native[arch], job, config, meta))
+        except Exception:  # reported as the case's vllm_mrope_ids error row
+            meta["errors"]["mrope"] = traceback.format_exc(limit=4)[-600:]
     np.savez(os.path.join(folder, "vllm.npz"), **outputs)
     return meta
+
+
+def _attributes(value):
+    """A config dict as nested attributes (vision_config.spatial_merge_size, ...)."""
+    if isinstance(value, dict):
+        return types.SimpleNamespace(**{k: _attributes(v) for k, v in value.items()})
+    return value
+
+
+class _Absent(types.ModuleType):
+    """A torchvision that is not there: transformers' Qwen-VL image processors import it at
+    module level (vLLM's Qwen-VL model files import those processors); the position code never
+    calls it. Any attribute is a placeholder that raises when used."""
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return _Absent(f"{self.__name__}.{name}")
+
+    def __call__(self, *args, **kwargs):
+        raise RuntimeError(f"{self.__name__}: torchvision is not installed in the vLLM venv")
+
+    def __mro_entries__(self, bases):
+        return (object,)
+
+
+class _AbsentFinder:
+    """Meta path finder answering torchvision and its submodules with _Absent modules."""
+
+    @staticmethod
+    def find_spec(name, path=None, target=None):
+        import importlib.machinery
+
+        if name == "torchvision" or name.startswith("torchvision."):
+            return importlib.machinery.ModuleSpec(name, _AbsentFinder, is_package=True)
+        return None
+
+    @staticmethod
+    def create_module(spec):
+        return _Absent(spec.name)
+
+    @staticmethod
+    def exec_module(module):
+        module.__path__ = []
+
+
+def _model_class(module: str, name: str):
+    """vLLM's model class, imported without torchvision: torchvision's PyPI wheel does not load
+    beside torch 2.13.0+cpu ("operator torchvision::nms does not exist"). transformers decides
+    torchvision is absent when vllm.config is imported, before the finder is installed."""
+    import importlib
+
+    import vllm.config  # noqa: F401 (transformers' availability checks run here)
+
+    if _AbsentFinder not in sys.meta_path:
+        sys.meta_path.insert(0, _AbsentFinder)
+    return getattr(importlib.import_module(f"vllm.model_executor.models.{module}"), name)
+
+
+def mrope_positions(entry, job, config, meta) -> dict:
+    """vLLM's M-RoPE positions of each prompt of job["mrope_prompts"] by the model class's own
+    get_mrope_input_positions(input_tokens, mm_features) (SupportsMRoPE,
+    vllm/model_executor/models/interfaces.py), on an instance that holds only its config:
+    -> {"mrope.<i>": positions [3, seq] int64}; meta["mrope_deltas"] the deltas.
+    job["mrope_prompts"][i]: {"tokens": [...], "features": [{"modality", "offset", "length",
+    "grid": [t, h, w], "seconds"}]} (seconds: second_per_grid_ts of a video, or null)."""
+    from torch import nn
+    from vllm.multimodal.inputs import MultiModalFeatureSpec, PlaceholderRange
+
+    cls = _model_class(*entry)
+    model = cls.__new__(cls)
+    nn.Module.__init__(model)
+    model.config = _attributes(vars(config))
+    out, meta["mrope_deltas"], meta["mrope_class"] = {}, [], f"{entry[0]}.py {entry[1]}"
+    for i, prompt in enumerate(job["mrope_prompts"]):
+        features = []
+        for f in prompt["features"]:
+            grid = types.SimpleNamespace(data=torch.tensor(f["grid"]))
+            data = {f"{f['modality']}_grid_thw": grid}
+            if f.get("seconds") is not None:  # a float32 tensor, as the processor's output
+                data["second_per_grid_ts"] = types.SimpleNamespace(
+                    data=torch.tensor(f["seconds"], dtype=torch.float32))
+            features.append(MultiModalFeatureSpec(
+                data=data, modality=f["modality"], identifier=str(len(features)),
+                mm_position=PlaceholderRange(
+                    offset=f["offset"], length=f["length"],
+                    is_embed=None if f.get("is_embed") is None else torch.tensor(f["is_embed"]))))
+        positions, delta = model.get_mrope_input_positions(prompt["tokens"], features)
+        out[f"mrope.{i}"] = np.asarray(positions, dtype=np.int64)
+        meta["mrope_deltas"].append(int(delta))
+    return out
 
 
 def run_fope(folder: str) -> dict:
@@ -310,6 +470,55 @@ def run_fope(folder: str) -> dict:
     return {"class": type(rope).__name__, "d_in": int(rope.inv_freq.numel()), "errors": {}}
 
 
+def interns1_pro_rope(text_config: dict, dtype=torch.float32):
+    """The FourierRotaryEmbedding vLLM's interns1_pro.py builds from a text_config: its
+    InternS1ProMoeDecoderLayer turns rope_scaling's fope keys into rope_parameters (use_fope,
+    fope_init_factor, fope_sep_head, num_inv_freq), InternS1ProMoeAttention adds
+    num_key_value_heads and calls get_rope(head_dim, max_position=max_position_embeddings,
+    rope_parameters=...). Call inside set_current_vllm_config."""
+    from vllm.model_executor.layers.rotary_embedding import get_rope
+
+    c = _namespace(text_config)
+    scaling = dict(c.rope_scaling)
+    keys = ("fope_init_factor", "fope_sep_head", "num_inv_freq")
+    params = dict(scaling, rope_theta=c.rope_theta,
+                  use_fope=any(scaling.get(k) is not None for k in keys),
+                  num_key_value_heads=c.num_key_value_heads)
+    for k in keys:
+        params[k] = scaling.get(k)
+    return get_rope(_head_dim(c), max_position=c.max_position_embeddings,
+                    rope_parameters=params, dtype=dtype)
+
+
+def run_interns1_pro(folder: str) -> dict:
+    """Intern-S1-Pro's FoPE (interns1_pro_rope) with the coefficients of WORK/CASE/
+    coefficients.safetensors (model.language_model.rotary_emb.{sin,cos}_coef, the checkpoint's
+    names), rotating inputs.npz's q [tokens, n_heads, head_dim] and k [tokens, n_kv_heads,
+    head_dim] at its positions -> vllm.npz {q, k, inv_freq}."""
+    from safetensors.numpy import load_file
+    from vllm.config import VllmConfig, set_current_vllm_config
+
+    config = json.load(open(os.path.join(folder, "config.json")))["text_config"]
+    coef = load_file(os.path.join(folder, "coefficients.safetensors"))
+    data = np.load(os.path.join(folder, "inputs.npz"))
+    with set_current_vllm_config(VllmConfig()):
+        rope = interns1_pro_rope(config)
+        # What FourierRotaryEmbedding.weight_loader does with one tensor-parallel rank (its
+        # process group is not set up here): the whole tensor copied in.
+        for name in ("sin_coef", "cos_coef"):
+            getattr(rope, name).data.copy_(
+                torch.from_numpy(coef[f"model.language_model.rotary_emb.{name}"]))
+        q, k = torch.from_numpy(data["q"]), torch.from_numpy(data["k"])
+        q_out, k_out = rope.forward_native(torch.from_numpy(data["positions"]), q.flatten(1),
+                                           k.flatten(1))
+    np.savez(os.path.join(folder, "vllm.npz"), q=q_out.reshape(q.shape).numpy(),
+             k=k_out.reshape(k.shape).numpy(), inv_freq=rope.inv_freq.numpy())
+    return {"class": type(rope).__name__, "d_in": int(rope.inv_freq.numel()), "errors": {}}
+
+
+RUNNERS = {"fope": run_fope, "interns1_pro": run_interns1_pro}
+
+
 def main():
     import vllm
 
@@ -319,7 +528,8 @@ def main():
     for case in cases:
         folder = os.path.join(work, case)
         try:
-            meta = run_fope(folder) if case == "fope" else run_case(folder, registry)
+            runner = RUNNERS.get(case)
+            meta = runner(folder) if runner else run_case(folder, registry)
         except Exception:
             meta = {"errors": {"build": traceback.format_exc(limit=3)[-600:]}}
         meta["vllm"] = vllm.__version__

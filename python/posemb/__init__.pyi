@@ -80,9 +80,11 @@ class FopeConfig:
     sigma: float
     seed: int
     padding_sin: float
+    num_inv_freq: int
     def __init__(self, *, head_dim: int, n_heads: int, n_kv_heads: int = ..., theta: float = ...,
                  train_length: int, floor_ratio: float = ..., drop_clipped: bool = ..., d_out: int = ...,
-                 sigma: float = ..., seed: int = ..., padding_sin: float = ...) -> None: ...
+                 sigma: float = ..., seed: int = ..., padding_sin: float = ...,
+                 num_inv_freq: int = ...) -> None: ...
 
 class Fope:
     head_dim: int
@@ -300,6 +302,7 @@ def apply_fope(x: ArrayT, positions: PositionsLike, fope: Fope, layout: str = ..
 
 # ---- positions and weights
 def mrope_index(rules: Union[ModelPositions, MropeIndexRules], segments: str, resume: Optional[str] = ...) -> Tuple[npt.NDArray[np.int64], int]: ...
+def fope_checkpoint_coefficients(path: str, block: int = ...) -> tuple[np.ndarray, np.ndarray]: ...
 def packed_positions(cu_seqlens: Sequence[int], offsets: Sequence[int] = ...,
                      tokens: Optional[int] = ...) -> npt.NDArray[np.int64]: ...
 def context_parallel_positions(seq_len: int, rank: int, ranks: int, first_position: int = ...) -> npt.NDArray[np.int64]: ...

@@ -208,7 +208,7 @@ def _fope_basis(config, positions: Tensor, device, dtype) -> Tuple[Tensor, Tenso
     """cos(w_k t), sin(w_k t) [*positions.shape, D_in] of the config's retained frequencies
     (cached per setting the frequencies depend on: a FopeConfig's fields can be changed)."""
     key = (config.head_dim, config.theta, config.train_length, config.floor_ratio,
-           config.drop_clipped)
+           config.drop_clipped, config.num_inv_freq)
     if key not in _FOPE_BASES:
         w = np.array(_posemb.make_fope(config).inv_freq)
         _FOPE_BASES[key] = _posemb.RopeSpec(w, 2 * w.size)

@@ -4,6 +4,7 @@
 #include <pybind11/stl.h>
 
 #include "bindings.hpp"
+#include "posemb/model/checkpoint_positions.hpp"
 #include "posemb/model/config.hpp"
 
 namespace posemb::python {
@@ -401,6 +402,26 @@ Example:
       },
       py::arg("w"), py::arg("n_heads"), py::arg("from_pairing"), py::arg("to_pairing"),
       py::arg("rotary_dim") = py::none(), doc);
+  m.def(
+      "fope_checkpoint_coefficients",
+      [](const std::string& path, int block) {
+        const CheckpointFopeCoefficients c =
+            fope_checkpoint_coefficients(SafetensorsCheckpoint(path), block);
+        return std::make_pair(to_numpy(c.sin_coef.data(), c.sin_shape),
+                              to_numpy(c.cos_coef.data(), c.cos_shape));
+      },
+      py::arg("path"), py::arg("block") = 0,
+      R"doc(FoPE's coefficients (sin_coef, cos_coef), float32 [n_kv_heads, D_in, D_out], from a
+safetensors checkpoint (model.safetensors or its .index.json): block `block`'s
+transformer.blocks.<block>.pos_emb.{sin,cos}_coef (the FoPE authors' OLMo), else the model's one
+pair model.language_model.rotary_emb.{sin,cos}_coef (Intern-S1-Pro). For fope_with_coefficients
+with ModelPositions.fope.
+
+Example:
+    >>> model = posemb.load_model("config.json")
+    >>> sin, cos = posemb.fope_checkpoint_coefficients("model.safetensors")
+    >>> fope = posemb.fope_with_coefficients(model.fope, sin, cos)
+)doc");
   m.def(
       "packed_positions",
       [](std::vector<std::int64_t> cu_seqlens, std::vector<std::int64_t> offsets,

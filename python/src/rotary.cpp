@@ -738,21 +738,23 @@ py::object apply_fope_impl(const py::object& x, const py::object& positions,
 void bind_fope_config(py::module_& m) {
   py::class_<FopeConfig>(m, "FopeConfig", R"doc(The settings of a FoPE layer (Hua et al. 2024):
 head_dim, n_heads, n_kv_heads, theta, train_length, floor_ratio, drop_clipped, d_out, sigma,
-seed, padding_sin. ModelPositions.fope holds a model's.
+seed, padding_sin, num_inv_freq (> 0: the first num_inv_freq frequencies, no clip floor).
+ModelPositions.fope holds a model's.
 
 Example:
     >>> config = posemb.FopeConfig(head_dim=64, n_heads=8, train_length=512)
 )doc")
       .def(py::init([](int head_dim, int n_heads, int n_kv_heads, double theta,
                        std::int64_t train_length, double floor_ratio, bool drop_clipped, int d_out,
-                       double sigma, std::uint64_t seed, double padding_sin) {
-             return FopeConfig{head_dim,     n_heads, n_kv_heads, theta, train_length, floor_ratio,
-                               drop_clipped, d_out,   sigma,      seed,  padding_sin};
+                       double sigma, std::uint64_t seed, double padding_sin, int num_inv_freq) {
+             return FopeConfig{head_dim,     n_heads,     n_kv_heads,   theta,
+                               train_length, floor_ratio, drop_clipped, d_out,
+                               sigma,        seed,        padding_sin,  num_inv_freq};
            }),
            py::kw_only(), py::arg("head_dim"), py::arg("n_heads"), py::arg("n_kv_heads") = 0,
            py::arg("theta") = 10000.0, py::arg("train_length"), py::arg("floor_ratio") = 1.0,
            py::arg("drop_clipped") = true, py::arg("d_out") = 0, py::arg("sigma") = 0.3,
-           py::arg("seed") = 0, py::arg("padding_sin") = 1.0)
+           py::arg("seed") = 0, py::arg("padding_sin") = 1.0, py::arg("num_inv_freq") = 0)
       .def_readwrite("head_dim", &FopeConfig::head_dim)
       .def_readwrite("n_heads", &FopeConfig::n_heads)
       .def_readwrite("n_kv_heads", &FopeConfig::n_kv_heads)
@@ -763,7 +765,8 @@ Example:
       .def_readwrite("d_out", &FopeConfig::d_out)
       .def_readwrite("sigma", &FopeConfig::sigma)
       .def_readwrite("seed", &FopeConfig::seed)
-      .def_readwrite("padding_sin", &FopeConfig::padding_sin);
+      .def_readwrite("padding_sin", &FopeConfig::padding_sin)
+      .def_readwrite("num_inv_freq", &FopeConfig::num_inv_freq);
 }
 
 void bind_fope(py::module_& m) {

@@ -3,9 +3,11 @@
 
 #include <cstdint>
 #include <optional>
+#include <vector>
 
 #include "posemb/c/posemb.h"
 #include "posemb/model/positions.hpp"
+#include "posemb/rotary/fope.hpp"
 #include "posemb/rotary/mrope.hpp"
 #include "posemb/rotary/rope.hpp"
 
@@ -24,4 +26,10 @@ struct posemb_rope_table {
 
 struct posemb_mrope {
   posemb::MropeSpec spec;
+};
+
+// FoPE over its own copies of the coefficients (the Fope maps them: declared first, built last).
+struct posemb_fope {
+  std::vector<float> sin_coef, cos_coef;  // [n_kv_heads * D_in * D_out]
+  posemb::Fope fope;
 };

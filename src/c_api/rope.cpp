@@ -10,6 +10,7 @@
 
 using posemb::c_api::guarded;
 using posemb::c_api::require_pointer;
+using posemb::c_api::token_positions;
 
 namespace {
 
@@ -25,13 +26,6 @@ posemb::Pairing pairing_of(posemb_pairing pairing) {
 
 const posemb::RopeSpec& spec_of(const posemb_rope* rope) {
   return require_pointer(rope, "rope", "a posemb_rope")->spec;
-}
-
-// Positions of a posemb_positions, as rotate.hpp's callbacks take them.
-auto token_positions(const posemb_positions* positions) {
-  return [positions](const posemb::c_api::CheckedShape& shape, auto&& body) {
-    posemb::c_api::with_positions(positions, shape, body);
-  };
 }
 
 auto mrope_positions(const int64_t* ids, int64_t rows) {

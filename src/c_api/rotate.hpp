@@ -83,6 +83,15 @@ void with_dtype(posemb_dtype dtype, void* data, Body&& body) {
   if (dtype == POSEMB_BF16) body(static_cast<Eigen::bfloat16*>(data));
 }
 
+// Calls body(const T*) with a read-only buffer as T = float, Eigen::half or Eigen::bfloat16.
+template <class Body>
+void with_dtype(posemb_dtype dtype, const void* data, Body&& body) {
+  dtype_size(dtype);
+  if (dtype == POSEMB_F32) body(static_cast<const float*>(data));
+  if (dtype == POSEMB_F16) body(static_cast<const Eigen::half*>(data));
+  if (dtype == POSEMB_BF16) body(static_cast<const Eigen::bfloat16*>(data));
+}
+
 // Calls body(const Positions&) with the token positions of a [batch, seq] grid.
 template <class Body>
 void with_positions(const posemb_positions* p, const CheckedShape& shape, Body&& body) {
@@ -105,6 +114,13 @@ void with_positions(const posemb_positions* p, const CheckedShape& shape, Body&&
   thread_local PositionMatrix ids;
   ids = Eigen::Map<const PositionMatrix>(p->ids, p->rows, shape.seq);
   body(Positions(ids));
+}
+
+// Positions of a posemb_positions, as the rotations below take them.
+inline auto token_positions(const posemb_positions* positions) {
+  return [positions](const CheckedShape& shape, auto&& body) {
+    with_positions(positions, shape, body);
+  };
 }
 
 // Calls body(const MropePositions&) with position_ids [3, rows, seq].

@@ -430,11 +430,12 @@ static void check_cxx_errors(const char* data_dir) {
 /* Beam's full layers: no RoPE, q times (1 + (p + 1) / 2048)^0.1 (modeling_beam.py,
  * compute_attention_scaling); its sliding layers: RoPE, no temperature. */
 static void check_temperature_form(void) {
-  static const char config[] = "{\"model_type\": \"beam\", \"hidden_size\": 256, \"num_attention_heads\": 2, "
-    "\"num_key_value_heads\": 2, \"head_dim\": 128, \"num_hidden_layers\": 2, "
-    "\"layer_types\": [\"sliding_attention\", \"full_attention\"], \"sliding_window\": 512, "
-    "\"rope_parameters\": {\"sliding_attention\": {\"rope_type\": \"default\", "
-    "\"rope_theta\": 10000.0}, \"full_attention\": null}}";
+  static const char config[] =
+      "{\"model_type\": \"beam\", \"hidden_size\": 256, \"num_attention_heads\": 2, "
+      "\"num_key_value_heads\": 2, \"head_dim\": 128, \"num_hidden_layers\": 2, "
+      "\"layer_types\": [\"sliding_attention\", \"full_attention\"], \"sliding_window\": 512, "
+      "\"rope_parameters\": {\"sliding_attention\": {\"rope_type\": \"default\", "
+      "\"rope_theta\": 10000.0}, \"full_attention\": null}}";
   posemb_model* model = NULL;
   CHECK(posemb_model_parse_config(config, strlen(config), 0, 1, &model) == POSEMB_OK, "beam: %s",
         posemb_last_error());
@@ -835,9 +836,320 @@ static void check_transpose(void) {
   posemb_rope_free(rope);
 }
 
+/* ---- gradients (ABI 1.4) ---- */
+
+static void add_doubles(text* t, const double* values, size_t n) {
+  text_add(t, " %zu", n);
+  for (size_t i = 0; i < n; ++i) text_add(t, " %" PRIx64, bits64(values[i]));
+}
+
+static float float_of_bits(uint32_t bits) {
+  float value;
+  memcpy(&value, &bits, sizeof value);
+  return value;
+}
+
+/* FoPE config c of cases.h. */
+static posemb_fope_config fope_case_config(int c) {
+  const posemb_fope_config config = {POSEMB_CASE_FOPE_DIM,
+                                     POSEMB_CASE_FOPE_HEADS,
+                                     POSEMB_CASE_FOPE_KV_HEADS,
+                                     10000.0,
+                                     512,
+                                     1.0,
+                                     1,
+                                     c == 0 ? 4 : 0,
+                                     1.0,
+                                     c == 0 ? 0 : 3};
+  return config;
+}
+
+/* The FoPE of config c with the case's coefficients; *count: elements of each array. */
+static posemb_fope* fope_case(int c, size_t* count) {
+  const posemb_fope_config config = fope_case_config(c);
+  int32_t d_in = 0, d_out = 0;
+  CHECK(posemb_fope_dims(&config, &d_in, &d_out) == POSEMB_OK, "fope dims: %s",
+        posemb_last_error());
+  *count = (size_t)(POSEMB_CASE_FOPE_KV_HEADS * d_in * d_out);
+  float* sin_coef = malloc(*count * sizeof(float));
+  float* cos_coef = malloc(*count * sizeof(float));
+  for (size_t i = 0; i < *count; ++i) {
+    sin_coef[i] = float_of_bits(posemb_case_input_bits(0, (uint32_t)i));
+    cos_coef[i] = float_of_bits(posemb_case_input_bits(0, (uint32_t)(64 + i)));
+  }
+  posemb_fope* fope = NULL;
+  CHECK(posemb_fope_create(&config, sin_coef, cos_coef, *count, &fope) == POSEMB_OK,
+        "fope create: %s", posemb_last_error());
+  free(sin_coef);
+  free(cos_coef);
+  return fope;
+}
+
+enum {
+  FOPE_N = POSEMB_CASE_BATCH * POSEMB_CASE_SEQ * POSEMB_CASE_FOPE_HEADS * POSEMB_CASE_FOPE_DIM
+};
+static const posemb_shape fope_shape = {POSEMB_LAYOUT_BSHD, POSEMB_CASE_BATCH, POSEMB_CASE_SEQ,
+                                        POSEMB_CASE_FOPE_HEADS, POSEMB_CASE_FOPE_DIM};
+
+static void check_fope_case(int c, int dtype, text* t) {
+  size_t count = 0;
+  posemb_fope* fope = fope_case(c, &count);
+  const size_t width = dtype == 0 ? 4 : 2;
+  char* x = case_input(dtype, FOPE_N);
+  char* grad = calloc(FOPE_N, width);
+  for (size_t i = 0; i < FOPE_N; ++i) {
+    const uint32_t bits = posemb_case_input_bits(dtype, (uint32_t)(4096 + i));
+    if (dtype == 0) {
+      memcpy(grad + 4 * i, &bits, 4);
+    } else {
+      const uint16_t half = (uint16_t)bits;
+      memcpy(grad + 2 * i, &half, 2);
+    }
+  }
+  const posemb_positions at = {0, posemb_case_ids, 2};
+  double* d_sin = malloc(count * sizeof(double));
+  double* d_cos = malloc(count * sizeof(double));
+  CHECK(posemb_fope_coefficient_gradients(fope, (posemb_dtype)dtype, x, grad, &fope_shape, &at,
+                                          d_sin, d_cos, count) == POSEMB_OK,
+        "fope gradients: %s", posemb_last_error());
+  CHECK(posemb_fope_rotate_inplace(fope, (posemb_dtype)dtype, x, &fope_shape, &at,
+                                   POSEMB_FORWARD) == POSEMB_OK,
+        "fope forward: %s", posemb_last_error());
+  CHECK(posemb_fope_rotate_inplace(fope, (posemb_dtype)dtype, grad, &fope_shape, &at,
+                                   POSEMB_TRANSPOSE) == POSEMB_OK,
+        "fope transpose: %s", posemb_last_error());
+  const char* parts[4] = {"rot", "tr", "dsin", "dcos"};
+  for (int part = 0; part < 4; ++part) {
+    text_clear(t);
+    text_add(t, "fope %d %d %s", c, dtype, parts[part]);
+    if (part < 2) add_values(t, dtype, part == 0 ? x : grad, FOPE_N);
+    if (part >= 2) add_doubles(t, part == 2 ? d_sin : d_cos, count);
+    expect_line("fope", t);
+  }
+  free(x);
+  free(grad);
+  free(d_sin);
+  free(d_cos);
+  posemb_fope_free(fope);
+}
+
+static void check_table_gradients(text* t) {
+  enum { N = POSEMB_CASE_BATCH * POSEMB_CASE_SEQ * POSEMB_CASE_TABLE_D };
+  enum { TABLE = POSEMB_CASE_TABLE_LEN * POSEMB_CASE_TABLE_D };
+  float* g = case_input(0, N);
+  double table[TABLE];
+  for (int c = 0; c < 2; ++c) {
+    const posemb_positions at =
+        c == 0 ? (posemb_positions){0, posemb_case_table_ids, 2} : (posemb_positions){2, NULL, 0};
+    CHECK(posemb_position_table_gradient(POSEMB_F32, g, POSEMB_CASE_BATCH, POSEMB_CASE_SEQ,
+                                         POSEMB_CASE_TABLE_D, &at, POSEMB_CASE_TABLE_LEN, table,
+                                         TABLE) == POSEMB_OK,
+          "table gradient: %s", posemb_last_error());
+    text_clear(t);
+    text_add(t, "tablegrad %d", c);
+    add_doubles(t, table, TABLE);
+    expect_line("tablegrad", t);
+  }
+  free(g);
+  int64_t k[POSEMB_CASE_T5_KEYS];
+  for (int j = 0; j < POSEMB_CASE_T5_KEYS; ++j) k[j] = 7 * j;
+  float* bias = case_input(0, POSEMB_CASE_T5_HEADS * 3 * POSEMB_CASE_T5_KEYS);
+  double d_table[32 * POSEMB_CASE_T5_HEADS];
+  for (int bidirectional = 1; bidirectional >= 0; --bidirectional) {
+    const posemb_t5_buckets buckets = {32, 128, bidirectional};
+    CHECK(posemb_t5_table_gradient(&buckets, bias, POSEMB_CASE_T5_HEADS, posemb_case_t5_q, 3, k,
+                                   POSEMB_CASE_T5_KEYS, d_table,
+                                   32 * POSEMB_CASE_T5_HEADS) == POSEMB_OK,
+          "t5 gradient: %s", posemb_last_error());
+    text_clear(t);
+    text_add(t, "t5grad %d", bidirectional);
+    add_doubles(t, d_table, 32 * POSEMB_CASE_T5_HEADS);
+    expect_line("t5grad", t);
+  }
+  free(bias);
+}
+
+/* L(A) = <w, fope_A(x)> at float32 and bfloat16-free values: sum in double. */
+static double fope_loss(const posemb_fope_config* config, const float* sin_coef,
+                        const float* cos_coef, size_t count, const float* x, const float* w) {
+  posemb_fope* fope = NULL;
+  float y[FOPE_N];
+  memcpy(y, x, sizeof y);
+  const posemb_positions at = {0, posemb_case_ids, 2};
+  CHECK(posemb_fope_create(config, sin_coef, cos_coef, count, &fope) == POSEMB_OK &&
+            posemb_fope_rotate_inplace(fope, POSEMB_F32, y, &fope_shape, &at, POSEMB_FORWARD) ==
+                POSEMB_OK,
+        "fope loss: %s", posemb_last_error());
+  posemb_fope_free(fope);
+  double loss = 0.0;
+  for (int i = 0; i < FOPE_N; ++i) loss += (double)w[i] * y[i];
+  return loss;
+}
+
+/* Finite differences: y is linear in the coefficients and in x, so the central difference
+ * (L(A + h D) - L(A - h D)) / 2h equals <dL/dA, D> up to float32 rounding, and <w, F x> equals
+ * <F^T w, x>; the T5 bias copies table entries, so <w, bias(T + h D)> - <w, bias(T - h D)> =
+ * 2h <dL/dT, D>; a learned table's gradient sums to the sum of dL/dy over the tokens. */
+static void check_gradient_properties(void) {
+  const posemb_fope_config config = fope_case_config(0);
+  int32_t d_in = 0, d_out = 0;
+  posemb_fope_dims(&config, &d_in, &d_out);
+  enum { MAX_COEF = 2 * 8 * 8 };
+  const size_t count = (size_t)(POSEMB_CASE_FOPE_KV_HEADS * d_in * d_out);
+  float sin_coef[MAX_COEF], cos_coef[MAX_COEF], plus[MAX_COEF], minus[MAX_COEF], dir[MAX_COEF];
+  float x[FOPE_N], w[FOPE_N], tw[FOPE_N], fx[FOPE_N];
+  for (int i = 0; i < FOPE_N; ++i) {
+    x[i] = (float)((i * 37 % 23) - 11) / 7.0f;
+    w[i] = (float)((i * 53 % 19) - 9) / 5.0f;
+  }
+  for (size_t i = 0; i < count; ++i) {
+    sin_coef[i] = (float)((int)(i * 29 % 17) - 8) / 8.0f;
+    cos_coef[i] = (float)((int)(i * 31 % 13) - 6) / 6.0f;
+    dir[i] = (float)((int)(i * 7 % 5) - 2) / 4.0f;
+  }
+  posemb_fope* fope = NULL;
+  CHECK(posemb_fope_create(&config, sin_coef, cos_coef, count, &fope) == POSEMB_OK, "%s",
+        posemb_last_error());
+  const posemb_positions at = {0, posemb_case_ids, 2};
+  double d_sin[MAX_COEF], d_cos[MAX_COEF];
+  CHECK(posemb_fope_coefficient_gradients(fope, POSEMB_F32, x, w, &fope_shape, &at, d_sin, d_cos,
+                                          MAX_COEF) == POSEMB_OK,
+        "%s", posemb_last_error());
+  for (int which = 0; which < 2; ++which) {
+    const float* base = which == 0 ? sin_coef : cos_coef;
+    for (size_t i = 0; i < count; ++i) {
+      plus[i] = base[i] + 0.5f * dir[i];
+      minus[i] = base[i] - 0.5f * dir[i];
+    }
+    const double up = which == 0 ? fope_loss(&config, plus, cos_coef, count, x, w)
+                                 : fope_loss(&config, sin_coef, plus, count, x, w);
+    const double down = which == 0 ? fope_loss(&config, minus, cos_coef, count, x, w)
+                                   : fope_loss(&config, sin_coef, minus, count, x, w);
+    double analytic = 0.0, scale = 0.0;
+    for (size_t i = 0; i < count; ++i) {
+      const double term = (which == 0 ? d_sin[i] : d_cos[i]) * dir[i];
+      analytic += term;
+      scale += term > 0 ? term : -term;
+    }
+    const double gap = (up - down) - analytic;
+    CHECK(gap <= 1e-5 * scale && -gap <= 1e-5 * scale,
+          "FoPE %s: central difference %.9g, <dL/dA, D> %.9g", which == 0 ? "A_sin" : "A_cos",
+          up - down, analytic);
+  }
+  memcpy(fx, x, sizeof fx);
+  memcpy(tw, w, sizeof tw);
+  CHECK(posemb_fope_rotate_inplace(fope, POSEMB_F32, fx, &fope_shape, &at, POSEMB_FORWARD) ==
+                POSEMB_OK &&
+            posemb_fope_rotate_inplace(fope, POSEMB_F32, tw, &fope_shape, &at, POSEMB_TRANSPOSE) ==
+                POSEMB_OK,
+        "%s", posemb_last_error());
+  double forward = 0.0, backward = 0.0, size = 0.0;
+  for (int i = 0; i < FOPE_N; ++i) {
+    forward += (double)w[i] * fx[i];
+    backward += (double)tw[i] * x[i];
+    size += fabs((double)w[i] * fx[i]);
+  }
+  CHECK(fabs(forward - backward) <= 1e-5 * size, "FoPE <w, F x> = %.9g, <F^T w, x> = %.9g", forward,
+        backward);
+  posemb_fope_free(fope);
+
+  enum { H = POSEMB_CASE_T5_HEADS, K = POSEMB_CASE_T5_KEYS, BIAS = H * 3 * K };
+  const posemb_t5_buckets buckets = {32, 128, 0};
+  int64_t k[K];
+  for (int j = 0; j < K; ++j) k[j] = 7 * j;
+  float table[32 * H], up_table[32 * H], down_table[32 * H], bias[BIAS], weight[BIAS];
+  double d_table[32 * H];
+  for (int i = 0; i < 32 * H; ++i) {
+    table[i] = (float)((i * 11 % 7) - 3) / 4.0f;
+    up_table[i] = table[i] + (float)((i % 3) - 1) * 0.5f;
+    down_table[i] = table[i] - (float)((i % 3) - 1) * 0.5f;
+  }
+  for (int i = 0; i < BIAS; ++i) weight[i] = (float)((i * 13 % 11) - 5) / 8.0f;
+  CHECK(posemb_t5_table_gradient(&buckets, weight, H, posemb_case_t5_q, 3, k, K, d_table, 32 * H) ==
+            POSEMB_OK,
+        "%s", posemb_last_error());
+  double l_up = 0.0, l_down = 0.0, analytic = 0.0;
+  posemb_t5_bias(&buckets, up_table, H, posemb_case_t5_q, 3, k, K, bias, BIAS);
+  for (int i = 0; i < BIAS; ++i) l_up += (double)weight[i] * bias[i];
+  posemb_t5_bias(&buckets, down_table, H, posemb_case_t5_q, 3, k, K, bias, BIAS);
+  for (int i = 0; i < BIAS; ++i) l_down += (double)weight[i] * bias[i];
+  for (int i = 0; i < 32 * H; ++i) analytic += d_table[i] * (double)(up_table[i] - down_table[i]);
+  CHECK(fabs((l_up - l_down) - analytic) <= 1e-12 * (fabs(analytic) + 1.0),
+        "T5 table: difference %.17g, <dL/dT, D> %.17g", l_up - l_down, analytic);
+
+  enum { TN = POSEMB_CASE_BATCH * POSEMB_CASE_SEQ * POSEMB_CASE_TABLE_D };
+  float g[TN];
+  double d_wpe[POSEMB_CASE_TABLE_LEN * POSEMB_CASE_TABLE_D];
+  for (int i = 0; i < TN; ++i) g[i] = (float)((i * 5 % 9) - 4) / 3.0f;
+  const posemb_positions ids = {0, posemb_case_table_ids, 2};
+  CHECK(posemb_position_table_gradient(POSEMB_F32, g, POSEMB_CASE_BATCH, POSEMB_CASE_SEQ,
+                                       POSEMB_CASE_TABLE_D, &ids, POSEMB_CASE_TABLE_LEN, d_wpe,
+                                       POSEMB_CASE_TABLE_LEN * POSEMB_CASE_TABLE_D) == POSEMB_OK,
+        "%s", posemb_last_error());
+  for (int c = 0; c < POSEMB_CASE_TABLE_D; ++c) {
+    double tokens = 0.0, rows = 0.0;
+    for (int i = 0; i < POSEMB_CASE_BATCH * POSEMB_CASE_SEQ; ++i)
+      tokens += g[i * POSEMB_CASE_TABLE_D + c];
+    for (int r = 0; r < POSEMB_CASE_TABLE_LEN; ++r) rows += d_wpe[r * POSEMB_CASE_TABLE_D + c];
+    CHECK(fabs(tokens - rows) <= 1e-12, "table column %d: rows sum %.17g, tokens %.17g", c, rows,
+          tokens);
+  }
+  for (int c = 0; c < POSEMB_CASE_TABLE_D; ++c) { /* no token at positions 2, 3, 4, 6 */
+    CHECK(d_wpe[2 * POSEMB_CASE_TABLE_D + c] == 0.0 && d_wpe[6 * POSEMB_CASE_TABLE_D + c] == 0.0,
+          "table rows without tokens");
+  }
+}
+
+static void check_gradient_errors(void) {
+  posemb_fope_config config = fope_case_config(0);
+  float coef[32] = {0};
+  posemb_fope* fope = NULL;
+  expect_error("fope count", posemb_fope_create(&config, coef, coef, 31, &fope),
+               POSEMB_ERROR_INVALID_ARGUMENT,
+               "posemb: count = 31: expected n_kv_heads * D_in * D_out = 32");
+  CHECK(fope == NULL, "out written on failure");
+  config.num_inv_freq = 9;
+  expect_error("fope num_inv_freq", posemb_fope_create(&config, coef, coef, 32, &fope),
+               POSEMB_ERROR_INVALID_ARGUMENT,
+               "posemb: num_inv_freq = 9: expected 0 (the clip floor chooses) or 1 .. head_dim / 2 "
+               "= 8");
+  config = fope_case_config(0);
+  CHECK(posemb_fope_create(&config, coef, coef, 32, &fope) == POSEMB_OK, "%s", posemb_last_error());
+  float x[FOPE_N] = {0};
+  double d[32];
+  const posemb_positions at = {0, NULL, 0};
+  expect_error(
+      "fope capacity",
+      posemb_fope_coefficient_gradients(fope, POSEMB_F32, x, x, &fope_shape, &at, d, d, 31),
+      POSEMB_ERROR_INVALID_ARGUMENT,
+      "posemb: capacity = 31: expected >= n_kv_heads * D_in * D_out = 32");
+  posemb_shape wrong = fope_shape;
+  wrong.heads = 3;
+  expect_error("fope heads",
+               posemb_fope_rotate_inplace(fope, POSEMB_F32, x, &wrong, &at, POSEMB_TRANSPOSE),
+               POSEMB_ERROR_INVALID_ARGUMENT,
+               "posemb: heads = 3: expected n_heads = 4 (queries) or n_kv_heads = 2 (keys)");
+  posemb_fope_free(fope);
+  double table[64];
+  const posemb_positions far = {0, posemb_case_ids, 2};
+  expect_error("table position",
+               posemb_position_table_gradient(POSEMB_F32, x, 2, 3, 8, &far, 8, table, 64),
+               POSEMB_ERROR_INVALID_ARGUMENT,
+               "posemb: position = 131071: outside the position table's range [0, 8)");
+  expect_error(
+      "table capacity", posemb_position_table_gradient(POSEMB_F32, x, 2, 3, 8, &at, 8, table, 63),
+      POSEMB_ERROR_INVALID_ARGUMENT, "posemb: capacity = 63: expected >= max_len * d = 64");
+  const posemb_t5_buckets buckets = {32, 128, 1};
+  const int64_t q[1] = {0};
+  expect_error("t5 capacity", posemb_t5_table_gradient(&buckets, x, 2, q, 1, q, 1, table, 63),
+               POSEMB_ERROR_INVALID_ARGUMENT,
+               "posemb: capacity = 63: expected >= num_buckets * heads = 64");
+}
+
 int main(int argc, char** argv) {
-  if (argc != 4) {
-    fprintf(stderr, "usage: posemb_c_test REFERENCE.txt DATA_DIR KV_REFERENCE.txt\n");
+  if (argc != 5) {
+    fprintf(stderr,
+            "usage: posemb_c_test REFERENCE.txt DATA_DIR KV_REFERENCE.txt GRAD_REFERENCE.txt\n");
     return 2;
   }
   CHECK(posemb_last_error()[0] == '\0', "a message before any failure");
@@ -864,8 +1176,21 @@ int main(int argc, char** argv) {
   check_kv(&t);
   check_kv_errors();
   CHECK(next_line == n_lines, "%zu kv reference lines not checked", n_lines - next_line);
+  const size_t kv_records = n_lines;
+  free(lines[0]);
+  free(lines);
+  read_lines(argv[4]);
+  for (int c = 0; c < 2; ++c) {
+    check_fope_case(c, 0, &t);
+    check_fope_case(c, 2, &t);
+  }
+  check_table_gradients(&t);
+  CHECK(next_line == n_lines, "%zu grad reference lines not checked", n_lines - next_line);
+  check_gradient_properties();
+  check_gradient_errors();
   printf("posemb C API: %d cases, %zu reference records, %d checks, %d failures (posemb %s)\n",
-         cases, reference_records + n_lines, checks, failures, posemb_version_string());
+         cases, reference_records + kv_records + n_lines, checks, failures,
+         posemb_version_string());
   free(t.data);
   free(lines[0]);
   free(lines);

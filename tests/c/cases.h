@@ -65,6 +65,22 @@ static const int64_t posemb_case_t5_q[3] = {0, 3, 200};
 #define POSEMB_CASE_KV_BLOCK 4
 static const int64_t posemb_case_kv_slots[2][6] = {{1, 2, -1, 4, 5, 6}, {13, 2, 3, -5, 8, 0}};
 
+/* Gradients (grad_reference.txt, ABI 1.4). FoPE: head_dim 16, 4 query heads over 2 coefficient
+ * heads, theta 10000, padding_sin 1; config 0: train_length 512 (D_in 4: the clip floor), d_out
+ * 4; config 1: num_inv_freq 3, d_out 0 (the default, 3). A_sin[i] = float32 of
+ * posemb_case_input_bits(0, i), A_cos[i] of posemb_case_input_bits(0, 64 + i). x [2, 3, 4, 16]
+ * (BSHD) of posemb_case_input_bits(dtype, i), dL/dy of posemb_case_input_bits(dtype, 4096 + i),
+ * at posemb_case_ids: the forward of x, the transpose of dL/dy, dL/dA_sin and dL/dA_cos, for
+ * float32 and bfloat16. Learned table: dL/dy [2, 3, 8] of posemb_case_input_bits(0, i), max_len
+ * 8, at posemb_case_table_ids (case 0) or offset 2 (case 1). T5: the buckets, q and k of the T5
+ * bias case, dL/dbias [4, 3, 43] of posemb_case_input_bits(0, i). */
+#define POSEMB_CASE_FOPE_DIM 16
+#define POSEMB_CASE_FOPE_HEADS 4
+#define POSEMB_CASE_FOPE_KV_HEADS 2
+#define POSEMB_CASE_TABLE_D 8
+#define POSEMB_CASE_TABLE_LEN 8
+static const int64_t posemb_case_table_ids[6] = {0, 5, 7, 7, 1, 5};
+
 /* The config of the strict case: a rope block key the reader does not use. */
 #define POSEMB_CASE_STRICT_CONFIG                                                         \
   "{\"hidden_size\": 256, \"num_attention_heads\": 4, \"rope_scaling\": {\"rope_type\": " \

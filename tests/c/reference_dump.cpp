@@ -17,11 +17,15 @@
 #include <vector>
 
 #include "cases.h"
+#include "posemb/absolute/gradient.hpp"
 #include "posemb/bias/alibi.hpp"
+#include "posemb/bias/relative_bias_gradient.hpp"
 #include "posemb/bias/relative_bias.hpp"
 #include "posemb/kv/append.hpp"
 #include "posemb/model/gguf.hpp"
 #include "posemb/model/load.hpp"
+#include "posemb/rotary/backward.hpp"
+#include "posemb/rotary/fope_backward.hpp"
 #include "posemb/rotary/mrope.hpp"
 #include "posemb/rotary/rope.hpp"
 #include "posemb/rotary/rotate.hpp"
@@ -435,14 +439,115 @@ void print_kv_errors() {
 
 }  // namespace
 
+// ---- gradients (grad_reference.txt)
+
+void print_doubles(const char* head, const double* values, std::size_t n) {
+  std::printf("%s %zu", head, n);
+  for (std::size_t i = 0; i < n; ++i) std::printf(" %" PRIx64, bits_of(values[i]));
+  std::printf("\n");
+}
+
+// FoPE config c of cases.h.
+posemb::FopeConfig fope_case_config(int c) {
+  posemb::FopeConfig config;
+  config.head_dim = POSEMB_CASE_FOPE_DIM;
+  config.n_heads = POSEMB_CASE_FOPE_HEADS;
+  config.n_kv_heads = POSEMB_CASE_FOPE_KV_HEADS;
+  config.train_length = 512;
+  config.d_out = c == 0 ? 4 : 0;
+  config.num_inv_freq = c == 0 ? 0 : 3;
+  return config;
+}
+
+template <class T>
+void print_fope_case(int c, const std::vector<float>& sin_coef, const std::vector<float>& cos_coef,
+                     const std::vector<std::int64_t>& shape) {
+  const posemb::Fope fope = posemb::fope_with_coefficients(fope_case_config(c), sin_coef.data(),
+                                                           shape, cos_coef.data(), shape);
+  const Eigen::Index b = POSEMB_CASE_BATCH, s = POSEMB_CASE_SEQ, h = POSEMB_CASE_FOPE_HEADS,
+                     d = POSEMB_CASE_FOPE_DIM;
+  const std::size_t n = static_cast<std::size_t>(b * s * h * d);
+  std::vector<T> x = case_input<T>(n), grad(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    grad[i] = storage_of_bits<T>(
+        posemb_case_input_bits(dtype_id<T>(), static_cast<std::uint32_t>(4096 + i)));
+  }
+  const posemb::PositionMatrix at = ids(posemb_case_ids, 2, 3);
+  const Map4<T> xs(x.data(), b, s, h, d), gs(grad.data(), b, s, h, d);
+  const posemb::FopeCoefficientGradients g = posemb::fope_coefficient_gradients(xs, gs, at, fope);
+  std::vector<T> y = x, tr = grad;
+  posemb::rotate_inplace(Map4<T>(y.data(), b, s, h, d), at, fope);
+  posemb::rotate_backward_inplace(Map4<T>(tr.data(), b, s, h, d), at, fope);
+  char head[48];
+  std::snprintf(head, sizeof head, "fope %d %d rot", c, dtype_id<T>());
+  print_values(head, y);
+  std::snprintf(head, sizeof head, "fope %d %d tr", c, dtype_id<T>());
+  print_values(head, tr);
+  std::snprintf(head, sizeof head, "fope %d %d dsin", c, dtype_id<T>());
+  print_doubles(head, g.sin_coef.data(), static_cast<std::size_t>(g.sin_coef.size()));
+  std::snprintf(head, sizeof head, "fope %d %d dcos", c, dtype_id<T>());
+  print_doubles(head, g.cos_coef.data(), static_cast<std::size_t>(g.cos_coef.size()));
+}
+
+void print_fope_cases() {
+  for (int c = 0; c < 2; ++c) {
+    const auto [config, frequencies] = posemb::resolve_fope_config(fope_case_config(c));
+    const std::vector<std::int64_t> shape = {config.n_kv_heads, frequencies.d_in(), config.d_out};
+    const std::size_t count = static_cast<std::size_t>(shape[0] * shape[1] * shape[2]);
+    std::vector<float> sin_coef(count), cos_coef(count);
+    for (std::size_t i = 0; i < count; ++i) {
+      sin_coef[i] =
+          storage_of_bits<float>(posemb_case_input_bits(0, static_cast<std::uint32_t>(i)));
+      cos_coef[i] =
+          storage_of_bits<float>(posemb_case_input_bits(0, static_cast<std::uint32_t>(64 + i)));
+    }
+    print_fope_case<float>(c, sin_coef, cos_coef, shape);
+    print_fope_case<Eigen::bfloat16>(c, sin_coef, cos_coef, shape);
+  }
+}
+
+void print_table_gradients() {
+  std::vector<float> g =
+      case_input<float>(POSEMB_CASE_BATCH * POSEMB_CASE_SEQ * POSEMB_CASE_TABLE_D);
+  const Eigen::TensorMap<const Eigen::Tensor<float, 3, Eigen::RowMajor>> grad(
+      g.data(), POSEMB_CASE_BATCH, POSEMB_CASE_SEQ, POSEMB_CASE_TABLE_D);
+  for (int c = 0; c < 2; ++c) {
+    const posemb::PositionMatrix at = ids(posemb_case_table_ids, 2, 3);
+    const posemb::EmbeddingTable<double> table =
+        c == 0 ? posemb::position_table_gradient(grad, at, POSEMB_CASE_TABLE_LEN)
+               : posemb::position_table_gradient(grad, 2, POSEMB_CASE_TABLE_LEN);
+    char head[32];
+    std::snprintf(head, sizeof head, "tablegrad %d", c);
+    print_doubles(head, table.data(), static_cast<std::size_t>(table.size()));
+  }
+  posemb::PositionVector tq = ids(posemb_case_t5_q, 3, 1), tk(POSEMB_CASE_T5_KEYS);
+  for (int j = 0; j < POSEMB_CASE_T5_KEYS; ++j) tk[j] = 7 * j;
+  std::vector<float> bias = case_input<float>(POSEMB_CASE_T5_HEADS * 3 * POSEMB_CASE_T5_KEYS);
+  const Eigen::TensorMap<const Eigen::Tensor<float, 3, Eigen::RowMajor>> d_bias(
+      bias.data(), POSEMB_CASE_T5_HEADS, 3, POSEMB_CASE_T5_KEYS);
+  for (int bidirectional = 1; bidirectional >= 0; --bidirectional) {
+    const auto table =
+        posemb::t5_table_gradient(d_bias, posemb::T5Buckets{32, 128, bidirectional == 1}, tq, tk);
+    char head[32];
+    std::snprintf(head, sizeof head, "t5grad %d", bidirectional);
+    print_doubles(head, table.data(), static_cast<std::size_t>(table.size()));
+  }
+}
+
 int main(int argc, char** argv) {
+  if (argc == 2 && std::strcmp(argv[1], "--grad") == 0) {
+    print_fope_cases();
+    print_table_gradients();
+    return 0;
+  }
   if (argc == 2 && std::strcmp(argv[1], "--kv") == 0) {
     print_kv_cases();
     print_kv_errors();
     return 0;
   }
   if (argc != 2) {
-    std::fprintf(stderr, "usage: reference_dump DATA_DIR | reference_dump --kv\n");
+    std::fprintf(stderr,
+                 "usage: reference_dump DATA_DIR | reference_dump --kv | reference_dump --grad\n");
     return 2;
   }
   const fs::path data = argv[1];

@@ -308,6 +308,14 @@ fope_weights_test("apply fope weights model prefix"
   ARGS apply ${fope_a}/config.json --weights ${fope_weights}/fope_model_prefix.safetensors
        ${fope_args} --output ${gguf_out}/fope_prefix.npy
   CHECK close ${gguf_out}/fope_prefix.npy ${fope_a}/y.npy)
+# Intern-S1-Pro's FoPE (tests/data/interns1_pro/tiny): the model's one coefficient pair
+# model.language_model.rotary_emb.{sin,cos}_coef of a safetensors file written by the
+# safetensors package; Y against vLLM 0.33.0's FourierRotaryEmbedding.forward_native (make_tiny.py).
+set(interns1_pro ${cli_source}/../data/interns1_pro/tiny)
+posemb_cli_test("apply interns1_pro fope weights"
+  ARGS apply ${interns1_pro}/config.json --weights ${interns1_pro}/coefficients.safetensors
+       --input ${interns1_pro}/x.npy --offset 0 --output ${gguf_out}/interns1_pro.npy
+  CHECK close ${gguf_out}/interns1_pro.npy ${interns1_pro}/y_vllm.npy)
 fope_weights_test("error fope weights missing block" EXIT 1 OUTPUT ${out}
   STDERR "fope_model_prefix\\.safetensors: sin_coef: no tensor named transformer\\.blocks\\.1\\.pos_emb\\.sin_coef, model\\.transformer\\.blocks\\.1\\.pos_emb\\.sin_coef"
   ARGS apply ${fope_weights}/two_blocks.json --weights ${fope_weights}/fope_model_prefix.safetensors

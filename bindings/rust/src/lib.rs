@@ -230,6 +230,8 @@ pub enum Rotation {
     Forward = 0,
     /// R(p)^T = R(-p)
     Inverse = 1,
+    /// m R(p)^T: the backward, dL/dy into dL/dx (ABI 1.3)
+    Transpose = 2,
 }
 
 /// Which features form rotary pair i: Interleaved (2i, 2i + 1), RotateHalf (i, i + rotary_dim/2).
@@ -433,7 +435,9 @@ impl Model {
         let mut a = sys::posemb_layer_attention::default();
         check(unsafe { sys::posemb_model_layer_attention(self.raw(), layer, &mut a) })?;
         let mut form = 0;
-        check(unsafe { sys::posemb_model_layer_query_temperature_form(self.raw(), layer, &mut form) })?;
+        check(unsafe {
+            sys::posemb_model_layer_query_temperature_form(self.raw(), layer, &mut form)
+        })?;
         Ok(LayerAttention {
             softmax_attention: a.softmax_attention != 0,
             softmax_scale: opt(a.has_softmax_scale, a.softmax_scale),
@@ -445,7 +449,11 @@ impl Model {
                     floor_scale: a.query_temperature_floor_scale,
                     attn_scale: a.query_temperature_attn_scale,
                     position_offset: a.query_temperature_position_offset,
-                    form: if form == 1 { TemperatureForm::Power } else { TemperatureForm::FloorLog },
+                    form: if form == 1 {
+                        TemperatureForm::Power
+                    } else {
+                        TemperatureForm::FloorLog
+                    },
                 },
             ),
             logit_softcap: opt(a.has_logit_softcap, a.logit_softcap),
@@ -462,6 +470,13 @@ impl Model {
             max_distance: b.max_distance,
             bidirectional: b.bidirectional != 0,
         }))
+    }
+
+    /// The FoPE settings of a fope layer (ABI 1.4).
+    pub fn layer_fope_config(&self, layer: i64) -> Result<FopeConfig> {
+        let mut c = sys::posemb_fope_config::default();
+        check(unsafe { sys::posemb_model_layer_fope_config(self.raw(), layer, &mut c) })?;
+        Ok(FopeConfig::from_raw(&c))
     }
 
     /// The RoPE of a rope layer at the model's seq_len.
@@ -559,8 +574,7 @@ impl RotarySource for Rope {}
 
 impl sealed::Source for RopeTable {
     type Handle = sys::posemb_rope_table;
-    const ROTATE_INPLACE: InplaceFn<sys::posemb_rope_table> =
-        sys::posemb_rope_table_rotate_inplace;
+    const ROTATE_INPLACE: InplaceFn<sys::posemb_rope_table> = sys::posemb_rope_table_rotate_inplace;
     const ROTATE: RotateFn<sys::posemb_rope_table> = sys::posemb_rope_table_rotate;
     fn handle(&self) -> *const sys::posemb_rope_table {
         self.0.as_ptr()
@@ -645,8 +659,6 @@ impl Rope {
         });
         v
     }
-
-
 }
 
 /// A cos/sin table of positions [first_position, first_position + count), float32.
@@ -862,6 +874,251 @@ pub fn t5_bias(
         sys::posemb_t5_bias(
             &buckets.raw(),
             table.as_ptr(),
+            heads,
+            q_positions.as_ptr(),
+            q_positions.len(),
+            k_positions.as_ptr(),
+            k_positions.len(),
+            out.as_mut_ptr(),
+            out.len(),
+        )
+    })?;
+    Ok(out)
+}
+
+// ---- FoPE and the gradients of training (ABI 1.4)
+
+/// FoPE's settings (posemb_fope_config): frequencies below 2 pi / train_length * floor_ratio
+/// clipped (dropped when drop_clipped), or the first num_inv_freq kept when it is > 0; d_out
+/// mixed slots (0: the default); n_kv_heads coefficient heads (0: n_heads).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct FopeConfig {
+    pub head_dim: i32,
+    pub n_heads: i32,
+    pub n_kv_heads: i32,
+    pub theta: f64,
+    pub train_length: i64,
+    pub floor_ratio: f64,
+    pub drop_clipped: bool,
+    pub d_out: i32,
+    pub padding_sin: f64,
+    pub num_inv_freq: i32,
+}
+
+impl FopeConfig {
+    /// head_dim, n_heads and train_length with the C++ defaults for the rest (theta 1e4, floor
+    /// ratio 1, clipped frequencies dropped, padding sin 1).
+    pub fn new(head_dim: i32, n_heads: i32, train_length: i64) -> FopeConfig {
+        FopeConfig {
+            head_dim,
+            n_heads,
+            n_kv_heads: 0,
+            theta: 10000.0,
+            train_length,
+            floor_ratio: 1.0,
+            drop_clipped: true,
+            d_out: 0,
+            padding_sin: 1.0,
+            num_inv_freq: 0,
+        }
+    }
+
+    fn raw(&self) -> sys::posemb_fope_config {
+        sys::posemb_fope_config {
+            head_dim: self.head_dim,
+            n_heads: self.n_heads,
+            n_kv_heads: self.n_kv_heads,
+            theta: self.theta,
+            train_length: self.train_length,
+            floor_ratio: self.floor_ratio,
+            drop_clipped: self.drop_clipped as i32,
+            d_out: self.d_out,
+            padding_sin: self.padding_sin,
+            num_inv_freq: self.num_inv_freq,
+        }
+    }
+
+    fn from_raw(c: &sys::posemb_fope_config) -> FopeConfig {
+        FopeConfig {
+            head_dim: c.head_dim,
+            n_heads: c.n_heads,
+            n_kv_heads: c.n_kv_heads,
+            theta: c.theta,
+            train_length: c.train_length,
+            floor_ratio: c.floor_ratio,
+            drop_clipped: c.drop_clipped != 0,
+            d_out: c.d_out,
+            padding_sin: c.padding_sin,
+            num_inv_freq: c.num_inv_freq,
+        }
+    }
+
+    /// (D_in, D_out): the frequencies kept and the mixed slots.
+    pub fn dims(&self) -> Result<(i32, i32)> {
+        let (mut d_in, mut d_out) = (0, 0);
+        check(unsafe { sys::posemb_fope_dims(&self.raw(), &mut d_in, &mut d_out) })?;
+        Ok((d_in, d_out))
+    }
+}
+
+/// FoPE with a checkpoint's coefficients (copied): A_sin, A_cos [n_kv_heads, D_in, D_out]; the
+/// handle and the elements of one coefficient array.
+pub struct Fope(NonNull<sys::posemb_fope>, usize);
+
+// SAFETY: immutable after it is made (see the crate's comment).
+unsafe impl Send for Fope {}
+unsafe impl Sync for Fope {}
+
+impl Drop for Fope {
+    fn drop(&mut self) {
+        unsafe { sys::posemb_fope_free(self.0.as_ptr()) }
+    }
+}
+
+impl Fope {
+    pub fn new(config: &FopeConfig, sin_coef: &[f32], cos_coef: &[f32]) -> Result<Fope> {
+        if sin_coef.len() != cos_coef.len() {
+            return Err(invalid(
+                "cos_coef.len()",
+                cos_coef.len(),
+                &format!("expected sin_coef.len() = {}", sin_coef.len()),
+            ));
+        }
+        made(|out| unsafe {
+            sys::posemb_fope_create(
+                &config.raw(),
+                sin_coef.as_ptr(),
+                cos_coef.as_ptr(),
+                sin_coef.len(),
+                out,
+            )
+        })
+        .map(|handle| Fope(handle, sin_coef.len()))
+    }
+
+    /// x: [shape] (n_heads or n_kv_heads heads) rotated in place; Rotation::Transpose turns
+    /// dL/dy into dL/dx.
+    pub fn rotate_inplace<T: Element>(
+        &self,
+        x: &mut [T],
+        shape: Shape,
+        positions: Positions,
+        rotation: Rotation,
+    ) -> Result<()> {
+        shape.require_len("x", x.len())?;
+        let p = positions.raw(shape.seq)?;
+        check(unsafe {
+            sys::posemb_fope_rotate_inplace(
+                self.0.as_ptr(),
+                T::DTYPE,
+                x.as_mut_ptr().cast(),
+                &shape.raw(),
+                &p,
+                rotation as i32,
+            )
+        })
+    }
+
+    /// (dL/dA_sin, dL/dA_cos), each [n_kv_heads, D_in, D_out] in double, of y = fope(x) from
+    /// its input x and grad = dL/dy, both [shape].
+    pub fn coefficient_gradients<T: Element>(
+        &self,
+        x: &[T],
+        grad: &[T],
+        shape: Shape,
+        positions: Positions,
+    ) -> Result<(Vec<f64>, Vec<f64>)> {
+        shape.require_len("x", x.len())?;
+        shape.require_len("grad", grad.len())?;
+        let p = positions.raw(shape.seq)?;
+        let (mut d_sin, mut d_cos) = (vec![0.0; self.1], vec![0.0; self.1]);
+        check(unsafe {
+            sys::posemb_fope_coefficient_gradients(
+                self.0.as_ptr(),
+                T::DTYPE,
+                x.as_ptr().cast(),
+                grad.as_ptr().cast(),
+                &shape.raw(),
+                &p,
+                d_sin.as_mut_ptr(),
+                d_cos.as_mut_ptr(),
+                self.1,
+            )
+        })?;
+        Ok((d_sin, d_cos))
+    }
+}
+
+/// dL/dtable [max_len, d] (double) of a learned table added to token embeddings, from grad =
+/// dL/dy [batch, seq, d].
+pub fn position_table_gradient<T: Element>(
+    grad: &[T],
+    batch: i64,
+    seq: i64,
+    d: i64,
+    positions: Positions,
+    max_len: i64,
+) -> Result<Vec<f64>> {
+    let n = [batch, seq, d]
+        .iter()
+        .try_fold(1i64, |n, &x| if x >= 1 { n.checked_mul(x) } else { None });
+    if let Some(n) = n {
+        if n as u128 != grad.len() as u128 {
+            return Err(invalid(
+                "grad.len()",
+                grad.len(),
+                &format!("expected batch * seq * d = {n}"),
+            ));
+        }
+    }
+    let p = positions.raw(seq)?;
+    let size = if max_len >= 1 && d >= 1 {
+        (max_len as usize).saturating_mul(d as usize)
+    } else {
+        0
+    };
+    let mut out = vec![0.0f64; size];
+    check(unsafe {
+        sys::posemb_position_table_gradient(
+            T::DTYPE,
+            grad.as_ptr().cast(),
+            batch,
+            seq,
+            d,
+            &p,
+            max_len,
+            out.as_mut_ptr(),
+            out.len(),
+        )
+    })?;
+    Ok(out)
+}
+
+/// dL/dtable [num_buckets, heads] (double) of the T5 bias, from grad = dL/dbias [heads, q_len,
+/// k_len].
+pub fn t5_table_gradient(
+    buckets: T5Buckets,
+    grad: &[f32],
+    heads: usize,
+    q_positions: &[i64],
+    k_positions: &[i64],
+) -> Result<Vec<f64>> {
+    if grad.len() as u128 != heads as u128 * q_positions.len() as u128 * k_positions.len() as u128 {
+        return Err(invalid(
+            "grad.len()",
+            grad.len(),
+            &format!(
+                "expected heads * q_len * k_len = {heads} * {} * {}",
+                q_positions.len(),
+                k_positions.len()
+            ),
+        ));
+    }
+    let mut out = vec![0.0f64; buckets.num_buckets.max(0) as usize * heads];
+    check(unsafe {
+        sys::posemb_t5_table_gradient(
+            &buckets.raw(),
+            grad.as_ptr(),
             heads,
             q_positions.as_ptr(),
             q_positions.len(),

@@ -12,7 +12,7 @@ pub const POSEMB_ERROR_INTERNAL: posemb_status = 3;
 
 pub type posemb_dtype = c_int; // 0 f32, 1 f16, 2 bf16
 pub type posemb_layout = c_int; // 0 BSHD, 1 BHSD
-pub type posemb_rotation = c_int; // 0 forward, 1 inverse
+pub type posemb_rotation = c_int; // 0 forward, 1 inverse, 2 transpose
 pub type posemb_pairing = c_int; // 0 interleaved, 1 rotate_half
 pub type posemb_position_kind = c_int;
 pub type posemb_mrope_layout = c_int; // 0 chunked, 1 interleaved
@@ -72,6 +72,27 @@ pub struct posemb_t5_buckets {
     pub num_buckets: i32,
     pub max_distance: i32,
     pub bidirectional: i32,
+}
+
+/// FoPE's settings (ABI 1.4).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct posemb_fope_config {
+    pub head_dim: i32,
+    pub n_heads: i32,
+    pub n_kv_heads: i32,
+    pub theta: f64,
+    pub train_length: i64,
+    pub floor_ratio: f64,
+    pub drop_clipped: i32,
+    pub d_out: i32,
+    pub padding_sin: f64,
+    pub num_inv_freq: i32,
+}
+
+#[repr(C)]
+pub struct posemb_fope {
+    _opaque: [u8; 0],
 }
 
 #[repr(C)]
@@ -304,6 +325,67 @@ extern "C" {
         k_positions: *const i64,
         k_len: usize,
         out: *mut f32,
+        capacity: usize,
+    ) -> posemb_status;
+
+    // ABI 1.4: FoPE and the gradients of training.
+    pub fn posemb_model_layer_fope_config(
+        model: *const posemb_model,
+        layer: i64,
+        out: *mut posemb_fope_config,
+    ) -> posemb_status;
+    pub fn posemb_fope_dims(
+        config: *const posemb_fope_config,
+        d_in: *mut i32,
+        d_out: *mut i32,
+    ) -> posemb_status;
+    pub fn posemb_fope_create(
+        config: *const posemb_fope_config,
+        sin_coef: *const f32,
+        cos_coef: *const f32,
+        count: usize,
+        out: *mut *mut posemb_fope,
+    ) -> posemb_status;
+    pub fn posemb_fope_free(fope: *mut posemb_fope);
+    pub fn posemb_fope_rotate_inplace(
+        fope: *const posemb_fope,
+        dtype: posemb_dtype,
+        x: *mut u8,
+        shape: *const posemb_shape,
+        positions: *const posemb_positions,
+        rotation: posemb_rotation,
+    ) -> posemb_status;
+    pub fn posemb_fope_coefficient_gradients(
+        fope: *const posemb_fope,
+        dtype: posemb_dtype,
+        x: *const u8,
+        grad: *const u8,
+        shape: *const posemb_shape,
+        positions: *const posemb_positions,
+        grad_sin_coef: *mut f64,
+        grad_cos_coef: *mut f64,
+        capacity: usize,
+    ) -> posemb_status;
+    pub fn posemb_position_table_gradient(
+        dtype: posemb_dtype,
+        grad: *const u8,
+        batch: i64,
+        seq: i64,
+        d: i64,
+        positions: *const posemb_positions,
+        max_len: i64,
+        out: *mut f64,
+        capacity: usize,
+    ) -> posemb_status;
+    pub fn posemb_t5_table_gradient(
+        buckets: *const posemb_t5_buckets,
+        grad: *const f32,
+        heads: usize,
+        q_positions: *const i64,
+        q_len: usize,
+        k_positions: *const i64,
+        k_len: usize,
+        out: *mut f64,
         capacity: usize,
     ) -> posemb_status;
 }

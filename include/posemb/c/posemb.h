@@ -62,7 +62,7 @@ extern "C" {
 #endif
 
 #define POSEMB_C_ABI_MAJOR 1
-#define POSEMB_C_ABI_MINOR 3
+#define POSEMB_C_ABI_MINOR 4
 
 /* Each enum holds a last enumerator of INT32_MIN that is not a value: it makes every int32 a
  * defined value of the enum in C++ as in C, so that an out-of-range argument is refused with a
@@ -235,8 +235,9 @@ typedef enum posemb_temperature_form {
 
 /* The form of the layer's query temperature (ABI 1.2); POSEMB_TEMPERATURE_FLOOR_LOG when the
  * layer has none (posemb_layer_attention.has_query_temperature). */
-POSEMB_C_API posemb_status posemb_model_layer_query_temperature_form(
-    const posemb_model* model, int64_t layer, posemb_temperature_form* out);
+POSEMB_C_API posemb_status posemb_model_layer_query_temperature_form(const posemb_model* model,
+                                                                     int64_t layer,
+                                                                     posemb_temperature_form* out);
 /* T5 buckets of a relative-bias layer: *has = 0 when the layer has none. */
 POSEMB_C_API posemb_status posemb_model_layer_t5_buckets(const posemb_model* model, int64_t layer,
                                                          int32_t* has, posemb_t5_buckets* out);
@@ -412,6 +413,73 @@ POSEMB_C_API posemb_status posemb_t5_bias(const posemb_t5_buckets* buckets, cons
                                           size_t heads, const int64_t* q_positions, size_t q_len,
                                           const int64_t* k_positions, size_t k_len, float* out,
                                           size_t capacity);
+
+/* ---- FoPE and the gradients of training (ABI 1.4) ---- */
+
+/* FoPE's settings (the C++ posemb::FopeConfig; rotary/fope.hpp): frequencies theta^(-2k /
+ * head_dim) below the clip floor 2 pi / train_length * floor_ratio set to 0 (dropped when
+ * drop_clipped), or, with num_inv_freq > 0, the first num_inv_freq frequencies kept (vLLM's
+ * num_inv_freq); D_out mixed slots (0: the default), the other slots padded with cos 1, sin
+ * padding_sin. Coefficient heads: n_kv_heads (0: n_heads). */
+typedef struct posemb_fope_config {
+  int32_t head_dim, n_heads, n_kv_heads;
+  double theta;
+  int64_t train_length;
+  double floor_ratio;
+  int32_t drop_clipped;
+  int32_t d_out;
+  double padding_sin;
+  int32_t num_inv_freq;
+} posemb_fope_config;
+
+typedef struct posemb_fope posemb_fope;
+
+/* The FoPE settings of a layer of kind POSEMB_KIND_FOPE (config.json's "fope" block, or a
+ * family's FoPE keys: Intern-S1-Pro's fope_sep_head, num_inv_freq). */
+POSEMB_C_API posemb_status posemb_model_layer_fope_config(const posemb_model* model, int64_t layer,
+                                                          posemb_fope_config* out);
+/* D_in (the frequencies kept) and D_out (config->d_out, or its default) of a config. */
+POSEMB_C_API posemb_status posemb_fope_dims(const posemb_fope_config* config, int32_t* d_in,
+                                            int32_t* d_out);
+/* FoPE with a checkpoint's coefficients sin_coef, cos_coef: each [n_kv_heads, D_in, D_out]
+ * float32 (count elements; D_out = count / (n_kv_heads D_in) when config->d_out is 0), copied. */
+POSEMB_C_API posemb_status posemb_fope_create(const posemb_fope_config* config,
+                                              const float* sin_coef, const float* cos_coef,
+                                              size_t count, posemb_fope** out);
+POSEMB_C_API void posemb_fope_free(posemb_fope* fope); /* NULL: nothing */
+/* x: [shape] (heads n_heads for queries, n_kv_heads for keys) rotated in place. With
+ * POSEMB_TRANSPOSE, x holds dL/dy and becomes dL/dx, the gradient with respect to the input. */
+POSEMB_C_API posemb_status posemb_fope_rotate_inplace(const posemb_fope* fope, posemb_dtype dtype,
+                                                      void* x, const posemb_shape* shape,
+                                                      const posemb_positions* positions,
+                                                      posemb_rotation rotation);
+/* dL/dA_sin and dL/dA_cos, each [n_kv_heads, D_in, D_out] (capacity: elements of each), of the
+ * forward y = fope(x) at positions, from its input x and grad = dL/dy (both [shape] of dtype):
+ * summed over tokens and the query heads of a group, accumulated in double in a fixed order
+ * (C++ posemb::fope_coefficient_gradients). Written, not added: for queries and keys that share
+ * the coefficients, add the two calls' results. */
+POSEMB_C_API posemb_status posemb_fope_coefficient_gradients(
+    const posemb_fope* fope, posemb_dtype dtype, const void* x, const void* grad,
+    const posemb_shape* shape, const posemb_positions* positions, double* grad_sin_coef,
+    double* grad_cos_coef, size_t capacity);
+
+/* dL/dtable [max_len, d] (capacity: elements of out) of a learned absolute table added to token
+ * embeddings y[b, s] = x[b, s] + table[p(b, s)]: grad = dL/dy [batch, seq, d] of dtype, the
+ * gradients of the tokens at each position summed in double in token order (C++
+ * posemb::position_table_gradient). Every position must lie in [0, max_len). */
+POSEMB_C_API posemb_status posemb_position_table_gradient(posemb_dtype dtype, const void* grad,
+                                                          int64_t batch, int64_t seq, int64_t d,
+                                                          const posemb_positions* positions,
+                                                          int64_t max_len, double* out,
+                                                          size_t capacity);
+/* dL/dtable [num_buckets, heads] (capacity: elements of out) of the T5 bias from grad =
+ * dL/dbias [heads, q_len, k_len] (float32), summed per bucket in double (C++
+ * posemb::t5_table_gradient). */
+POSEMB_C_API posemb_status posemb_t5_table_gradient(const posemb_t5_buckets* buckets,
+                                                    const float* grad, size_t heads,
+                                                    const int64_t* q_positions, size_t q_len,
+                                                    const int64_t* k_positions, size_t k_len,
+                                                    double* out, size_t capacity);
 
 #ifdef __cplusplus
 }

@@ -11,7 +11,8 @@
 //   rope_freqs:    `rope_freqs.weight` [rotary_dim / 2], Llama-3-style divisors
 //   FoPE coefficients [n_kv_heads, D_in, D_out]: `transformer.blocks.{b}.pos_emb.{sin,cos}_coef`
 //                  (the FoPE authors' OLMo FourierEmbedding, a `pos_emb` per block; also under
-//                  `model.`)
+//                  `model.`), else `model.language_model.rotary_emb.{sin,cos}_coef` (Intern-S1-Pro:
+//                  one FourierEmbedding for every layer, as vLLM 0.33.0 interns1_pro.py loads it)
 // Where each family keeps its learned table is a column of its row (families.hpp,
 // learned_table). Missing tensors are posemb::Error naming the checkpoint and every name tried.
 #pragma once
@@ -95,7 +96,8 @@ struct CheckpointFopeCoefficients {
   std::string sin_name, cos_name;
 };
 
-// The `sin_coef` and `cos_coef` of transformer block `block`; each must be 3-D.
+// The `sin_coef` and `cos_coef` of transformer block `block`, or the model's one pair shared by
+// every block; each must be 3-D.
 inline CheckpointFopeCoefficients fope_checkpoint_coefficients(const SafetensorsCheckpoint& weights,
                                                                int block) {
   if (block < 0) fail("block", block, "expected >= 0");
@@ -103,7 +105,9 @@ inline CheckpointFopeCoefficients fope_checkpoint_coefficients(const Safetensors
   const std::string stem = "transformer.blocks." + std::to_string(block) + ".pos_emb.";
   for (const bool sin : {true, false}) {
     const std::string what = sin ? "sin_coef" : "cos_coef";
-    const std::string name = find_checkpoint_tensor(weights, {"", "model."}, {stem + what}, what);
+    const std::string name =
+        find_checkpoint_tensor(weights, {"", "model.", "model.language_model."},
+                               {stem + what, "rotary_emb." + what}, what);
     const std::vector<std::int64_t>& shape = weights.file_of(name).tensor(name).shape;
     if (shape.size() != 3) {
       throw Error(name, ": " + std::to_string(shape.size()) +

@@ -215,6 +215,10 @@ struct ModelFamily : detail::Chainable<ModelFamily> {
   // with Llama's row but takes the factor.
   bool default_rope_whole_head = false;
   LearnedTableRule learned_table;  // the checkpoint's learned position table
+  // A "default" rope block holding fope_init_factor, fope_sep_head or num_inv_freq (not null) is
+  // FoPE as Intern-S1-Pro's code reads it (config/rope_block.hpp, read_fope_keys), its
+  // coefficients the checkpoint's model.language_model.rotary_emb.{sin,cos}_coef.
+  bool fope_keys = false;
 
   ModelFamily(const char* model_type_, const char* source_)
       : model_type(model_type_), source(source_) {}
@@ -284,6 +288,9 @@ struct ModelFamily : detail::Chainable<ModelFamily> {
   }
   ModelFamily with_learned_table(LearnedTableRule value) const {
     return with(&ModelFamily::learned_table, value);
+  }
+  ModelFamily with_fope_keys(bool value = true) const {
+    return with(&ModelFamily::fope_keys, value);
   }
 
   // Setters of the config class's defaults (the `defaults` member).
@@ -515,6 +522,8 @@ inline const std::vector<ModelFamily>& model_families() {
           .with_rope_theta(1e6).with_layer_types(L::LinearOddLayers),
       family("mllama_text_model", "mllama/configuration_mllama.py (cross_attention_layers), modeling_mllama.py (cross-attention without RoPE)")
           .with_rope_theta(5e5).with_layer_types(L::CrossAttention),
+      family("interns1_pro_text", "Intern-S1-Pro's remote code (configuration_interns1_pro.py, modeling_interns1_pro.py: FoPE from the default block's fope keys); vLLM 0.33.0 models/interns1_pro.py, rotary_embedding/fope.py")
+          .with_fope_keys(),
       family("kimi_k2", "deepseek_v3/modeling_deepseek_v3.py (Kimi K2 ships DeepseekV3ForCausalLM)")
           .with_pairing(inter).with_softmax(S::DeepseekMscale)
           .with_interleave_key("rope_interleave"),

@@ -112,6 +112,18 @@ inline FopeFrequencies fope_clip_floor(const Eigen::VectorXd& base_inv_freq,
   return f;
 }
 
+// The first n frequencies, the others dropped, no floor (vLLM 0.33.0,
+// rotary_embedding/fope.py, FourierRotaryEmbedding._compute_inv_freq with num_inv_freq: the
+// mask inv_freq_idx_selected[num_inv_freq:] = False). 1 <= n <= base_inv_freq.size().
+inline FopeFrequencies fope_first_frequencies(const Eigen::VectorXd& base_inv_freq, int n) {
+  FopeFrequencies f;
+  f.base_inv_freq = base_inv_freq;
+  f.clipped = Eigen::Array<bool, Eigen::Dynamic, 1>::Constant(base_inv_freq.size(), true);
+  f.clipped.head(n).setConstant(false);
+  f.inv_freq = base_inv_freq.head(n);
+  return f;
+}
+
 // ---------------------------------------------------------------------------------------------
 // 2. Parameters
 
@@ -130,6 +142,7 @@ struct FopeConfig {
   double sigma = 0.3;             // Xavier-normal gain of the initial noise
   std::uint64_t seed = 0;         // seed of the initial noise
   double padding_sin = 1.0;       // S of the padded slots (C is always 1)
+  int num_inv_freq = 0;           // > 0: the first num_inv_freq frequencies, no clip floor
 };
 
 // A read-only view of a coefficient array: [coefficient heads, D_in, D_out], C order.
@@ -215,9 +228,17 @@ inline std::pair<FopeConfig, FopeFrequencies> resolve_fope_config(FopeConfig con
   if (!std::isfinite(config.padding_sin)) {
     fail("padding_sin", config.padding_sin, "expected a finite number");
   }
+  if (config.num_inv_freq < 0 || config.num_inv_freq > config.head_dim / 2) {
+    fail("num_inv_freq", config.num_inv_freq,
+         "expected 0 (the clip floor chooses) or 1 .. head_dim / 2 = " +
+             std::to_string(config.head_dim / 2));
+  }
   FopeFrequencies frequencies =
-      fope_clip_floor(default_inv_freq(config.head_dim, config.theta), config.train_length,
-                      config.floor_ratio, config.drop_clipped);
+      config.num_inv_freq > 0
+          ? fope_first_frequencies(default_inv_freq(config.head_dim, config.theta),
+                                   config.num_inv_freq)
+          : fope_clip_floor(default_inv_freq(config.head_dim, config.theta), config.train_length,
+                            config.floor_ratio, config.drop_clipped);
   if (frequencies.d_in() == 0) {
     fail("train_length", config.train_length,
          "every frequency lies below the clip floor 2 pi / train_length * floor_ratio = " +

@@ -101,6 +101,51 @@ inline FopeConfig read_fope(const JsonReader& block, const ModelPositions& model
   return fope;
 }
 
+// Intern-S1-Pro's FoPE, read from a "default" block holding fope_init_factor, fope_sep_head or
+// num_inv_freq not null (vLLM 0.33.0 models/interns1_pro.py, InternS1ProMoeDecoderLayer:
+// use_fope; rotary_embedding/fope.py, FourierRotaryEmbedding; the checkpoint's
+// modeling_interns1_pro.py, FourierEmbedding, as xtuner trains it): coefficients per key-value
+// head (fope_sep_head must be true: shared coefficients are not supported), the frequencies
+// above 2 pi / max_position_embeddings (num_inv_freq null) or the first num_inv_freq, D_in of
+// them mixed into D_out = D_in slots, the others padded with cos 1 and sin 1; fope_init_factor
+// is the Xavier gain of the initial noise (FopeConfig::sigma). posemb keeps a frequency equal to
+// the floor, which theirs drop (w > floor): no power of a theta meets it exactly in practice.
+inline bool has_fope_keys(const JsonReader& block) {
+  const bool any[3] = {block.has("fope_init_factor"), block.has("fope_sep_head"),
+                       block.has("num_inv_freq")};
+  return any[0] || any[1] || any[2];
+}
+
+inline FopeConfig read_fope_keys(const JsonReader& block, const ModelPositions& model, int head_dim,
+                                 double theta) {
+  if (!block.boolean("fope_sep_head").value_or(false)) {
+    fail(block.name("fope_sep_head"), block.has("fope_sep_head") ? "false" : "null",
+         "expected true (FoPE coefficients per key-value head; shared coefficients are not "
+         "supported)");
+  }
+  FopeConfig fope;
+  fope.head_dim = head_dim;
+  fope.n_heads = model.n_heads;
+  fope.n_kv_heads = model.n_kv_heads;
+  fope.theta = theta;
+  if (!model.max_position_embeddings) {
+    fail("max_position_embeddings", "null",
+         "expected the training length FoPE's clip floor 2 pi / max_position_embeddings needs");
+  }
+  fope.train_length = *model.max_position_embeddings;
+  if (auto n = block.integer("num_inv_freq"))
+    fope.num_inv_freq = to_int(block.name("num_inv_freq"), *n);
+  fope.sigma = block.number("fope_init_factor").value_or(fope.sigma);
+  try {
+    fope.d_out = resolve_fope_config(fope).second.d_in();  // vLLM: output_dim = input_dim
+    resolve_fope_config(fope);
+  } catch (Error& error) {
+    error.qualify(block.name(""));
+    throw;
+  }
+  return fope;
+}
+
 // The rope blocks of one decoder config, read once per layer type.
 class RopeBlockReader {
  public:
@@ -435,6 +480,16 @@ class RopeBlockReader {
     }
   }
 
+  // FoPE rotates whole heads in rotate-half pairs.
+  void require_whole_head_fope(double fraction, const JsonReader& block,
+                               const std::string& rope_type) const {
+    if (fraction != 1.0 || options_.pairing.value_or(family_.pairing) != Pairing::RotateHalf) {
+      fail(block.name("rope_type"), "\"" + rope_type + "\"",
+           "FoPE rotates whole heads in rotate-half pairs; expected no partial rotary and no "
+           "interleaved pairing");
+    }
+  }
+
   // block_name: where the block is, for errors from its values ("" for the config itself);
   // layer_theta: the layer's own theta, or nullopt.
   RopeBlock read_block(const JsonReader& block, const std::string& block_name,
@@ -454,12 +509,14 @@ class RopeBlockReader {
         read_fraction(block, ignore_partial || default_rope_whole_head(scheme.rope_type));
     const double fraction =
         family_.partial_of_qk_head ? fraction_of_qk_head(partial, head_dim) : partial.fraction;
+    if (scheme.rope_type == "default" && family_.fope_keys && has_fope_keys(block)) {
+      require_whole_head_fope(fraction, block, scheme.rope_type);
+      model_.fope = read_fope_keys(block, model_, head_dim, scheme.theta);
+      out.fope = true;
+      return out;
+    }
     if (scheme.rope_type == "fope") {
-      if (fraction != 1.0 || options_.pairing.value_or(family_.pairing) != Pairing::RotateHalf) {
-        fail(block.name("rope_type"), "\"fope\"",
-             "FoPE rotates whole heads in rotate-half pairs; expected no partial rotary and no "
-             "interleaved pairing");
-      }
+      require_whole_head_fope(fraction, block, scheme.rope_type);
       model_.fope = read_fope(block, model_, head_dim, scheme.theta);
       out.fope = true;
       return out;
