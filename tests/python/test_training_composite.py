@@ -46,6 +46,8 @@ FOPE_CONFIGS = {
     "gqa": posemb.FopeConfig(head_dim=16, n_heads=4, n_kv_heads=2, train_length=64, seed=3),
     "kept_clipped": posemb.FopeConfig(head_dim=16, n_heads=2, train_length=40, seed=4,
                                       drop_clipped=False, padding_sin=0.5),
+    "num_inv_freq": posemb.FopeConfig(head_dim=16, n_heads=4, n_kv_heads=2, train_length=64,
+                                      seed=5, num_inv_freq=3),  # Intern-S1-Pro's setting
 }
 
 

@@ -55,6 +55,8 @@ def ropes(name, tmp_path, seq_len):
     path.write_text(json.dumps(config.to_dict()))
     model = posemb.load_model(path)
     from_config = model.layers[0].rope_spec(seq_len, angles="hf-float32")
+    assert posemb.nn.Rotary.from_model(model, 0, seq_len, angles="hf-float32").source == from_config
+    assert posemb.nn.ModelRotary(model, seq_len, angles="hf-float32").layers[1].source == from_config
     assert from_config.attention_scale == pytest.approx(rotary.attention_scaling, rel=1e-15)
     return rotary, from_buffer, from_config
 
