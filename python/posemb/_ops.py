@@ -18,10 +18,11 @@ learned table's and T5's table gradient are posemb's deterministic reductions in
 A source (RopeSpec, RopeTable, MropeSpec, VisionRope, XposSpec with a role, FopeConfig,
 T5Buckets) is not a tensor: it enters an op as an int key of _SOURCES, which keeps it alive.
 
-Devices: CPU tensors run posemb's kernels. A RoPE rotation of a tensor on another device takes the
-composite path: cos/sin from posemb's exact tables (RopeTable, built in double on the CPU, cached
-per source, device and dtype), the rotation in plain PyTorch ops on the tensor's device (PyTorch's
-arithmetic). Other schemes on other devices raise posemb.Error.
+Devices: CPU tensors run posemb's kernels. Tensors on another device take the composite path
+(below): cos/sin from posemb's exact tables (RopeTable, built in double on the CPU, cached per
+source, device and dtype), the rotation, FoPE's mixtures, the gathers and scatter-adds in plain
+PyTorch ops on the tensor's device (PyTorch's arithmetic). Not on it: M-RoPE, vision RoPE, xPos
+and HfFloat32Rope (posemb.Error naming the device).
 """
 from typing import Dict, Optional, Tuple
 
@@ -109,17 +110,45 @@ def _same_device(name: str, t: Tensor, x: Tensor) -> None:
 
 
 # ---- composite path (tensors off the CPU): posemb's exact cos/sin, PyTorch's arithmetic
+#
+# Every op has one: RoPE (rotate), FoPE (fope and its coefficient gradients), the absolute tables
+# (add_positions, position_table_grad) and T5's bias (t5_bias, t5_table_grad); ALiBi's bias
+# (posemb.nn.Alibi) too. What is posemb's: cos/sin of the angles (RopeTable in double on the
+# CPU, cached per source, range, device and dtype), T5's buckets, ALiBi's slopes; what is
+# PyTorch's: the multiply-adds, the einsums of FoPE's mixtures, the gathers and the
+# scatter-adds (index_add_, in float64; on CUDA its order is not fixed).
 
 _TABLES: Dict[Tuple[int, int, int, str, torch.dtype], Tuple[Tensor, Tensor]] = {}
+_FORCE_COMPOSITE = [False]
+
+
+def use_composite(x: Tensor) -> bool:
+    """Whether x takes the composite path: off the CPU, or inside composite_path()."""
+    return x.device.type != "cpu" or _FORCE_COMPOSITE[0]
+
+
+class composite_path:
+    """Within `with composite_path():` CPU tensors take the composite path too (the path a GPU
+    runs, tested on the CPU against the kernels)."""
+
+    def __enter__(self):
+        self.before, _FORCE_COMPOSITE[0] = _FORCE_COMPOSITE[0], True
+
+    def __exit__(self, *exc):
+        _FORCE_COMPOSITE[0] = self.before
+
+
+def _whole(positions: Tensor) -> Tensor:
+    if positions.is_floating_point() and bool((positions != positions.round()).any()):
+        raise Error("positions: fractional positions on the composite path: expected whole "
+                    "positions (it reads posemb's tables)")
+    return positions.long()
 
 
 def _composite_cos_sin(spec, positions: Tensor, device, dtype) -> Tuple[Tensor, Tensor]:
     """cos, sin [*positions.shape, pairs] from a RopeTable over the positions' range (double on
     the CPU, cached per spec, range, device and dtype)."""
-    if positions.is_floating_point() and bool((positions != positions.round()).any()):
-        raise Error("positions: fractional positions on a non-CPU tensor: expected whole "
-                    "positions (the composite path reads posemb's tables)")
-    p = positions.long()
+    p = _whole(positions)
     first, last = int(p.min()), int(p.max())
     key = (id(spec), first, last, str(device), dtype)
     if key not in _TABLES:
@@ -130,18 +159,31 @@ def _composite_cos_sin(spec, positions: Tensor, device, dtype) -> Tuple[Tensor, 
     return cos[p - first], sin[p - first]
 
 
+def _position_grid(x: Tensor, positions: Optional[Tensor], offset: int, seq: int) -> Tensor:
+    """The positions as [batch or 1, seq] on x's device."""
+    if positions is None:
+        positions = torch.arange(offset, offset + seq, device=x.device)
+    return positions.reshape(-1, seq)
+
+
+def _per_token(t: Tensor, bshd: bool) -> Tensor:
+    """[b, seq, n] -> [b, seq, 1, n] (bshd) or [b, 1, seq, n] (bhsd), to broadcast over heads."""
+    return t[:, :, None, :] if bshd else t[:, None, :, :]
+
+
+def _rotate_pairs(a: Tensor, b: Tensor, cos: Tensor, sin: Tensor) -> Tuple[Tensor, Tensor]:
+    """(a cos - b sin, a sin + b cos): one pair rotation, PyTorch's arithmetic."""
+    return a * cos - b * sin, a * sin + b * cos
+
+
 def composite_rope(x: Tensor, positions: Optional[Tensor], offset: int, spec, layout: str,
                    direction: int) -> Tensor:
     """RoPE by PyTorch ops on x's device with posemb's exact cos/sin (see the module notes)."""
     spec = getattr(spec, "spec", spec)  # a RopeTable's spec
     bshd = layout == "bshd"
-    seq = x.shape[1] if bshd else x.shape[2]
-    if positions is None:
-        positions = torch.arange(offset, offset + seq, device=x.device)
-    grid = positions.reshape(-1, seq)  # [batch or 1, seq]
+    grid = _position_grid(x, positions, offset, x.shape[1] if bshd else x.shape[2])
     cos, sin = _composite_cos_sin(spec, grid, x.device, x.dtype)  # [b, seq, pairs]
-    cos = cos[:, :, None, :] if bshd else cos[:, None, :, :]
-    sin = sin[:, :, None, :] if bshd else sin[:, None, :, :]
+    cos, sin = _per_token(cos, bshd), _per_token(sin, bshd)
     if direction == INVERSE:
         cos, sin = cos / spec.attention_scale ** 2, -sin / spec.attention_scale ** 2
     elif direction == TRANSPOSE:
@@ -149,12 +191,157 @@ def composite_rope(x: Tensor, positions: Optional[Tensor], offset: int, spec, la
     lo, r = spec.rotary_offset, spec.rotary_dim
     part = x[..., lo:lo + r]
     if spec.pairing == "interleaved":
-        a, b = part[..., 0::2], part[..., 1::2]
-        rotated = torch.stack((a * cos - b * sin, a * sin + b * cos), dim=-1).flatten(-2)
+        rotated = torch.stack(_rotate_pairs(part[..., 0::2], part[..., 1::2], cos, sin),
+                              dim=-1).flatten(-2)
     else:
-        a, b = part[..., : r // 2], part[..., r // 2:]
-        rotated = torch.cat((a * cos - b * sin, a * sin + b * cos), dim=-1)
+        rotated = torch.cat(_rotate_pairs(part[..., : r // 2], part[..., r // 2:], cos, sin), -1)
     return torch.cat((x[..., :lo], rotated, x[..., lo + r:]), dim=-1)
+
+
+# FoPE: C = sum_k A_cos[g, k, j] cos(w_k t), S likewise with sin (rotary/fope.hpp), cos(w_k t)
+# and sin(w_k t) from a RopeTable over FoPE's retained frequencies.
+
+_FOPE_BASES: Dict[tuple, object] = {}
+
+
+def _fope_basis(config, positions: Tensor, device, dtype) -> Tuple[Tensor, Tensor]:
+    """cos(w_k t), sin(w_k t) [*positions.shape, D_in] of the config's retained frequencies
+    (cached per setting the frequencies depend on: a FopeConfig's fields can be changed)."""
+    key = (config.head_dim, config.theta, config.train_length, config.floor_ratio,
+           config.drop_clipped, config.num_inv_freq)
+    if key not in _FOPE_BASES:
+        w = np.array(_posemb.make_fope(config).inv_freq)
+        _FOPE_BASES[key] = _posemb.RopeSpec(w, 2 * w.size)
+    return _composite_cos_sin(_FOPE_BASES[key], positions, device, dtype)
+
+
+def _fope_mixtures(config, grid: Tensor, sin_coef: Tensor, cos_coef: Tensor,
+                   dtype) -> Tuple[Tensor, Tensor]:
+    """C, S [b, seq, n_kv_heads, head_dim / 2] in `dtype`, padded slots C = 1, S = padding_sin."""
+    cos_w, sin_w = _fope_basis(config, grid, grid.device, dtype)
+    C = torch.einsum("bsk,gkj->bsgj", cos_w, cos_coef.to(dtype))
+    S = torch.einsum("bsk,gkj->bsgj", sin_w, sin_coef.to(dtype))
+    pad = config.head_dim // 2 - C.shape[-1]
+    pad_c = C.new_ones(*C.shape[:3], pad)
+    return (torch.cat((C, pad_c), -1), torch.cat((S, pad_c * config.padding_sin), -1))
+
+
+def _fope_heads(t: Tensor, heads: int, bshd: bool) -> Tensor:
+    """[b, seq, n_kv_heads, n] -> x's head axis (query head h: coefficient head h / group)."""
+    t = t.repeat_interleave(heads // t.shape[2], dim=2)
+    return t if bshd else t.transpose(1, 2)
+
+
+def _fope_split(x: Tensor, compute) -> Tuple[Tensor, Tensor]:
+    half = x.shape[-1] // 2
+    x = x.to(compute)
+    return x[..., :half], x[..., half:]
+
+
+def _compute_dtype(x: Tensor) -> torch.dtype:
+    """The kernels' arithmetic type: float64 for float64 tensors, float32 otherwise."""
+    return torch.float64 if x.dtype == torch.float64 else torch.float32
+
+
+def composite_fope(x: Tensor, positions: Optional[Tensor], offset: int, sin_coef: Tensor,
+                   cos_coef: Tensor, config, layout: str, direction: int) -> Tensor:
+    """FoPE by PyTorch ops on x's device, in float32 (float64 for float64 x), rounded once."""
+    bshd = layout == "bshd"
+    heads = x.shape[2] if bshd else x.shape[1]
+    grid = _position_grid(x, positions, offset, x.shape[1] if bshd else x.shape[2])
+    compute = _compute_dtype(x)
+    C, S = _fope_mixtures(config, grid, sin_coef, cos_coef, compute)
+    if direction == INVERSE:
+        norm = C * C + S * S
+        C, S = C / norm, -S / norm
+    elif direction == TRANSPOSE:
+        S = -S
+    C, S = _fope_heads(C, heads, bshd), _fope_heads(S, heads, bshd)
+    a, b = _fope_split(x, compute)
+    return torch.cat(_rotate_pairs(a, b, C, S), -1).to(x.dtype)
+
+
+def composite_fope_coefficient_grads(x: Tensor, grad: Tensor, positions: Optional[Tensor],
+                                     offset: int, sin_coef: Tensor, cos_coef: Tensor, config,
+                                     layout: str) -> Tuple[Tensor, Tensor]:
+    """dL/dA_sin[g, k, j] = sum over tokens and the group's heads of sin(w_k t) (g_b x_a - g_a
+    x_b)_j, dL/dA_cos likewise with cos(w_k t) (g_a x_a + g_b x_b)_j; in float64."""
+    bshd = layout == "bshd"
+    grid = _position_grid(x, positions, offset, x.shape[1] if bshd else x.shape[2])
+    cos_w, sin_w = _fope_basis(config, grid, x.device, torch.float64)
+    xa, xb = _fope_split(x, torch.float64)
+    ga, gb = _fope_split(grad, torch.float64)
+    d_out, groups = sin_coef.shape[2], sin_coef.shape[0]
+
+    def per_group(t: Tensor) -> Tensor:  # [b, s, h, half] or [b, h, s, half] -> [b, s, g, D_out]
+        t = (t if bshd else t.transpose(1, 2))[..., :d_out]
+        b, s, h, _ = t.shape
+        return t.reshape(b, s, groups, h // groups, d_out).sum(3)
+
+    d_cos = torch.einsum("bsk,bsgj->gkj", cos_w, per_group(ga * xa + gb * xb))
+    d_sin = torch.einsum("bsk,bsgj->gkj", sin_w, per_group(gb * xa - ga * xb))
+    return d_sin.to(sin_coef.dtype), d_cos.to(cos_coef.dtype)
+
+
+def composite_add_positions(x: Tensor, positions: Optional[Tensor], offset: int,
+                            table: Tensor) -> Tensor:
+    """x [b, s, d] + table[positions]: a gather on x's device."""
+    rows = _table_rows(x, positions, offset, table.shape[0])
+    return x + table[rows]
+
+
+def _table_rows(x: Tensor, positions: Optional[Tensor], offset: int, max_len: int) -> Tensor:
+    """The table row of every token, [b or 1, seq], after the kernels' range check."""
+    rows = _whole(_position_grid(x, positions, offset, x.shape[1]))
+    low, high = int(rows.min()), int(rows.max())
+    for p in (low, high):
+        if p < 0 or p >= max_len:
+            raise Error(f"position = {p}: outside the position table's range [0, {max_len})")
+    return rows
+
+
+def composite_position_table_grad(grad: Tensor, positions: Optional[Tensor], offset: int,
+                                  table: Tensor) -> Tensor:
+    """dL/dtable: grad's rows scatter-added by position (index_add_ in float64)."""
+    rows = _table_rows(grad, positions, offset, table.shape[0]).expand(grad.shape[:2])
+    total = torch.zeros(table.shape, dtype=torch.float64, device=grad.device)
+    total.index_add_(0, rows.reshape(-1), grad.reshape(-1, grad.shape[-1]).double())
+    return total.to(table.dtype)
+
+
+def _t5_ids(buckets, q_positions: Tensor, k_positions: Tensor, device) -> Tensor:
+    """posemb's bucket of every (query, key) pair, [q_len, k_len] int64 on `device`."""
+    ids = _posemb.t5_bucket_matrix(buckets, q_positions.cpu().numpy(), k_positions.cpu().numpy())
+    return torch.from_numpy(np.asarray(ids)).to(device)
+
+
+def composite_t5_bias(table: Tensor, q_positions: Tensor, k_positions: Tensor, buckets) -> Tensor:
+    """table[bucket(k - q)] as [heads, q_len, k_len]: a gather on the table's device."""
+    return table[_t5_ids(buckets, q_positions, k_positions, table.device)].permute(2, 0, 1)
+
+
+def composite_t5_table_grad(grad: Tensor, q_positions: Tensor, k_positions: Tensor, buckets,
+                            table: Tensor) -> Tensor:
+    """dL/dtable [num_buckets, heads]: grad [heads, q, k] scatter-added by bucket (float64)."""
+    ids = _t5_ids(buckets, q_positions, k_positions, grad.device)
+    total = torch.zeros(table.shape, dtype=torch.float64, device=grad.device)
+    total.index_add_(0, ids.reshape(-1), grad.permute(1, 2, 0).reshape(-1, table.shape[1]).double())
+    return total.to(table.dtype)
+
+
+def composite_alibi(slopes, q_positions: Tensor, k_positions: Tensor, form: str,
+                    dtype: torch.dtype) -> Tensor:
+    """ALiBi's bias [heads, q_len, k_len] on the positions' device: -slope_h (q_i - k_j) in
+    float64 (causal: -inf where k_j > q_i; symmetric: -slope_h |q_i - k_j|), then cast."""
+    if form not in ("causal", "symmetric"):
+        raise Error(f"form = {form!r}: expected 'causal' or 'symmetric'")
+    device = q_positions.device
+    s = torch.as_tensor(np.asarray(slopes), dtype=torch.float64, device=device)[:, None, None]
+    distance = (q_positions.double()[:, None] - k_positions.to(device).double()[None, :])
+    if form == "symmetric":
+        return (-s * distance.abs()).to(dtype)
+    bias = -s * distance
+    return bias.masked_fill(distance < 0, float("-inf")).to(dtype)
 
 
 # ---- posemb::rotate
@@ -165,10 +352,11 @@ def rotate(x: Tensor, positions: Optional[Tensor], offset: int, source: int, lay
            direction: int, threads: int) -> Tensor:
     """x rotated by the source under key `source` (rotation_key) in `direction`."""
     rotation = _SOURCES[source]
-    if x.device.type != "cpu":
-        if rotation.kind != "rope" or rotation.source.__class__.__name__ == "HfFloat32Rope":
+    if use_composite(x):
+        if rotation.kind != "rope" or isinstance(rotation.source, _posemb.HfFloat32Rope):
             raise Error(f"x.device = {x.device}: expected a CPU tensor for {rotation.kind} "
-                        "(the composite path serves RopeSpec and RopeTable sources)")
+                        f"{type(rotation.source).__name__} (the composite path serves "
+                        "RopeSpec and RopeTable sources, FoPE, the tables and T5's bias)")
         return composite_rope(x, positions, offset, rotation.source, layout, direction)
     return rotation.apply(x.detach(), _host(positions, offset), layout, direction, threads, False)
 
@@ -203,7 +391,7 @@ torch.library.register_autograd("posemb::rotate", _rotate_backward, setup_contex
 def rotate_(x: Tensor, positions: Optional[Tensor], offset: int, source: int, layout: str,
             direction: int, threads: int) -> None:
     """x rotated in place (tensors that need no gradient; see apply_rotation)."""
-    if x.device.type != "cpu" or not x.is_contiguous():
+    if use_composite(x) or not x.is_contiguous():
         x.copy_(rotate(x, positions, offset, source, layout, direction, threads))
         return
     _SOURCES[source].apply(x.detach(), _host(positions, offset), layout, direction, threads, True)
@@ -251,8 +439,9 @@ def fope(x: Tensor, positions: Optional[Tensor], offset: int, sin_coef: Tensor,
          cos_coef: Tensor, config: int, layout: str, direction: int, threads: int) -> Tensor:
     """x rotated by FoPE with the coefficient tensors sin_coef, cos_coef [n_kv_heads, D_in,
     D_out] and the FopeConfig under key `config`."""
-    if x.device.type != "cpu":
-        raise Error(f"x.device = {x.device}: expected a CPU tensor for FoPE")
+    if use_composite(x):
+        return composite_fope(x, positions, offset, sin_coef, cos_coef, _SOURCES[config], layout,
+                              direction)
     f = _fope(_SOURCES[config], sin_coef, cos_coef)
     return _posemb.apply_fope(x.detach(), _host(positions, offset), f, layout=layout,
                               inverse=direction == INVERSE, threads=threads,
@@ -269,6 +458,9 @@ def fope_coefficient_grads(x: Tensor, grad: Tensor, positions: Optional[Tensor],
                            sin_coef: Tensor, cos_coef: Tensor, config: int,
                            layout: str) -> Tuple[Tensor, Tensor]:
     """(dL/dA_sin, dL/dA_cos) in the coefficients' dtype (accumulated in double)."""
+    if use_composite(x):
+        return composite_fope_coefficient_grads(x, grad, positions, offset, sin_coef, cos_coef,
+                                                _SOURCES[config], layout)
     f = _fope(_SOURCES[config], sin_coef, cos_coef)
     d_sin, d_cos = _posemb.fope_coefficient_gradients(
         x.detach().contiguous(), grad.detach().contiguous(), _host(positions, offset), f, layout)
@@ -322,6 +514,8 @@ def apply_fope_tensor(x: Tensor, positions, config, sin_coef: Tensor, cos_coef: 
 @torch.library.custom_op("posemb::add_positions", mutates_args=())
 def add_positions(x: Tensor, positions: Optional[Tensor], offset: int, table: Tensor) -> Tensor:
     """x [batch, seq, d] + table[positions] (table [max_len, d] of x's dtype)."""
+    if use_composite(x):
+        return composite_add_positions(x, positions, offset, table)
     return _posemb.add_position_embeddings(x.detach(), _host(positions, offset), table.detach())
 
 
@@ -334,6 +528,8 @@ def _(x, positions, offset, table):
 def position_table_grad(grad: Tensor, positions: Optional[Tensor], offset: int,
                         table: Tensor) -> Tensor:
     """dL/dtable [max_len, d] in the table's dtype (a scatter-add in double, in token order)."""
+    if use_composite(grad):
+        return composite_position_table_grad(grad, positions, offset, table)
     d = _posemb.position_table_gradient(grad.detach().contiguous(), _host(positions, offset),
                                         table.shape[0])
     return torch.from_numpy(d).to(table.dtype)
@@ -376,7 +572,10 @@ def add_positions_tensor(x: Tensor, positions, table: Tensor, in_place: bool) ->
 
 @torch.library.custom_op("posemb::t5_bias", mutates_args=())
 def t5_bias(table: Tensor, q_positions: Tensor, k_positions: Tensor, buckets: int) -> Tensor:
-    """T5's bias float32 [heads, q_len, k_len] from table [num_buckets, heads]."""
+    """T5's bias [heads, q_len, k_len] from table [num_buckets, heads] (the kernel forms float32
+    values, cast to the table's dtype)."""
+    if use_composite(table):
+        return composite_t5_bias(table, q_positions, k_positions, _SOURCES[buckets])
     t = _posemb.T5BiasTable(_SOURCES[buckets], table.detach().cpu().float().numpy())
     return torch.from_numpy(_posemb.t5_bias(t, q_positions.cpu(), k_positions.cpu())).to(
         device=table.device, dtype=table.dtype)
@@ -391,6 +590,8 @@ def _(table, q_positions, k_positions, buckets):
 def t5_table_grad(grad: Tensor, q_positions: Tensor, k_positions: Tensor, buckets: int,
                   table: Tensor) -> Tensor:
     """dL/dtable [num_buckets, heads] in the table's dtype (a scatter-add in double)."""
+    if use_composite(grad):
+        return composite_t5_table_grad(grad, q_positions, k_positions, _SOURCES[buckets], table)
     d = _posemb.t5_table_gradient(grad.detach().cpu().contiguous(), _SOURCES[buckets],
                                   q_positions.cpu(), k_positions.cpu())
     return torch.from_numpy(d).to(device=table.device, dtype=table.dtype)

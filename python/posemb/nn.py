@@ -24,17 +24,19 @@ from ._posemb import Error
 
 
 class Rotary(torch.nn.Module):
-    """A rotary scheme with no parameters: RoPE (any scaled variant, a RopeSpec or RopeTable),
-    M-RoPE (MropeSpec), vision RoPE (VisionRope) or xPos (XposSpec: queries and keys each get
-    their own magnitude). forward(q, k, positions) -> (q, k) rotated, differentiable in q and k.
+    """A rotary scheme with no parameters: RoPE (any scaled variant, a RopeSpec or RopeTable; an
+    HfFloat32Rope for transformers' float32 arithmetic, forward and backward as autograd gives them
+    through transformers' code), M-RoPE (MropeSpec), vision RoPE (VisionRope) or xPos (XposSpec:
+    queries and keys each get their own magnitude). forward(q, k, positions) -> (q, k) rotated,
+    differentiable in q and k.
 
     Swap from transformers' LlamaRotaryEmbedding + apply_rotary_pos_emb (q, k: [b, heads, s, d]):
         rotary = posemb.nn.Rotary(posemb.load_model(path).layers[i].rope_spec(), layout="bhsd")
         q, k = rotary(q, k, position_ids)
     """
 
-    _KIND = {"RopeSpec": "rope", "RopeTable": "rope", "MropeSpec": "mrope",
-             "VisionRope": "vision", "XposSpec": "xpos"}
+    _KIND = {"RopeSpec": "rope", "RopeTable": "rope", "HfFloat32Rope": "rope",
+             "MropeSpec": "mrope", "VisionRope": "vision", "XposSpec": "xpos"}
 
     def __init__(self, source, layout: str = "bshd", threads: int = 1) -> None:
         super().__init__()
@@ -49,15 +51,16 @@ class Rotary(torch.nn.Module):
 
     @classmethod
     def from_model(cls, model, layer: int, seq_len: Optional[int] = None,
-                   layout: str = "bshd") -> "Rotary":
-        """Layer `layer` of a posemb.load_model(...) result (its rope or M-RoPE spec)."""
+                   layout: str = "bshd", angles: str = "exact") -> "Rotary":
+        """Layer `layer` of a posemb.load_model(...) result (its rope or M-RoPE spec; with
+        angles='hf-float32' its HfFloat32Rope, transformers' float32 arithmetic)."""
         positions = model.layers[layer]
         if positions.rope is None:
             raise Error(f"layer = {layer}: expected a layer with rotary positions "
                         f"(its kind is {positions.kind!r})")
         if model.mrope_index_rules is not None:
             return cls(positions.mrope_spec(seq_len), layout)
-        return cls(positions.rope_spec(seq_len), layout)
+        return cls(positions.rope_spec(seq_len, angles=angles), layout)
 
     def rotate(self, x: Tensor, positions, key: int) -> Tensor:
         p, offset = _ops.positions_arg(positions, x)
@@ -71,10 +74,11 @@ class ModelRotary(torch.nn.Module):
     """Every layer's rotary module of a model: layers[i] is Rotary for layer i, or None for a
     layer without rotary positions (Llama 4's NoPE layers, for instance)."""
 
-    def __init__(self, model, seq_len: Optional[int] = None, layout: str = "bshd") -> None:
+    def __init__(self, model, seq_len: Optional[int] = None, layout: str = "bshd",
+                 angles: str = "exact") -> None:
         super().__init__()
         self.layers: List[Optional[Rotary]] = [
-            Rotary.from_model(model, i, seq_len, layout) if layer.rope is not None else None
+            Rotary.from_model(model, i, seq_len, layout, angles) if layer.rope is not None else None
             for i, layer in enumerate(model.layers)]
 
 
@@ -146,7 +150,8 @@ class Sinusoidal(torch.nn.Module):
 
 class Alibi(torch.nn.Module):
     """ALiBi's bias [heads, q_len, k_len] from explicit query and key positions (no parameter;
-    the logits' gradient passes through the addition)."""
+    the logits' gradient passes through the addition). Positions as tensors off the CPU give the
+    bias on their device (the composite path: posemb's slopes, the distances in float64 there)."""
 
     def __init__(self, n_heads: int, max_bias: float = 8.0, form: str = "causal") -> None:
         super().__init__()
@@ -154,6 +159,9 @@ class Alibi(torch.nn.Module):
         self.form = form
 
     def forward(self, q_positions, k_positions, dtype=torch.float32) -> Tensor:
+        if isinstance(q_positions, Tensor) and _ops.use_composite(q_positions):
+            k = torch.as_tensor(k_positions, device=q_positions.device)
+            return _ops.composite_alibi(self.slopes, q_positions, k, self.form, dtype)
         bias = _posemb.alibi_bias(self.slopes, np.asarray(q_positions), np.asarray(k_positions),
                                   self.form, "float64")
         return torch.from_numpy(np.array(bias)).to(dtype)

@@ -97,7 +97,8 @@ arithmetic, op by op (the angle mode 'hf-float32'): inv_freq is HF's float32 buf
 float32(inv_freq * float32(position)), cos/sin of it rounded to float32, times attention_scale
 in float32, cast to x's dtype; the rotation x * cos + rotate_half(x) * sin runs in x's dtype
 (float32, float16 or bfloat16, each product and sum rounded as PyTorch's CPU kernels do).
-A source of apply_rope_ / apply_rope (forward only). Built by hf_float32_rope, rope_spec(...,
+A source of apply_rope_ / apply_rope and posemb.nn.Rotary: transpose=True (and a tensor's backward)
+is what autograd gives through transformers' code; no inverse. Built by hf_float32_rope, rope_spec(...,
 angles='hf-float32'), the spec builders' angles='hf-float32', or from a model's own inv_freq
 buffer (its pow may differ from the correctly rounded one by an ulp on some builds).
 rotary_offset: the first rotated feature of the head_dim-wide heads (MLA: qk_nope_head_dim).

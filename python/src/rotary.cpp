@@ -67,16 +67,17 @@ RopeSource rope_source_of(const py::object& source) {
 }
 
 // x rotated by transformers' float32 arithmetic in x's storage type T (float, half, bfloat16;
-// HF's float64 models are not covered), forward, one thread.
+// HF's float64 models are not covered), forward or its transpose (autograd's backward through
+// HF's code), one thread.
 template <class T, class X>
 void rotate_hf_float32(const HfFloat32Rope& rope, X& in, X& out, const Positions& positions,
-                       TensorLayout layout) {
+                       TensorLayout layout, Rotation rotation) {
   if constexpr (std::is_same_v<T, double>) {
     fail("x.dtype", "float64",
          "expected float32, float16 or bfloat16 for an HfFloat32Rope (transformers' float32 "
          "arithmetic)");
   } else {
-    const RotateOptions options = RotateOptions().with_layouts(layout);
+    const RotateOptions options = RotateOptions().with_layouts(layout).with_rotation(rotation);
     in_or_out(
         in, out, [&](auto& y) { rotate_inplace(y, positions, rope, options); },
         [&](const auto& a, auto& b) { posemb::rotate(a, b, positions, rope, options); });
@@ -112,7 +113,7 @@ x: a numpy array (float32, float64, float16) or a CPU torch tensor (also bfloat1
 positions: an int offset (token s at offset + s), or int64 / float64 positions [seq] or
    [batch, seq] (numpy or torch).
 source: a RopeSpec (cos/sin formed in double per call), a RopeTable, or an HfFloat32Rope
-   (transformers' float32 arithmetic, rotating in x's dtype as PyTorch does; forward only,
+   (transformers' float32 arithmetic, rotating in x's dtype as PyTorch does; no inverse,
    float32 / float16 / bfloat16 x, one thread).
 inverse: apply R(p)^T = R(-p) (undoes the rotation, attention scale included).
 threads: up to this many threads for large tensors. The GIL is released during the rotation.
@@ -139,14 +140,15 @@ py::object apply_rope_impl(const py::object& x, const py::object& positions,
   const TensorLayout l = layout_of(layout);
   const Threads t = threads_of(threads);
   const RopeSource resolved = rope_source_of(source);
-  if (resolved.hf != nullptr && r != Rotation::Forward) {
-    fail(r == Rotation::Inverse ? "inverse" : "transpose", "True",
-         "expected False for an HfFloat32Rope (transformers' forward only)");
+  if (resolved.hf != nullptr && r == Rotation::Inverse) {
+    fail("inverse", "True",
+         "expected False for an HfFloat32Rope (transformers' rotation has no "
+         "inverse; transpose=True is its backward)");
   }
   return rotate(x, in_place, [&](auto& in, auto& out) {
     using T = scalar_of_t<decltype(in)>;
     if (resolved.hf != nullptr) {
-      rotate_hf_float32<T>(*resolved.hf, in, out, p.view(), l);
+      rotate_hf_float32<T>(*resolved.hf, in, out, p.view(), l, r);
       return;
     }
     with_rope_source<T>(resolved, [&](const auto& src) {

@@ -266,13 +266,16 @@ class Attention(torch.nn.Module):
         return self.o(out.transpose(1, 2).reshape(b, s, -1))
 
 
-def test_compile_fullgraph_attention_block():
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+def test_compile_fullgraph_attention_block(backend):
+    """aot_eager: the graph PyTorch traces; inductor (the default backend): the code it generates
+    around posemb's ops (kept as opaque calls), forward and backward."""
     torch._dynamo.reset()
     block = Attention()
     h = torch.randn(2, 8, 64)
     positions = torch.arange(8).expand(2, 8)
     eager = block(h, positions)
-    compiled = torch.compile(block, fullgraph=True, backend="aot_eager")
+    compiled = torch.compile(block, fullgraph=True, backend=backend)
     out = compiled(h, positions)
     torch.testing.assert_close(out, eager)
     out.sum().backward()

@@ -12,6 +12,7 @@
 
 #include "posemb/random.hpp"
 #include "posemb/model/hf_float32_scheme.hpp"
+#include "posemb/rotary/backward.hpp"
 #include "posemb/rotary/rotate.hpp"
 
 using namespace posemb;
@@ -159,7 +160,7 @@ TEST_CASE("hf-float32: linear is the default divided, dynamic is the default up 
   CHECK(hf_float32_dynamic_ntk(128, 10000.0, 2.0, 4096, 8192).inv_freq[63] < plain.inv_freq[63]);
 }
 
-TEST_CASE("hf-float32 rotation: bfloat16 products and sums rounded to bfloat16") {
+TEST_CASE("hf-float32 rotation and backward: bfloat16 products and sums rounded to bfloat16") {
   const HfFloat32Rope rope = hf_float32_default(RotaryDims{4, 2}, 10000.0);
   Tensor4<Eigen::bfloat16> x(1, 1, 1, 4);
   x.setValues({{{{Eigen::bfloat16(1.0f), Eigen::bfloat16(3.0f), Eigen::bfloat16(7.0f),
@@ -174,6 +175,42 @@ TEST_CASE("hf-float32 rotation: bfloat16 products and sums rounded to bfloat16")
   CHECK(float(y(0, 0, 0, 3)) == 9.0f);
   CHECK_THROWS_WITH(rotated(x, Positions(std::int64_t{5}), rope, RotateOptions().inverse()),
                     Catch::Contains("options.rotation"));
+  // The backward, x as the upstream gradient: autograd's sums through x * cos and rotate_half(x)
+  // * sin, a's gradient from x * cos and rotate_half's second half (+x1), b's from -x2.
+  const auto back = rotated_backward(x, Positions(std::int64_t{5}), rope);
+  CHECK(float(back(0, 0, 0, 0)) == bf(bf(1.0f * c) + bf(3.0f * s)));
+  CHECK(float(back(0, 0, 0, 1)) == bf(bf(3.0f * c) + bf(-(1.0f * s))));
+  CHECK(float(back(0, 0, 0, 2)) == 7.0f);
+  CHECK(float(back(0, 0, 0, 3)) == 9.0f);
+}
+
+TEST_CASE("hf-float32 backward: the forward at negated positions, near the exact backward") {
+  std::vector<std::int64_t> positions;
+  for (std::int64_t p = 0; p < 32; ++p) positions.push_back(p);
+  for (std::int64_t p : {1000, 4095, 32767, 131071}) positions.push_back(p);
+  std::vector<std::int64_t> negated(positions.size());
+  for (std::size_t i = 0; i < positions.size(); ++i) negated[i] = -positions[i];
+  const Comparison<float> f32(positions);
+  const Comparison<Eigen::bfloat16> bf16(positions);
+  const PositionVector minus_vector =
+      Eigen::Map<const PositionVector>(negated.data(), Eigen::Index(negated.size()));
+  const Positions minus(minus_vector);
+  for (const RopeScheme& scheme : all_schemes()) {
+    const std::int64_t seq_len = positions.back() + 1;
+    const HfFloat32Rope rope = hf_float32_rope(scheme, seq_len);
+    INFO(scheme.rope_type << " rotary_dim " << scheme.rotary_dim);
+    // float32(-p) * w = -(float32(p) * w), cos even, sin odd: R(p)^T = R(-p) bit for bit.
+    const Tensor4<float> back = rotated_backward(f32.q, f32.view(), rope);
+    const Tensor4<float> at_minus = rotated(f32.q, minus, rope);
+    CHECK(std::memcmp(back.data(), at_minus.data(), sizeof(float) * std::size_t(back.size())) == 0);
+    const Tensor4<Eigen::bfloat16> back16 = rotated_backward(bf16.q, bf16.view(), rope);
+    const Tensor4<Eigen::bfloat16> at_minus16 = rotated(bf16.q, minus, rope);
+    CHECK(std::memcmp(back16.data(), at_minus16.data(), 2 * std::size_t(back16.size())) == 0);
+    // Within the float32-angle tolerance of the exact backward.
+    const Tensor4<float> exact = rotated_backward(f32.q, f32.view(), scheme.spec(seq_len));
+    CHECK(worst_ratio(f32.q, back, exact, positions, rotation_tolerance(scheme, seq_len, "float32"),
+                      scheme.rotary_dim, scheme.pairing) <= 1.0);
+  }
 }
 
 TEST_CASE("hf-float32 over a whole head: the slice at rotary_offset rotates, the rest passes") {

@@ -17,7 +17,8 @@
 // must have been Rotation::Forward and have written no sequence offset (a KV-cache slot is not
 // a differentiable output). Queries and keys are two calls (xPos: Xpos{spec, Query} and
 // Xpos{spec, Key}, each with its own magnitude). FoPE's coefficient gradients:
-// rotary/fope_backward.hpp. HfFloat32Rope has no backward (its rotation is not the engine's).
+// rotary/fope_backward.hpp. HfFloat32Rope's rotation is its own (transformers' float32
+// arithmetic): its Transpose is the VJP autograd forms through that code (rotary/hf_float32.hpp).
 //
 // Example (the forward was rotate_inplace(q, positions, spec)):
 //   posemb::rotate_backward_inplace(grad_q, positions, spec);

@@ -48,13 +48,22 @@
 //     PyTorch's CPU kernel computes in double with the exponent in double (its scalar path);
 //     posemb does the same.
 //
+// The backward (Rotation::Transpose, rotary/backward.hpp): what autograd gives through that
+// forward. cos and sin are constants (HF forms them from a buffer and positions, no gradient),
+// so the gradient of q is the sum of the gradients of its two uses, `q * cos` and `rotate_half(q)`
+// (whose transpose moves g_b to a's slot and -g_a to b's), each in x's dtype:
+//   g_a' = T(T(g_a c) + T(g_b s)),  g_b' = T(T(g_b c) + T(-(g_a s)))
+// which is the forward's rotation of g with s negated, rounding for rounding (the negation is
+// exact, and the zeros autograd adds from the other slice change no value).
+//
 // Sources of the rotate family (rotate.hpp): HfFloat32Rope, tensors of float, Eigen::bfloat16
-// or Eigen::half only (HF's float64 models are not covered), forward rotation only, one thread
-// (a reference, not a fast path).
+// or Eigen::half only (HF's float64 models are not covered), forward rotation and its transpose
+// (no inverse), one thread (a reference, not a fast path).
 //
 // Example:
 //   const posemb::HfFloat32Rope rope = posemb::hf_float32_llama3(128, 500000.0, llama3_params);
 //   posemb::rotate_inplace(q, positions, rope);   // q: [batch, seq, heads, 128] bfloat16
+//   posemb::rotate_backward_inplace(grad_q, positions, rope);   // autograd's grad of q through HF
 #pragma once
 
 #include <Eigen/Core>
@@ -343,7 +352,8 @@ void hf_rotate_head(T* head, const HfFloat32Rope& rope, const float* cos, const 
 }
 
 // Rotates `in` (in_shape) into `out` (out_shape, tokens from out_seq_offset on) token by token,
-// after the engine's checks; features outside the rotated slice are copied.
+// after the engine's checks; features outside the rotated slice are copied. Rotation::Transpose
+// (the backward, see the header comment) negates sin.
 template <class T>
 void hf_float32_rotate_tensor(const HfFloat32Rope& rope, const Positions& positions,
                               const ActivationShape& in_shape, const T* in,
@@ -353,10 +363,11 @@ void hf_float32_rotate_tensor(const HfFloat32Rope& rope, const Positions& positi
                     std::is_same_v<T, Eigen::half>,
                 "posemb: HfFloat32Rope rotates float, Eigen::bfloat16 and Eigen::half tensors");
   check_threads(options.threads);
-  if (options.rotation != Rotation::Forward) {
-    fail("options.rotation", options.rotation == Rotation::Inverse ? "Inverse" : "Transpose",
-         "expected Forward (HF float32 rotation has no inverse and no backward)");
+  if (options.rotation == Rotation::Inverse) {
+    fail("options.rotation", "Inverse",
+         "expected Forward or Transpose (HF's float32 rotation has no inverse)");
   }
+  const float sin_sign = options.rotation == Rotation::Transpose ? -1.0f : 1.0f;
   rope.validate();
   if (in_shape.head_dim != rope.head_dim) {
     fail("head_dim", in_shape.head_dim,
@@ -369,6 +380,7 @@ void hf_float32_rotate_tensor(const HfFloat32Rope& rope, const Positions& positi
   for (Eigen::Index b = 0; b < in_shape.batch; ++b) {
     for (Eigen::Index s = 0; s < in_shape.seq; ++s) {
       hf_float32_cos_sin<T>(rope, positions.at(b, s), cos.data(), sin.data());
+      for (float& value : sin) value *= sin_sign;
       for (Eigen::Index h = 0; h < in_shape.heads; ++h) {
         const T* from = in + in_shape.offset(b, s, h);
         std::copy(from, from + in_shape.head_dim, head.begin());

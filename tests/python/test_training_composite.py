@@ -1,0 +1,162 @@
+"""The composite path of every op (posemb/_ops.py: what tensors off the CPU run, plain PyTorch
+ops fed by posemb's tables), run on CPU tensors inside _ops.composite_path() against posemb's
+kernels: forward in every direction, and the gradients autograd forms through the op (the x
+gradient, FoPE's coefficient gradients, the learned table's and T5's table gradients)."""
+import numpy as np
+import pytest
+import torch
+
+import posemb
+import posemb.nn
+from posemb import _ops
+
+TIGHT = {"rtol": 1e-12, "atol": 1e-12}
+
+
+def grads(f, inputs, upstream, composite):
+    """(output, gradients of <upstream, f(*inputs)>) on the kernels or the composite path."""
+    inputs = [t.detach().clone().requires_grad_() for t in inputs]
+    if composite:
+        with _ops.composite_path():
+            y = f(*inputs)
+            return y.detach(), torch.autograd.grad(y, inputs, upstream)
+    y = f(*inputs)
+    return y.detach(), torch.autograd.grad(y, inputs, upstream)
+
+
+def assert_same(f, inputs, upstream, **tol):
+    y_kernel, g_kernel = grads(f, inputs, upstream, composite=False)
+    y_comp, g_comp = grads(f, inputs, upstream, composite=True)
+    torch.testing.assert_close(y_comp, y_kernel, **tol)
+    for got, expected in zip(g_comp, g_kernel):
+        torch.testing.assert_close(got, expected, **tol)
+
+
+def test_rope_through_the_op():
+    spec = posemb.yarn_rope_spec(16, 10000.0, 4.0, 64)
+    x = torch.randn(2, 5, 3, 16, dtype=torch.float64)
+    p = torch.tensor([[0, 7, 3, 900, 4], [1, 1, 2, 3, 5]])
+    f = lambda t: posemb.apply_rope(t, p, spec)  # noqa: E731
+    assert_same(f, (x,), torch.randn_like(x), **TIGHT)
+    with _ops.composite_path():
+        assert torch.autograd.gradcheck(f, (x.requires_grad_(),))
+
+
+FOPE_CONFIGS = {
+    "gqa": posemb.FopeConfig(head_dim=16, n_heads=4, n_kv_heads=2, train_length=64, seed=3),
+    "kept_clipped": posemb.FopeConfig(head_dim=16, n_heads=2, train_length=40, seed=4,
+                                      drop_clipped=False, padding_sin=0.5),
+    "num_inv_freq": posemb.FopeConfig(head_dim=16, n_heads=4, n_kv_heads=2, train_length=64,
+                                      seed=5, num_inv_freq=3),  # Intern-S1-Pro's setting
+}
+
+
+def fope_tensors(config):
+    f = posemb.make_fope(config)
+    return (torch.from_numpy(np.array(f.sin_coef)), torch.from_numpy(np.array(f.cos_coef)))
+
+
+@pytest.mark.parametrize("name", list(FOPE_CONFIGS))
+@pytest.mark.parametrize("layout", ["bshd", "bhsd"])
+@pytest.mark.parametrize("heads", ["queries", "keys"])
+def test_fope_forward_and_gradients(name, layout, heads):
+    config = FOPE_CONFIGS[name]
+    sin_coef, cos_coef = fope_tensors(config)
+    n = config.n_heads if heads == "queries" else (config.n_kv_heads or config.n_heads)
+    shape = (2, 6, n, 16) if layout == "bshd" else (2, n, 6, 16)
+    x = torch.randn(*shape, dtype=torch.float64)
+    p = torch.tensor([[3, 4, 5, 6, 7, 8], [100, 0, 1, 2, 50, 9]])
+    f = lambda t, s, c: _ops.apply_fope_tensor(t, p, config, s, c, layout)  # noqa: E731
+    # float64 x, float32 coefficients: both paths mix in double, the gradients' sums in double.
+    upstream = torch.randn_like(x)
+    y_kernel, g_kernel = grads(f, (x, sin_coef, cos_coef), upstream, composite=False)
+    y_comp, g_comp = grads(f, (x, sin_coef, cos_coef), upstream, composite=True)
+    torch.testing.assert_close(y_comp, y_kernel, **TIGHT)
+    torch.testing.assert_close(g_comp[0], g_kernel[0], **TIGHT)
+    for got, expected in zip(g_comp[1:], g_kernel[1:]):  # rounded once to float32
+        torch.testing.assert_close(got, expected, rtol=2 ** -23, atol=1e-12)
+    for direction in (_ops.INVERSE, _ops.TRANSPOSE):
+        key = _ops.source_key(config)
+        kernel = _ops.fope(x, p, 0, sin_coef, cos_coef, key, layout, direction, 1)
+        with _ops.composite_path():
+            composite = _ops.fope(x, p, 0, sin_coef, cos_coef, key, layout, direction, 1)
+        torch.testing.assert_close(composite, kernel, **TIGHT)
+
+
+def test_fope_float32_and_gradcheck():
+    config = FOPE_CONFIGS["gqa"]
+    sin_coef, cos_coef = fope_tensors(config)
+    x = torch.randn(1, 7, 4, 16)
+    f = lambda t, s, c: _ops.apply_fope_tensor(t, 11, config, s, c)  # noqa: E731
+    assert_same(f, (x, sin_coef, cos_coef), torch.randn_like(x), rtol=1e-5, atol=1e-5)
+    with _ops.composite_path():
+        inputs = (x.double().requires_grad_(), sin_coef.double().requires_grad_(),
+                  cos_coef.double().requires_grad_())
+        assert torch.autograd.gradcheck(f, inputs)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
+def test_position_table_forward_and_gradients(dtype):
+    h = torch.randn(2, 5, 8).to(dtype)
+    table = torch.randn(16, 8).to(dtype)
+    p = torch.tensor([[0, 3, 3, 7, 1], [7, 7, 2, 0, 15]])
+    f = lambda x, t: posemb.add_position_embeddings(x, p, t)  # noqa: E731
+    upstream = torch.randn(2, 5, 8).to(dtype)
+    y_kernel, g_kernel = grads(f, (h, table), upstream, composite=False)
+    y_comp, g_comp = grads(f, (h, table), upstream, composite=True)
+    assert torch.equal(y_comp, y_kernel)  # one addition in x's dtype either way
+    assert torch.equal(g_comp[0], g_kernel[0])
+    torch.testing.assert_close(g_comp[1], g_kernel[1], rtol=0, atol=0)  # float64 sums, one rounding
+    offset = lambda x, t: posemb.add_position_embeddings(x, 11, t)  # noqa: E731
+    assert_same(offset, (h, table), upstream, rtol=0, atol=0)
+    with _ops.composite_path(), pytest.raises(posemb.Error, match=r"position = 16: outside the "
+                                              r"position table's range \[0, 16\)"):
+        posemb.add_position_embeddings(h.requires_grad_(), 12, table)
+
+
+def test_sinusoidal_module_on_the_composite_path():
+    module = posemb.nn.Sinusoidal(32, 8)
+    h = torch.randn(2, 4, 8, requires_grad=True)
+    kernel = module(h, 5)
+    with _ops.composite_path():
+        assert torch.equal(module(h, 5), kernel)
+
+
+def test_t5_bias_and_table_gradient():
+    buckets = posemb.T5Buckets(8, 20, True)
+    table = torch.randn(8, 3)
+    q, k = np.arange(10, 16), np.arange(0, 16)
+    f = lambda t: _ops.t5_bias_tensor(t, buckets, q, k)  # noqa: E731
+    upstream = torch.randn(3, 6, 16)
+    y_kernel, g_kernel = grads(f, (table,), upstream, composite=False)
+    y_comp, g_comp = grads(f, (table,), upstream, composite=True)
+    assert torch.equal(y_comp, y_kernel)  # a gather of float32 values either way
+    torch.testing.assert_close(g_comp[0], g_kernel[0], rtol=2 ** -23, atol=1e-12)
+    module = posemb.nn.T5RelativeBias(3, 8, 20)
+    with _ops.composite_path():
+        bias = module(q, k)
+    assert torch.equal(bias, module(q, k))
+
+
+@pytest.mark.parametrize("form", ["causal", "symmetric"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_alibi_bias(form, dtype):
+    module = posemb.nn.Alibi(6, form=form)
+    q, k = torch.arange(90, 96), torch.arange(0, 100)
+    kernel = module(q.numpy(), k.numpy(), dtype)
+    with _ops.composite_path():
+        composite = module(q, k, dtype)
+    assert composite.dtype == dtype
+    assert torch.equal(composite, kernel)
+    assert bool(torch.isinf(composite).any()) == (form == "causal")
+
+
+def test_schemes_without_a_composite_path_say_so():
+    rope = posemb.default_rope_spec(16, 10000.0, angles="hf-float32")
+    x = torch.randn(1, 3, 2, 16, requires_grad=True)
+    with _ops.composite_path(), pytest.raises(posemb.Error, match="expected a CPU tensor for "
+                                              "rope HfFloat32Rope"):
+        posemb.apply_rope(x, 0, rope)
+    with _ops.composite_path(), pytest.raises(posemb.Error, match="fractional positions"):
+        posemb.apply_rope(x, torch.tensor([0.5, 1.0, 2.0], dtype=torch.float64),
+                          posemb.default_rope_spec(16, 10000.0))
