@@ -88,24 +88,6 @@ POSEMB_TARGET_AVX512 inline void stream_lines_avx512(unsigned char* dst, const u
 }
 #endif
 
-#if POSEMB_STREAM_X86 || POSEMB_ISA_NEON
-// `lines` whole 64-byte lines from src to dst (dst 64-byte aligned) at the active level.
-inline void stream_lines(unsigned char* dst, const unsigned char* src, std::size_t lines) {
-#if POSEMB_ISA_NEON
-  stream_lines_neon(dst, src, lines);
-#else
-#if POSEMB_ISA_DISPATCH
-  const IsaLevel level = isa_level();
-  if (!runs_inline(level)) {
-    if (level == IsaLevel::Avx512) return stream_lines_avx512(dst, src, lines);
-    if (level == IsaLevel::Avx2) return stream_lines_avx2(dst, src, lines);
-  }
-#endif
-  stream_lines_portable(dst, src, lines);
-#endif
-}
-#endif
-
 // The bytes [0, n) of src to dst (no overlap) at the active level: ordinary stores up to dst's
 // first line boundary, streaming stores for whole lines, ordinary stores for the rest.
 inline void stream_copy(void* dst, const void* src, std::size_t n) {
@@ -119,7 +101,24 @@ inline void stream_copy(void* dst, const void* src, std::size_t n) {
   from += head;
   n -= head;
   const std::size_t lines = n / cache_line_bytes;
-  stream_lines(to, from, lines);
+#if POSEMB_ISA_NEON
+  stream_lines_neon(to, from, lines);
+#else
+  bool done = false;
+#if POSEMB_ISA_DISPATCH
+  const IsaLevel level = isa_level();
+  if (!runs_inline(level)) {
+    if (level == IsaLevel::Avx512) {
+      stream_lines_avx512(to, from, lines);
+      done = true;
+    } else if (level == IsaLevel::Avx2) {
+      stream_lines_avx2(to, from, lines);
+      done = true;
+    }
+  }
+#endif
+  if (!done) stream_lines_portable(to, from, lines);
+#endif
   std::memcpy(to + lines * cache_line_bytes, from + lines * cache_line_bytes,
               n - lines * cache_line_bytes);
 #else
