@@ -106,8 +106,8 @@ void two_passes(const Prefill& p) {
 // is the XOR of its share of the lines of `in` (in_bytes, as many lines or more), written with a
 // non-temporal store: all of in read once, all of out written once, no arithmetic worth the
 // name. Lines [begin, end) of out. in, out: 64-byte aligned. On x86-64 with AVX2 stores
-// (vmovntdq); elsewhere (aarch64) with ordinary stores, as posemb's streaming copy there
-// (detail/stream_copy.hpp).
+// (vmovntdq); elsewhere each line through posemb's streaming copy (detail/stream_copy.hpp:
+// STNP on aarch64, memcpy on other targets).
 #if defined(__x86_64__)
 __attribute__((target("avx2"))) void stream_moved_lines(unsigned char* out, std::size_t out_bytes,
                                                         const float* in, std::size_t in_bytes,
@@ -138,8 +138,9 @@ void stream_moved_lines(unsigned char* out, std::size_t out_bytes, const float* 
       std::memcpy(words, from + 64 * i, 64);
       for (int w = 0; w < 8; ++w) line[w] ^= words[w];
     }
-    std::memcpy(out + 64 * j, line, 64);
+    posemb::detail::stream_copy(out + 64 * j, line, 64);
   }
+  posemb::detail::stream_fence();
 }
 #endif
 

@@ -30,8 +30,11 @@
 #include <map>
 #include <sstream>
 #include <string>
+#include <type_traits>
 #include <vector>
 
+#include "posemb/detail/half_io.hpp"
+#include "posemb/detail/stream_copy.hpp"
 #include "posemb/kv/convert.hpp"
 #include "posemb/machine/isa.hpp"
 #include "posemb/rotary/fope.hpp"
@@ -274,6 +277,74 @@ void add_conversion_calls(std::vector<Call>& calls) {
   }
 }
 
+// The raw bytes of `values` (an output compared by its digest alone).
+template <class T>
+Output bytes_of(const std::vector<T>& values) {
+  Output out;
+  out.bytes.resize(values.size() * sizeof(T));
+  std::memcpy(out.bytes.data(), values.data(), out.bytes.size());
+  return out;
+}
+
+// The half-precision array conversions (detail/half_io.hpp: narrow, widen) of 1003 values (a
+// tail after every vector width): draws over [-2^16, 2^16) and, first, specials (signed zeros,
+// infinities, the quiet NaN of each sign, float16 subnormals and overflow, bfloat16 ties and
+// float32 subnormals). Widening starts from 16-bit patterns spread over the whole range.
+void add_half_calls(std::vector<Call>& calls) {
+  const auto narrowed = [](auto tag) {
+    using H = decltype(tag);
+    constexpr Eigen::Index n = 1003;
+    std::vector<float> in(static_cast<std::size_t>(n));
+    SplitMix draw{10};
+    for (float& v : in) v = draw.uniform() * 32768.0f;
+    const float specials[] = {0.0f,     -0.0f,       INFINITY,    -INFINITY, NAN,
+                              -NAN,     0x1p-20f,    -0x1p-24f,   0x1p-25f,  65504.0f,
+                              65520.0f, 0x1.0101p0f, 0x1.0181p0f, 0x1p-140f, -0x1.8p-130f};
+    std::copy(std::begin(specials), std::end(specials), in.begin());
+    std::vector<H> out(static_cast<std::size_t>(n));
+    posemb::detail::narrow(in.data(), out.data(), n);
+    return bytes_of(out);
+  };
+  const auto widened = [](auto tag) {
+    using H = decltype(tag);
+    constexpr Eigen::Index n = 1003;
+    std::vector<H> in(static_cast<std::size_t>(n));
+    for (Eigen::Index i = 0; i < n; ++i) {
+      auto bits = static_cast<std::uint16_t>(i * 65521 / n + i % 7);
+      // float16 NaNs left out: their payloads widen as each machine's conversion keeps them.
+      if (std::is_same_v<H, Eigen::half> && (bits & 0x7C00u) == 0x7C00u) bits &= 0xFC00u;
+      in[static_cast<std::size_t>(i)] = Eigen::numext::bit_cast<H>(bits);
+    }
+    std::vector<float> out(static_cast<std::size_t>(n));
+    posemb::detail::widen(in.data(), out.data(), n);
+    return bytes_of(out);
+  };
+  calls.push_back({"half.narrow.float16", false, [=] { return narrowed(Eigen::half()); }});
+  calls.push_back({"half.narrow.bfloat16", false, [=] { return narrowed(Eigen::bfloat16()); }});
+  calls.push_back({"half.widen.float16", false, [=] { return widened(Eigen::half()); }});
+  calls.push_back({"half.widen.bfloat16", false, [=] { return widened(Eigen::bfloat16()); }});
+}
+
+// The streaming copy (detail/stream_copy.hpp) of 1000 bytes at every destination offset 0..63
+// into one buffer, each copy over the last: the bytes of the source whatever the stores.
+void add_stream_copy_call(std::vector<Call>& calls) {
+  calls.push_back({"stream_copy.bytes", false, [] {
+                     std::vector<unsigned char> source(1000);
+                     SplitMix draw{11};
+                     for (unsigned char& byte : source)
+                       byte = static_cast<unsigned char>(draw.next());
+                     alignas(64) unsigned char buffer[1152] = {};
+                     Output result;
+                     for (std::size_t offset = 0; offset < 64; ++offset) {
+                       source[0] = static_cast<unsigned char>(offset);
+                       posemb::detail::stream_copy(buffer + offset, source.data(), source.size());
+                       posemb::detail::stream_fence();
+                       result.bytes.insert(result.bytes.end(), buffer, buffer + sizeof buffer);
+                     }
+                     return result;
+                   }});
+}
+
 const std::vector<Call>& calls() {
   static const std::vector<Call> all = [] {
     std::vector<Call> list;
@@ -281,6 +352,8 @@ const std::vector<Call>& calls() {
     add_rope_calls(list, Pairing::Interleaved);
     add_fope_mrope_calls(list);
     add_conversion_calls(list);
+    add_half_calls(list);
+    add_stream_copy_call(list);
     return list;
   }();
   return all;

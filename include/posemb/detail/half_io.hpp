@@ -1,8 +1,9 @@
 // Half-precision storage to and from float: one lane at a time (bit arithmetic for bfloat16),
 // eight at a time with F16C for Eigen::half (level avx2), sixteen at a time with AVX-512 for
-// both (level avx512), eight at a time with NEON's fcvtl / fcvtn for Eigen::half (level neon,
-// aarch64; posemb/machine/isa.hpp). Every path is bit-identical to static_cast (round to
-// nearest even on the way back).
+// both (level avx512), eight at a time with NEON for both (level neon, aarch64; fcvtl / fcvtn
+// for Eigen::half, the integer rounding and a widening shift for bfloat16;
+// posemb/machine/isa.hpp). Every path is bit-identical to static_cast (round to nearest even on
+// the way back).
 #pragma once
 
 #include <Eigen/Core>
@@ -250,6 +251,41 @@ inline Eigen::Index narrow_neon_lanes(const float* in, Eigen::half* out, Eigen::
   }
   return i;
 }
+
+// bfloat16 bits of 4 floats: store_lane's integer rounding (bits + 0x7FFF + bit 16, the top 16
+// bits kept by a narrowing shift), a NaN the quiet NaN of its sign.
+inline uint16x4_t bfloat16_bits4_neon(float32x4_t v) {
+  const uint32x4_t bits = vreinterpretq_u32_f32(v);
+  const uint32x4_t lsb = vandq_u32(vshrq_n_u32(bits, 16), vdupq_n_u32(1));
+  const uint32x4_t rounded = vaddq_u32(vaddq_u32(bits, vdupq_n_u32(0x7FFF)), lsb);
+  const uint32x4_t nan =
+      vorrq_u32(vandq_u32(bits, vdupq_n_u32(0x80000000u)), vdupq_n_u32(0x7FC00000u));
+  const uint32x4_t is_nan =
+      vcgtq_u32(vandq_u32(bits, vdupq_n_u32(0x7FFFFFFF)), vdupq_n_u32(0x7F800000));
+  return vshrn_n_u32(vbslq_u32(is_nan, nan, rounded), 16);
+}
+
+// 8 floats to 8 bfloat16 (bfloat16_bits4_neon), 8 bfloat16 to 8 floats (each the top half of a
+// float32: a widening shift by 16, exact).
+inline Eigen::Index narrow_neon_lanes(const float* in, Eigen::bfloat16* out, Eigen::Index n) {
+  Eigen::Index i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const uint16x8_t bits = vcombine_u16(bfloat16_bits4_neon(vld1q_f32(in + i)),
+                                         bfloat16_bits4_neon(vld1q_f32(in + i + 4)));
+    vst1q_u16(reinterpret_cast<std::uint16_t*>(out + i), bits);
+  }
+  return i;
+}
+
+inline Eigen::Index widen_neon_lanes(const Eigen::bfloat16* in, float* out, Eigen::Index n) {
+  Eigen::Index i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const uint16x8_t bits = vld1q_u16(reinterpret_cast<const std::uint16_t*>(in + i));
+    vst1q_f32(out + i, vreinterpretq_f32_u32(vshll_n_u16(vget_low_u16(bits), 16)));
+    vst1q_f32(out + i + 4, vreinterpretq_f32_u32(vshll_high_n_u16(bits, 16)));
+  }
+  return i;
+}
 #endif
 
 // The vector part of the Eigen::half conversions at level L: how many of the first n it did.
@@ -278,7 +314,11 @@ POSEMB_INLINE Eigen::Index narrow_vector_lanes(const float* in, Eigen::half* out
 template <IsaLevel L>
 POSEMB_INLINE void widen_level(const Eigen::bfloat16* __restrict in, float* __restrict out,
                                Eigen::Index n) {
-  for (Eigen::Index i = 0; i < n; ++i) out[i] = load_lane(in[i]);
+  Eigen::Index i = 0;
+#if POSEMB_ISA_NEON
+  i = widen_neon_lanes(in, out, n);
+#endif
+  for (; i < n; ++i) out[i] = load_lane(in[i]);
 }
 
 template <IsaLevel L>
@@ -287,6 +327,8 @@ POSEMB_INLINE void narrow_level(const float* __restrict in, Eigen::bfloat16* __r
   Eigen::Index i = 0;
 #if POSEMB_ISA_DISPATCH
   if constexpr (effective_level_v<L> == IsaLevel::Avx512) i = narrow_avx512_lanes(in, out, n);
+#elif POSEMB_ISA_NEON
+  i = narrow_neon_lanes(in, out, n);
 #endif
   for (; i < n; ++i) out[i] = store_lane<Eigen::bfloat16>(in[i]);
 }

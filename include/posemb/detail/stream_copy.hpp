@@ -6,9 +6,12 @@
 // stores. A copy, so the bytes are those of the source whatever the level.
 //
 // Compiled per instruction-set level (posemb/machine/isa.hpp): 512-bit stores at avx512, 256-bit at
-// avx2, 128-bit SSE2 stores at portable on x86-64 (every x86-64 CPU has SSE2); elsewhere a plain
-// memcpy. Non-temporal stores are weakly ordered: a thread calls stream_fence() after its last
-// streaming copy, before its results are handed to another thread.
+// avx2, 128-bit SSE2 stores at portable on x86-64 (every x86-64 CPU has SSE2); on aarch64 (neon,
+// and portable, the same code) two STNP of a pair of 128-bit registers per line; elsewhere a plain
+// memcpy. x86-64's non-temporal stores are weakly ordered: a thread calls stream_fence() after its
+// last streaming copy, before its results are handed to another thread. STNP's stores are
+// ordered as ordinary stores are (the Arm ARM relaxes only a later load's address dependency on
+// LDNP), so stream_fence() is nothing there.
 #pragma once
 
 #include <algorithm>
@@ -52,6 +55,21 @@ inline void stream_lines_portable(unsigned char* dst, const unsigned char* src, 
 }
 #endif
 
+#if POSEMB_ISA_NEON
+// `lines` whole 64-byte lines from src to dst with STNP (store pair, non-temporal hint) of two
+// q registers, two per line. ACLE has no intrinsic for it, hence the assembly.
+inline void stream_lines_neon(unsigned char* dst, const unsigned char* src, std::size_t lines) {
+  for (std::size_t i = 0; i < lines; ++i, dst += cache_line_bytes, src += cache_line_bytes) {
+    const uint8x16_t a = vld1q_u8(src), b = vld1q_u8(src + 16);
+    const uint8x16_t c = vld1q_u8(src + 32), d = vld1q_u8(src + 48);
+    __asm__ volatile("stnp %q[a], %q[b], [%[to]]\n\tstnp %q[c], %q[d], [%[to], #32]"
+                     :
+                     : [a] "w"(a), [b] "w"(b), [c] "w"(c), [d] "w"(d), [to] "r"(dst)
+                     : "memory");
+  }
+}
+#endif
+
 #if POSEMB_ISA_DISPATCH
 POSEMB_TARGET_AVX2 inline void stream_lines_avx2(unsigned char* dst, const unsigned char* src,
                                                  std::size_t lines) {
@@ -75,7 +93,7 @@ POSEMB_TARGET_AVX512 inline void stream_lines_avx512(unsigned char* dst, const u
 inline void stream_copy(void* dst, const void* src, std::size_t n) {
   auto* to = static_cast<unsigned char*>(dst);
   const auto* from = static_cast<const unsigned char*>(src);
-#if POSEMB_STREAM_X86
+#if POSEMB_STREAM_X86 || POSEMB_ISA_NEON
   const std::size_t misalign = reinterpret_cast<std::uintptr_t>(to) & (cache_line_bytes - 1);
   const std::size_t head = misalign == 0 ? 0 : std::min(n, cache_line_bytes - misalign);
   std::memcpy(to, from, head);
@@ -83,6 +101,9 @@ inline void stream_copy(void* dst, const void* src, std::size_t n) {
   from += head;
   n -= head;
   const std::size_t lines = n / cache_line_bytes;
+#if POSEMB_ISA_NEON
+  stream_lines_neon(to, from, lines);
+#else
   bool done = false;
 #if POSEMB_ISA_DISPATCH
   const IsaLevel level = isa_level();
@@ -97,6 +118,7 @@ inline void stream_copy(void* dst, const void* src, std::size_t n) {
   }
 #endif
   if (!done) stream_lines_portable(to, from, lines);
+#endif
   std::memcpy(to + lines * cache_line_bytes, from + lines * cache_line_bytes,
               n - lines * cache_line_bytes);
 #else

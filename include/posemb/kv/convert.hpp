@@ -17,8 +17,11 @@
 //             has it; detail/half_io.hpp); Fp8E4m3 avx2's arithmetic on 16 lanes with masks; Q8_0
 //             four blocks at a time: their d and 1 / d in one vector (the same divisions), q on
 //             16 lanes; a group holding a block for the reference goes block by block as at avx2
-//   neon      Float16: NEON's fcvtn, round to nearest even (detail/half_io.hpp); BFloat16,
-//             Fp8E4m3 and Q8_0: the scalar reference, as the compiler vectorizes it for aarch64
+//   neon      Float16: NEON's fcvtn, round to nearest even; BFloat16: the reference's integer
+//             rounding, 8 lanes (both detail/half_io.hpp); Fp8E4m3: avx2's arithmetic on 4
+//             lanes, 16 codes a step (subnormals rounded by fcvtns, nearest even); Q8_0: a
+//             block at a time as at avx2, amax by umaxv, q by fcvtas (round half away from
+//             zero, roundf's rounding); the same blocks are left to the reference
 //
 // Each vector loop converts the first multiple of its width; the rest goes through the
 // reference, so a row of any length is the reference's bytes.
@@ -43,6 +46,16 @@
 
 namespace posemb {
 namespace detail {
+
+// 1 / scale when scale is a power of two whose reciprocal is a normal float (vLLM's default
+// scale 1.0): x * (1 / scale) is then the exact quotient rounded once, x / scale bit for bit,
+// without the division's cost. 0 otherwise.
+inline float exact_reciprocal(float scale) {
+  int exponent = 0;
+  const float mantissa = std::frexp(scale, &exponent);  // scale = mantissa * 2^exponent
+  if (mantissa != 0.5f || exponent - 1 > 126 || exponent - 1 < -126) return 0.0f;
+  return std::ldexp(1.0f, 1 - exponent);
+}
 
 #if POSEMB_ISA_DISPATCH
 // 32-bit lanes of four vectors, each in 0..255 (unsigned) or -128..127 (is_signed), as 32 bytes
@@ -82,16 +95,6 @@ POSEMB_TARGET_AVX2 inline Eigen::Index bfloat16_avx2_lanes(const float* in, unsi
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 2 * i), words);
   }
   return i;
-}
-
-// 1 / scale when scale is a power of two whose reciprocal is a normal float (vLLM's default
-// scale 1.0): x * (1 / scale) is then the exact quotient rounded once, x / scale bit for bit,
-// without the division's cost. 0 otherwise.
-inline float exact_reciprocal(float scale) {
-  int exponent = 0;
-  const float mantissa = std::frexp(scale, &exponent);  // scale = mantissa * 2^exponent
-  if (mantissa != 0.5f || exponent - 1 > 126 || exponent - 1 < -126) return 0.0f;
-  return std::ldexp(1.0f, 1 - exponent);
 }
 
 // fp8_e4m3_bits(x / scale) of 8 floats, each in the low byte of its 32-bit lane; x * reciprocal
@@ -322,6 +325,94 @@ POSEMB_TARGET_AVX512 inline void q8_0_avx512(const float* in, Eigen::Index n, un
 }
 #endif  // POSEMB_ISA_DISPATCH
 
+#if POSEMB_ISA_NEON
+// fp8_e4m3_bits8's arithmetic on 4 lanes (level neon), each code in the low byte of its 32-bit
+// lane: the subnormal codes a * 2^9 rounded to nearest even (fcvtns, as std::nearbyint in the
+// default mode), the exponent's rebias folded into the rounding's addend as at avx512. A NaN
+// lane's min and rounding are garbage, replaced by 0x7F. Multiply: x * reciprocal instead of
+// x / scale (exact_reciprocal).
+template <bool multiply>
+inline uint32x4_t fp8_e4m3_bits4(float32x4_t x, float32x4_t scale, float32x4_t reciprocal) {
+  const float32x4_t quotient = multiply ? vmulq_f32(x, reciprocal) : vdivq_f32(x, scale);
+  const uint32x4_t bits = vreinterpretq_u32_f32(quotient);
+  const uint32x4_t magnitude = vandq_u32(bits, vdupq_n_u32(0x7FFFFFFF));
+  const uint32x4_t is_nan = vcgtq_u32(magnitude, vdupq_n_u32(0x7F800000));
+  const float32x4_t a = vminq_f32(vreinterpretq_f32_u32(magnitude), vdupq_n_f32(fp8_e4m3_max));
+  const uint32x4_t is_subnormal = vcltq_f32(a, vdupq_n_f32(0x1p-6f));
+  const uint32x4_t subnormal =
+      vreinterpretq_u32_s32(vcvtnq_s32_f32(vmulq_f32(a, vdupq_n_f32(512.0f))));
+  const uint32x4_t normal_bits = vreinterpretq_u32_f32(a);
+  const uint32x4_t lsb = vandq_u32(vshrq_n_u32(normal_bits, 20), vdupq_n_u32(1));
+  const uint32x4_t normal =
+      vshrq_n_u32(vaddq_u32(vaddq_u32(normal_bits, vdupq_n_u32(0x7FFFFu - (960u << 20))), lsb), 20);
+  uint32x4_t code = vbslq_u32(is_subnormal, subnormal, normal);
+  code = vbslq_u32(is_nan, vdupq_n_u32(0x7F), code);
+  return vorrq_u32(code, vandq_u32(vshrq_n_u32(bits, 24), vdupq_n_u32(0x80)));
+}
+
+// 16 codes at a time (four vectors narrowed to bytes); returns how many it did.
+template <bool multiply>
+inline Eigen::Index fp8_e4m3_neon_run(const float* in, float scale, float reciprocal,
+                                      unsigned char* out, Eigen::Index n) {
+  const float32x4_t s = vdupq_n_f32(scale), r = vdupq_n_f32(reciprocal);
+  Eigen::Index i = 0;
+  for (; i + 16 <= n; i += 16) {
+    uint16x4_t half[4];
+    for (int k = 0; k < 4; ++k) {
+      half[k] = vmovn_u32(fp8_e4m3_bits4<multiply>(vld1q_f32(in + i + 4 * k), s, r));
+    }
+    const uint8x8_t low = vmovn_u16(vcombine_u16(half[0], half[1]));
+    const uint8x8_t high = vmovn_u16(vcombine_u16(half[2], half[3]));
+    vst1q_u8(out + i, vcombine_u8(low, high));
+  }
+  return i;
+}
+
+inline Eigen::Index fp8_e4m3_neon_lanes(const float* in, float scale, unsigned char* out,
+                                        Eigen::Index n) {
+  const float reciprocal = exact_reciprocal(scale);
+  return reciprocal != 0.0f ? fp8_e4m3_neon_run<true>(in, scale, reciprocal, out, n)
+                            : fp8_e4m3_neon_run<false>(in, scale, reciprocal, out, n);
+}
+
+// One block_q8_0 as quantize_q8_0_block_avx2 on 8 vectors of 4: amax as the largest magnitude's
+// bits (umaxv), d and 1 / d as the reference forms them, q = x * id rounded to nearest with ties
+// away from zero (fcvtas: roundf's rounding), narrowed to bytes (|q| <= 127). false (nothing
+// written) for a block the reference must do (a NaN or infinity, or 1 / d not finite).
+inline bool quantize_q8_0_block_neon(const float* x, unsigned char* out) {
+  float32x4_t v[8];
+  uint32x4_t amax = vdupq_n_u32(0);
+  for (int k = 0; k < 8; ++k) {
+    v[k] = vld1q_f32(x + 4 * k);
+    amax = vmaxq_u32(amax, vandq_u32(vreinterpretq_u32_f32(v[k]), vdupq_n_u32(0x7FFFFFFF)));
+  }
+  const std::uint32_t largest_bits = vmaxvq_u32(amax);
+  if (largest_bits >= 0x7F800000u) return false;
+  float largest = 0.0f;
+  std::memcpy(&largest, &largest_bits, sizeof largest);
+  const float d = largest / 127.0f;
+  const float id = d != 0.0f ? 1.0f / d : 0.0f;
+  if (!(id <= FLT_MAX)) return false;
+  store_bits(Eigen::half(d), out);
+  const float32x4_t ids = vdupq_n_f32(id);
+  int16x4_t q[8];
+  for (int k = 0; k < 8; ++k) q[k] = vmovn_s32(vcvtaq_s32_f32(vmulq_f32(v[k], ids)));
+  for (int k = 0; k < 8; k += 4) {
+    const int8x8_t low = vmovn_s16(vcombine_s16(q[k], q[k + 1]));
+    const int8x8_t high = vmovn_s16(vcombine_s16(q[k + 2], q[k + 3]));
+    vst1q_s8(reinterpret_cast<std::int8_t*>(out + 2 + 4 * k), vcombine_s8(low, high));
+  }
+  return true;
+}
+
+inline void q8_0_neon(const float* in, Eigen::Index n, unsigned char* out) {
+  for (Eigen::Index i = 0; i < n; i += q8_0_block_values) {
+    unsigned char* block = out + i / q8_0_block_values * q8_0_block_bytes;
+    if (!quantize_q8_0_block_neon(in + i, block)) quantize_q8_0_block(in + i, block);
+  }
+}
+#endif  // POSEMB_ISA_NEON
+
 // One head vector in [n] into `out` (cache_row_bytes(dtype, n) bytes) of `dtype` by the code
 // of level L; the reference's bytes.
 template <IsaLevel L>
@@ -365,9 +456,23 @@ POSEMB_INLINE void convert_row_level(const float* in, Eigen::Index n, CacheDtype
     }
   }
 #elif POSEMB_ISA_NEON
-  if (dtype == CacheDtype::Float16) {
-    const Eigen::Index done = narrow_neon_lanes(in, reinterpret_cast<Eigen::half*>(out), n);
-    return convert_row_reference(in + done, n - done, dtype, scale, out + 2 * done);
+  switch (dtype) {
+    case CacheDtype::Float16: {
+      const Eigen::Index done = narrow_neon_lanes(in, reinterpret_cast<Eigen::half*>(out), n);
+      return convert_row_reference(in + done, n - done, dtype, scale, out + 2 * done);
+    }
+    case CacheDtype::BFloat16: {
+      const Eigen::Index done = narrow_neon_lanes(in, reinterpret_cast<Eigen::bfloat16*>(out), n);
+      return convert_row_reference(in + done, n - done, dtype, scale, out + 2 * done);
+    }
+    case CacheDtype::Fp8E4m3: {
+      const Eigen::Index done = fp8_e4m3_neon_lanes(in, scale, out, n);
+      return convert_row_reference(in + done, n - done, dtype, scale, out + done);
+    }
+    case CacheDtype::Q8_0:
+      return q8_0_neon(in, n, out);
+    default:
+      break;
   }
 #endif
   convert_row_reference(in, n, dtype, scale, out);
