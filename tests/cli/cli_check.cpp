@@ -21,7 +21,7 @@
 //       formula (theta_i = p * THETA^(-2i/ROTARY_DIM)), not by the library; tolerance
 //       1e-5 * max(1, max |GOT|) for float32 X, 1e-12 for float64.
 //   rope-library CONFIG X.npy GOT.npy LAYOUT OFFSET PAIRING ROLE
-//       GOT equals, bit for bit, the library's apply_rope (apply_xpos for xPos configs) of X with
+//       GOT equals, bit for bit, the library's rotate_inplace (Xpos for xPos configs) of X with
 //       the config's spec at seq_len = max position + 1 (PAIRING "config" keeps its pairing).
 //   multimodal CASE_DIR OUT_DIR
 //       one case of tests/data/multimodal by its README's pass criterion: OUT_DIR holds the
@@ -259,11 +259,13 @@ bool library_matches(const posemb::ModelPositions& model, const NpyArray& x, con
   const auto tensor_layout =
       layout == "bshd" ? posemb::TensorLayout::BSHD : posemb::TensorLayout::BHSD;
   if (model.xpos) {
-    posemb::apply_xpos_inplace(map, offset, posemb::XposSpec{spec, *model.xpos},
-                               role == "key" ? posemb::XposRole::Key : posemb::XposRole::Query,
-                               tensor_layout);
+    posemb::rotate_inplace(
+        map, offset,
+        posemb::Xpos{posemb::XposSpec{spec, *model.xpos},
+                     role == "key" ? posemb::XposRole::Key : posemb::XposRole::Query},
+        posemb::RotateOptions().with_layouts(tensor_layout));
   } else {
-    posemb::apply_rope_inplace(map, offset, spec, tensor_layout);
+    posemb::rotate_inplace(map, offset, spec, posemb::RotateOptions().with_layouts(tensor_layout));
   }
   if (got.values<T>() != want) return fail("the tool's output differs from the library call");
   if (want == x.values<T>()) return fail("the library call left X unchanged");

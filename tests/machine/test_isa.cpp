@@ -164,7 +164,7 @@ std::int64_t check_rotation_bits(IsaLevel level, Pairing pairing, bool in_place,
   return distinguishing;
 }
 
-// Largest |fast - reference| / (|a| + |b|) over x [1, seq, 3, head_dim] rotated by apply_rope
+// Largest |fast - reference| / (|a| + |b|) over x [1, seq, 3, head_dim] rotated by rotate
 // (cos/sin in the call) at positions 0, 1, 100000, ... at the active level.
 template <class T>
 double tensor_error(Pairing pairing, bool in_place, int head_dim, int rotary_dim) {
@@ -178,8 +178,8 @@ double tensor_error(Pairing pairing, bool in_place, int head_dim, int rotary_dim
   const std::int64_t positions[] = {0, 1, 100000, 12345678, (1 << 24) - 1};
   posemb::PositionMatrix position_matrix(1, seq);
   for (Eigen::Index s = 0; s < seq; ++s) position_matrix(0, s) = positions[s];
-  if (in_place) posemb::apply_rope_inplace(x, position_matrix, spec, TensorLayout::BSHD);
-  else posemb::apply_rope(x, out, position_matrix, spec, TensorLayout::BSHD);
+  if (in_place) posemb::rotate_inplace(x, position_matrix, spec);
+  else posemb::rotate(x, out, position_matrix, spec);
   const std::vector<T>& result = in_place ? input : output;
   double worst = 0;
   for (Eigen::Index s = 0; s < seq; ++s) {
