@@ -20,6 +20,7 @@
 #include "posemb/machine/isa.hpp"
 #include "posemb/rotary/rope.hpp"
 #include "machine/fused_levels.hpp"
+#include "reference.hpp"
 #include "support.hpp"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -31,7 +32,9 @@ namespace {
 using posemb::IsaLevel;
 using posemb::Pairing;
 using posemb::TensorLayout;
-using test_support::reference_rotate_head;
+using test_reference::reference_rotate_head;
+using test_reference::tolerance_of_pair;
+using test_reference::ulp_distance;
 
 constexpr double two_pi = 6.283185307179586476925286766559;
 
@@ -78,15 +81,6 @@ void use(const Variant& variant) {
 #if POSEMB_ISA_DISPATCH
   posemb::detail::avx512_bf16_enabled().store(variant.bf16_instructions);
 #endif
-}
-
-std::int64_t ulp_distance(float a, float b) {
-  std::int32_t ia, ib;
-  std::memcpy(&ia, &a, 4);
-  std::memcpy(&ib, &b, 4);
-  const std::int64_t la = ia < 0 ? std::int64_t(INT32_MIN) - ia : ia;
-  const std::int64_t lb = ib < 0 ? std::int64_t(INT32_MIN) - ib : ib;
-  return la > lb ? la - lb : lb - la;
 }
 
 template <class T>
@@ -201,16 +195,6 @@ double tensor_error(Pairing pairing, bool in_place, int head_dim, int rotary_dim
     }
   }
   return worst;
-}
-
-// As in test_rope_kernels.cpp: cos/sin 1 ulp of C apart and products rounded or fused, then
-// one rounding to T.
-template <class T>
-double tolerance_of_pair() {
-  const double eps_c = std::numeric_limits<posemb::compute_t<T>>::epsilon();
-  if constexpr (std::is_same_v<T, Eigen::half>) return 8 * eps_c + 1.0 / 1024;
-  if constexpr (std::is_same_v<T, Eigen::bfloat16>) return 8 * eps_c + 1.0 / 128;
-  return 8 * eps_c;
 }
 
 // Pair ranges that leave every tail after 16-, 8- and 4-lane steps, and start off zero.

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "layer_check.hpp"
+#include "reference.hpp"
 #include "posemb/model/report.hpp"
 #include "posemb/attention/scores.hpp"
 #include "posemb/rotary/permute.hpp"
@@ -1053,13 +1054,7 @@ TEST_CASE("Falcon-H1's key_multiplier scales the scores, checked against a hand-
   const std::int64_t first = 70000;  // long positions
   // The hand loop: rotate_half RoPE at positions first + t, keys times key_multiplier.
   const auto rotate = [&](const Eigen::RowVectorXd& x, std::int64_t p) {
-    Eigen::RowVectorXd out(d);
-    for (int i = 0; i < d / 2; ++i) {
-      const double angle = static_cast<double>(p) * std::pow(1e5, -2.0 * i / d);
-      out[i] = x[i] * std::cos(angle) - x[i + d / 2] * std::sin(angle);
-      out[i + d / 2] = x[i + d / 2] * std::cos(angle) + x[i] * std::sin(angle);
-    }
-    return out;
+    return test_reference::reference_rope(x.transpose(), p, d, 1e5, posemb::Pairing::RotateHalf);
   };
   Eigen::MatrixXd expected(seq, seq);
   for (int i = 0; i < seq; ++i) {

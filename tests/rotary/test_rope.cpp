@@ -13,6 +13,8 @@
 
 #include <posemb/posemb.hpp>
 
+#include "reference.hpp"
+
 using posemb::Pairing;
 using posemb::PositionMatrix;
 using posemb::PositionVector;
@@ -32,19 +34,7 @@ Eigen::MatrixXd gaussian(std::mt19937_64& rng, Eigen::Index rows, Eigen::Index c
   return out;
 }
 
-// Plain-math reference: the rotation written out pair by pair, in double.
-Eigen::VectorXd reference_rope(const Eigen::VectorXd& x, std::int64_t p, int rotary_dim,
-                               double base, Pairing pairing) {
-  Eigen::VectorXd y = x;
-  for (int i = 0; i < rotary_dim / 2; ++i) {
-    const double theta = static_cast<double>(p) * std::pow(base, -2.0 * i / rotary_dim);
-    const int a = pairing == Pairing::Interleaved ? 2 * i : i;
-    const int b = pairing == Pairing::Interleaved ? 2 * i + 1 : i + rotary_dim / 2;
-    y[a] = x[a] * std::cos(theta) - x[b] * std::sin(theta);
-    y[b] = x[a] * std::sin(theta) + x[b] * std::cos(theta);
-  }
-  return y;
-}
+using test_reference::reference_rope;
 
 struct GgmlVector {
   Pairing pairing;

@@ -17,37 +17,18 @@
 
 #include "posemb/machine/isa.hpp"
 #include "posemb/rotary/rope.hpp"
+#include "reference.hpp"
 #include "support.hpp"
 
 namespace {
 
 using posemb::Pairing;
 using posemb::TensorLayout;
-using test_support::reference_rotate_head;
+using test_reference::reference_rotate_head;
+using test_reference::tolerance_of_pair;
+using test_reference::ulp_distance;
 
 constexpr double two_pi = 6.283185307179586476925286766559;
-
-// Distance in units in the last place between two finite floats (0 when equal).
-std::int64_t ulp_distance(float a, float b) {
-  std::int32_t ia, ib;
-  std::memcpy(&ia, &a, 4);
-  std::memcpy(&ib, &b, 4);
-  const std::int64_t la = ia < 0 ? std::int64_t(INT32_MIN) - ia : ia;
-  const std::int64_t lb = ib < 0 ? std::int64_t(INT32_MIN) - ib : ib;
-  return la > lb ? la - lb : lb - la;
-}
-
-// Relative tolerance of one rotated value, in units of (|a| + |b|) of its pair: the fast cos/sin
-// may differ from the reference's by 1 ulp of C and the products may be fused; half-precision
-// storage may then round to the neighbouring value of T.
-template <class T>
-double tolerance_of_pair() {
-  using C = posemb::compute_t<T>;
-  const double eps_c = std::numeric_limits<C>::epsilon();
-  if constexpr (std::is_same_v<T, Eigen::half>) return 8 * eps_c + 1.0 / 1024;
-  if constexpr (std::is_same_v<T, Eigen::bfloat16>) return 8 * eps_c + 1.0 / 128;
-  return 8 * eps_c;
-}
 
 template <class T>
 float as_float(T v) {
