@@ -55,7 +55,7 @@ posemb::Tensor4<T> random_tensor(Eigen::Index heads, std::uint32_t seed) {
 // x rotated in its storage type, widened, per head: heads x [seq, head_dim].
 template <class T>
 std::vector<Rows> rotated_heads(const posemb::Tensor4<T>& x) {
-  const posemb::Tensor4<T> rotated = posemb::apply_rope(x, std::int64_t{0}, spec());
+  const posemb::Tensor4<T> rotated = posemb::rotated(x, std::int64_t{0}, spec());
   std::vector<Rows> heads(static_cast<std::size_t>(x.dimension(2)), Rows(kSeq, kDim));
   for (Eigen::Index h = 0; h < x.dimension(2); ++h) {
     for (Eigen::Index s = 0; s < kSeq; ++s) {

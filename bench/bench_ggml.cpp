@@ -224,7 +224,7 @@ int main() {
     const posemb::RopeSpec spec = posemb_spec(kind);
     posemb::TensorMap4<float> in_map(x.data(), 1, kSeq, kHeads, kHeadDim);
     posemb::TensorMap4<float> out_map(out_posemb.data(), 1, kSeq, kHeads, kHeadDim);
-    const auto run_posemb = [&] { posemb::apply_rope(in_map, out_map, 0, spec); };
+    const auto run_posemb = [&] { posemb::rotate(in_map, out_map, 0, spec); };
     ggml.run();
     run_posemb();
     Row row{std::string("[1, 2048, 32, 128] ") + name_of(kind) + " out of place",
@@ -254,7 +254,7 @@ int main() {
     const posemb::RopeSpec spec = posemb_spec(kind);
     posemb::TensorMap4<float> map(for_posemb.data(), 1, 1, kHeads, kHeadDim);
     ggml.run();
-    posemb::apply_rope_inplace(map, kDecodePosition, spec);
+    posemb::rotate_inplace(map, kDecodePosition, spec);
     Row row{std::string("decode [1, 1, 32, 128] at 100000 ") + name_of(kind) + " in place",
             error_against_double(kind, token.data(), for_ggml.data(), decode_position),
             error_against_double(kind, token.data(), for_posemb.data(), decode_position),
@@ -267,7 +267,7 @@ int main() {
     // Rotating the same buffer again and again: values stay bounded (a rotation).
     Buffer copy_out(token.size());
     row.timing = time_iterations(
-        20001, [&] { ggml.run(); }, [&] { posemb::apply_rope_inplace(map, kDecodePosition, spec); },
+        20001, [&] { ggml.run(); }, [&] { posemb::rotate_inplace(map, kDecodePosition, spec); },
         [&] { std::memcpy(copy_out.data(), token.data(), token.size() * sizeof(float)); });
     rows.push_back(row);
   }

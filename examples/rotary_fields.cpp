@@ -9,8 +9,8 @@
 // for), the calibration table of the five presets and a phase-precession fit, and writes a
 // self-contained XHTML report with SVG pictures (no scripts, no network) when --report is given.
 // --json prints instead one JSON object with the numbers of one view of the interactive page
-// (playground/), which runs the same code (rotary_fields_view.hpp) compiled to WebAssembly.
-// The model and the preset numbers are documented in rotary_fields.hpp.
+// (playground/), which runs the same code (playground/rotary_fields_view.hpp) compiled to
+// WebAssembly. The model and the preset numbers are documented in playground/rotary_fields.hpp.
 
 #include "rotary_fields.hpp"
 

@@ -51,7 +51,8 @@ const posemb::FopeTable<float>& fope_table() {
 void run_fope(Pair<float>& p, int threads) {
   auto x = map(p.x.data(), TensorLayout::BSHD);
   auto out = map(p.out.data(), TensorLayout::BSHD);
-  posemb::apply_fope(x, out, 0, fope_table(), TensorLayout::BSHD, posemb::Threads{threads});
+  posemb::rotate(x, out, 0, fope_table(),
+                 posemb::RotateOptions().with_threads(posemb::Threads{threads}));
 }
 
 // FoPE on `threads` threads against a plain scalar evaluation: C and S of every coefficient
@@ -148,7 +149,7 @@ const posemb::MropeTable<float>& mrope_table(posemb::MropeLayout layout) {
 void run_mrope(Pair<float>& p, posemb::MropeLayout layout) {
   auto x = map(p.x.data(), TensorLayout::BSHD);
   auto out = map(p.out.data(), TensorLayout::BSHD);
-  posemb::apply_mrope(x, out, mrope_prompt().positions, mrope_table(layout));
+  posemb::rotate(x, out, mrope_prompt().positions, mrope_table(layout));
 }
 
 // M-RoPE against the scalar reference: each pair's cos/sin from reference_cos_sin at its axis'
@@ -218,8 +219,8 @@ struct ScoreInputs {
     for (Eigen::Index i = 0; i < kScoreSeq; ++i) positions[i] = i;
     q_rotated = q;
     k_rotated = k;
-    posemb::apply_rope_inplace(q_rotated, positions, table);
-    posemb::apply_rope_inplace(k_rotated, positions, table);
+    posemb::rotate_inplace(q_rotated, positions, table);
+    posemb::rotate_inplace(k_rotated, positions, table);
     scores.resize(kScoreSeq, kScoreSeq);
   }
 };

@@ -25,12 +25,12 @@ void run_fast(const Config& c, Pair<T>& p) {
   const posemb::Threads threads{c.threads};
   if (c.use_table) {
     const auto& table = table_for<T>(c.pairing, c.seq);
-    if (c.in_place) posemb::apply_rope_inplace(out, 0, table, c.layout, threads);
-    else posemb::apply_rope(x, out, 0, table, c.layout, threads);
+    if (c.in_place) posemb::rotate_inplace(out, 0, table, posemb::RotateOptions{c.layout, threads});
+    else posemb::rotate(x, out, 0, table, posemb::RotateOptions{c.layout, threads});
   } else {
     const auto& spec = spec_for(c.pairing);
-    if (c.in_place) posemb::apply_rope_inplace(out, 0, spec, c.layout, threads);
-    else posemb::apply_rope(x, out, 0, spec, c.layout, threads);
+    if (c.in_place) posemb::rotate_inplace(out, 0, spec, posemb::RotateOptions{c.layout, threads});
+    else posemb::rotate(x, out, 0, spec, posemb::RotateOptions{c.layout, threads});
   }
 }
 
@@ -127,7 +127,7 @@ void bm_decode(benchmark::State& state, Pairing pairing) {
   posemb::TensorMap4<float> map4(x.data(), 1, 1, kHeads, kDim);
   run_paired(
       state, [&] { reference_decode(spec, kDecodePosition, x.data()); },
-      [&] { posemb::apply_rope_inplace(map4, kDecodePosition, spec); });
+      [&] { posemb::rotate_inplace(map4, kDecodePosition, spec); });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -137,8 +137,10 @@ void run_transpose(Pairing pairing, bool use_table, Pair<float>& p) {
   auto x = map(p.x.data(), TensorLayout::BSHD);
   auto out = map(p.out.data(), TensorLayout::BHSD);
   const posemb::Layouts layouts(TensorLayout::BSHD, TensorLayout::BHSD);
-  if (use_table) posemb::apply_rope(x, out, 0, table_for<float>(pairing), layouts);
-  else posemb::apply_rope(x, out, 0, spec_for(pairing), layouts);
+  if (use_table)
+    posemb::rotate(x, out, 0, table_for<float>(pairing),
+                   posemb::RotateOptions().with_layouts(layouts));
+  else posemb::rotate(x, out, 0, spec_for(pairing), posemb::RotateOptions().with_layouts(layouts));
 }
 
 // The BSHD -> BHSD rotation against the scalar reference, read at the transposed offsets.
@@ -178,9 +180,10 @@ void bm_rope_inverse_vs_forward(benchmark::State& state, Pairing pairing, bool u
   auto out = map(p.out.data(), TensorLayout::BSHD);
   const auto rotate = [&](posemb::Rotation rotation) {
     if (use_table) {
-      posemb::apply_rope(x, out, 0, table_for<float>(pairing), TensorLayout::BSHD, {}, rotation);
+      posemb::rotate(x, out, 0, table_for<float>(pairing),
+                     posemb::RotateOptions().with_rotation(rotation));
     } else {
-      posemb::apply_rope(x, out, 0, spec_for(pairing), TensorLayout::BSHD, {}, rotation);
+      posemb::rotate(x, out, 0, spec_for(pairing), posemb::RotateOptions().with_rotation(rotation));
     }
   };
   run_paired(
@@ -282,7 +285,7 @@ void check_decode(const CheckReport& report) {
   for (Pairing pairing : {Pairing::Interleaved, Pairing::RotateHalf}) {
     AlignedVector<float> fast = buffers().decode, reference = buffers().decode;
     posemb::TensorMap4<float> map4(fast.data(), 1, 1, kHeads, kDim);
-    posemb::apply_rope_inplace(map4, kDecodePosition, spec_for(pairing));
+    posemb::rotate_inplace(map4, kDecodePosition, spec_for(pairing));
     reference_decode(spec_for(pairing), kDecodePosition, reference.data());
     double worst = 0;
     for (std::size_t i = 0; i < fast.size(); ++i)

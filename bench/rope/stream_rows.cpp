@@ -127,8 +127,10 @@ void run_stream_rope(const StreamConfig& c, StreamTensor& t) {
   posemb::set_streaming_stores(c.mode);
   const posemb::Threads& threads = stream_threads(c.threads);
   if (c.use_table)
-    posemb::apply_rope(x, out, 0, stream_table<float>(c.pairing), TensorLayout::BSHD, threads);
-  else posemb::apply_rope(x, out, 0, spec_for(c.pairing), TensorLayout::BSHD, threads);
+    posemb::rotate(x, out, 0, stream_table<float>(c.pairing),
+                   posemb::RotateOptions().with_threads(threads));
+  else
+    posemb::rotate(x, out, 0, spec_for(c.pairing), posemb::RotateOptions().with_threads(threads));
   posemb::set_streaming_stores(saved);
 }
 

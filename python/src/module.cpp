@@ -17,7 +17,7 @@ double time_apply_rope(py::handle x, std::int64_t offset, const RopeSpec& spec, 
   auto map = tensor_map<float, 4>(view);
   py::gil_scoped_release release;
   const auto start = std::chrono::steady_clock::now();
-  for (int i = 0; i < repeats; ++i) apply_rope_inplace(map, offset, spec);
+  for (int i = 0; i < repeats; ++i) rotate_inplace(map, offset, spec);
   const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
   return elapsed.count() / repeats;
 }

@@ -153,8 +153,13 @@ py::object apply_rope_impl(const py::object& x, const py::object& positions,
     }
     with_rope_source<T>(resolved, [&](const auto& src) {
       in_or_out(
-          in, out, [&](auto& y) { apply_rope_inplace(y, p.view(), src, l, t, r); },
-          [&](const auto& a, auto& b) { apply_rope(a, b, p.view(), src, l, t, r); });
+          in, out,
+          [&](auto& y) {
+            rotate_inplace(y, p.view(), src, RotateOptions{l, t, r});
+          },
+          [&](const auto& a, auto& b) {
+            rotate(a, b, p.view(), src, RotateOptions{l, t, r});
+          });
     });
   });
 }
@@ -503,8 +508,13 @@ py::object apply_axes_impl(const py::object& x, const py::object& positions, con
       x, in_place,
       [&](auto& in, auto& out) {
         in_or_out(
-            in, out, [&](auto& y) { apply_mrope_inplace(y, p.view(), spec, l, t, r); },
-            [&](const auto& a, auto& b) { apply_mrope(a, b, p.view(), spec, l, t, r); });
+            in, out,
+            [&](auto& y) {
+              rotate_inplace(y, p.view(), spec, RotateOptions{l, t, r});
+            },
+            [&](const auto& a, auto& b) {
+              rotate(a, b, p.view(), spec, RotateOptions{l, t, r});
+            });
       },
       allow_rank3);
 }
@@ -651,8 +661,13 @@ py::object apply_xpos_impl(const py::object& x, const py::object& positions, con
   const Threads t = threads_of(threads);
   return rotate(x, in_place, [&](auto& in, auto& out) {
     in_or_out(
-        in, out, [&](auto& y) { apply_xpos_inplace(y, p.view(), spec, who, l, t, r); },
-        [&](const auto& a, auto& b) { apply_xpos(a, b, p.view(), spec, who, l, t, r); });
+        in, out,
+        [&](auto& y) {
+          rotate_inplace(y, p.view(), Xpos{spec, who}, RotateOptions{l, t, r});
+        },
+        [&](const auto& a, auto& b) {
+          rotate(a, b, p.view(), Xpos{spec, who}, RotateOptions{l, t, r});
+        });
   });
 }
 
@@ -730,8 +745,13 @@ py::object apply_fope_impl(const py::object& x, const py::object& positions,
   const Threads t = threads_of(threads);
   return rotate(x, in_place, [&](auto& in, auto& out) {
     in_or_out(
-        in, out, [&](auto& y) { apply_fope_inplace(y, p.view(), holder.fope, l, t, r); },
-        [&](const auto& a, auto& b) { apply_fope(a, b, p.view(), holder.fope, l, t, r); });
+        in, out,
+        [&](auto& y) {
+          rotate_inplace(y, p.view(), holder.fope, RotateOptions{l, t, r});
+        },
+        [&](const auto& a, auto& b) {
+          rotate(a, b, p.view(), holder.fope, RotateOptions{l, t, r});
+        });
   });
 }
 

@@ -1,6 +1,6 @@
 // The plain loop attention_scores is tested against (and bench_attention checks with): every
 // score written out from its definition, one entry at a time, sharing no code with the blocked
-// kernel beyond the rotation (rotary/rope.hpp's apply_rope, itself tested against published
+// kernel beyond the rotation (rotary/rotate.hpp's rotated, itself tested against published
 // values) and the T5 bucket function (bias/relative_bias.hpp, tested against T5's own).
 //   s = t(qpos_i) · <q_i', k_j'>            product in the arithmetic type C, the rest in double
 //   s = scale · (s + bias)  or  scale · s   (layer.bias_placement BeforeScale / AfterScale)
@@ -99,11 +99,12 @@ posemb::Tensor4<posemb::scalar_of_t<X>> rotated(const X& x, const posemb::Positi
       [&](const auto& source) {
         using Source = std::decay_t<decltype(source)>;
         if constexpr (std::is_same_v<Source, posemb::RopeSpec>) {
-          out = posemb::apply_rope(x, positions, source, layout);
+          out = posemb::rotated(x, positions, source, posemb::RotateOptions().with_layouts(layout));
         } else if constexpr (std::is_pointer_v<Source>) {
           using Table = std::remove_pointer_t<Source>;
           if constexpr (std::is_same_v<typename Table::compute_type, posemb::compute_t<T>>) {
-            out = posemb::apply_rope(x, positions, *source, layout);
+            out = posemb::rotated(x, positions, *source,
+                                  posemb::RotateOptions().with_layouts(layout));
           } else {
             throw std::logic_error("attention_oracle: a RopeTable of another arithmetic type");
           }

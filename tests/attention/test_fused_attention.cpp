@@ -1,6 +1,6 @@
 // RoPE inside the product (attention_scores with a rotation, through the fused_rope_scores
 // forms that take it as a source argument) against the unfused recipe written out here (rotate
-// q and k with apply_rope, multiply in double, add -slope |qpos - kpos|, mask), against the
+// q and k with rotated, multiply in double, add -slope |qpos - kpos|, mask), against the
 // reference loop (attention_oracle.hpp) for the layer options, the relative bias, 4-D q and k
 // with grouped-query heads and half storage, and its properties.
 #include <catch2/catch.hpp>
@@ -38,8 +38,8 @@ Rows<double> unfused(const Rows<T>& q, const posemb::PositionVector& qpos, const
                      const posemb::PositionVector& kpos, const posemb::RopeSpec& spec, double scale,
                      double slope, bool causal) {
   Rows<T> q_rot = q, k_rot = k;
-  posemb::apply_rope_inplace(q_rot, qpos, spec);
-  posemb::apply_rope_inplace(k_rot, kpos, spec);
+  posemb::rotate_inplace(q_rot, qpos, spec);
+  posemb::rotate_inplace(k_rot, kpos, spec);
   Rows<double> s =
       scale * (q_rot.template cast<double>() * k_rot.template cast<double>().transpose());
   for (Eigen::Index i = 0; i < s.rows(); ++i) {
@@ -338,8 +338,10 @@ void check_fused_tensor(Eigen::Index seq_q, Eigen::Index seq_k, Eigen::Index hea
   const posemb::Tensor4<C> reference =
       attention_oracle::scores(q, q_offset, k, k_offset, rope, layout);
   if (bias != Bias::None) {  // the same as the loop on q and k rotated beforehand
-    const posemb::Tensor4<T> q_rot = posemb::apply_rope(q, q_offset, spec, layout);
-    const posemb::Tensor4<T> k_rot = posemb::apply_rope(k, k_offset, spec, layout);
+    const posemb::Tensor4<T> q_rot =
+        posemb::rotated(q, q_offset, spec, posemb::RotateOptions().with_layouts(layout));
+    const posemb::Tensor4<T> k_rot =
+        posemb::rotated(k, k_offset, spec, posemb::RotateOptions().with_layouts(layout));
     const auto prerotated =
         attention_oracle::scores(q_rot, q_offset, k_rot, k_offset, options, layout);
     for (Eigen::Index n = 0; n < reference.size(); ++n)

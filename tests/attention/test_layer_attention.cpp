@@ -145,8 +145,8 @@ TEST_CASE("layer attention: blocked softcap: 4-D, grouped heads, RoPE, window, d
   options.layer.sliding_window = 200;
   const std::int64_t q_offset = 8120, k_offset = 8000;
   const auto got = posemb::attention_scores(q, q_offset, k, k_offset, options);
-  const posemb::Tensor4<float> q_rot = posemb::apply_rope(q, q_offset, spec);
-  const posemb::Tensor4<float> k_rot = posemb::apply_rope(k, k_offset, spec);
+  const posemb::Tensor4<float> q_rot = posemb::rotated(q, q_offset, spec);
+  const posemb::Tensor4<float> k_rot = posemb::rotated(k, k_offset, spec);
   double worst = 0, largest = 0;
   for (Eigen::Index h = 0; h < 4; ++h) {
     for (Eigen::Index i = 0; i < 300; ++i) {
@@ -432,8 +432,8 @@ TEST_CASE("layer attention: query temperature in the kernel equals the loop, bot
     options.rotation = posemb::default_rope_spec(dim);  // Ministral 3 scales q after RoPE
     options.layer.query_temperature = posemb::QueryTemperature{floor_scale, 0.1, offset};
     options.causal = true;
-    const Rows q_rot = posemb::apply_rope(q, qpos, posemb::default_rope_spec(dim));
-    const Rows k_rot = posemb::apply_rope(k, kpos, posemb::default_rope_spec(dim));
+    const Rows q_rot = posemb::rotated(q, qpos, posemb::default_rope_spec(dim));
+    const Rows k_rot = posemb::rotated(k, kpos, posemb::default_rope_spec(dim));
     Rows expected(seq_q, seq_k);
     for (Eigen::Index i = 0; i < seq_q; ++i) {
       const double p = double(qpos[i]);
@@ -469,8 +469,8 @@ TEST_CASE("layer attention: every rule at once equals the loop in the blocked ke
   options.layer.attention_sinks = true;
   options.softmax = true;
   const auto got = posemb::attention_scores(q, q_offset, k, k_offset, options);
-  const posemb::Tensor4<float> q_rot = posemb::apply_rope(q, q_offset, spec);
-  const posemb::Tensor4<float> k_rot = posemb::apply_rope(k, k_offset, spec);
+  const posemb::Tensor4<float> q_rot = posemb::rotated(q, q_offset, spec);
+  const posemb::Tensor4<float> k_rot = posemb::rotated(k, k_offset, spec);
   const Eigen::VectorXd slopes = posemb::alibi_slopes(heads);
   double worst = 0;
   for (Eigen::Index h = 0; h < heads; ++h) {

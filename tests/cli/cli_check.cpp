@@ -21,7 +21,7 @@
 //       formula (theta_i = p * THETA^(-2i/ROTARY_DIM)), not by the library; tolerance
 //       1e-5 * max(1, max |GOT|) for float32 X, 1e-12 for float64.
 //   rope-library CONFIG X.npy GOT.npy LAYOUT OFFSET PAIRING ROLE
-//       GOT equals, bit for bit, the library's apply_rope (apply_xpos for xPos configs) of X with
+//       GOT equals, bit for bit, the library's rotate_inplace (Xpos for xPos configs) of X with
 //       the config's spec at seq_len = max position + 1 (PAIRING "config" keeps its pairing).
 //   multimodal CASE_DIR OUT_DIR
 //       one case of tests/data/multimodal by its README's pass criterion: OUT_DIR holds the
@@ -49,6 +49,7 @@
 #include "posemb/rotary/rope.hpp"
 #include "posemb/rotary/xpos.hpp"
 #include "../model/layer_check.hpp"
+#include "../reference.hpp"
 
 namespace {
 
@@ -211,19 +212,16 @@ bool check_rope_formula(const std::string& x_path, const std::string& got_path, 
   const auto& shape = x.shape;
   const std::int64_t seq = bshd ? shape[1] : shape[2], heads = bshd ? shape[2] : shape[1];
   std::vector<double> want = xv;
+  const posemb::Pairing pairs =
+      pairing == "interleaved" ? posemb::Pairing::Interleaved : posemb::Pairing::RotateHalf;
+  Eigen::VectorXd head(shape[3]);
   for (std::int64_t b = 0; b < shape[0]; ++b) {
     for (std::int64_t s = 0; s < seq; ++s) {
       for (std::int64_t h = 0; h < heads; ++h) {
-        for (int i = 0; i < rotary_dim / 2; ++i) {
-          const double angle =
-              static_cast<double>(offset + s) * std::pow(theta, -2.0 * i / rotary_dim);
-          const int ia = pairing == "interleaved" ? 2 * i : i;
-          const int ib = pairing == "interleaved" ? 2 * i + 1 : i + rotary_dim / 2;
-          const double a = xv[element(shape, bshd, b, s, h, ia)];
-          const double c = xv[element(shape, bshd, b, s, h, ib)];
-          want[element(shape, bshd, b, s, h, ia)] = a * std::cos(angle) - c * std::sin(angle);
-          want[element(shape, bshd, b, s, h, ib)] = a * std::sin(angle) + c * std::cos(angle);
-        }
+        for (std::int64_t k = 0; k < shape[3]; ++k) head[k] = xv[element(shape, bshd, b, s, h, k)];
+        const Eigen::VectorXd y =
+            test_reference::reference_rope(head, offset + s, rotary_dim, theta, pairs);
+        for (std::int64_t k = 0; k < shape[3]; ++k) want[element(shape, bshd, b, s, h, k)] = y[k];
       }
     }
   }
@@ -259,11 +257,13 @@ bool library_matches(const posemb::ModelPositions& model, const NpyArray& x, con
   const auto tensor_layout =
       layout == "bshd" ? posemb::TensorLayout::BSHD : posemb::TensorLayout::BHSD;
   if (model.xpos) {
-    posemb::apply_xpos_inplace(map, offset, posemb::XposSpec{spec, *model.xpos},
-                               role == "key" ? posemb::XposRole::Key : posemb::XposRole::Query,
-                               tensor_layout);
+    posemb::rotate_inplace(
+        map, offset,
+        posemb::Xpos{posemb::XposSpec{spec, *model.xpos},
+                     role == "key" ? posemb::XposRole::Key : posemb::XposRole::Query},
+        posemb::RotateOptions().with_layouts(tensor_layout));
   } else {
-    posemb::apply_rope_inplace(map, offset, spec, tensor_layout);
+    posemb::rotate_inplace(map, offset, spec, posemb::RotateOptions().with_layouts(tensor_layout));
   }
   if (got.values<T>() != want) return fail("the tool's output differs from the library call");
   if (want == x.values<T>()) return fail("the library call left X unchanged");

@@ -3,5 +3,5 @@
 
 void rotate(float* data) {
   Eigen::TensorMap<Eigen::Tensor<float, 4>> q(data, 1, 8, 4, 64);
-  posemb::apply_rope_inplace(q, 0, posemb::default_rope_spec(64));
+  posemb::rotate_inplace(q, 0, posemb::default_rope_spec(64));
 }

@@ -3,6 +3,4 @@
 
 #include <posemb/rotary/rope.hpp>
 
-void rotate(std::vector<float>& q) {
-  posemb::apply_rope_inplace(q, 0, posemb::default_rope_spec(64));
-}
+void rotate(std::vector<float>& q) { posemb::rotate_inplace(q, 0, posemb::default_rope_spec(64)); }

@@ -3,5 +3,5 @@
 
 void rotate(posemb::Tensor4<float>& q) {
   const posemb::RopeTable<double> table(posemb::default_rope_spec(64), 0, 16);
-  posemb::apply_rope_inplace(q, 0, table);
+  posemb::rotate_inplace(q, 0, table);
 }

@@ -1,7 +1,9 @@
-// Must not compile: the source of apply_rope is a RopeSpec or a RopeTable.
+// Must not compile: fused_rope_scores rotates by RoPE, its source is a RopeSpec or a RopeTable.
+#include <posemb/attention/fused.hpp>
 #include <posemb/rotary/fope.hpp>
-#include <posemb/rotary/rope.hpp>
 
-void rotate(posemb::Tensor4<float>& q, const posemb::Fope& fope) {
-  posemb::apply_rope_inplace(q, 0, fope);
+void scores(const Eigen::MatrixXf& q, const posemb::PositionVector& positions,
+            const posemb::Fope& fope) {
+  Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> out;
+  posemb::fused_rope_scores(q, positions, q, positions, out, fope);
 }

@@ -1,4 +1,4 @@
-// Tests of examples/rotary_fields.hpp (score matrix, metrics, presets, phase precession, grid
+// Tests of playground/rotary_fields.hpp (score matrix, metrics, presets, phase precession, grid
 // interference) and examples/svg.hpp. Expected values are written out by hand from the
 // formulas in the comments; the HTML report itself is checked by the ctest
 // `rotary_fields_report` (xmllint and the <svg> count).

@@ -1,4 +1,4 @@
-// Tests of examples/rotary_fields_view.hpp: the settings of the interactive page and of
+// Tests of playground/rotary_fields_view.hpp: the settings of the interactive page and of
 // `rotary_fields --json`, the drift panel (against the published gap-5 sweep and the closed
 // forms of RoPE and sinusoidal scores), the panels of a view and the JSON.
 

@@ -44,9 +44,9 @@ TEST_CASE("re-rotating keys equals rotating with the new spec", "[kv_cache]") {
   const RopeSpec dyn_long = posemb::dynamic_ntk_rope_spec(dims, 1e4, 4.0, 4096, 16384);
   for (const auto& [from, to] :
        {std::pair{dyn_short, dyn_long}, std::pair{yarn_spec(dims, 4), yarn_spec(dims, 16)}}) {
-    posemb::Tensor4<double> cache = posemb::apply_rope(raw, positions, from);
+    posemb::Tensor4<double> cache = posemb::rotated(raw, positions, from);
     posemb::rerotate_keys_inplace(cache, positions, from, to);
-    const posemb::Tensor4<double> direct = posemb::apply_rope(raw, positions, to);
+    const posemb::Tensor4<double> direct = posemb::rotated(raw, positions, to);
     // Angles in double at positions up to 4e6: ulp(p * inv) ~ 5e-10 rad.
     CHECK(max_abs_diff(cache, direct) <= 1e-8);
     for (int b = 0; b < 2; ++b) {
@@ -82,17 +82,19 @@ TEST_CASE("shifting keys by delta equals rotating at p + delta", "[kv_cache]") {
   for (const TensorLayout layout : {TensorLayout::BSHD, TensorLayout::BHSD}) {
     for (const std::int64_t delta : {std::int64_t{-2000}, std::int64_t{-1}, std::int64_t{0},
                                      std::int64_t{7}, std::int64_t{1000000}}) {
-      posemb::Tensor4<double> cache = posemb::apply_rope(raw, std::int64_t{4000}, spec, layout);
+      posemb::Tensor4<double> cache = posemb::rotated(raw, std::int64_t{4000}, spec,
+                                                      posemb::RotateOptions().with_layouts(layout));
       posemb::shift_keys_inplace(cache, delta, spec, layout);
-      const posemb::Tensor4<double> direct = posemb::apply_rope(raw, 4000 + delta, spec, layout);
+      const posemb::Tensor4<double> direct =
+          posemb::rotated(raw, 4000 + delta, spec, posemb::RotateOptions().with_layouts(layout));
       CHECK(max_abs_diff(cache, direct) <= 1e-9);
     }
   }
   // Float storage, an attention-sink style shift of the window after the sinks.
   const posemb::Tensor4<float> raw_f = random_keys<float>(1, 16, 2, 64);
-  posemb::Tensor4<float> cache = posemb::apply_rope(raw_f, std::int64_t{900}, spec);
+  posemb::Tensor4<float> cache = posemb::rotated(raw_f, std::int64_t{900}, spec);
   posemb::shift_keys_inplace(cache, -896, spec);
-  CHECK(max_abs_diff(cache, posemb::apply_rope(raw_f, std::int64_t{4}, spec)) <= 1e-5);
+  CHECK(max_abs_diff(cache, posemb::rotated(raw_f, std::int64_t{4}, spec)) <= 1e-5);
 }
 
 TEST_CASE("KV-cache helpers reject mismatched specs and shapes", "[kv_cache][errors]") {

@@ -20,6 +20,7 @@
 #include "posemb/machine/isa.hpp"
 #include "posemb/rotary/rope.hpp"
 #include "machine/fused_levels.hpp"
+#include "reference.hpp"
 #include "support.hpp"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -31,7 +32,9 @@ namespace {
 using posemb::IsaLevel;
 using posemb::Pairing;
 using posemb::TensorLayout;
-using test_support::reference_rotate_head;
+using test_reference::reference_rotate_head;
+using test_reference::tolerance_of_pair;
+using test_reference::ulp_distance;
 
 constexpr double two_pi = 6.283185307179586476925286766559;
 
@@ -78,15 +81,6 @@ void use(const Variant& variant) {
 #if POSEMB_ISA_DISPATCH
   posemb::detail::avx512_bf16_enabled().store(variant.bf16_instructions);
 #endif
-}
-
-std::int64_t ulp_distance(float a, float b) {
-  std::int32_t ia, ib;
-  std::memcpy(&ia, &a, 4);
-  std::memcpy(&ib, &b, 4);
-  const std::int64_t la = ia < 0 ? std::int64_t(INT32_MIN) - ia : ia;
-  const std::int64_t lb = ib < 0 ? std::int64_t(INT32_MIN) - ib : ib;
-  return la > lb ? la - lb : lb - la;
 }
 
 template <class T>
@@ -164,7 +158,7 @@ std::int64_t check_rotation_bits(IsaLevel level, Pairing pairing, bool in_place,
   return distinguishing;
 }
 
-// Largest |fast - reference| / (|a| + |b|) over x [1, seq, 3, head_dim] rotated by apply_rope
+// Largest |fast - reference| / (|a| + |b|) over x [1, seq, 3, head_dim] rotated by rotate
 // (cos/sin in the call) at positions 0, 1, 100000, ... at the active level.
 template <class T>
 double tensor_error(Pairing pairing, bool in_place, int head_dim, int rotary_dim) {
@@ -178,8 +172,8 @@ double tensor_error(Pairing pairing, bool in_place, int head_dim, int rotary_dim
   const std::int64_t positions[] = {0, 1, 100000, 12345678, (1 << 24) - 1};
   posemb::PositionMatrix position_matrix(1, seq);
   for (Eigen::Index s = 0; s < seq; ++s) position_matrix(0, s) = positions[s];
-  if (in_place) posemb::apply_rope_inplace(x, position_matrix, spec, TensorLayout::BSHD);
-  else posemb::apply_rope(x, out, position_matrix, spec, TensorLayout::BSHD);
+  if (in_place) posemb::rotate_inplace(x, position_matrix, spec);
+  else posemb::rotate(x, out, position_matrix, spec);
   const std::vector<T>& result = in_place ? input : output;
   double worst = 0;
   for (Eigen::Index s = 0; s < seq; ++s) {
@@ -201,16 +195,6 @@ double tensor_error(Pairing pairing, bool in_place, int head_dim, int rotary_dim
     }
   }
   return worst;
-}
-
-// As in test_rope_kernels.cpp: cos/sin 1 ulp of C apart and products rounded or fused, then
-// one rounding to T.
-template <class T>
-double tolerance_of_pair() {
-  const double eps_c = std::numeric_limits<posemb::compute_t<T>>::epsilon();
-  if constexpr (std::is_same_v<T, Eigen::half>) return 8 * eps_c + 1.0 / 1024;
-  if constexpr (std::is_same_v<T, Eigen::bfloat16>) return 8 * eps_c + 1.0 / 128;
-  return 8 * eps_c;
 }
 
 // Pair ranges that leave every tail after 16-, 8- and 4-lane steps, and start off zero.

@@ -127,10 +127,10 @@ std::vector<unsigned char> rotate_once(const Case& c, SourceKind kind, Pairing p
     spec.rotary_offset = c.rotary_offset;
     spec.attention_scale = 1.25;
     if (kind == SourceKind::Spec) {
-      posemb::apply_rope(xm, om, offset, spec, layouts, threads, rotation);
+      posemb::rotate(xm, om, offset, spec, posemb::RotateOptions{layouts, threads, rotation});
     } else {
       const posemb::RopeTable<T> table(spec, 0, offset + c.seq);
-      posemb::apply_rope(xm, om, offset, table, layouts, threads, rotation);
+      posemb::rotate(xm, om, offset, table, posemb::RotateOptions{layouts, threads, rotation});
     }
   } else {
     posemb::FopeConfig config;
@@ -141,10 +141,10 @@ std::vector<unsigned char> rotate_once(const Case& c, SourceKind kind, Pairing p
     config.seed = 3;
     const posemb::Fope fope = posemb::make_fope(config);
     if (kind == SourceKind::Fope) {
-      posemb::apply_fope(xm, om, offset, fope, layouts, threads, rotation);
+      posemb::rotate(xm, om, offset, fope, posemb::RotateOptions{layouts, threads, rotation});
     } else {
       const posemb::FopeTable<T> table(fope, 0, offset + c.seq);
-      posemb::apply_fope(xm, om, offset, table, layouts, threads, rotation);
+      posemb::rotate(xm, om, offset, table, posemb::RotateOptions{layouts, threads, rotation});
     }
   }
   return bytes_of(out.data, out_n);
@@ -343,16 +343,20 @@ TEST_CASE("thread pool: one part, and a small tensor, run on the calling thread"
   posemb::Tensor4<float> x(1, 400, 8, 64), out(1, 400, 8, 64);  // 204800 elements
   x.setConstant(1.0f);
   const posemb::RopeSpec spec = posemb::default_rope_spec(64);
-  posemb::apply_rope(x, out, 0, spec, TensorLayout::BSHD, posemb::Threads{1, counting});
+  posemb::rotate(x, out, 0, spec,
+                 posemb::RotateOptions().with_threads(posemb::Threads{1, counting}));
   CHECK(calls == 0);
   posemb::Tensor4<float> small(1, 4, 8, 64), small_out(1, 4, 8, 64);  // below 2^15 per task
   small.setConstant(1.0f);
-  posemb::apply_rope(small, small_out, 0, spec, TensorLayout::BSHD, posemb::Threads{4, counting});
+  posemb::rotate(small, small_out, 0, spec,
+                 posemb::RotateOptions().with_threads(posemb::Threads{4, counting}));
   CHECK(calls == 0);
-  posemb::apply_rope(x, out, 0, spec, TensorLayout::BSHD, posemb::Threads{4, counting});
+  posemb::rotate(x, out, 0, spec,
+                 posemb::RotateOptions().with_threads(posemb::Threads{4, counting}));
   CHECK(calls == 1);
   CHECK_THROWS_WITH(
-      posemb::apply_rope(x, out, 0, spec, TensorLayout::BSHD, posemb::Threads{0, counting}),
+      posemb::rotate(x, out, 0, spec,
+                     posemb::RotateOptions().with_threads(posemb::Threads{0, counting})),
       Catch::Contains("threads.count = 0"));
 }
 

@@ -275,11 +275,11 @@ TEST_CASE("a config's spec knows its head_dim: partial rotary is the config's, n
     CHECK(spec.partial() == (dims[1] < dims[0]));
     posemb::Tensor4<float> x(1, 3, 2, dims[0]);
     x.setConstant(1.0f);
-    CHECK_NOTHROW(posemb::apply_rope_inplace(x, 7, spec));
+    CHECK_NOTHROW(posemb::rotate_inplace(x, 7, spec));
     // A head of the rotary width only is not the model's head: refused.
     if (dims[1] < dims[0]) {
       posemb::Tensor4<float> rotary_only(1, 3, 2, dims[1]);
-      CHECK_THROWS_WITH(posemb::apply_rope_inplace(rotary_only, 7, spec),
+      CHECK_THROWS_WITH(posemb::rotate_inplace(rotary_only, 7, spec),
                         "posemb: head_dim = " + std::to_string(dims[1]) + ": expected " +
                             std::to_string(dims[0]) +
                             ", the head_dim this RopeSpec was made for (rotary_dim " +
@@ -622,7 +622,8 @@ TEST_CASE("multimodal: every apply case through the loaded M-RoPE spec") {
       std::copy(values.begin(), values.end(), per_row.data());
       positions = per_row;
     }
-    const auto y = posemb::apply_mrope(x, positions, spec, layout);
+    const auto y =
+        posemb::rotated(x, positions, spec, posemb::RotateOptions().with_layouts(layout));
     double worst = 0.0;
     for (Eigen::Index i = 0; i < y.size(); ++i) {
       worst = std::max(worst, std::fabs(double(y.data()[i]) - expected.data()[i]));

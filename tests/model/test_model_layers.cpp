@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "layer_check.hpp"
+#include "reference.hpp"
 #include "posemb/model/report.hpp"
 #include "posemb/attention/scores.hpp"
 #include "posemb/rotary/permute.hpp"
@@ -112,8 +113,8 @@ Eigen::VectorXd rope_scores(const Eigen::MatrixXd& wq, const Eigen::MatrixXd& wk
   const Eigen::Index head_dim = q.size() / n_heads;
   Eigen::Map<RowMajorXd> q_heads(q.data(), n_heads, head_dim);     // [n_heads, head_dim]
   Eigen::Map<RowMajorXd> k_heads(k.data(), n_kv_heads, head_dim);  // [n_kv_heads, head_dim]
-  posemb::apply_rope_inplace(q_heads, m, spec);
-  posemb::apply_rope_inplace(k_heads, n, spec);
+  posemb::rotate_inplace(q_heads, m, spec);
+  posemb::rotate_inplace(k_heads, n, spec);
   Eigen::VectorXd scores(n_heads);
   for (int h = 0; h < n_heads; ++h) {
     scores[h] = q_heads.row(h).dot(k_heads.row(h / (n_heads / n_kv_heads)));
@@ -212,8 +213,8 @@ TEST_CASE("proportional RoPE: zero pairs pass through, and it is not partial rot
   for (std::int64_t p : {1, 77, 4096, 100003}) {
     Eigen::Matrix<double, 1, 96> proportional_row = x.row(p % 8);
     Eigen::Matrix<double, 1, 96> partial_row = x.row(p % 8);
-    posemb::apply_rope_inplace(proportional_row, p, spec);
-    posemb::apply_rope_inplace(partial_row, p, partial);
+    posemb::rotate_inplace(proportional_row, p, spec);
+    posemb::rotate_inplace(partial_row, p, partial);
     // Rotate-half pairs (i, i + 48): pairs 14 .. 47 have frequency 0 and stay bit-identical.
     for (int i = 14; i < 48; ++i) {
       CHECK(proportional_row[i] == x(p % 8, i));
@@ -281,8 +282,8 @@ TEST_CASE("DeepSeek-V3.2's indexed_attention layers: the indexer rotates half of
   for (Eigen::Index i = 0; i < 64; ++i) q[i] = normal(rng), k[i] = normal(rng);
   const auto score = [&](std::int64_t at_q, std::int64_t at_k) {
     Eigen::VectorXd rq = q, rk = k;
-    posemb::apply_rope_inplace(rq, at_q, indexer);
-    posemb::apply_rope_inplace(rk, at_k, indexer);
+    posemb::rotate_inplace(rq, at_q, indexer);
+    posemb::rotate_inplace(rk, at_k, indexer);
     return rq.dot(rk);
   };
   CHECK(score(3000017, 3000000) == Approx(score(17, 0)).epsilon(1e-9));
@@ -1123,13 +1124,7 @@ TEST_CASE("Falcon-H1's key_multiplier scales the scores, checked against a hand-
   const std::int64_t first = 70000;  // long positions
   // The hand loop: rotate_half RoPE at positions first + t, keys times key_multiplier.
   const auto rotate = [&](const Eigen::RowVectorXd& x, std::int64_t p) {
-    Eigen::RowVectorXd out(d);
-    for (int i = 0; i < d / 2; ++i) {
-      const double angle = static_cast<double>(p) * std::pow(1e5, -2.0 * i / d);
-      out[i] = x[i] * std::cos(angle) - x[i + d / 2] * std::sin(angle);
-      out[i + d / 2] = x[i + d / 2] * std::cos(angle) + x[i] * std::sin(angle);
-    }
-    return out;
+    return test_reference::reference_rope(x.transpose(), p, d, 1e5, posemb::Pairing::RotateHalf);
   };
   Eigen::MatrixXd expected(seq, seq);
   for (int i = 0; i < seq; ++i) {

@@ -13,7 +13,7 @@ int main() {
   //   pair 1: (0, 1) -> (-sin 0.01, cos 0.01)
   Eigen::VectorXf x(4);
   x << 1.0f, 0.0f, 0.0f, 1.0f;
-  const Eigen::VectorXf y = posemb::apply_rope(x, std::int64_t{1}, posemb::default_rope_spec(4));
+  const Eigen::VectorXf y = posemb::rotated(x, std::int64_t{1}, posemb::default_rope_spec(4));
   const double expected[4] = {0.5403023058681398, -0.009999833334166665, 0.8414709848078965,
                               0.9999500004166653};
   double max_error = 0.0;

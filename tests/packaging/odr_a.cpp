@@ -6,5 +6,5 @@
 #include "odr_functions.hpp"
 
 Eigen::VectorXf odr_rotate_a(const Eigen::VectorXf& x, std::int64_t position) {
-  return posemb::apply_rope(x, position, posemb::default_rope_spec(static_cast<int>(x.size())));
+  return posemb::rotated(x, position, posemb::default_rope_spec(static_cast<int>(x.size())));
 }

@@ -32,7 +32,7 @@ std::pair<std::vector<T>, std::vector<T>> kernel_cos_sin(const posemb::RopeSpec&
   for (int i = 0; i < pairs; ++i) {
     x(0, 0, 0, spec.pairing == Pairing::Interleaved ? 2 * i : i) = T(1);
   }
-  posemb::apply_rope_inplace(x, position, spec);
+  posemb::rotate_inplace(x, position, spec);
   std::vector<T> cos(pairs), sin(pairs);
   for (int i = 0; i < pairs; ++i) {
     const int a = spec.pairing == Pairing::Interleaved ? 2 * i : i;
@@ -105,7 +105,7 @@ TEST_CASE("a KV-cache shift by delta is the rotation at position delta, bit for 
     posemb::shift_keys_inplace(shifted, delta, spec);
     posemb::PositionMatrix same(1, 3);
     same << delta, delta, delta;
-    const posemb::Tensor4<float> rotated = posemb::apply_rope(x, same, spec);
+    const posemb::Tensor4<float> rotated = posemb::rotated(x, same, spec);
     for (Eigen::Index i = 0; i < x.size(); ++i) REQUIRE(shifted.data()[i] == rotated.data()[i]);
   }
 }

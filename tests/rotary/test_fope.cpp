@@ -145,26 +145,27 @@ TEST_CASE("FoPE reproduces the authors' FourierEmbedding on every conformance ca
   for (float v : c.y) max_y = std::max(max_y, std::abs(static_cast<double>(v)));
   const double tolerance = 1e-5 * std::max(1.0, max_y);
 
-  const Tensor4<float> out = posemb::apply_fope(x, positions, fope);
+  const Tensor4<float> out = posemb::rotated(x, positions, fope);
   const double error = max_abs_diff(out, y);
   INFO("max |out - y| = " << error << ", tolerance " << tolerance);
   CHECK(error <= tolerance);
 
   // Double storage: the same answer to the reference's own float32 accuracy.
   const Tensor4<double> x64 = x.cast<double>();
-  CHECK(max_abs_diff(posemb::apply_fope(x64, positions, fope), y) <= tolerance);
+  CHECK(max_abs_diff(posemb::rotated(x64, positions, fope), y) <= tolerance);
 
   // A scalar offset 0 is positions 0..S-1, which is what these cases hold.
-  CHECK(bit_equal(posemb::apply_fope(x, 0, fope), out));
+  CHECK(bit_equal(posemb::rotated(x, 0, fope), out));
 
   // Table, in place and BHSD all give the same bits as the direct BSHD path.
   const posemb::FopeTable<float> table(fope, 0, S);
-  CHECK(bit_equal(posemb::apply_fope(x, positions, table), out));
+  CHECK(bit_equal(posemb::rotated(x, positions, table), out));
   Tensor4<float> in_place = x;
-  posemb::apply_fope_inplace(in_place, positions, fope);
+  posemb::rotate_inplace(in_place, positions, fope);
   CHECK(bit_equal(in_place, out));
   const Tensor4<float> x_bhsd = swap_seq_heads(Tensor4<float>(x));
-  const Tensor4<float> out_bhsd = posemb::apply_fope(x_bhsd, positions, fope, TensorLayout::BHSD);
+  const Tensor4<float> out_bhsd = posemb::rotated(
+      x_bhsd, positions, fope, posemb::RotateOptions().with_layouts(TensorLayout::BHSD));
   CHECK(bit_equal(swap_seq_heads(out_bhsd), out));
 
   // With sigma = 0 the initialiser gives the reference's identity / step-eye matrices exactly.
@@ -253,7 +254,7 @@ TEST_CASE("identity coefficients give rotate-half RoPE on the retained frequenci
   const Tensor4<double> x = random_tensor<double>(2, 5, 2, 64, 11);
   PositionMatrix positions(2, 5);
   positions << 0, 1, 2, 511, 512, 7, 1000, 4097, 123456, -3;
-  const Tensor4<double> y = posemb::apply_fope(x, positions, fope);
+  const Tensor4<double> y = posemb::rotated(x, positions, fope);
 
   // RoPE over the 32 features (x_0..x_15, x_32..x_47): rotate-half pairs (j, j + 16) there are
   // FoPE's pairs (j, j + 32).
@@ -271,7 +272,7 @@ TEST_CASE("identity coefficients give rotate-half RoPE on the retained frequenci
           v[j] = x(b, s, h, j);
           v[16 + j] = x(b, s, h, 32 + j);
         }
-        posemb::apply_rope_inplace(v, positions(b, s), spec);
+        posemb::rotate_inplace(v, positions(b, s), spec);
         for (int j = 0; j < 16; ++j) {
           error = std::max(error, std::abs(y(b, s, h, j) - v[j]));
           error = std::max(error, std::abs(y(b, s, h, 32 + j) - v[16 + j]));
@@ -401,17 +402,16 @@ TEST_CASE("the table path equals the direct path and rejects positions outside t
   PositionMatrix positions(2, 6);
   positions << 10, 11, 12, 13, 14, 15, 30, 31, 32, 33, 34, 35;
   const posemb::FopeTable<float> table(fope, 10, 26);
-  CHECK(bit_equal(posemb::apply_fope(x, positions, table), posemb::apply_fope(x, positions, fope)));
+  CHECK(bit_equal(posemb::rotated(x, positions, table), posemb::rotated(x, positions, fope)));
   const Tensor4<double> x64 = x.cast<double>();
   const posemb::FopeTable<double> table64(fope, 10, 26);
-  CHECK(bit_equal(posemb::apply_fope(x64, positions, table64),
-                  posemb::apply_fope(x64, positions, fope)));
+  CHECK(bit_equal(posemb::rotated(x64, positions, table64), posemb::rotated(x64, positions, fope)));
   // Table layout: row r = position 10 + r, coefficient head g at column g * 32.
   const auto [cos, sin] = posemb::fope_cos_sin(fope, 13);
   CHECK(table64.cos()(3, 2 * 32 + 5) == cos(2, 5));
   CHECK(table64.sin()(3, 3 * 32 + 31) == sin(3, 31));
   positions(1, 5) = 36;
-  CHECK_THROWS_WITH(posemb::apply_fope(x, positions, table),
+  CHECK_THROWS_WITH(posemb::rotated(x, positions, table),
                     Contains("position = 36") && Contains("[10, 36)"));
 }
 
@@ -422,15 +422,22 @@ TEST_CASE("FoPE runs on threads through the rotary engine, bit-identical to one 
   const posemb::FopeTable<float> table(fope, 1000, 512);
   for (const TensorLayout layout : {TensorLayout::BSHD, TensorLayout::BHSD}) {
     const Tensor4<float> input = layout == TensorLayout::BSHD ? x : swap_seq_heads(x);
-    const Tensor4<float> one = posemb::apply_fope(input, 1000, fope, layout);
-    CHECK(bit_equal(posemb::apply_fope(input, 1000, fope, layout, posemb::Threads{2}), one));
-    CHECK(bit_equal(posemb::apply_fope(input, 1000, table, layout, posemb::Threads{2}), one));
+    const Tensor4<float> one =
+        posemb::rotated(input, 1000, fope, posemb::RotateOptions().with_layouts(layout));
+    CHECK(bit_equal(
+        posemb::rotated(input, 1000, fope, posemb::RotateOptions{layout, posemb::Threads{2}}),
+        one));
+    CHECK(bit_equal(
+        posemb::rotated(input, 1000, table, posemb::RotateOptions{layout, posemb::Threads{2}}),
+        one));
     Tensor4<float> in_place = input;
-    posemb::apply_fope_inplace(in_place, 1000, table, layout, posemb::Threads{2});
+    posemb::rotate_inplace(in_place, 1000, table,
+                           posemb::RotateOptions{layout, posemb::Threads{2}});
     CHECK(bit_equal(in_place, one));
   }
-  CHECK_THROWS_WITH(posemb::apply_fope(x, 0, fope, TensorLayout::BSHD, posemb::Threads{0}),
-                    Contains("threads.count = 0"));
+  CHECK_THROWS_WITH(
+      posemb::rotated(x, 0, fope, posemb::RotateOptions().with_threads(posemb::Threads{0})),
+      Contains("threads.count = 0"));
 }
 
 TEST_CASE("BHSD equals BSHD, in place equals out of place", "[fope]") {
@@ -438,22 +445,22 @@ TEST_CASE("BHSD equals BSHD, in place equals out of place", "[fope]") {
   const Tensor4<double> x = random_tensor<double>(3, 5, 4, 64, 5);
   PositionMatrix positions(3, 5);
   positions << 0, 1, 2, 3, 4, 9, 8, 7, 6, 5, 100, 0, 100, 70000, 1;
-  const Tensor4<double> bshd = posemb::apply_fope(x, positions, fope);
-  const Tensor4<double> bhsd =
-      posemb::apply_fope(swap_seq_heads(x), positions, fope, TensorLayout::BHSD);
+  const Tensor4<double> bshd = posemb::rotated(x, positions, fope);
+  const Tensor4<double> bhsd = posemb::rotated(
+      swap_seq_heads(x), positions, fope, posemb::RotateOptions().with_layouts(TensorLayout::BHSD));
   CHECK(bit_equal(swap_seq_heads(bhsd), bshd));
   Tensor4<double> in_place = x;
-  posemb::apply_fope_inplace(in_place, positions, fope);
+  posemb::rotate_inplace(in_place, positions, fope);
   CHECK(bit_equal(in_place, bshd));
   Tensor4<double> out(3, 5, 4, 64);
-  posemb::apply_fope(x, out, positions, fope);
+  posemb::rotate(x, out, positions, fope);
   CHECK(bit_equal(out, bshd));
   // A [1, seq] position row is shared by every batch row.
   PositionMatrix shared(1, 5);
   shared << 4, 3, 2, 1, 0;
   PositionMatrix expanded(3, 5);
   expanded.rowwise() = shared.row(0);
-  CHECK(bit_equal(posemb::apply_fope(x, shared, fope), posemb::apply_fope(x, expanded, fope)));
+  CHECK(bit_equal(posemb::rotated(x, shared, fope), posemb::rotated(x, expanded, fope)));
   // FoPE changes the vectors (the comparisons above are not vacuous).
   CHECK(max_abs_diff(bshd, x) > 0.1);
 }
@@ -463,17 +470,17 @@ TEST_CASE("KV-cache decode: the last S rows of a full rotation equal rows rotate
   const Fope fope = posemb::make_fope(small_config());
   const Eigen::Index total = 40, last = 7;
   const Tensor4<float> full = random_tensor<float>(1, total, 4, 64, 9);
-  const Tensor4<float> full_out = posemb::apply_fope(full, 0, fope);
+  const Tensor4<float> full_out = posemb::rotated(full, 0, fope);
   const Eigen::array<Eigen::Index, 4> offsets = {0, total - last, 0, 0};
   const Eigen::array<Eigen::Index, 4> extents = {1, last, 4, 64};
   const Tensor4<float> tail = full.slice(offsets, extents);
   const Tensor4<float> expected = full_out.slice(offsets, extents);
-  CHECK(bit_equal(posemb::apply_fope(tail, total - last, fope), expected));
+  CHECK(bit_equal(posemb::rotated(tail, total - last, fope), expected));
   PositionMatrix positions(1, last);
   for (Eigen::Index s = 0; s < last; ++s) positions(0, s) = total - last + s;
-  CHECK(bit_equal(posemb::apply_fope(tail, positions, fope), expected));
+  CHECK(bit_equal(posemb::rotated(tail, positions, fope), expected));
   // Rotating the tail as if it started at 0 differs.
-  CHECK(max_abs_diff(posemb::apply_fope(tail, 0, fope), expected) > 1e-3);
+  CHECK(max_abs_diff(posemb::rotated(tail, 0, fope), expected) > 1e-3);
 }
 
 TEST_CASE("large positions agree with a long-double evaluation of the formula", "[fope]") {
@@ -484,8 +491,8 @@ TEST_CASE("large positions agree with a long-double evaluation of the formula", 
   const Tensor4<double> x = random_tensor<double>(1, 4, 2, hd, 21);
   PositionMatrix positions(1, 4);
   positions << 1000000, 1000001, 12345678, 99999999;
-  const Tensor4<double> y64 = posemb::apply_fope(x, positions, fope);
-  const Tensor4<float> y32 = posemb::apply_fope(Tensor4<float>(x.cast<float>()), positions, fope);
+  const Tensor4<double> y64 = posemb::rotated(x, positions, fope);
+  const Tensor4<float> y32 = posemb::rotated(Tensor4<float>(x.cast<float>()), positions, fope);
   double error64 = 0.0, error32 = 0.0;
   for (int s = 0; s < 4; ++s) {
     const long double t = static_cast<long double>(positions(0, s));
@@ -541,8 +548,8 @@ TEST_CASE("grouped-query attention: each query head uses its key-value group's c
                                                        cos_expanded.data(), shape);
 
   const Tensor4<float> q = random_tensor<float>(2, 5, 6, 64, 13);
-  const Tensor4<float> q_out = posemb::apply_fope(q, 3, gqa);
-  CHECK(bit_equal(q_out, posemb::apply_fope(q, 3, expanded)));
+  const Tensor4<float> q_out = posemb::rotated(q, 3, gqa);
+  CHECK(bit_equal(q_out, posemb::rotated(q, 3, expanded)));
   // Keys have n_kv_heads heads: key head g is query head 3g's input and gets its output.
   Tensor4<float> k(2, 5, 2, 64);
   for (int b = 0; b < 2; ++b) {
@@ -552,7 +559,7 @@ TEST_CASE("grouped-query attention: each query head uses its key-value group's c
       }
     }
   }
-  const Tensor4<float> k_out = posemb::apply_fope(k, 3, gqa);
+  const Tensor4<float> k_out = posemb::rotated(k, 3, gqa);
   double key_error = 0.0;
   for (int b = 0; b < 2; ++b) {
     for (int s = 0; s < 5; ++s) {
@@ -570,7 +577,7 @@ TEST_CASE("grouped-query attention: each query head uses its key-value group's c
   for (int h = 0; h < 6; ++h) {
     for (int i = 0; i < 64; ++i) same(0, 0, h, i) = q(0, 0, 0, i);
   }
-  const Tensor4<float> same_out = posemb::apply_fope(same, 100, gqa);
+  const Tensor4<float> same_out = posemb::rotated(same, 100, gqa);
   double same_group = 0.0, other_group = 0.0;
   for (int i = 0; i < 64; ++i) {
     same_group =
@@ -585,9 +592,9 @@ TEST_CASE("grouped-query attention: each query head uses its key-value group's c
 TEST_CASE("half-precision storage rounds the float result", "[fope]") {
   const Fope fope = posemb::make_fope(small_config());
   const Tensor4<float> x = random_tensor<float>(1, 3, 4, 64, 17);
-  const Tensor4<float> reference = posemb::apply_fope(x, 5, fope);
+  const Tensor4<float> reference = posemb::rotated(x, 5, fope);
   const Tensor4<Eigen::bfloat16> y16 =
-      posemb::apply_fope(Tensor4<Eigen::bfloat16>(x.cast<Eigen::bfloat16>()), 5, fope);
+      posemb::rotated(Tensor4<Eigen::bfloat16>(x.cast<Eigen::bfloat16>()), 5, fope);
   CHECK(max_abs_diff(Tensor4<float>(y16.cast<float>()), reference) < 0.05);
 }
 
@@ -657,19 +664,20 @@ TEST_CASE("bad FoPE input is a posemb::Error naming the parameter", "[fope]") {
 
   // Tensors that do not fit.
   const Fope fope = posemb::make_fope(config);
-  CHECK_THROWS_WITH(posemb::apply_fope(Tensor4<float>(1, 2, 3, 64), 0, fope),
+  CHECK_THROWS_WITH(posemb::rotated(Tensor4<float>(1, 2, 3, 64), 0, fope),
                     Contains("heads = 3") && Contains("n_heads = 4"));
-  CHECK_THROWS_WITH(posemb::apply_fope(Tensor4<float>(1, 2, 4, 32), 0, fope),
+  CHECK_THROWS_WITH(posemb::rotated(Tensor4<float>(1, 2, 4, 32), 0, fope),
                     Contains("head_dim = 32"));
   PositionMatrix positions(2, 3);
   positions.setZero();
-  CHECK_THROWS_WITH(posemb::apply_fope(Tensor4<float>(1, 2, 4, 64), positions, fope),
+  CHECK_THROWS_WITH(posemb::rotated(Tensor4<float>(1, 2, 4, 64), positions, fope),
                     Contains("positions shape = [2, 3]"));
   Tensor4<float> out(1, 3, 4, 64);
-  CHECK_THROWS_WITH(posemb::apply_fope(Tensor4<float>(1, 2, 4, 64), out, 0, fope),
+  CHECK_THROWS_WITH(posemb::rotate(Tensor4<float>(1, 2, 4, 64), out, 0, fope),
                     Contains("out.dimension(1) = 3"));
   CHECK_THROWS_WITH(
-      posemb::apply_fope(Tensor4<float>(1, 2, 4, 64), 0, fope, static_cast<TensorLayout>(7)),
+      posemb::rotated(Tensor4<float>(1, 2, 4, 64), 0, fope,
+                      posemb::RotateOptions().with_layouts(static_cast<TensorLayout>(7))),
       Contains("layout = 7"));
   CHECK_THROWS_WITH(posemb::FopeTable<float>(fope, 0, 0), Contains("count = 0"));
 }

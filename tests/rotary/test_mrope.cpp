@@ -133,16 +133,19 @@ TEST_CASE("conformance: the multimodal apply cases, float32 within 1e-5 and floa
         std::copy(values.begin(), values.end(), per_row.data());
         positions = per_row;
       }
-      const auto y = posemb::apply_mrope(x, positions, c.spec, c.layout);
+      const auto y =
+          posemb::rotated(x, positions, c.spec, posemb::RotateOptions().with_layouts(c.layout));
       CHECK(max_abs_diff(y, expected) <= 1e-5);
 
       Tensor4<double> x64 = x.cast<double>();
-      const auto y64 = posemb::apply_mrope(x64, positions, c.spec, c.layout);
+      const auto y64 =
+          posemb::rotated(x64, positions, c.spec, posemb::RotateOptions().with_layouts(c.layout));
       CHECK(max_abs_diff(y64, expected) <= 1e-12);
 
       // The table path gathers the same bits.
       const posemb::MropeTable<float> table(c.spec, 0, 4096);
-      CHECK(bit_equal(posemb::apply_mrope(x, positions, table, c.layout), y));
+      CHECK(bit_equal(
+          posemb::rotated(x, positions, table, posemb::RotateOptions().with_layouts(c.layout)), y));
     }
   }
 }
@@ -164,9 +167,9 @@ TEST_CASE("equal axes give 1-D RoPE bit for bit: both layouts, both pairings, pa
         const posemb::MropeSections sections =
             rotary_dim == 24 ? posemb::MropeSections{4, 4, 4} : posemb::MropeSections{4, 2, 2};
         const MropeSpec spec = spec_of({24, rotary_dim}, 1e4, sections, layout, pairing);
-        const auto rope = posemb::apply_rope(x, p, spec.rope);
-        CHECK(bit_equal(posemb::apply_mrope(x, thw, spec), rope));
-        CHECK(bit_equal(posemb::apply_mrope(x, MropePositions::text(p), spec), rope));
+        const auto rope = posemb::rotated(x, p, spec.rope);
+        CHECK(bit_equal(posemb::rotated(x, thw, spec), rope));
+        CHECK(bit_equal(posemb::rotated(x, MropePositions::text(p), spec), rope));
       }
     }
   }
@@ -180,9 +183,8 @@ TEST_CASE("equal axes through tables: MropeTable equals RopeTable bit for bit") 
     const MropeSpec spec = spec_of(16, 1e4, {4, 2, 2}, layout);
     const posemb::RopeTable<float> rope_table(spec.rope, 0, 400);
     const posemb::MropeTable<float> mrope_table(spec, 0, 400);
-    CHECK(
-        bit_equal(posemb::apply_mrope(x, thw, mrope_table), posemb::apply_rope(x, p, rope_table)));
-    CHECK(bit_equal(posemb::apply_mrope(x, thw, mrope_table), posemb::apply_mrope(x, thw, spec)));
+    CHECK(bit_equal(posemb::rotated(x, thw, mrope_table), posemb::rotated(x, p, rope_table)));
+    CHECK(bit_equal(posemb::rotated(x, thw, mrope_table), posemb::rotated(x, thw, spec)));
   }
 }
 
@@ -195,7 +197,7 @@ std::string observed_axes(const MropeSpec& spec) {
   for (int a = 0; a < 3; ++a) {
     PositionMatrix thw = PositionMatrix::Zero(3, 1);
     thw(a, 0) = 7;
-    const auto y = posemb::apply_mrope(x, thw, spec);
+    const auto y = posemb::rotated(x, thw, spec);
     for (int j = 0; j < pairs; ++j) {
       const bool turned =
           y(0, 0, 0, j) != x(0, 0, 0, j) || y(0, 0, 0, j + pairs) != x(0, 0, 0, j + pairs);
@@ -237,9 +239,9 @@ TEST_CASE("shifting all three axes by d equals a 1-D RoPE shift by d") {
     for (const std::int64_t d : {1, 17, 4096, 1000000}) {
       CAPTURE(posemb::to_string(layout), d);
       const PositionMatrix shifted = (thw.array() + d).matrix();
-      const auto direct = posemb::apply_mrope(x, shifted, spec);
-      const auto composed = posemb::apply_rope(posemb::apply_mrope(x, thw, spec),
-                                               posemb::Positions::same(d), spec.rope);
+      const auto direct = posemb::rotated(x, shifted, spec);
+      const auto composed =
+          posemb::rotated(posemb::rotated(x, thw, spec), posemb::Positions::same(d), spec.rope);
       // The double angles round to ulp(d * inv_freq): about 1e-16 d.
       CHECK(max_abs_diff(direct, composed) <= 1e-13 + 1e-15 * double(d));
     }
@@ -253,10 +255,10 @@ TEST_CASE("the KV-cache shift of kv/rerotate.hpp moves M-RoPE keys on every axis
       500, 501, 502, 503, 503, 503, 504, 504, 504, 506, 507, 508, 509, 510,     //
       500, 501, 502, 503, 504, 505, 503, 504, 505, 506, 507, 508, 509, 510;
   const MropeSpec spec = spec_of(16, 1e4, {2, 3, 3}, MropeLayout::Chunked);
-  auto cached = posemb::apply_mrope(k, thw, spec);
+  auto cached = posemb::rotated(k, thw, spec);
   posemb::shift_keys_inplace(cached, /*delta=*/-500, spec.rope);
   const PositionMatrix moved = (thw.array() - 500).matrix();
-  CHECK(max_abs_diff(cached, posemb::apply_mrope(k, moved, spec)) <= 1e-12);
+  CHECK(max_abs_diff(cached, posemb::rotated(k, moved, spec)) <= 1e-12);
 }
 
 TEST_CASE("the inverse undoes the rotation, for the spec and the table, with an attention scale") {
@@ -269,22 +271,21 @@ TEST_CASE("the inverse undoes the rotation, for the spec and the table, with an 
   for (const MropeLayout layout : {MropeLayout::Chunked, MropeLayout::Interleaved}) {
     spec.layout = layout;
     spec.sections = eight_pairs(layout);
-    const auto y = posemb::apply_mrope(x, thw, spec);
+    const auto y = posemb::rotated(x, thw, spec);
     CHECK(max_abs_diff(y, x) > 0.1);
-    const auto back = posemb::apply_mrope(y, thw, spec, TensorLayout::BSHD, {}, Rotation::Inverse);
+    const auto back = posemb::rotated(y, thw, spec, posemb::RotateOptions().inverse());
     CHECK(max_abs_diff(back, x) <= 1e-12);
     const posemb::MropeTable<double> table(spec, 0, 5000);
-    const auto back_table = posemb::apply_mrope(posemb::apply_mrope(x, thw, table), thw, table,
-                                                TensorLayout::BSHD, {}, Rotation::Inverse);
+    const auto back_table = posemb::rotated(posemb::rotated(x, thw, table), thw, table,
+                                            posemb::RotateOptions().inverse());
     CHECK(max_abs_diff(back_table, x) <= 1e-12);
     // The table's inverse is the spec's, bit for bit, with the scale and without.
     for (const double scale : {1.25, 1.0}) {
       MropeSpec scaled = spec;
       scaled.rope.attention_scale = scale;
       const posemb::MropeTable<double> scaled_table(scaled, 0, 5000);
-      CHECK(bit_equal(
-          posemb::apply_mrope(y, thw, scaled_table, TensorLayout::BSHD, {}, Rotation::Inverse),
-          posemb::apply_mrope(y, thw, scaled, TensorLayout::BSHD, {}, Rotation::Inverse)));
+      CHECK(bit_equal(posemb::rotated(y, thw, scaled_table, posemb::RotateOptions().inverse()),
+                      posemb::rotated(y, thw, scaled, posemb::RotateOptions().inverse())));
     }
   }
 }
@@ -309,9 +310,9 @@ TEST_CASE("a batch whose rows have different layouts gives each row its own posi
     // [2, 6, 2, 16] or [2, 2, 6, 16]: batch row b is the b-th half of the buffer either way
     const auto x = layout == TensorLayout::BSHD ? random_tensor<float>(2, 6, 2, 16)
                                                 : random_tensor<float>(2, 2, 6, 16);
-    const auto y = posemb::apply_mrope(x, both, spec, layout);
-    const auto y0 = posemb::apply_mrope(x, row0, spec, layout);
-    const auto y1 = posemb::apply_mrope(x, row1, spec, layout);
+    const auto y = posemb::rotated(x, both, spec, posemb::RotateOptions().with_layouts(layout));
+    const auto y0 = posemb::rotated(x, row0, spec, posemb::RotateOptions().with_layouts(layout));
+    const auto y1 = posemb::rotated(x, row1, spec, posemb::RotateOptions().with_layouts(layout));
     const Eigen::Index half = x.size() / 2;
     CHECK(std::equal(y.data(), y.data() + half, y0.data()));
     CHECK(std::equal(y.data() + half, y.data() + x.size(), y1.data() + half));
@@ -327,7 +328,7 @@ TEST_CASE("long positions (millions) against the rotation formed with libm in do
       3000000, 3000001, 4000000, 2;
   for (const MropeLayout layout : {MropeLayout::Chunked, MropeLayout::Interleaved}) {
     const MropeSpec spec = spec_of(16, 1e4, eight_pairs(layout), layout);
-    const auto y = posemb::apply_mrope(x, thw, spec);
+    const auto y = posemb::rotated(x, thw, spec);
     for (int s = 0; s < 4; ++s) {
       for (int j = 0; j < 8; ++j) {
         const double angle = double(thw(posemb::mrope_axis(spec, j), s)) * spec.rope.inv_freq[j];
@@ -342,7 +343,7 @@ TEST_CASE("long positions (millions) against the rotation formed with libm in do
         3000000, 3000000, 3000050, 3000098,      //
         3000000, 3000001, 3000077, 3000002;
     const posemb::MropeTable<float> table(spec, 3000000, 100);
-    CHECK(bit_equal(posemb::apply_mrope(x, near, table), posemb::apply_mrope(x, near, spec)));
+    CHECK(bit_equal(posemb::rotated(x, near, table), posemb::rotated(x, near, spec)));
   }
 }
 
@@ -352,11 +353,11 @@ TEST_CASE("fractional positions: whole values give the integer bits, halves the 
   thw << 5, 6, 7, 5, 9, 7, 5, 9, 11;
   FractionalPositionMatrix fractional = thw.cast<double>();
   const MropeSpec spec = spec_of(16, 1e4, {3, 3, 2}, MropeLayout::Interleaved);
-  CHECK(bit_equal(posemb::apply_mrope(x, fractional, spec), posemb::apply_mrope(x, thw, spec)));
+  CHECK(bit_equal(posemb::rotated(x, fractional, spec), posemb::rotated(x, thw, spec)));
   FractionalMropePositionTensor halves(3, 1, 3);
   for (int a = 0; a < 3; ++a)
     for (int s = 0; s < 3; ++s) halves(a, 0, s) = thw(a, s) + 0.5;
-  const auto y = posemb::apply_mrope(x, halves, spec);
+  const auto y = posemb::rotated(x, halves, spec);
   for (int s = 0; s < 3; ++s) {
     for (int j = 0; j < 8; ++j) {
       const double angle =
@@ -366,7 +367,7 @@ TEST_CASE("fractional positions: whole values give the integer bits, halves the 
     }
   }
   const posemb::MropeTable<double> table(spec, 0, 100);
-  throws_with([&] { (void)posemb::apply_mrope(x, halves, table); }, "expected an integer position");
+  throws_with([&] { (void)posemb::rotated(x, halves, table); }, "expected an integer position");
 }
 
 TEST_CASE("engine features: two threads, half storage, layout change and a KV-cache slot") {
@@ -374,14 +375,15 @@ TEST_CASE("engine features: two threads, half storage, layout change and a KV-ca
   const auto x = random_tensor<float>(1, 512, 8, 128, 11);
   MropePositionTensor thw(3, 1, 512);
   for (Eigen::Index i = 0; i < thw.size(); ++i) thw.data()[i] = (i * 7919) % 3000;
-  const auto one = posemb::apply_mrope(x, thw, spec);
-  CHECK(bit_equal(posemb::apply_mrope(x, thw, spec, TensorLayout::BSHD, posemb::Threads{2}), one));
+  const auto one = posemb::rotated(x, thw, spec);
+  CHECK(bit_equal(
+      posemb::rotated(x, thw, spec, posemb::RotateOptions().with_threads(posemb::Threads{2})),
+      one));
 
   // Half storage: computed in float from the half input, rounded once.
   Tensor4<Eigen::half> x_half = x.cast<Eigen::half>();
-  const Tensor4<float> from_half =
-      posemb::apply_mrope(Tensor4<float>(x_half.cast<float>()), thw, spec);
-  CHECK(bit_equal(posemb::apply_mrope(x_half, thw, spec),
+  const Tensor4<float> from_half = posemb::rotated(Tensor4<float>(x_half.cast<float>()), thw, spec);
+  CHECK(bit_equal(posemb::rotated(x_half, thw, spec),
                   Tensor4<Eigen::half>(from_half.cast<Eigen::half>())));
 
   // BSHD in, BHSD out at a sequence offset of a longer cache.
@@ -390,9 +392,10 @@ TEST_CASE("engine features: two threads, half storage, layout change and a KV-ca
   p << 0, 1, 1, 1, 2, 0, 1, 1, 2, 3, 0, 1, 2, 1, 3;
   Tensor4<float> cache(1, 2, 9, 128);
   cache.setZero();
-  posemb::apply_mrope(small, cache, p, spec,
-                      posemb::Layouts(TensorLayout::BSHD, TensorLayout::BHSD, 3));
-  const auto rotated = posemb::apply_mrope(small, p, spec);
+  posemb::rotate(small, cache, p, spec,
+                 posemb::RotateOptions().with_layouts(
+                     posemb::Layouts(TensorLayout::BSHD, TensorLayout::BHSD, 3)));
+  const auto rotated = posemb::rotated(small, p, spec);
   bool same = true;
   for (int s = 0; s < 5; ++s)
     for (int h = 0; h < 2; ++h)
@@ -429,22 +432,21 @@ TEST_CASE("bad input throws posemb::Error naming the parameter") {
   const MropeSpec spec = spec_of(16, 1e4, {2, 3, 3}, MropeLayout::Chunked);
   auto x = random_tensor<float>(1, 4, 2, 16);
   const PositionMatrix two_axes = PositionMatrix::Zero(2, 4);
-  throws_with([&] { (void)posemb::apply_mrope(x, two_axes, spec); },
+  throws_with([&] { (void)posemb::rotated(x, two_axes, spec); },
               "positions.dimension(0) = 2: expected 3 axes (t, h, w)");
   const PositionMatrix short_thw = PositionMatrix::Zero(3, 3);
-  throws_with([&] { (void)posemb::apply_mrope(x, short_thw, spec); },
-              "positions shape = [3, 1, 3]");
+  throws_with([&] { (void)posemb::rotated(x, short_thw, spec); }, "positions shape = [3, 1, 3]");
   const MropePositionTensor batch3(3, 3, 4);
-  throws_with([&] { (void)posemb::apply_mrope(x, batch3, spec); },
+  throws_with([&] { (void)posemb::rotated(x, batch3, spec); },
               "expected [3, batch, seq] = [3, 1, 4]");
   FractionalPositionMatrix nan_thw = FractionalPositionMatrix::Zero(3, 4);
   nan_thw(1, 2) = std::nan("");
-  throws_with([&] { (void)posemb::apply_mrope(x, nan_thw, spec); }, "positions[1, 0, 2]");
+  throws_with([&] { (void)posemb::rotated(x, nan_thw, spec); }, "positions[1, 0, 2]");
   PositionMatrix far = PositionMatrix::Zero(3, 4);
   far(2, 3) = 100;
   const posemb::MropeTable<float> table(spec, 0, 100);
-  throws_with([&] { (void)posemb::apply_mrope(x, far, table); },
+  throws_with([&] { (void)posemb::rotated(x, far, table); },
               "position = 100: outside the RoPE table's range [0, 100)");
   const auto narrow = random_tensor<float>(1, 4, 2, 12);
-  throws_with([&] { (void)posemb::apply_mrope(narrow, far, spec); }, "head_dim = 12");
+  throws_with([&] { (void)posemb::rotated(narrow, far, spec); }, "head_dim = 12");
 }

@@ -172,12 +172,11 @@ TEST_CASE("decode continues at cache_length + delta on every axis") {
     std::mt19937 rng(5);
     std::normal_distribution<double> normal;
     for (Eigen::Index i = 0; i < x.size(); ++i) x.data()[i] = normal(rng);
-    const auto all = posemb::apply_mrope(x, full.positions, spec);
+    const auto all = posemb::rotated(x, full.positions, spec);
     const Eigen::Index cache = prefill.seq_len();
     posemb::Tensor4<double> tail = x.slice(Eigen::array<Eigen::Index, 4>{0, cache, 0, 0},
                                            Eigen::array<Eigen::Index, 4>{1, 5, 1, 16});
-    posemb::apply_mrope_inplace(tail, posemb::MropePositions::text(prefill.decode_offset(cache)),
-                                spec);
+    posemb::rotate_inplace(tail, posemb::MropePositions::text(prefill.decode_offset(cache)), spec);
     bool same = true;
     for (Eigen::Index s = 0; s < 5; ++s)
       for (int d = 0; d < 16; ++d) same = same && tail(0, s, 0, d) == all(0, cache + s, 0, d);

@@ -29,7 +29,7 @@ TEST_CASE("two identical documents packed together rotate identically") {
     x.data()[i] = x.data()[i + x.size() / 2] = float(i % 17) * 0.25f - 2.0f;
   }
   const posemb::RopeSpec spec = posemb::default_rope_spec(16);
-  posemb::apply_rope_inplace(x, posemb::packed_positions({0, 6, 12}, 12), spec);
+  posemb::rotate_inplace(x, posemb::packed_positions({0, 6, 12}, 12), spec);
   for (Eigen::Index i = 0; i < x.size() / 2; ++i)
     REQUIRE(x.data()[i] == x.data()[i + x.size() / 2]);
   // And the second document was really moved: position 0 leaves the first token unchanged.

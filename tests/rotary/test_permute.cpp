@@ -52,7 +52,7 @@ Eigen::VectorXd rope_heads(Eigen::VectorXd features, int n_heads, std::int64_t p
                            const posemb::RopeSpec& spec) {
   const Eigen::Index head_dim = features.size() / n_heads;
   Eigen::Map<RowMajorXd> heads(features.data(), n_heads, head_dim);  // [n_heads, head_dim]
-  posemb::apply_rope_inplace(heads, position, spec);
+  posemb::rotate_inplace(heads, position, spec);
   return features;
 }
 

@@ -13,6 +13,8 @@
 
 #include <posemb/posemb.hpp>
 
+#include "reference.hpp"
+
 using posemb::Pairing;
 using posemb::PositionMatrix;
 using posemb::PositionVector;
@@ -32,19 +34,7 @@ Eigen::MatrixXd gaussian(std::mt19937_64& rng, Eigen::Index rows, Eigen::Index c
   return out;
 }
 
-// Plain-math reference: the rotation written out pair by pair, in double.
-Eigen::VectorXd reference_rope(const Eigen::VectorXd& x, std::int64_t p, int rotary_dim,
-                               double base, Pairing pairing) {
-  Eigen::VectorXd y = x;
-  for (int i = 0; i < rotary_dim / 2; ++i) {
-    const double theta = static_cast<double>(p) * std::pow(base, -2.0 * i / rotary_dim);
-    const int a = pairing == Pairing::Interleaved ? 2 * i : i;
-    const int b = pairing == Pairing::Interleaved ? 2 * i + 1 : i + rotary_dim / 2;
-    y[a] = x[a] * std::cos(theta) - x[b] * std::sin(theta);
-    y[b] = x[a] * std::sin(theta) + x[b] * std::cos(theta);
-  }
-  return y;
-}
+using test_reference::reference_rope;
 
 struct GgmlVector {
   Pairing pairing;
@@ -86,8 +76,8 @@ TEST_CASE("golden values from ggml rope_ext (fp64 lines), both pairings, positio
     Eigen::VectorXd x(8);
     Eigen::VectorXf xf(8);
     for (int d = 0; d < 8; ++d) x[d] = xf[d] = static_cast<float>(d + 1);
-    posemb::apply_rope_inplace(x, golden.position, spec);
-    posemb::apply_rope_inplace(xf, golden.position, spec);
+    posemb::rotate_inplace(x, golden.position, spec);
+    posemb::rotate_inplace(xf, golden.position, spec);
     for (int d = 0; d < 8; ++d) {
       CHECK(std::abs(x[d] - golden.values[d]) <= 1e-6 * std::abs(golden.values[d]));
       // float32 storage: within float32 rounding of the vector's scale (|x| = 14.3).
@@ -106,7 +96,7 @@ TEST_CASE("the kernel equals the pair-by-pair formula for every pairing, rotary_
       for (std::int64_t p : {0LL, 1LL, -3LL, 4095LL, 131071LL, 1000003LL, -2000000LL}) {
         const Eigen::VectorXd x = gaussian(rng, head_dim, 1, 1.0);
         Eigen::VectorXd y = x;
-        posemb::apply_rope_inplace(y, p, spec);
+        posemb::rotate_inplace(y, p, spec);
         const Eigen::VectorXd expected = reference_rope(x, p, rotary_dim, 500000.0, pairing);
         CHECK((y - expected).cwiseAbs().maxCoeff() <=
               1e-12 * std::max<double>(1.0, std::abs(p) * 1e-3));
@@ -131,8 +121,8 @@ TEST_CASE("relative position: same-gap scores agree in float32 storage") {
       double lo = INFINITY, hi = -INFINITY;
       for (std::int64_t n : bases) {
         Eigen::VectorXf q = q0, k = k0;
-        posemb::apply_rope_inplace(q, n + gap, spec);
-        posemb::apply_rope_inplace(k, n, spec);
+        posemb::rotate_inplace(q, n + gap, spec);
+        posemb::rotate_inplace(k, n, spec);
         const double score = q.cast<double>().dot(k.cast<double>());
         lo = std::min(lo, score);
         hi = std::max(hi, score);
@@ -153,8 +143,8 @@ TEST_CASE("relative position holds at positions up to 2^24") {
     const Eigen::VectorXf k0 = gaussian(rng, d, 1, 1.0).cast<float>();
     auto score = [&](std::int64_t m, std::int64_t n) {
       Eigen::VectorXf q = q0, k = k0;
-      posemb::apply_rope_inplace(q, m, spec);
-      posemb::apply_rope_inplace(k, n, spec);
+      posemb::rotate_inplace(q, m, spec);
+      posemb::rotate_inplace(k, n, spec);
       return q.cast<double>().dot(k.cast<double>());
     };
     const double reference = score(7, 0);
@@ -173,16 +163,16 @@ TEST_CASE("rotation identities: m = n, norms, inverse, composition") {
     const Eigen::VectorXd q = gaussian(rng, d, 1, 1.0), k = gaussian(rng, d, 1, 1.0);
     for (std::int64_t p : {0LL, 1LL, 17LL, 4096LL, 1LL << 22, -12345LL}) {
       Eigen::VectorXd qp = q, kp = k;
-      posemb::apply_rope_inplace(qp, p, spec);
-      posemb::apply_rope_inplace(kp, p, spec);
+      posemb::rotate_inplace(qp, p, spec);
+      posemb::rotate_inplace(kp, p, spec);
       CHECK(qp.dot(kp) == Approx(q.dot(k)).epsilon(1e-12));  // m = n: no positional effect
       CHECK(qp.norm() == Approx(q.norm()).epsilon(1e-13));   // rotations keep norms
-      posemb::apply_rope_inplace(qp, -p, spec);              // R(-p) R(p) = I
+      posemb::rotate_inplace(qp, -p, spec);                  // R(-p) R(p) = I
       CHECK((qp - q).cwiseAbs().maxCoeff() <= 1e-12);
       Eigen::VectorXd two_steps = q, one_step = q;  // R(a) R(b) = R(a + b)
-      posemb::apply_rope_inplace(two_steps, p, spec);
-      posemb::apply_rope_inplace(two_steps, 5, spec);
-      posemb::apply_rope_inplace(one_step, p + 5, spec);
+      posemb::rotate_inplace(two_steps, p, spec);
+      posemb::rotate_inplace(two_steps, 5, spec);
+      posemb::rotate_inplace(one_step, p + 5, spec);
       // The double angle p * inv_freq carries |p| * 1e-16 rad of rounding.
       CHECK((two_steps - one_step).cwiseAbs().maxCoeff() <= 1e-12 * (1.0 + std::abs(p) / 1000.0));
     }
@@ -194,10 +184,8 @@ TEST_CASE("pairings rotate the documented feature pairs") {
   const double c = std::cos(1.0), s = std::sin(1.0);
   Eigen::Vector4d x(1.0, 2.0, 3.0, 4.0);
   Eigen::Vector4d interleaved = x, rotate_half = x;
-  posemb::apply_rope_inplace(interleaved, 1,
-                             posemb::default_rope_spec(4, 1.0, Pairing::Interleaved));
-  posemb::apply_rope_inplace(rotate_half, 1,
-                             posemb::default_rope_spec(4, 1.0, Pairing::RotateHalf));
+  posemb::rotate_inplace(interleaved, 1, posemb::default_rope_spec(4, 1.0, Pairing::Interleaved));
+  posemb::rotate_inplace(rotate_half, 1, posemb::default_rope_spec(4, 1.0, Pairing::RotateHalf));
   // Interleaved: (x0, x1) and (x2, x3).
   CHECK(interleaved[0] == Approx(1 * c - 2 * s));
   CHECK(interleaved[1] == Approx(1 * s + 2 * c));
@@ -218,9 +206,9 @@ TEST_CASE("partial rotary leaves the tail bit-identical, in place and out of pla
         posemb::default_rope_spec(posemb::RotaryDims{head_dim, rotary_dim}, 10000.0, pairing);
     posemb::Tensor4<float> x(2, 5, 3, head_dim);
     x.setRandom();
-    const posemb::Tensor4<float> out = posemb::apply_rope(x, 100, spec);
+    const posemb::Tensor4<float> out = posemb::rotated(x, 100, spec);
     posemb::Tensor4<float> in_place = x;
-    posemb::apply_rope_inplace(in_place, 100, spec);
+    posemb::rotate_inplace(in_place, 100, spec);
     bool tail_identical = true, head_rotated = false;
     for (int b = 0; b < 2; ++b)
       for (int s = 0; s < 5; ++s)
@@ -254,48 +242,49 @@ TEST_CASE("4-D tensors: layouts, positions, offsets, TensorMap and tables agree"
     for (int s = 0; s < seq; ++s)
       positions(b, s) = (b == 0) ? 40 + s : 3 * s - 5;  // packed/left-padded
 
-  const auto rotated = posemb::apply_rope(bshd, positions, spec, TensorLayout::BSHD);
+  const auto rotated = posemb::rotated(bshd, positions, spec);
   // Every head vector equals the single-vector call at its token's position.
   for (int b = 0; b < batch; ++b)
     for (int s = 0; s < seq; ++s)
       for (int h = 0; h < heads; ++h) {
         Eigen::VectorXd v(head_dim);
         for (int i = 0; i < head_dim; ++i) v[i] = bshd(b, s, h, i);
-        posemb::apply_rope_inplace(v, positions(b, s), spec);
+        posemb::rotate_inplace(v, positions(b, s), spec);
         for (int i = 0; i < head_dim; ++i) CHECK(rotated(b, s, h, i) == v[i]);
       }
 
   SECTION("BHSD layout gives the same values transposed") {
     const Eigen::array<int, 4> to_bhsd{0, 2, 1, 3};
     posemb::Tensor4<double> bhsd = bshd.shuffle(to_bhsd);
-    posemb::apply_rope_inplace(bhsd, positions, spec, TensorLayout::BHSD);
+    posemb::rotate_inplace(bhsd, positions, spec,
+                           posemb::RotateOptions().with_layouts(TensorLayout::BHSD));
     const posemb::Tensor4<double> back = bhsd.shuffle(to_bhsd);
     for (Eigen::Index i = 0; i < back.size(); ++i) CHECK(back.data()[i] == rotated.data()[i]);
   }
   SECTION("a TensorMap over a caller's buffer, in place") {
     std::vector<double> buffer(bshd.data(), bshd.data() + bshd.size());
     posemb::TensorMap4<double> map(buffer.data(), batch, seq, heads, head_dim);
-    posemb::apply_rope_inplace(map, positions, spec);
+    posemb::rotate_inplace(map, positions, spec);
     for (Eigen::Index i = 0; i < rotated.size(); ++i) CHECK(buffer[i] == rotated.data()[i]);
   }
   SECTION("out of place into a preallocated tensor, from a const TensorMap") {
     Eigen::TensorMap<const Eigen::Tensor<const double, 4, Eigen::RowMajor>> input(
         bshd.data(), batch, seq, heads, head_dim);
     posemb::Tensor4<double> out(batch, seq, heads, head_dim);
-    posemb::apply_rope(input, out, positions, spec);
+    posemb::rotate(input, out, positions, spec);
     for (Eigen::Index i = 0; i < out.size(); ++i) CHECK(out.data()[i] == rotated.data()[i]);
   }
   SECTION("a table gives the same values as computing cos/sin in the call") {
     const posemb::RopeTable<double> table(spec, -5, 60);
-    const auto from_table = posemb::apply_rope(bshd, positions, table);
+    const auto from_table = posemb::rotated(bshd, positions, table);
     for (Eigen::Index i = 0; i < from_table.size(); ++i)
       CHECK(from_table.data()[i] == rotated.data()[i]);
   }
   SECTION("a scalar offset is positions offset + s, shared by the batch") {
-    const auto with_offset = posemb::apply_rope(bshd, 1000, spec);
+    const auto with_offset = posemb::rotated(bshd, 1000, spec);
     PositionMatrix shared(1, seq);
     for (int s = 0; s < seq; ++s) shared(0, s) = 1000 + s;
-    const auto with_matrix = posemb::apply_rope(bshd, shared, spec);
+    const auto with_matrix = posemb::rotated(bshd, shared, spec);
     for (Eigen::Index i = 0; i < with_offset.size(); ++i)
       CHECK(with_offset.data()[i] == with_matrix.data()[i]);
   }
@@ -309,8 +298,8 @@ TEST_CASE("KV-cache decode: one token at offset equals that row of the full sequ
   posemb::Tensor4<float> last(1, 1, heads, head_dim);
   for (int h = 0; h < heads; ++h)
     for (int i = 0; i < head_dim; ++i) last(0, 0, h, i) = full(0, seq - 1, h, i);
-  posemb::apply_rope_inplace(full, 0, spec);
-  posemb::apply_rope_inplace(last, seq - 1, spec);
+  posemb::rotate_inplace(full, 0, spec);
+  posemb::rotate_inplace(last, seq - 1, spec);
   for (int h = 0; h < heads; ++h)
     for (int i = 0; i < head_dim; ++i) CHECK(last(0, 0, h, i) == full(0, seq - 1, h, i));
 }
@@ -321,9 +310,9 @@ TEST_CASE("matrices: one position per row, or one position for all rows") {
   const Eigen::MatrixXd x = gaussian(rng, 4, 8, 1.0);
   PositionVector positions(4);
   positions << 0, 7, -7, 1 << 20;
-  const Eigen::MatrixXd per_row = posemb::apply_rope(x, positions, spec);
+  const Eigen::MatrixXd per_row = posemb::rotated(x, positions, spec);
   Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> same_position = x;
-  posemb::apply_rope_inplace(same_position, std::int64_t{7}, spec);
+  posemb::rotate_inplace(same_position, std::int64_t{7}, spec);
   for (int r = 0; r < 4; ++r) {
     const Eigen::VectorXd expected =
         reference_rope(x.row(r).transpose(), positions[r], 8, 10000.0, Pairing::Interleaved);
@@ -335,7 +324,7 @@ TEST_CASE("matrices: one position per row, or one position for all rows") {
   // A block of a larger matrix (non-unit strides) is rotated in place.
   Eigen::MatrixXd big = gaussian(rng, 6, 12, 1.0);
   const Eigen::MatrixXd before = big;
-  posemb::apply_rope_inplace(big.block(1, 2, 3, 8), PositionVector::Constant(3, 9), spec);
+  posemb::rotate_inplace(big.block(1, 2, 3, 8), PositionVector::Constant(3, 9), spec);
   for (int r = 0; r < 6; ++r)
     for (int c = 0; c < 12; ++c)
       if (r < 1 || r > 3 || c < 2 || c > 9) CHECK(big(r, c) == before(r, c));
@@ -347,9 +336,9 @@ TEST_CASE("matrices: one position per row, or one position for all rows") {
 TEST_CASE("attention_scale multiplies cos and sin") {
   auto spec = posemb::default_rope_spec(8, 10000.0, Pairing::RotateHalf);
   Eigen::VectorXd plain = Eigen::VectorXd::LinSpaced(8, 1.0, 8.0), scaled = plain;
-  posemb::apply_rope_inplace(plain, 123, spec);
+  posemb::rotate_inplace(plain, 123, spec);
   spec.attention_scale = 1.25;
-  posemb::apply_rope_inplace(scaled, 123, spec);
+  posemb::rotate_inplace(scaled, 123, spec);
   CHECK((scaled - 1.25 * plain).cwiseAbs().maxCoeff() <= 1e-12);
   const auto [cos, sin] = posemb::rope_cos_sin(spec, 123);
   CHECK(cos[0] == Approx(1.25 * std::cos(123.0)));
@@ -362,9 +351,9 @@ TEST_CASE("half-precision storage computes in float and rounds once") {
   x.setRandom();
   posemb::Tensor4<Eigen::half> xh = x.cast<Eigen::half>();
   posemb::Tensor4<Eigen::bfloat16> xb = x.cast<Eigen::bfloat16>();
-  posemb::apply_rope_inplace(x, 50000, spec);
-  posemb::apply_rope_inplace(xh, 50000, spec);
-  posemb::apply_rope_inplace(xb, 50000, spec);
+  posemb::rotate_inplace(x, 50000, spec);
+  posemb::rotate_inplace(xh, 50000, spec);
+  posemb::rotate_inplace(xb, 50000, spec);
   for (Eigen::Index i = 0; i < x.size(); ++i) {
     CHECK(std::abs(static_cast<float>(xh.data()[i]) - x.data()[i]) <=
           2e-3f);  // fp16: 11-bit mantissa
@@ -379,8 +368,8 @@ TEST_CASE("a table is shared read-only across threads") {
   posemb::Tensor4<float> a(1, 4096, 2, 32), b(1, 4096, 2, 32);
   a.setRandom();
   b = a;
-  std::thread worker([&] { posemb::apply_rope_inplace(a, 0, table); });
-  posemb::apply_rope_inplace(b, 0, table);
+  std::thread worker([&] { posemb::rotate_inplace(a, 0, table); });
+  posemb::rotate_inplace(b, 0, table);
   worker.join();
   for (Eigen::Index i = 0; i < a.size(); ++i) CHECK(a.data()[i] == b.data()[i]);
 }
@@ -397,36 +386,37 @@ TEST_CASE("bad input throws posemb::Error naming the parameter") {
 
   const auto spec = posemb::default_rope_spec(16);
   Eigen::VectorXf short_head(8);
-  CHECK_THROWS_WITH(posemb::apply_rope_inplace(short_head, 0, spec), Contains("head_dim = 8"));
+  CHECK_THROWS_WITH(posemb::rotate_inplace(short_head, 0, spec), Contains("head_dim = 8"));
   posemb::Tensor4<float> x(2, 3, 1, 16);
   x.setZero();
   PositionMatrix wrong(2, 4);
   wrong.setZero();
-  CHECK_THROWS_WITH(posemb::apply_rope_inplace(x, wrong, spec),
-                    Contains("positions shape = [2, 4]"));
-  CHECK_THROWS_WITH(posemb::apply_rope_inplace(x, 0, spec, static_cast<TensorLayout>(7)),
-                    Contains("layout = 7"));
+  CHECK_THROWS_WITH(posemb::rotate_inplace(x, wrong, spec), Contains("positions shape = [2, 4]"));
+  CHECK_THROWS_WITH(
+      posemb::rotate_inplace(x, 0, spec,
+                             posemb::RotateOptions().with_layouts(static_cast<TensorLayout>(7))),
+      Contains("layout = 7"));
   Eigen::MatrixXf rows(3, 16);
-  CHECK_THROWS_WITH(posemb::apply_rope_inplace(rows, PositionVector::Zero(2), spec),
+  CHECK_THROWS_WITH(posemb::rotate_inplace(rows, PositionVector::Zero(2), spec),
                     Contains("positions.size() = 2"));
   posemb::Tensor4<float> wrong_out(2, 3, 1, 8);
-  CHECK_THROWS_WITH(posemb::apply_rope(x, wrong_out, 0, spec), Contains("out.dimension(3) = 8"));
+  CHECK_THROWS_WITH(posemb::rotate(x, wrong_out, 0, spec), Contains("out.dimension(3) = 8"));
 
   const posemb::RopeTable<float> table(spec, 10, 5);  // positions 10..14
-  CHECK_NOTHROW(posemb::apply_rope_inplace(x, 10, table));
-  CHECK_THROWS_WITH(posemb::apply_rope_inplace(x, 13, table), Contains("position = 15"));
-  CHECK_THROWS_WITH(posemb::apply_rope_inplace(x, 9, table), Contains("position = 9"));
+  CHECK_NOTHROW(posemb::rotate_inplace(x, 10, table));
+  CHECK_THROWS_WITH(posemb::rotate_inplace(x, 13, table), Contains("position = 15"));
+  CHECK_THROWS_WITH(posemb::rotate_inplace(x, 9, table), Contains("position = 9"));
   CHECK_THROWS_WITH(posemb::RopeTable<float>(spec, 0, 0), Contains("count = 0"));
 
   posemb::RopeSpec broken = spec;
   broken.inv_freq.resize(3);
-  CHECK_THROWS_WITH(posemb::apply_rope_inplace(x, 0, broken), Contains("inv_freq.size() = 3"));
+  CHECK_THROWS_WITH(posemb::rotate_inplace(x, 0, broken), Contains("inv_freq.size() = 3"));
   broken = spec;
   broken.attention_scale = 0.0;
-  CHECK_THROWS_WITH(posemb::apply_rope_inplace(x, 0, broken), Contains("attention_scale = 0"));
+  CHECK_THROWS_WITH(posemb::rotate_inplace(x, 0, broken), Contains("attention_scale = 0"));
   broken = spec;
   broken.inv_freq[2] = NAN;
-  CHECK_THROWS_WITH(posemb::apply_rope_inplace(x, 0, broken), Contains("inv_freq[2] = nan"));
+  CHECK_THROWS_WITH(posemb::rotate_inplace(x, 0, broken), Contains("inv_freq[2] = nan"));
   // Errors are std::invalid_argument too.
   CHECK_THROWS_AS(posemb::default_rope_spec(3), std::invalid_argument);
 }
@@ -487,13 +477,11 @@ TEST_CASE("integer-valued fractional positions give the integer path bit for bit
     PositionMatrix integers(2, 5);
     integers << 0, 1, 2, 3, 1000000, 7, -3, 131071, 2000000, 5;
     const posemb::FractionalPositionMatrix fractions = integers.cast<double>();
-    CHECK(same_bits(posemb::apply_rope(x, fractions, spec), posemb::apply_rope(x, integers, spec)));
+    CHECK(same_bits(posemb::rotated(x, fractions, spec), posemb::rotated(x, integers, spec)));
     const posemb::RopeTable<float> table(spec, -3, 2000004);
-    CHECK(
-        same_bits(posemb::apply_rope(x, fractions, table), posemb::apply_rope(x, integers, spec)));
+    CHECK(same_bits(posemb::rotated(x, fractions, table), posemb::rotated(x, integers, spec)));
     const posemb::Tensor4<Eigen::bfloat16> x16 = x.cast<Eigen::bfloat16>();
-    CHECK(same_bits(posemb::apply_rope(x16, fractions, spec),
-                    posemb::apply_rope(x16, integers, spec)));
+    CHECK(same_bits(posemb::rotated(x16, fractions, spec), posemb::rotated(x16, integers, spec)));
   }
 }
 
@@ -505,7 +493,7 @@ TEST_CASE("a fractional position turns by p * inv_freq: p = 0.5 turns half as fa
     for (int i = 0; i < 8; ++i) unit(0, s, 0, i) = 1.0;  // (a, b) = (1, 0) in every pair
   posemb::FractionalPositionMatrix p(1, 3);
   p << 0.5, 1.0, 1234567.25;
-  const posemb::Tensor4<double> y = posemb::apply_rope(unit, p, spec);
+  const posemb::Tensor4<double> y = posemb::rotated(unit, p, spec);
   for (int i = 0; i < 8; ++i) {
     const double half = std::atan2(y(0, 0, 0, i + 8), y(0, 0, 0, i));
     const double whole = std::atan2(y(0, 1, 0, i + 8), y(0, 1, 0, i));
@@ -515,10 +503,10 @@ TEST_CASE("a fractional position turns by p * inv_freq: p = 0.5 turns half as fa
     CHECK(std::atan2(y(0, 2, 0, i + 8), y(0, 2, 0, i)) == Approx(expected).margin(1e-12));
   }
   p(0, 1) = INFINITY;
-  CHECK_THROWS_WITH(posemb::apply_rope(unit, p, spec), Catch::Contains("positions[0, 1] = inf"));
+  CHECK_THROWS_WITH(posemb::rotated(unit, p, spec), Catch::Contains("positions[0, 1] = inf"));
   p(0, 1) = 1.5;
   const posemb::RopeTable<double> table(spec, 0, 4);
-  CHECK_THROWS_WITH(posemb::apply_rope(unit, p, table), Catch::Contains("position = 0.5"));
+  CHECK_THROWS_WITH(posemb::rotated(unit, p, table), Catch::Contains("position = 0.5"));
 }
 
 TEST_CASE("the inverse rotation undoes the forward one and is the rotation at -p") {
@@ -535,24 +523,20 @@ TEST_CASE("the inverse rotation undoes the forward one and is the rotation at -p
     for (const posemb::RopeSpec& spec :
          {posemb::default_rope_spec(64, 10000.0, pairing), yarn_spec({64, 48}, pairing)}) {
       CAPTURE(spec.attention_scale);
-      const posemb::Tensor4<float> y = posemb::apply_rope(x, p, spec);
+      const posemb::Tensor4<float> y = posemb::rotated(x, p, spec);
       const posemb::Tensor4<float> back =
-          posemb::apply_rope(y, p, spec, TensorLayout::BSHD, {}, posemb::Rotation::Inverse);
+          posemb::rotated(y, p, spec, posemb::RotateOptions().inverse());
       CHECK(largest_difference(back, x) < 2e-6 * 4);
       // In place and through a table, the same bits as out of place.
       posemb::Tensor4<float> in_place = y;
-      posemb::apply_rope_inplace(in_place, p, spec, TensorLayout::BSHD, {},
-                                 posemb::Rotation::Inverse);
+      posemb::rotate_inplace(in_place, p, spec, posemb::RotateOptions().inverse());
       CHECK(same_bits(in_place, back));
       const posemb::RopeTable<float> table(spec, 0, 1000000 + 37 * 40);
-      CHECK(same_bits(
-          posemb::apply_rope(y, p, table, TensorLayout::BSHD, {}, posemb::Rotation::Inverse),
-          back));
+      CHECK(same_bits(posemb::rotated(y, p, table, posemb::RotateOptions().inverse()), back));
       if (spec.attention_scale == 1.0) {
         // R(p)^T = R(-p), bit for bit.
-        CHECK(same_bits(
-            posemb::apply_rope(x, p, spec, TensorLayout::BSHD, {}, posemb::Rotation::Inverse),
-            posemb::apply_rope(x, minus_p, spec)));
+        CHECK(same_bits(posemb::rotated(x, p, spec, posemb::RotateOptions().inverse()),
+                        posemb::rotated(x, minus_p, spec)));
       }
     }
   }
@@ -561,8 +545,8 @@ TEST_CASE("the inverse rotation undoes the forward one and is the rotation at -p
   const Eigen::MatrixXd rows = Eigen::MatrixXd::Random(3, 8);
   PositionVector positions(3);
   positions << 4, 5, 100000;
-  const Eigen::MatrixXd rotated = posemb::apply_rope(rows, positions, spec);
-  CHECK((posemb::apply_rope(rotated, positions, spec, posemb::Rotation::Inverse) - rows)
+  const Eigen::MatrixXd rotated = posemb::rotated(rows, positions, spec);
+  CHECK((posemb::rotated(rotated, positions, spec, posemb::RotateOptions().inverse()) - rows)
             .cwiseAbs()
             .maxCoeff() < 1e-12);
 }
@@ -571,10 +555,10 @@ TEST_CASE("the inverse for xPos and FoPE undoes their scale and mixing too") {
   const posemb::Tensor4<double> x = random_tensor4<double>(1, 30, 4, 32, 3);
   const posemb::XposSpec xpos{posemb::default_rope_spec(32, 10000.0), posemb::XposParams{}};
   for (const posemb::XposRole role : {posemb::XposRole::Query, posemb::XposRole::Key}) {
-    const posemb::Tensor4<double> y = posemb::apply_xpos(x, 100, xpos, role);
+    const posemb::Tensor4<double> y = posemb::rotated(x, 100, posemb::Xpos{xpos, role});
     CHECK(largest_difference(y, x) > 0.1);
     const posemb::Tensor4<double> back =
-        posemb::apply_xpos(y, 100, xpos, role, TensorLayout::BSHD, {}, posemb::Rotation::Inverse);
+        posemb::rotated(y, 100, posemb::Xpos{xpos, role}, posemb::RotateOptions().inverse());
     CHECK(largest_difference(back, x) < 1e-12);
   }
   posemb::FopeConfig config;
@@ -584,14 +568,13 @@ TEST_CASE("the inverse for xPos and FoPE undoes their scale and mixing too") {
   config.train_length = 64;
   const posemb::Fope fope = posemb::make_fope(config);
   const posemb::FopeTable<double> table(fope, 0, 200);
-  const posemb::Tensor4<double> y = posemb::apply_fope(x, 150, fope);
+  const posemb::Tensor4<double> y = posemb::rotated(x, 150, fope);
   CHECK(largest_difference(y, x) > 0.1);
   const posemb::Tensor4<double> back =
-      posemb::apply_fope(y, 150, fope, TensorLayout::BSHD, {}, posemb::Rotation::Inverse);
+      posemb::rotated(y, 150, fope, posemb::RotateOptions().inverse());
   CHECK(largest_difference(back, x) < 1e-10);
-  CHECK(largest_difference(
-            posemb::apply_fope(y, 150, table, TensorLayout::BSHD, {}, posemb::Rotation::Inverse),
-            x) < 1e-10);
+  CHECK(largest_difference(posemb::rotated(y, 150, table, posemb::RotateOptions().inverse()), x) <
+        1e-10);
 }
 
 TEST_CASE("rotary_offset rotates features offset .. offset + rotary_dim - 1, passes the rest") {
@@ -599,9 +582,9 @@ TEST_CASE("rotary_offset rotates features offset .. offset + rotary_dim - 1, pas
   for (const Pairing pairing : {Pairing::Interleaved, Pairing::RotateHalf}) {
     posemb::RopeSpec spec = posemb::default_rope_spec(posemb::RotaryDims{24, 8}, 10000.0, pairing);
     spec.rotary_offset = 16;  // the last 8 of 24 features, as DeepSeek-V4 rotates them
-    const posemb::Tensor4<double> y = posemb::apply_rope(x, 3, spec);
+    const posemb::Tensor4<double> y = posemb::rotated(x, 3, spec);
     posemb::Tensor4<double> in_place = x;
-    posemb::apply_rope_inplace(in_place, 3, spec);
+    posemb::rotate_inplace(in_place, 3, spec);
     CHECK(same_bits(in_place, y));
     for (int s = 0; s < 6; ++s) {
       for (int h = 0; h < 2; ++h) {
@@ -614,10 +597,10 @@ TEST_CASE("rotary_offset rotates features offset .. offset + rotary_dim - 1, pas
     }
     spec.rotary_offset = 17;
     CHECK_THROWS_WITH(
-        posemb::apply_rope(x, 0, spec),
+        posemb::rotated(x, 0, spec),
         Catch::Contains("head_dim = 24: expected >= rotary_offset + rotary_dim = 17 + 8"));
     spec.rotary_offset = -2;
-    CHECK_THROWS_WITH(posemb::apply_rope(x, 0, spec), Catch::Contains("rotary_offset = -2"));
+    CHECK_THROWS_WITH(posemb::rotated(x, 0, spec), Catch::Contains("rotary_offset = -2"));
   }
 }
 
@@ -626,22 +609,26 @@ TEST_CASE("rotating while changing layout equals rotate-then-transpose, bit for 
   for (const Pairing pairing : {Pairing::Interleaved, Pairing::RotateHalf}) {
     // Partial rotary: 32 of 40 features rotate, 8 pass.
     posemb::RopeSpec spec = posemb::default_rope_spec(posemb::RotaryDims{40, 32}, 10000.0, pairing);
-    const posemb::Tensor4<float> rotated = posemb::apply_rope(x, 11, spec);
+    const posemb::Tensor4<float> rotated = posemb::rotated(x, 11, spec);
     // BSHD -> BHSD
     posemb::Tensor4<float> out(2, 3, 37, 40);
-    posemb::apply_rope(x, out, 11, spec, posemb::Layouts(TensorLayout::BSHD, TensorLayout::BHSD));
+    posemb::rotate(x, out, 11, spec,
+                   posemb::RotateOptions().with_layouts(
+                       posemb::Layouts(TensorLayout::BSHD, TensorLayout::BHSD)));
     CHECK(same_bits(out, transposed(rotated)));
     // BHSD -> BSHD, on two threads
     posemb::Tensor4<float> back(2, 37, 3, 40);
     const posemb::Tensor4<float> x_bhsd = transposed(x);
-    posemb::apply_rope(x_bhsd, back, 11, spec,
-                       posemb::Layouts(TensorLayout::BHSD, TensorLayout::BSHD), posemb::Threads{2});
+    posemb::rotate(x_bhsd, back, 11, spec,
+                   posemb::RotateOptions{posemb::Layouts(TensorLayout::BHSD, TensorLayout::BSHD),
+                                         posemb::Threads{2}});
     CHECK(same_bits(back, rotated));
     // Into a KV-cache slot: [2, 3, 100, 40] at tokens 50 .. 86; the rest untouched.
     posemb::Tensor4<float> cache(2, 3, 100, 40);
     cache.setConstant(-7.0f);
-    posemb::apply_rope(x, cache, 11, spec,
-                       posemb::Layouts(TensorLayout::BSHD, TensorLayout::BHSD, 50));
+    posemb::rotate(x, cache, 11, spec,
+                   posemb::RotateOptions().with_layouts(
+                       posemb::Layouts(TensorLayout::BSHD, TensorLayout::BHSD, 50)));
     for (int b = 0; b < 2; ++b) {
       for (int h = 0; h < 3; ++h) {
         for (int s = 0; s < 100; ++s) {
@@ -653,18 +640,20 @@ TEST_CASE("rotating while changing layout equals rotate-then-transpose, bit for 
       }
     }
     // Shapes that do not fit.
-    CHECK_THROWS_WITH(
-        posemb::apply_rope(x, cache, 11, spec,
-                           posemb::Layouts(TensorLayout::BSHD, TensorLayout::BHSD, 64)),
-        Catch::Contains("out_seq_offset = 64"));
+    CHECK_THROWS_WITH(posemb::rotate(x, cache, 11, spec,
+                                     posemb::RotateOptions().with_layouts(posemb::Layouts(
+                                         TensorLayout::BSHD, TensorLayout::BHSD, 64))),
+                      Catch::Contains("out_seq_offset = 64"));
     posemb::Tensor4<float> wrong_heads(2, 4, 37, 40);
-    CHECK_THROWS_WITH(posemb::apply_rope(x, wrong_heads, 11, spec,
-                                         posemb::Layouts(TensorLayout::BSHD, TensorLayout::BHSD)),
+    CHECK_THROWS_WITH(posemb::rotate(x, wrong_heads, 11, spec,
+                                     posemb::RotateOptions().with_layouts(
+                                         posemb::Layouts(TensorLayout::BSHD, TensorLayout::BHSD))),
                       Catch::Contains("out heads = 4: expected the input's heads = 3"));
     posemb::Tensor4<float> alias = x;
     posemb::TensorMap4<float> alias_out(alias.data(), 2, 3, 37, 40);
-    CHECK_THROWS_WITH(posemb::apply_rope(alias, alias_out, 11, spec,
-                                         posemb::Layouts(TensorLayout::BSHD, TensorLayout::BHSD)),
+    CHECK_THROWS_WITH(posemb::rotate(alias, alias_out, 11, spec,
+                                     posemb::RotateOptions().with_layouts(
+                                         posemb::Layouts(TensorLayout::BSHD, TensorLayout::BHSD))),
                       Catch::Contains("separate buffers"));
   }
 }
@@ -673,7 +662,7 @@ TEST_CASE("YaRN: shifting cached keys n times applies the attention factor once"
   const posemb::RopeSpec spec = yarn_spec(64, Pairing::RotateHalf);
   REQUIRE(spec.attention_scale > 1.05);
   const posemb::Tensor4<float> k = random_tensor4<float>(1, 16, 2, 64, 6);
-  posemb::Tensor4<float> cache = posemb::apply_rope(k, 100, spec);
+  posemb::Tensor4<float> cache = posemb::rotated(k, 100, spec);
   const auto norms = [](const posemb::Tensor4<float>& t) {
     std::vector<double> out;
     for (Eigen::Index r = 0; r < t.size() / 64; ++r) {
@@ -691,7 +680,7 @@ TEST_CASE("YaRN: shifting cached keys n times applies the attention factor once"
       CHECK(after[r] == Approx(before[r]).epsilon(1e-6));
   }
   // And the keys are now what the spec gives at 100 - 28.
-  const posemb::Tensor4<float> direct = posemb::apply_rope(k, 72, spec);
+  const posemb::Tensor4<float> direct = posemb::rotated(k, 72, spec);
   CHECK(largest_difference(cache, direct) < 2e-5);
 }
 
@@ -729,16 +718,16 @@ TEST_CASE("a spec knows its head_dim: partial rotary is stated, a head of anothe
       "posemb: head_dim = 256: expected 128, the head_dim this RopeSpec was made for (rotary_dim "
       "128); to rotate only the first 128 of 256 features (partial rotary), make the spec with "
       "RotaryDims{256, 128}";
-  CHECK_THROWS_WITH(posemb::apply_rope_inplace(q, 0, llama), wider);
+  CHECK_THROWS_WITH(posemb::rotate_inplace(q, 0, llama), wider);
   CHECK(same_bits(q, q_before));  // nothing rotated
-  CHECK_THROWS_WITH(posemb::apply_rope(q, 0, llama), wider);
+  CHECK_THROWS_WITH(posemb::rotated(q, 0, llama), wider);
   const posemb::RopeTable<float> table(llama, 0, 16);
-  CHECK_THROWS_WITH(posemb::apply_rope_inplace(q, 0, table), wider);
+  CHECK_THROWS_WITH(posemb::rotate_inplace(q, 0, table), wider);
   Eigen::MatrixXf rows = Eigen::MatrixXf::Zero(3, 256);
-  CHECK_THROWS_WITH(posemb::apply_rope_inplace(rows, 5, llama), wider);
+  CHECK_THROWS_WITH(posemb::rotate_inplace(rows, 5, llama), wider);
   // A narrower head is not a slice of the spec either.
   posemb::Tensor4<float> narrow(1, 7, 16, 64);
-  CHECK_THROWS_WITH(posemb::apply_rope_inplace(narrow, 0, llama),
+  CHECK_THROWS_WITH(posemb::rotate_inplace(narrow, 0, llama),
                     "posemb: head_dim = 64: expected 128, the head_dim this RopeSpec was made for "
                     "(rotary_dim 128)");
 
@@ -750,19 +739,19 @@ TEST_CASE("a spec knows its head_dim: partial rotary is stated, a head of anothe
   CHECK(partial.rotary_dim == 128);
   CHECK(partial.partial());
   CHECK(partial.inv_freq == llama.inv_freq);
-  const posemb::Tensor4<float> y = posemb::apply_rope(q, 3, partial);
+  const posemb::Tensor4<float> y = posemb::rotated(q, 3, partial);
   posemb::Tensor4<float> first_half(1, 7, 16, 128);
   for (Eigen::Index i = 0; i < first_half.size(); ++i) {
     first_half.data()[i] = q.data()[(i / 128) * 256 + i % 128];
   }
-  const posemb::Tensor4<float> first_half_rotated = posemb::apply_rope(first_half, 3, llama);
+  const posemb::Tensor4<float> first_half_rotated = posemb::rotated(first_half, 3, llama);
   for (Eigen::Index i = 0; i < q.size(); ++i) {
     const Eigen::Index row = i / 256, feature = i % 256;
     REQUIRE(y.data()[i] ==
             (feature < 128 ? first_half_rotated.data()[row * 128 + feature] : q.data()[i]));
   }
   // A partial spec refuses other widths too, without suggesting partial rotary again.
-  CHECK_THROWS_WITH(posemb::apply_rope_inplace(first_half, 0, partial),
+  CHECK_THROWS_WITH(posemb::rotate_inplace(first_half, 0, partial),
                     "posemb: head_dim = 128: expected 256, the head_dim this RopeSpec was made for "
                     "(rotary_dim 128)");
 
@@ -785,11 +774,11 @@ TEST_CASE("a spec knows its head_dim: partial rotary is stated, a head of anothe
   hand_built.rotary_dim = 8;
   posemb::Tensor4<float> x8(1, 2, 1, 8);
   x8.setZero();
-  CHECK_THROWS_WITH(posemb::apply_rope_inplace(x8, 0, hand_built),
+  CHECK_THROWS_WITH(posemb::rotate_inplace(x8, 0, hand_built),
                     "posemb: head_dim = 0: expected >= rotary_dim = 8 (set head_dim to the width "
                     "of the heads the spec rotates)");
   hand_built.head_dim = 8;
-  CHECK_NOTHROW(posemb::apply_rope_inplace(x8, 0, hand_built));
+  CHECK_NOTHROW(posemb::rotate_inplace(x8, 0, hand_built));
 }
 
 TEST_CASE("positions must match the seq axis of the layout given, the other layout is named") {
@@ -804,46 +793,54 @@ TEST_CASE("positions must match the seq axis of the layout given, the other layo
       "x.dimension(2) under TensorLayout::BHSD [batch, heads, seq, head_dim]; 7 is x.dimension(1), "
       "the seq axis under TensorLayout::BSHD [batch, seq, heads, head_dim]: if x is [batch, seq, "
       "heads, head_dim], pass TensorLayout::BSHD";
-  CHECK_THROWS_WITH(posemb::apply_rope_inplace(k, seven, spec, TensorLayout::BHSD), as_bhsd);
-  CHECK_THROWS_WITH(posemb::apply_rope(k, seven, spec, TensorLayout::BHSD), as_bhsd);
+  CHECK_THROWS_WITH(posemb::rotate_inplace(
+                        k, seven, spec, posemb::RotateOptions().with_layouts(TensorLayout::BHSD)),
+                    as_bhsd);
+  CHECK_THROWS_WITH(
+      posemb::rotated(k, seven, spec, posemb::RotateOptions().with_layouts(TensorLayout::BHSD)),
+      as_bhsd);
   const posemb::RopeTable<float> table(spec, 0, 200);
-  CHECK_THROWS_WITH(posemb::apply_rope_inplace(k, seven, table, TensorLayout::BHSD), as_bhsd);
-  CHECK_NOTHROW(posemb::apply_rope_inplace(k, seven, spec, TensorLayout::BSHD));
+  CHECK_THROWS_WITH(posemb::rotate_inplace(
+                        k, seven, table, posemb::RotateOptions().with_layouts(TensorLayout::BHSD)),
+                    as_bhsd);
+  CHECK_NOTHROW(posemb::rotate_inplace(k, seven, spec));
 
   // The reverse: a BHSD buffer [1, 12 heads, 7 tokens, 16] passed as BSHD, with a matrix.
   posemb::Tensor4<float> k_bhsd = transposed(k);
   PositionMatrix seven_rows = seven.transpose();
-  CHECK_THROWS_WITH(posemb::apply_rope_inplace(k_bhsd, seven_rows, spec),
+  CHECK_THROWS_WITH(posemb::rotate_inplace(k_bhsd, seven_rows, spec),
                     "posemb: positions shape = [1, 7]: expected [batch, seq] = [1, 12], seq being "
                     "x.dimension(1) under TensorLayout::BSHD [batch, seq, heads, head_dim]; 7 is "
                     "x.dimension(2), the seq axis under TensorLayout::BHSD [batch, heads, seq, "
                     "head_dim]: if x is [batch, heads, seq, head_dim], pass TensorLayout::BHSD");
   posemb::FractionalPositionMatrix fractions = seven_rows.cast<double>();
-  CHECK_THROWS_WITH(posemb::apply_rope_inplace(k_bhsd, fractions, spec),
+  CHECK_THROWS_WITH(posemb::rotate_inplace(k_bhsd, fractions, spec),
                     Contains("pass TensorLayout::BHSD"));
 
   // Positions that fit neither axis: no layout hint; a batch mismatch: none either.
   PositionVector five = PositionVector::Zero(5);
-  CHECK_THROWS_WITH(posemb::apply_rope_inplace(k, five, spec),
+  CHECK_THROWS_WITH(posemb::rotate_inplace(k, five, spec),
                     "posemb: positions shape = [1, 5]: expected [batch, seq] = [1, 7], seq being "
                     "x.dimension(1) under TensorLayout::BSHD [batch, seq, heads, head_dim]");
   PositionMatrix three_rows = PositionMatrix::Zero(3, 7);
-  CHECK_THROWS_WITH(posemb::apply_rope_inplace(k, three_rows, spec),
+  CHECK_THROWS_WITH(posemb::rotate_inplace(k, three_rows, spec),
                     "posemb: positions shape = [3, 7]: expected [batch, seq] = [1, 7]");
 
   // The other rotary schemes check their positions the same way.
   const posemb::XposSpec xpos{spec, posemb::XposParams{}};
   CHECK_THROWS_WITH(
-      posemb::apply_xpos_inplace(k, seven, xpos, posemb::XposRole::Key, TensorLayout::BHSD),
+      posemb::rotate_inplace(k, seven, posemb::Xpos{xpos, posemb::XposRole::Key},
+                             posemb::RotateOptions().with_layouts(TensorLayout::BHSD)),
       as_bhsd);
   CHECK_THROWS_WITH(posemb::rerotate_keys_inplace(
                         k, seven, spec, posemb::linear_rope_spec(16, 1e4, 2.0), TensorLayout::BHSD),
                     as_bhsd);
   const posemb::MropeSpec mrope =
       posemb::make_mrope_spec(spec, {4, 2, 2}, posemb::MropeLayout::Chunked);
-  CHECK_THROWS_WITH(posemb::apply_mrope_inplace(k, posemb::MropePositions::text(seven), mrope,
-                                                TensorLayout::BHSD),
-                    as_bhsd);
+  CHECK_THROWS_WITH(
+      posemb::rotate_inplace(k, posemb::MropePositions::text(seven), mrope,
+                             posemb::RotateOptions().with_layouts(TensorLayout::BHSD)),
+      as_bhsd);
   posemb::FopeConfig config;  // 7 heads: what k has along dimension 1 when read as BHSD
   config.head_dim = 16;
   config.n_heads = 7;
@@ -851,5 +848,7 @@ TEST_CASE("positions must match the seq axis of the layout given, the other layo
   config.train_length = 64;
   const posemb::Fope fope = posemb::make_fope(config);
   posemb::Tensor4<float> k_out(1, 7, 12, 16);
-  CHECK_THROWS_WITH(posemb::apply_fope(k, k_out, seven, fope, TensorLayout::BHSD), as_bhsd);
+  CHECK_THROWS_WITH(posemb::rotate(k, k_out, seven, fope,
+                                   posemb::RotateOptions().with_layouts(TensorLayout::BHSD)),
+                    as_bhsd);
 }

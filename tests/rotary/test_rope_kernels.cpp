@@ -17,37 +17,18 @@
 
 #include "posemb/machine/isa.hpp"
 #include "posemb/rotary/rope.hpp"
+#include "reference.hpp"
 #include "support.hpp"
 
 namespace {
 
 using posemb::Pairing;
 using posemb::TensorLayout;
-using test_support::reference_rotate_head;
+using test_reference::reference_rotate_head;
+using test_reference::tolerance_of_pair;
+using test_reference::ulp_distance;
 
 constexpr double two_pi = 6.283185307179586476925286766559;
-
-// Distance in units in the last place between two finite floats (0 when equal).
-std::int64_t ulp_distance(float a, float b) {
-  std::int32_t ia, ib;
-  std::memcpy(&ia, &a, 4);
-  std::memcpy(&ib, &b, 4);
-  const std::int64_t la = ia < 0 ? std::int64_t(INT32_MIN) - ia : ia;
-  const std::int64_t lb = ib < 0 ? std::int64_t(INT32_MIN) - ib : ib;
-  return la > lb ? la - lb : lb - la;
-}
-
-// Relative tolerance of one rotated value, in units of (|a| + |b|) of its pair: the fast cos/sin
-// may differ from the reference's by 1 ulp of C and the products may be fused; half-precision
-// storage may then round to the neighbouring value of T.
-template <class T>
-double tolerance_of_pair() {
-  using C = posemb::compute_t<T>;
-  const double eps_c = std::numeric_limits<C>::epsilon();
-  if constexpr (std::is_same_v<T, Eigen::half>) return 8 * eps_c + 1.0 / 1024;
-  if constexpr (std::is_same_v<T, Eigen::bfloat16>) return 8 * eps_c + 1.0 / 128;
-  return 8 * eps_c;
-}
 
 template <class T>
 float as_float(T v) {
@@ -94,11 +75,13 @@ void check_tensor(const Case& size, Pairing pairing, TensorLayout layout, bool i
   if (use_table) {
     const std::int64_t low = positions.minCoeff(), high = positions.maxCoeff();
     const posemb::RopeTable<T> table(spec, low, high - low + 1);
-    if (in_place) posemb::apply_rope_inplace(x, positions, table, layout, thread_count);
-    else posemb::apply_rope(x, out, positions, table, layout, thread_count);
+    if (in_place)
+      posemb::rotate_inplace(x, positions, table, posemb::RotateOptions{layout, thread_count});
+    else posemb::rotate(x, out, positions, table, posemb::RotateOptions{layout, thread_count});
   } else {
-    if (in_place) posemb::apply_rope_inplace(x, positions, spec, layout, thread_count);
-    else posemb::apply_rope(x, out, positions, spec, layout, thread_count);
+    if (in_place)
+      posemb::rotate_inplace(x, positions, spec, posemb::RotateOptions{layout, thread_count});
+    else posemb::rotate(x, out, positions, spec, posemb::RotateOptions{layout, thread_count});
   }
   const T* result = in_place ? input : output;
   if (!in_place) {
@@ -395,14 +378,17 @@ TEST_CASE("bad thread counts and out-of-table positions throw before any work") 
   x.setConstant(1.0f);
   const posemb::RopeSpec spec = posemb::default_rope_spec(8);
   const posemb::RopeTable<float> table(spec, 0, 4);
-  CHECK_THROWS_WITH(posemb::apply_rope_inplace(x, 0, spec, TensorLayout::BSHD, posemb::Threads{0}),
-                    Catch::Contains("threads.count = 0") && Catch::Contains(">= 1"));
+  CHECK_THROWS_WITH(
+      posemb::rotate_inplace(x, 0, spec, posemb::RotateOptions().with_threads(posemb::Threads{0})),
+      Catch::Contains("threads.count = 0") && Catch::Contains(">= 1"));
   posemb::Tensor4<float> out(1, 4, 2, 8);
-  CHECK_THROWS_WITH(posemb::apply_rope(x, out, 0, spec, TensorLayout::BSHD, posemb::Threads{-3}),
-                    Catch::Contains("threads.count = -3"));
+  CHECK_THROWS_WITH(
+      posemb::rotate(x, out, 0, spec, posemb::RotateOptions().with_threads(posemb::Threads{-3})),
+      Catch::Contains("threads.count = -3"));
   // Position 4 is outside [0, 4): nothing may be rotated before the error.
-  CHECK_THROWS_WITH(posemb::apply_rope_inplace(x, 1, table, TensorLayout::BSHD, posemb::Threads{2}),
-                    Catch::Contains("position = 4"));
+  CHECK_THROWS_WITH(
+      posemb::rotate_inplace(x, 1, table, posemb::RotateOptions().with_threads(posemb::Threads{2})),
+      Catch::Contains("position = 4"));
   for (Eigen::Index i = 0; i < x.size(); ++i) REQUIRE(x.data()[i] == 1.0f);
 }
 
@@ -449,10 +435,10 @@ TEST_CASE("ggml reference vectors (fp64 lines) through the fast tensor path") {
         posemb::Tensor4<float> x(1, 1, 1, 8);
         for (int d = 0; d < 8; ++d) x(0, 0, 0, d) = float(d + 1);
         if (use_table) {
-          posemb::apply_rope_inplace(x, rows[r].position,
-                                     posemb::RopeTable<float>(spec, rows[r].position, 1));
+          posemb::rotate_inplace(x, rows[r].position,
+                                 posemb::RopeTable<float>(spec, rows[r].position, 1));
         } else {
-          posemb::apply_rope_inplace(x, rows[r].position, spec);
+          posemb::rotate_inplace(x, rows[r].position, spec);
         }
         for (int d = 0; d < 8; ++d) {
           INFO(posemb::to_string(pairing) << " position " << rows[r].position << " d " << d);
@@ -471,8 +457,8 @@ TEST_CASE("relative-position property holds at positions near 2^24 in float") {
   fill_random(k.data(), 128, 4u);
   const auto score = [&](std::int64_t m, std::int64_t n) {
     Eigen::Matrix<float, 1, 128> qm = q, kn = k;
-    posemb::apply_rope_inplace(qm, m, spec);
-    posemb::apply_rope_inplace(kn, n, spec);
+    posemb::rotate_inplace(qm, m, spec);
+    posemb::rotate_inplace(kn, n, spec);
     return double(qm.dot(kn));
   };
   const std::int64_t far = std::int64_t(1) << 24;
@@ -490,16 +476,16 @@ TEST_CASE("single-token decode: all heads of one position, matrix and tensor, no
     Eigen::Matrix<float, 32, 128, Eigen::RowMajor> expected = x;
     for (int h = 0; h < 32; ++h) reference_rotate_head(expected.row(h).data(), 100000, spec);
     Eigen::Matrix<float, 32, 128, Eigen::RowMajor> by_matrix = x;
-    posemb::apply_rope_inplace(by_matrix, 100000, spec);
+    posemb::rotate_inplace(by_matrix, 100000, spec);
     posemb::Tensor4<float> by_tensor(1, 1, 32, 128);
     std::copy(x.data(), x.data() + x.size(), by_tensor.data());
-    posemb::apply_rope_inplace(by_tensor, 100000, spec);
+    posemb::rotate_inplace(by_tensor, 100000, spec);
     const Eigen::Map<Eigen::Matrix<float, 32, 128, Eigen::RowMajor>> tensor_view(by_tensor.data());
     CHECK((by_matrix - expected).cwiseAbs().maxCoeff() <= 1e-5f);
     CHECK((tensor_view - expected).cwiseAbs().maxCoeff() <= 1e-5f);
     // Column-major storage (strided heads) goes through the scalar kernel: same values.
     Eigen::Matrix<float, 32, 128> column_major = x;
-    posemb::apply_rope_inplace(column_major, 100000, spec);
+    posemb::rotate_inplace(column_major, 100000, spec);
     CHECK((column_major - expected).cwiseAbs().maxCoeff() <= 1e-5f);
   }
 }
@@ -579,8 +565,8 @@ void check_special_values_at_position_zero(Pairing pairing, bool in_place) {
   set(128 + 120, min_subnormal);
   const posemb::Tensor4<T> original = x;
   const posemb::RopeSpec spec = posemb::default_rope_spec(128, 10000.0, pairing);
-  if (in_place) posemb::apply_rope_inplace(x, 0, spec);
-  else posemb::apply_rope(x, out, 0, spec);
+  if (in_place) posemb::rotate_inplace(x, 0, spec);
+  else posemb::rotate(x, out, 0, spec);
   const T* result = in_place ? x.data() : out.data();
   for (Eigen::Index head = 0; head < 2; ++head) {
     for (Eigen::Index d = 0; d < 128; ++d) {

@@ -1,5 +1,5 @@
 // rotate.hpp: the rotate family (rotate_inplace, rotate, rotated) over every source, and
-// RotateOptions. The apply_* tests of each scheme run through the same family; here each form is
+// RotateOptions. The tests of each scheme run through the same family; here each form is
 // checked against the others bit for bit, against plain-math references, and each option.
 #include "posemb/rotary/rotate.hpp"
 
@@ -16,6 +16,7 @@
 #include "posemb/rotary/rope.hpp"
 #include "posemb/rotary/vision.hpp"
 #include "posemb/rotary/xpos.hpp"
+#include "reference.hpp"
 #include "support.hpp"
 
 using posemb::Layouts;
@@ -62,19 +63,20 @@ Tensor4<float> all_forms_agree(const Tensor4<float>& x, const P& positions, cons
   return in_place;
 }
 
-// Plain RoPE of a BSHD tensor in double, rotate-half pairing, token s of row b at offset + s.
+// Plain RoPE of a BSHD tensor in double (reference.hpp), rotate-half pairing, token s of row b at
+// offset + s.
 Tensor4<float> rope_reference(const Tensor4<float>& x, std::int64_t offset, double base) {
   Tensor4<float> out = x;
-  const Eigen::Index d = x.dimension(3), half = d / 2;
+  const Eigen::Index d = x.dimension(3);
+  Eigen::VectorXd head(d);
   for (Eigen::Index b = 0; b < x.dimension(0); ++b)
     for (Eigen::Index s = 0; s < x.dimension(1); ++s)
-      for (Eigen::Index h = 0; h < x.dimension(2); ++h)
-        for (Eigen::Index i = 0; i < half; ++i) {
-          const double angle = double(offset + s) * std::pow(base, -2.0 * double(i) / double(d));
-          const double a = x(b, s, h, i), c = x(b, s, h, i + half);
-          out(b, s, h, i) = float(a * std::cos(angle) - c * std::sin(angle));
-          out(b, s, h, i + half) = float(a * std::sin(angle) + c * std::cos(angle));
-        }
+      for (Eigen::Index h = 0; h < x.dimension(2); ++h) {
+        for (Eigen::Index i = 0; i < d; ++i) head[i] = x(b, s, h, i);
+        const Eigen::VectorXd y = test_reference::reference_rope(
+            head, offset + s, static_cast<int>(d), base, posemb::Pairing::RotateHalf);
+        for (Eigen::Index i = 0; i < d; ++i) out(b, s, h, i) = float(y[i]);
+      }
   return out;
 }
 

@@ -43,8 +43,8 @@ double score(const RopeSpec& spec, const Eigen::VectorXd& q, const Eigen::Vector
              std::int64_t m, std::int64_t n) {
   using V = Eigen::Matrix<T, Eigen::Dynamic, 1>;
   V qr = q.cast<T>(), kr = k.cast<T>();
-  posemb::apply_rope_inplace(qr, m, spec);
-  posemb::apply_rope_inplace(kr, n, spec);
+  posemb::rotate_inplace(qr, m, spec);
+  posemb::rotate_inplace(kr, n, spec);
   return qr.template cast<double>().dot(kr.template cast<double>());
 }
 

@@ -61,9 +61,9 @@ TEST_CASE("conformance: the vision cases, float32 within 1e-5 and float64 within
       const auto x = patches_of<float>(posemb::read_npy(dir + "X.npy"));
       const auto expected = patches_of<double>(posemb::read_npy(dir + "Y.npy"));
       const PositionMatrix patches = posemb::vision_patch_positions(c.rope, c.t, c.h, c.w);
-      CHECK(max_abs_diff(posemb::apply_vision_rope(x, patches, c.rope), expected) <= 1e-5);
+      CHECK(max_abs_diff(posemb::rotated(x, patches, c.rope), expected) <= 1e-5);
       const Tensor4<double> x64 = x.cast<double>();
-      CHECK(max_abs_diff(posemb::apply_vision_rope(x64, patches, c.rope), expected) <= 1e-12);
+      CHECK(max_abs_diff(posemb::rotated(x64, patches, c.rope), expected) <= 1e-12);
     }
   }
 }
@@ -95,7 +95,7 @@ TEST_CASE("patch (0, 0) is the identity and every frame repeats the same angles"
   Tensor4<double> two_frames(1, 32, 3, 32);
   two_frames.slice(Eigen::array<Eigen::Index, 4>{0, 0, 0, 0}, x.dimensions()) = x;
   two_frames.slice(Eigen::array<Eigen::Index, 4>{0, 16, 0, 0}, x.dimensions()) = x;
-  const auto y = posemb::apply_vision_rope(two_frames, patches, rope);
+  const auto y = posemb::rotated(two_frames, patches, rope);
   bool identity = true, repeated = true;
   for (int h = 0; h < 3; ++h)
     for (int d = 0; d < 32; ++d) identity = identity && y(0, 0, h, d) == x(0, 0, h, d);
@@ -105,8 +105,7 @@ TEST_CASE("patch (0, 0) is the identity and every frame repeats the same angles"
   CHECK(identity);
   CHECK(repeated);
   const VisionRope pixtral = posemb::pixtral_vision_rope(32, 10000.0);
-  const auto z =
-      posemb::apply_vision_rope(x, posemb::vision_patch_positions(pixtral, 1, 4, 4), pixtral);
+  const auto z = posemb::rotated(x, posemb::vision_patch_positions(pixtral, 1, 4, 4), pixtral);
   for (int d = 0; d < 32; ++d) CHECK(z(0, 0, 0, d) == x(0, 0, 0, d));
 }
 
@@ -120,7 +119,7 @@ TEST_CASE("each tower's pair frequencies: rows then columns, Pixtral even then o
                                     : posemb::qwen2_vl_vision_rope(head_dim, 1);
     const PositionMatrix patches = posemb::vision_patch_positions(rope, 1, 5, 7);
     const auto x = random_patches(35, 1, head_dim);
-    const auto y = posemb::apply_vision_rope(x, patches, rope);
+    const auto y = posemb::rotated(x, patches, rope);
     double worst = 0.0;
     for (Eigen::Index n = 0; n < 35; ++n) {
       for (int j = 0; j < head_dim / 2; ++j) {
@@ -149,8 +148,8 @@ TEST_CASE("2-D relative position: the score depends on the (row, col) offset onl
   const auto score = [&](std::int64_t qr, std::int64_t qc, std::int64_t kr, std::int64_t kc) {
     PositionMatrix pq = PositionMatrix::Zero(3, 1), pk = PositionMatrix::Zero(3, 1);
     pq(1, 0) = qr, pq(2, 0) = qc, pk(1, 0) = kr, pk(2, 0) = kc;
-    const auto rq = posemb::apply_vision_rope(q, pq, rope);
-    const auto rk = posemb::apply_vision_rope(k, pk, rope);
+    const auto rq = posemb::rotated(q, pq, rope);
+    const auto rk = posemb::rotated(k, pk, rope);
     double dot = 0.0;
     for (int d = 0; d < 16; ++d) dot += rq(0, 0, 0, d) * rk(0, 0, 0, d);
     return dot;
@@ -181,6 +180,5 @@ TEST_CASE("vision: bad grids and head dims throw posemb::Error") {
               "grid t = 2: expected 1 (one image per grid)");
   const PositionMatrix patches = posemb::vision_patch_positions(qwen, 1, 4, 4);
   const auto x = random_patches(15, 1, 16);
-  throws_with([&] { (void)posemb::apply_vision_rope(x, patches, qwen); },
-              "positions shape = [3, 1, 16]");
+  throws_with([&] { (void)posemb::rotated(x, patches, qwen); }, "positions shape = [3, 1, 16]");
 }

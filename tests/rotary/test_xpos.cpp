@@ -36,8 +36,9 @@ double score(const XposSpec& spec, const Eigen::VectorXd& q, const Eigen::Vector
              std::int64_t m, std::int64_t n, XposRole key_role = XposRole::Key) {
   using V = Eigen::Matrix<T, Eigen::Dynamic, 1>;
   V qx = q.cast<T>(), kx = k.cast<T>();
-  posemb::apply_xpos_inplace(qx, posemb::PositionVector::Constant(1, m), spec, XposRole::Query);
-  posemb::apply_xpos_inplace(kx, posemb::PositionVector::Constant(1, n), spec, key_role);
+  posemb::rotate_inplace(qx, posemb::PositionVector::Constant(1, m),
+                         posemb::Xpos{spec, XposRole::Query});
+  posemb::rotate_inplace(kx, posemb::PositionVector::Constant(1, n), posemb::Xpos{spec, key_role});
   return qx.template cast<double>().dot(kx.template cast<double>());
 }
 
@@ -151,14 +152,15 @@ TEST_CASE("xPos tensors match the matrix path, partial rotary tail untouched", "
       posemb::default_rope_spec({head_dim, 8}, 100.0, posemb::Pairing::Interleaved), 3, 16.0);
   posemb::PositionMatrix positions(batch, seq);
   positions << 0, 1, 2, 3, 4, 7, 8, 9, 10, 11;
-  posemb::apply_xpos_inplace(x, positions, spec, XposRole::Key);
+  posemb::rotate_inplace(x, positions, posemb::Xpos{spec, XposRole::Key});
   for (int b = 0; b < batch; ++b) {
     for (int s = 0; s < seq; ++s) {
       for (int h = 0; h < heads; ++h) {
         Eigen::VectorXd v(head_dim);
         for (int i = 0; i < head_dim; ++i) v[i] = original(b, s, h, i);
-        const Eigen::VectorXd want = posemb::apply_xpos(
-            v, posemb::PositionVector::Constant(1, positions(b, s)), spec, XposRole::Key);
+        const Eigen::VectorXd want =
+            posemb::rotated(v, posemb::PositionVector::Constant(1, positions(b, s)),
+                            posemb::Xpos{spec, XposRole::Key});
         for (int i = 0; i < head_dim; ++i) CHECK(x(b, s, h, i) == want[i]);
         for (int i = 8; i < head_dim; ++i) CHECK(x(b, s, h, i) == original(b, s, h, i));
       }
@@ -168,9 +170,11 @@ TEST_CASE("xPos tensors match the matrix path, partial rotary tail untouched", "
   posemb::Tensor4<float> y(1, 2, 3, head_dim);
   y.setConstant(1.0f);
   const posemb::Tensor4<float> out =
-      posemb::apply_xpos(y, std::int64_t{10}, spec, XposRole::Query, posemb::TensorLayout::BHSD);
+      posemb::rotated(y, std::int64_t{10}, posemb::Xpos{spec, XposRole::Query},
+                      posemb::RotateOptions().with_layouts(posemb::TensorLayout::BHSD));
   Eigen::VectorXf v = Eigen::VectorXf::Ones(head_dim);
-  posemb::apply_xpos_inplace(v, posemb::PositionVector::Constant(1, 12), spec, XposRole::Query);
+  posemb::rotate_inplace(v, posemb::PositionVector::Constant(1, 12),
+                         posemb::Xpos{spec, XposRole::Query});
   for (int i = 0; i < head_dim; ++i) CHECK(out(0, 1, 2, i) == v[i]);
 }
 
@@ -178,53 +182,55 @@ TEST_CASE("xPos scales outside the storage type's range throw", "[xpos][errors]"
   const XposSpec spec = make_spec(posemb::default_rope_spec(64));
   // zeta_0 = 2/7: float's normal range ends near |p - c| = 512 * 87.3 / 1.2528 ~ 35.7k.
   Eigen::VectorXf q = Eigen::VectorXf::Ones(64);
-  CHECK_NOTHROW(posemb::apply_xpos_inplace(q, posemb::PositionVector::Constant(1, 35000), spec,
-                                           XposRole::Query));
+  CHECK_NOTHROW(posemb::rotate_inplace(q, posemb::PositionVector::Constant(1, 35000),
+                                       posemb::Xpos{spec, XposRole::Query}));
   q.setOnes();
-  CHECK_THROWS_WITH(posemb::apply_xpos_inplace(q, posemb::PositionVector::Constant(1, 40000), spec,
-                                               XposRole::Query),
+  CHECK_THROWS_WITH(posemb::rotate_inplace(q, posemb::PositionVector::Constant(1, 40000),
+                                           posemb::Xpos{spec, XposRole::Query}),
                     Catch::Contains("position = 40000") && Catch::Contains("centre"));
   CHECK(q == Eigen::VectorXf::Ones(64));  // nothing modified
-  CHECK_THROWS_AS(posemb::apply_xpos_inplace(q, posemb::PositionVector::Constant(1, 40000), spec,
-                                             XposRole::Key),
+  CHECK_THROWS_AS(posemb::rotate_inplace(q, posemb::PositionVector::Constant(1, 40000),
+                                         posemb::Xpos{spec, XposRole::Key}),
                   posemb::Error);  // overflow
-  CHECK_THROWS_AS(posemb::apply_xpos_inplace(q, posemb::PositionVector::Constant(1, -40000), spec,
-                                             XposRole::Query),
+  CHECK_THROWS_AS(posemb::rotate_inplace(q, posemb::PositionVector::Constant(1, -40000),
+                                         posemb::Xpos{spec, XposRole::Query}),
                   posemb::Error);
   // A centre near the positions keeps them in range.
-  CHECK_NOTHROW(posemb::apply_xpos_inplace(q, posemb::PositionVector::Constant(1, 40000),
-                                           make_spec(posemb::default_rope_spec(64), 39000),
-                                           XposRole::Query));
+  CHECK_NOTHROW(posemb::rotate_inplace(
+      q, posemb::PositionVector::Constant(1, 40000),
+      posemb::Xpos{make_spec(posemb::default_rope_spec(64), 39000), XposRole::Query}));
   // Double reaches ~290k, half ~4k.
   Eigen::VectorXd qd = Eigen::VectorXd::Ones(64);
-  CHECK_NOTHROW(posemb::apply_xpos_inplace(qd, posemb::PositionVector::Constant(1, 250000), spec,
-                                           XposRole::Key));
-  CHECK_THROWS_AS(posemb::apply_xpos_inplace(qd, posemb::PositionVector::Constant(1, 300000), spec,
-                                             XposRole::Key),
+  CHECK_NOTHROW(posemb::rotate_inplace(qd, posemb::PositionVector::Constant(1, 250000),
+                                       posemb::Xpos{spec, XposRole::Key}));
+  CHECK_THROWS_AS(posemb::rotate_inplace(qd, posemb::PositionVector::Constant(1, 300000),
+                                         posemb::Xpos{spec, XposRole::Key}),
                   posemb::Error);
   posemb::Tensor4<Eigen::half> h(1, 2, 1, 64);
   h.setConstant(Eigen::half(1.0f));
-  CHECK_THROWS_AS(posemb::apply_xpos_inplace(h, std::int64_t{5000}, spec, XposRole::Query),
-                  posemb::Error);
+  CHECK_THROWS_AS(
+      posemb::rotate_inplace(h, std::int64_t{5000}, posemb::Xpos{spec, XposRole::Query}),
+      posemb::Error);
   CHECK(static_cast<float>(h(0, 1, 0, 0)) == 1.0f);
-  CHECK_NOTHROW(posemb::apply_xpos_inplace(h, std::int64_t{3000}, spec, XposRole::Query));
+  CHECK_NOTHROW(posemb::rotate_inplace(h, std::int64_t{3000}, posemb::Xpos{spec, XposRole::Query}));
   posemb::Tensor4<Eigen::bfloat16> bf(1, 1, 1, 64);  // float's exponent range
   bf.setConstant(Eigen::bfloat16(1.0f));
-  CHECK_NOTHROW(posemb::apply_xpos_inplace(bf, std::int64_t{35000}, spec, XposRole::Key));
-  CHECK_THROWS_AS(posemb::apply_xpos_inplace(bf, std::int64_t{40000}, spec, XposRole::Key),
-                  posemb::Error);
+  CHECK_NOTHROW(posemb::rotate_inplace(bf, std::int64_t{35000}, posemb::Xpos{spec, XposRole::Key}));
+  CHECK_THROWS_AS(
+      posemb::rotate_inplace(bf, std::int64_t{40000}, posemb::Xpos{spec, XposRole::Key}),
+      posemb::Error);
   // Bad parameters.
   XposSpec bad = spec;
   bad.params.scale_base = 0.0;
-  CHECK_THROWS_WITH(
-      posemb::apply_xpos(q, posemb::PositionVector::Constant(1, 1), bad, XposRole::Query),
-      Catch::Contains("scale_base = 0"));
+  CHECK_THROWS_WITH(posemb::rotated(q, posemb::PositionVector::Constant(1, 1),
+                                    posemb::Xpos{bad, XposRole::Query}),
+                    Catch::Contains("scale_base = 0"));
   bad = spec;
   bad.params.gamma = -0.4;
-  CHECK_THROWS_WITH(
-      posemb::apply_xpos(q, posemb::PositionVector::Constant(1, 1), bad, XposRole::Query),
-      Catch::Contains("gamma"));
-  CHECK_THROWS_WITH(
-      posemb::apply_xpos(q, posemb::PositionVector::Constant(2, 1), spec, XposRole::Query),
-      Catch::Contains("positions.size() = 2"));
+  CHECK_THROWS_WITH(posemb::rotated(q, posemb::PositionVector::Constant(1, 1),
+                                    posemb::Xpos{bad, XposRole::Query}),
+                    Catch::Contains("gamma"));
+  CHECK_THROWS_WITH(posemb::rotated(q, posemb::PositionVector::Constant(2, 1),
+                                    posemb::Xpos{spec, XposRole::Query}),
+                    Catch::Contains("positions.size() = 2"));
 }

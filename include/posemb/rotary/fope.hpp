@@ -554,40 +554,4 @@ struct rotary_source_traits<FopeTable<U>>
   }
 };
 
-// FoPE's names for the rotate family (rotate.hpp), which they forward to. `source` is a Fope
-// (C, S computed per token; one buffer per thread and call) or a FopeTable<T> (no allocation).
-// x: [batch, seq, heads, head_dim] (BSHD) or [batch, heads, seq, head_dim] (BHSD), heads =
-// n_heads (queries) or n_kv_heads (keys). `positions`: a scalar offset or per-token positions, as
-// for RoPE. `rotation`: Rotation::Inverse undoes the rotation (each slot's 2 x 2 inverse).
-//
-// Example:
-//   const posemb::Fope fope = posemb::fope_with_coefficients(config, sin_coef, cos_coef);
-//   const posemb::FopeTable<float> table(fope, /*first_position=*/0, /*count=*/4096);
-//   posemb::apply_fope_inplace(q, /*offset=*/0, table);   // q: [1, seq, n_heads, head_dim]
-
-// In place: rotate_inplace.
-template <class X, class Source>
-void apply_fope_inplace(X&& x, const positions_for_t<X, Source>& positions, const Source& source,
-                        TensorLayout layout = TensorLayout::BSHD, Threads threads = {},
-                        Rotation rotation = Rotation::Forward) {
-  rotate_inplace(x, positions, detail::scheme_source<Fope>(source), {layout, threads, rotation});
-}
-
-// Out of place into a caller's tensor `out` (layouts as for apply_rope): rotate.
-template <class X, class Y, class Source>
-void apply_fope(const X& x, Y&& out, const positions_for_t<X, Source>& positions,
-                const Source& source, Layouts layouts = TensorLayout::BSHD, Threads threads = {},
-                Rotation rotation = Rotation::Forward) {
-  posemb::rotate(x, out, positions, detail::scheme_source<Fope>(source),
-                 {layouts, threads, rotation});
-}
-
-// Out of place, returning a new tensor: rotated.
-template <class X, class Source>
-auto apply_fope(const X& x, const positions_for_t<X, Source>& positions, const Source& source,
-                TensorLayout layout = TensorLayout::BSHD, Threads threads = {},
-                Rotation rotation = Rotation::Forward) {
-  return rotated(x, positions, detail::scheme_source<Fope>(source), {layout, threads, rotation});
-}
-
 }  // namespace posemb

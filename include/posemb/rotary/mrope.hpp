@@ -141,8 +141,8 @@ using FractionalMropePositionTensor = Eigen::Tensor<double, 3, Eigen::RowMajor>;
 //
 // Example:
 //   posemb::PositionMatrix thw(3, seq);   // e.g. from posemb::mrope_position_ids
-//   posemb::apply_mrope_inplace(q, thw, spec);
-//   posemb::apply_mrope_inplace(q_step, posemb::MropePositions::text(cache_length + delta), spec);
+//   posemb::rotate_inplace(q, thw, spec);
+//   posemb::rotate_inplace(q_step, posemb::MropePositions::text(cache_length + delta), spec);
 class MropePositions {
  public:
   MropePositions(const PositionMatrix& thw)  // NOLINT: implicit
@@ -245,7 +245,7 @@ class MropePositions {
 //
 // Example:
 //   const posemb::MropeTable<float> table(spec, /*first_position=*/0, /*count=*/32768);
-//   posemb::apply_mrope_inplace(q, thw, table);
+//   posemb::rotate_inplace(q, thw, table);
 namespace detail {
 inline const MropeSpec& validated(const MropeSpec& spec) {
   spec.validate();
@@ -421,45 +421,5 @@ struct rotary_source_traits<MropeTable<U>>
     return detail::rotary_source(table, positions);
   }
 };
-
-// ---------------------------------------------------------------------------------------------
-// M-RoPE's names for the rotate family (rotate.hpp), which they forward to.
-// x: [batch, seq, heads, head_dim] (BSHD) or [batch, heads, seq, head_dim] (BHSD).
-// `positions`: MropePositions ([3, seq], [3, batch, seq], or MropePositions::text(1-D)).
-// `source`: an MropeSpec or an MropeTable. `threads`, `rotation`: as apply_rope (rope.hpp).
-//
-// Example (Qwen2-VL prefill, positions from the prompt's layout; keys into a BHSD cache):
-//   const posemb::MropeIndex index = posemb::mrope_position_ids(segments, rules);
-//   posemb::apply_mrope_inplace(q, index.positions, spec);   // q: [1, seq, 28, 128]
-//   posemb::apply_mrope(k_proj, k_cache, index.positions, table,
-//                       posemb::Layouts(posemb::TensorLayout::BSHD, posemb::TensorLayout::BHSD,
-//                                       cache_length));
-
-// In place: rotate_inplace.
-template <class X, class Source>
-void apply_mrope_inplace(X&& x, const positions_for_t<X, Source>& positions, const Source& source,
-                         TensorLayout layout = TensorLayout::BSHD, Threads threads = {},
-                         Rotation rotation = Rotation::Forward) {
-  rotate_inplace(x, positions, detail::scheme_source<MropeSpec>(source),
-                 {layout, threads, rotation});
-}
-
-// Out of place into a caller's tensor `out` (layout change and KV-cache slot as apply_rope).
-template <class X, class Y, class Source>
-void apply_mrope(const X& x, Y&& out, const positions_for_t<X, Source>& positions,
-                 const Source& source, Layouts layouts = TensorLayout::BSHD, Threads threads = {},
-                 Rotation rotation = Rotation::Forward) {
-  posemb::rotate(x, out, positions, detail::scheme_source<MropeSpec>(source),
-                 {layouts, threads, rotation});
-}
-
-// Out of place, returning a new tensor in x's layout: rotated.
-template <class X, class Source>
-auto apply_mrope(const X& x, const positions_for_t<X, Source>& positions, const Source& source,
-                 TensorLayout layout = TensorLayout::BSHD, Threads threads = {},
-                 Rotation rotation = Rotation::Forward) {
-  return rotated(x, positions, detail::scheme_source<MropeSpec>(source),
-                 {layout, threads, rotation});
-}
 
 }  // namespace posemb

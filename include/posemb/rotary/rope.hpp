@@ -120,7 +120,7 @@ struct RopeSpec {
 //
 // Example:
 //   const posemb::RopeSpec spec = posemb::default_rope_spec(128, 500000.0);  // Llama 3, HF pairing
-//   posemb::apply_rope_inplace(q, /*offset=*/0, spec);   // q: [batch, seq, heads, 128]
+//   posemb::rotate_inplace(q, /*offset=*/0, spec);   // q: [batch, seq, heads, 128]
 //   // GPT-NeoX-20B: rotary_pct 0.25 of head_dim 96 rotates 24 features, 72 pass through.
 //   const posemb::RopeSpec neox = posemb::default_rope_spec(posemb::RotaryDims{96, 24}, 10000.0);
 inline RopeSpec default_rope_spec(RotaryDims dims, double base = 10000.0,
@@ -239,7 +239,7 @@ inline const RopeSpec& validated(const RopeSpec& spec) {
 //
 // Example:
 //   const posemb::RopeTable<float> table(spec, /*first_position=*/0, /*count=*/8192);
-//   posemb::apply_rope_inplace(q, /*offset=*/cache_length, table);
+//   posemb::rotate_inplace(q, /*offset=*/cache_length, table);
 template <class T>
 class RopeTable : public CosSinRows<compute_t<T>> {
  public:
@@ -393,66 +393,13 @@ namespace detail {
 // arithmetic type of storage type T.
 template <class Source, class T>
 constexpr bool require_rope_source() {
-  return require_scheme<RopeSpec, Source>() && require_rotary_source<Source, T>();
+  constexpr bool rope = std::is_same_v<typename rotary_source_traits<Source>::scheme, RopeSpec>;
+  static_assert(rope,
+                "posemb: a source of another scheme: this call's source must be a "
+                "posemb::RopeSpec or a posemb::RopeTable<T> (rotate_inplace, rotate and rotated "
+                "take every source)");
+  return rope && require_rotary_source<Source, T>();
 }
 }  // namespace detail
-
-// ---------------------------------------------------------------------------------------------
-// RoPE's names for the rotate family (rotate.hpp), which they forward to; `source` is a RopeSpec
-// (cos/sin computed per call) or a RopeTable<T>.
-//
-// 4-D tensors: x [batch, seq, heads, head_dim] (BSHD) or [batch, heads, seq, head_dim] (BHSD);
-// `positions`: a scalar offset (token s at offset + s, as for KV-cache decode), or per token a
-// PositionMatrix / FractionalPositionMatrix [batch, seq] (or [1, seq]) or a PositionVector.
-// Matrices: x [rows, head_dim], row r at positions[r] (a PositionVector), or every row at one
-// position (e.g. all heads of one decode token); or a column vector [head_dim].
-// `rotation`: Rotation::Inverse applies R(p)^T = R(-p), at the same speed.
-//
-// Example:
-//   Eigen::TensorMap<Eigen::Tensor<float, 4, Eigen::RowMajor>> q(q_data, 1, seq, 32, 128);
-//   posemb::apply_rope_inplace(q, /*offset=*/cache_length, spec, posemb::TensorLayout::BSHD,
-//                              posemb::Threads{2});
-//   posemb::apply_rope(k_proj, k_cache, positions, table,      // into a BHSD KV-cache slot
-//                      posemb::Layouts(posemb::TensorLayout::BSHD, posemb::TensorLayout::BHSD,
-//                                      cache_length));
-
-// In place: rotate_inplace.
-template <class X, class Source>
-void apply_rope_inplace(X&& x, const positions_for_t<X, Source>& positions, const Source& source,
-                        TensorLayout layout = TensorLayout::BSHD, Threads threads = {},
-                        Rotation rotation = Rotation::Forward) {
-  rotate_inplace(x, positions, detail::scheme_source<RopeSpec>(source),
-                 {layout, threads, rotation});
-}
-template <class X, class Source>
-void apply_rope_inplace(X&& x, const positions_for_t<X, Source>& positions, const Source& source,
-                        Rotation rotation) {
-  rotate_inplace(x, positions, detail::scheme_source<RopeSpec>(source),
-                 RotateOptions().with_rotation(rotation));
-}
-
-// Out of place into a caller's tensor `out`: rotate.
-template <class X, class Y, class Source>
-void apply_rope(const X& x, Y&& out, const positions_for_t<X, Source>& positions,
-                const Source& source, Layouts layouts = TensorLayout::BSHD, Threads threads = {},
-                Rotation rotation = Rotation::Forward) {
-  posemb::rotate(x, out, positions, detail::scheme_source<RopeSpec>(source),
-                 {layouts, threads, rotation});
-}
-
-// Out of place, returning a new tensor in x's layout (or a plain matrix): rotated.
-template <class X, class Source>
-auto apply_rope(const X& x, const positions_for_t<X, Source>& positions, const Source& source,
-                TensorLayout layout = TensorLayout::BSHD, Threads threads = {},
-                Rotation rotation = Rotation::Forward) {
-  return rotated(x, positions, detail::scheme_source<RopeSpec>(source),
-                 {layout, threads, rotation});
-}
-template <class X, class Source>
-auto apply_rope(const X& x, const positions_for_t<X, Source>& positions, const Source& source,
-                Rotation rotation) {
-  return rotated(x, positions, detail::scheme_source<RopeSpec>(source),
-                 RotateOptions().with_rotation(rotation));
-}
 
 }  // namespace posemb

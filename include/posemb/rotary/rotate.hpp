@@ -120,7 +120,7 @@ struct rotary_source_traits {
   using positions_type = Positions;
 };
 
-// Scheme: the scheme's spec type (RopeTable's is RopeSpec; the apply_* aliases take one scheme).
+// Scheme: the scheme's spec type (RopeTable's is RopeSpec; fused_rope_scores takes RoPE's).
 // PositionsType: what the source reads. TableCompute: a table's arithmetic type (void when cos/sin
 // are formed in the call). RotatesRows: whether it rotates matrix rows (one head, 1-D positions).
 template <class Scheme, class PositionsType = Positions, class TableCompute = void,
@@ -176,25 +176,6 @@ constexpr bool require_row_source() {
     return rotary_source_traits<Source>::rotates_rows;
   }
   return false;
-}
-
-// A readable compile error for a source of another scheme than an apply_* alias takes.
-template <class Scheme, class Source>
-constexpr bool require_scheme() {
-  static_assert(std::is_same_v<typename rotary_source_traits<Source>::scheme, Scheme>,
-                "posemb: a source of another scheme: apply_rope's source must be a "
-                "posemb::RopeSpec or a posemb::RopeTable<T>, apply_fope's a posemb::Fope or a "
-                "posemb::FopeTable<T>, and the source of apply_mrope must be a posemb::MropeSpec "
-                "or a posemb::MropeTable<T> (rotate_inplace, rotate and rotated take every "
-                "source)");
-  return true;
-}
-
-// The source of an apply_* alias, which takes the sources of one scheme only.
-template <class Scheme, class Source>
-const Source& scheme_source(const Source& source) {
-  static_assert(require_scheme<Scheme, Source>());
-  return source;
 }
 
 // The engine's adapter of `source` for storage type T (rotary_source_traits).

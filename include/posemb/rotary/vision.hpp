@@ -77,7 +77,7 @@ inline VisionRope vision_rope_of(int head_dim, const Eigen::VectorXd& row_freq,
 // Example (Qwen2-VL-7B's tower: 1280 / 16 = 80, merge 2):
 //   const posemb::VisionRope rope = posemb::qwen2_vl_vision_rope(80, 2);
 //   const posemb::PositionMatrix patches = posemb::vision_patch_positions(rope, 1, 28, 42);
-//   posemb::apply_vision_rope_inplace(q, patches, rope);   // q: [1, 1176, 16, 80]
+//   posemb::rotate_inplace(q, patches, rope);   // q: [1, 1176, 16, 80]
 inline VisionRope qwen2_vl_vision_rope(int head_dim, int spatial_merge_size = 2,
                                        double theta = 10000.0) {
   detail::require_head_dim_multiple_of_4(head_dim);
@@ -92,7 +92,7 @@ inline VisionRope qwen2_vl_vision_rope(int head_dim, int spatial_merge_size = 2,
 //
 // Example:
 //   const posemb::VisionRope rope = posemb::pixtral_vision_rope(64, 10000.0);
-//   posemb::apply_vision_rope_inplace(q, posemb::vision_patch_positions(rope, 1, 32, 24), rope);
+//   posemb::rotate_inplace(q, posemb::vision_patch_positions(rope, 1, 32, 24), rope);
 inline VisionRope pixtral_vision_rope(int head_dim, double theta = 10000.0) {
   detail::require_head_dim_multiple_of_4(head_dim);
   const Eigen::VectorXd freq = default_inv_freq(head_dim, theta);  // [head_dim / 2]
@@ -153,37 +153,5 @@ struct rotary_source_traits<VisionRope>
     return detail::rotary_source(rope.spec, positions);
   }
 };
-
-// The vision towers' names for the rotate family, which they forward to. x: [batch, patches,
-// heads, head_dim] (BSHD) or [batch, heads, patches, head_dim] (BHSD); a tower's [patches, heads,
-// head_dim] is BSHD with batch 1. `positions`: vision_patch_positions of the grid.
-//
-// Example (a tower's queries [patches, heads, head_dim] in a caller's buffer):
-//   const posemb::TensorMap4<float> q(q_data, 1, patches, heads, head_dim);
-//   const auto q_rotated = posemb::rotated(q, patch_positions, rope);
-
-// In place: rotate_inplace.
-template <class X>
-void apply_vision_rope_inplace(X&& x, const positions_for_t<X, VisionRope>& positions,
-                               const VisionRope& rope, TensorLayout layout = TensorLayout::BSHD,
-                               Threads threads = {}, Rotation rotation = Rotation::Forward) {
-  rotate_inplace(x, positions, rope, {layout, threads, rotation});
-}
-
-// Out of place into a caller's tensor: rotate.
-template <class X, class Y>
-void apply_vision_rope(const X& x, Y&& out, const positions_for_t<X, VisionRope>& positions,
-                       const VisionRope& rope, Layouts layouts = TensorLayout::BSHD,
-                       Threads threads = {}, Rotation rotation = Rotation::Forward) {
-  posemb::rotate(x, out, positions, rope, {layouts, threads, rotation});
-}
-
-// Out of place, returning a new tensor in x's layout: rotated.
-template <class X>
-auto apply_vision_rope(const X& x, const positions_for_t<X, VisionRope>& positions,
-                       const VisionRope& rope, TensorLayout layout = TensorLayout::BSHD,
-                       Threads threads = {}, Rotation rotation = Rotation::Forward) {
-  return rotated(x, positions, rope, {layout, threads, rotation});
-}
 
 }  // namespace posemb

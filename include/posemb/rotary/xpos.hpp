@@ -184,42 +184,4 @@ struct rotary_source_traits<Xpos> : rotary_source_base<Xpos> {
   }
 };
 
-// xPos's names for the rotate family, which they forward to: Xpos{spec, role} as the source.
-// Tensors take layout(s), threads and rotation; matrices ([rows, head_dim], row r at
-// positions[r]; or a column vector) the rotation.
-
-// Out of place into a caller's tensor `out` (layouts as for apply_rope): rotate.
-template <class X, class Y>
-void apply_xpos(const X& x, Y&& out, const positions_for_t<X, Xpos>& positions,
-                const XposSpec& spec, XposRole role, Layouts layouts = TensorLayout::BSHD,
-                Threads threads = {}, Rotation rotation = Rotation::Forward) {
-  posemb::rotate(x, out, positions, Xpos{spec, role}, {layouts, threads, rotation});
-}
-
-// In place: rotate_inplace.
-template <class X>
-void apply_xpos_inplace(X&& x, const positions_for_t<X, Xpos>& positions, const XposSpec& spec,
-                        XposRole role, TensorLayout layout = TensorLayout::BSHD,
-                        Threads threads = {}, Rotation rotation = Rotation::Forward) {
-  rotate_inplace(x, positions, Xpos{spec, role}, {layout, threads, rotation});
-}
-template <class X>
-void apply_xpos_inplace(X&& x, const positions_for_t<X, Xpos>& positions, const XposSpec& spec,
-                        XposRole role, Rotation rotation) {
-  rotate_inplace(x, positions, Xpos{spec, role}, RotateOptions().with_rotation(rotation));
-}
-
-// Out of place, returning a new tensor (or a plain matrix): rotated.
-template <class X>
-auto apply_xpos(const X& x, const positions_for_t<X, Xpos>& positions, const XposSpec& spec,
-                XposRole role, TensorLayout layout = TensorLayout::BSHD, Threads threads = {},
-                Rotation rotation = Rotation::Forward) {
-  return rotated(x, positions, Xpos{spec, role}, {layout, threads, rotation});
-}
-template <class X>
-auto apply_xpos(const X& x, const positions_for_t<X, Xpos>& positions, const XposSpec& spec,
-                XposRole role, Rotation rotation) {
-  return rotated(x, positions, Xpos{spec, role}, RotateOptions().with_rotation(rotation));
-}
-
 }  // namespace posemb

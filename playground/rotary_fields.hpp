@@ -1,6 +1,7 @@
 // Rotary Fields: a toy RoPE attention-score matrix, its metrics and presets, set beside the
 // hippocampal phase code (theta phase precession and grid-cell interference), since both
-// represent displacement as an angle. The analysis behind examples/rotary_fields.cpp.
+// represent displacement as an angle. The analysis behind the page and its native twin,
+// examples/rotary_fields.cpp.
 //
 // The score model (exact):
 //   d = 2 * pairs, inv_freq[m] = base^(-2m/d) / position_scale      (RoFormer eq. 15; the
