@@ -19,10 +19,9 @@ A source (RopeSpec, RopeTable, MropeSpec, VisionRope, XposSpec with a role, Fope
 T5Buckets) is not a tensor: it enters an op as an int key of _SOURCES, which keeps it alive.
 
 Devices: CPU tensors run posemb's kernels. Tensors on another device take the composite path
-(below): cos/sin from posemb's exact tables (RopeTable, built in double on the CPU, cached per
-source, device and dtype), the rotation, FoPE's mixtures, the gathers and scatter-adds in plain
-PyTorch ops on the tensor's device (PyTorch's arithmetic). Not on it: M-RoPE, vision RoPE, xPos
-and HfFloat32Rope (posemb.Error naming the device).
+(below): cos/sin from posemb's exact tables (built on the CPU, cached per source, device and
+dtype), the rotation, FoPE's mixtures, the gathers and scatter-adds in plain PyTorch ops on the
+tensor's device (PyTorch's arithmetic). Every source has one.
 """
 from typing import Dict, Optional, Tuple
 
@@ -111,14 +110,16 @@ def _same_device(name: str, t: Tensor, x: Tensor) -> None:
 
 # ---- composite path (tensors off the CPU): posemb's exact cos/sin, PyTorch's arithmetic
 #
-# Every op has one: RoPE (rotate), FoPE (fope and its coefficient gradients), the absolute tables
-# (add_positions, position_table_grad) and T5's bias (t5_bias, t5_table_grad); ALiBi's bias
-# (posemb.nn.Alibi) too. What is posemb's: cos/sin of the angles (RopeTable in double on the
-# CPU, cached per source, range, device and dtype), T5's buckets, ALiBi's slopes; what is
-# PyTorch's: the multiply-adds, the einsums of FoPE's mixtures, the gathers and the
-# scatter-adds (index_add_, in float64; on CUDA its order is not fixed).
+# Every op has one: the rotations (rotate: RoPE, M-RoPE, vision RoPE, xPos, HfFloat32Rope), FoPE
+# (fope and its coefficient gradients), the absolute tables (add_positions, position_table_grad)
+# and T5's bias (t5_bias, t5_table_grad); ALiBi's bias (posemb.nn.Alibi) too. What is posemb's:
+# cos/sin rows over the positions' range, cached per source, range, device and dtype (RopeTable
+# in double, gathered per axis for M-RoPE and vision RoPE; xpos_cos_sin in double with the
+# role's decay; hf_float32_cos_sin, transformers' float32 values in x's dtype), T5's buckets,
+# ALiBi's slopes; what is PyTorch's: the multiply-adds, the einsums of FoPE's mixtures, the
+# gathers and the scatter-adds (index_add_, in float64; on CUDA its order is not fixed).
 
-_TABLES: Dict[Tuple[int, int, int, str, torch.dtype], Tuple[Tensor, Tensor]] = {}
+_TABLES: Dict[Tuple[tuple, int, int, str, torch.dtype], Tuple[Tensor, Tensor]] = {}
 _FORCE_COMPOSITE = [False]
 
 
@@ -145,18 +146,29 @@ def _whole(positions: Tensor) -> Tensor:
     return positions.long()
 
 
-def _composite_cos_sin(spec, positions: Tensor, device, dtype) -> Tuple[Tensor, Tensor]:
-    """cos, sin [*positions.shape, pairs] from a RopeTable over the positions' range (double on
-    the CPU, cached per spec, range, device and dtype)."""
+def _cached_rows(source: tuple, rows, positions: Tensor, device,
+                 dtype) -> Tuple[Tensor, Tensor]:
+    """cos, sin [*positions.shape, pairs] gathered from rows(first, count) -> (cos, sin) numpy
+    [count, pairs] over the positions' range (built on the CPU once per `source` key, range,
+    device and dtype)."""
     p = _whole(positions)
     first, last = int(p.min()), int(p.max())
-    key = (id(spec), first, last, str(device), dtype)
+    key = (source, first, last, str(device), dtype)
     if key not in _TABLES:
-        table = _posemb.RopeTable(spec, first, last - first + 1, dtype="float64")
-        _TABLES[key] = (torch.from_numpy(np.array(table.cos)).to(device=device, dtype=dtype),
-                        torch.from_numpy(np.array(table.sin)).to(device=device, dtype=dtype))
+        cos, sin = rows(first, last - first + 1)
+        _TABLES[key] = (torch.from_numpy(np.array(cos)).to(device=device, dtype=dtype),
+                        torch.from_numpy(np.array(sin)).to(device=device, dtype=dtype))
     cos, sin = _TABLES[key]
     return cos[p - first], sin[p - first]
+
+
+def _composite_cos_sin(spec, positions: Tensor, device, dtype) -> Tuple[Tensor, Tensor]:
+    """cos, sin [*positions.shape, pairs] of a RopeSpec from a RopeTable in double."""
+    def rows(first: int, count: int):
+        table = _posemb.RopeTable(spec, first, count, dtype="float64")
+        return table.cos, table.sin
+
+    return _cached_rows(("rope", id(spec)), rows, positions, device, dtype)
 
 
 def _position_grid(x: Tensor, positions: Optional[Tensor], offset: int, seq: int) -> Tensor:
@@ -176,17 +188,105 @@ def _rotate_pairs(a: Tensor, b: Tensor, cos: Tensor, sin: Tensor) -> Tuple[Tenso
     return a * cos - b * sin, a * sin + b * cos
 
 
-def composite_rope(x: Tensor, positions: Optional[Tensor], offset: int, spec, layout: str,
-                   direction: int) -> Tensor:
-    """RoPE by PyTorch ops on x's device with posemb's exact cos/sin (see the module notes)."""
-    spec = getattr(spec, "spec", spec)  # a RopeTable's spec
-    bshd = layout == "bshd"
-    grid = _position_grid(x, positions, offset, x.shape[1] if bshd else x.shape[2])
-    cos, sin = _composite_cos_sin(spec, grid, x.device, x.dtype)  # [b, seq, pairs]
-    cos, sin = _per_token(cos, bshd), _per_token(sin, bshd)
+def _dtype_name(dtype: torch.dtype) -> str:
+    return str(dtype).split(".")[-1]  # torch.bfloat16 -> "bfloat16"
+
+
+def _inverse_of_scaled(cos: Tensor, sin: Tensor, scale: float) -> Tuple[Tensor, Tensor]:
+    """(M^-1 = R^T / m for M = m R): cos / m^2, -sin / m^2 of cos, sin that hold m."""
+    return cos / scale ** 2, -sin / scale ** 2
+
+
+# Each source's cos, sin [b, seq, pairs] in x's dtype for x's positions (token positions
+# [b or 1, seq], or axes [3, b or 1, seq] for M-RoPE and vision RoPE), FORWARD or INVERSE
+# (TRANSPOSE is FORWARD with sin negated), and the RopeSpec-like geometry (rotary_offset,
+# rotary_dim, pairing) of the features they turn.
+
+
+def _rope_rows(source, role, grid: Tensor, x: Tensor, direction: int):
+    """RopeSpec and RopeTable: RopeTable rows in double."""
+    spec = getattr(source, "spec", source)  # a RopeTable's spec
+    cos, sin = _composite_cos_sin(spec, grid, x.device, x.dtype)
     if direction == INVERSE:
-        cos, sin = cos / spec.attention_scale ** 2, -sin / spec.attention_scale ** 2
-    elif direction == TRANSPOSE:
+        cos, sin = _inverse_of_scaled(cos, sin, spec.attention_scale)
+    return spec, cos, sin
+
+
+def _axis_rows(spec, grid: Tensor, x: Tensor, direction: int):
+    """M-RoPE (an MropeSpec): RopeTable rows in double at each axis's positions, pair j taking
+    axis spec.axes[j] (rotary/mrope.hpp)."""
+    cos, sin = _composite_cos_sin(spec.rope, grid, x.device, x.dtype)  # [3, b, seq, pairs]
+    axes = torch.tensor(spec.axes, device=x.device).expand(1, *cos.shape[1:])
+    cos, sin = cos.gather(0, axes)[0], sin.gather(0, axes)[0]
+    if direction == INVERSE:
+        cos, sin = _inverse_of_scaled(cos, sin, spec.rope.attention_scale)
+    return spec.rope, cos, sin
+
+
+def _mrope_rows(source, role, grid, x, direction):
+    return _axis_rows(source, grid, x, direction)
+
+
+def _vision_rows(source, role, grid, x, direction):
+    return _axis_rows(source.spec, grid, x, direction)
+
+
+def _xpos_rows(source, role, grid: Tensor, x: Tensor, direction: int):
+    """xPos: xpos_cos_sin rows in double (the role's decay; the inverse divides it out), the
+    scales checked against x's dtype as the kernel checks them."""
+    inverse, dtype = direction == INVERSE, _dtype_name(x.dtype)
+
+    def rows(first: int, count: int):
+        return _posemb.xpos_cos_sin(source, role, first, count, dtype, inverse)
+
+    cos, sin = _cached_rows(("xpos", id(source), role, inverse, dtype), rows, grid, x.device,
+                            x.dtype)
+    return source.rope, cos, sin
+
+
+def _hf_rows(source, role, grid: Tensor, x: Tensor, direction: int):
+    """HfFloat32Rope: transformers' float32 cos/sin cast to x's dtype (hf_float32_cos_sin)."""
+    if direction == INVERSE:
+        raise Error("inverse = True: expected False for an HfFloat32Rope (transformers' "
+                    "rotation has no inverse; transpose=True is its backward)")
+    dtype = _dtype_name(x.dtype)
+
+    def rows(first: int, count: int):
+        return _posemb.hf_float32_cos_sin(source, first, count, dtype)
+
+    cos, sin = _cached_rows(("hf", id(source), dtype), rows, grid, x.device, x.dtype)
+    return source, cos, sin
+
+
+_COMPOSITE_ROWS = {"rope": _rope_rows, "hf": _hf_rows, "mrope": _mrope_rows,
+                   "vision": _vision_rows, "xpos": _xpos_rows}
+
+
+def _axis_grid(x: Tensor, positions: Optional[Tensor], offset: int, seq: int) -> Tensor:
+    """M-RoPE's positions as axes [3, b or 1, seq]: [3, seq] and [3, b, seq] as given, text
+    positions (an offset, [seq], [b, seq] with b != 3) on all three axes."""
+    if positions is not None and (positions.dim() == 3 or
+                                  (positions.dim() == 2 and positions.shape[0] == 3)):
+        return positions.reshape(3, -1, seq)
+    return _position_grid(x, positions, offset, seq).expand(3, -1, -1)
+
+
+def composite_rotation(x: Tensor, positions: Optional[Tensor], offset: int, rotation,
+                       layout: str, direction: int) -> Tensor:
+    """A rotation by PyTorch ops on x's device with posemb's cos/sin (see the module notes).
+    x: [b, seq, heads, head_dim] (bshd) or [b, heads, seq, head_dim]; vision RoPE's
+    [patches, heads, head_dim] too."""
+    if x.dim() == 3 and rotation.kind == "vision":
+        return composite_rotation(x[None], positions, offset, rotation, layout, direction)[0]
+    bshd = layout == "bshd"
+    seq = x.shape[1] if bshd else x.shape[2]
+    kind = "hf" if isinstance(rotation.source, _posemb.HfFloat32Rope) else rotation.kind
+    grid = (_axis_grid if kind in ("mrope", "vision") else _position_grid)(x, positions, offset,
+                                                                           seq)
+    spec, cos, sin = _COMPOSITE_ROWS[kind](rotation.source, rotation.role, grid, x,
+                                           INVERSE if direction == INVERSE else FORWARD)
+    cos, sin = _per_token(cos, bshd), _per_token(sin, bshd)
+    if direction == TRANSPOSE:
         sin = -sin
     lo, r = spec.rotary_offset, spec.rotary_dim
     part = x[..., lo:lo + r]
@@ -353,11 +453,7 @@ def rotate(x: Tensor, positions: Optional[Tensor], offset: int, source: int, lay
     """x rotated by the source under key `source` (rotation_key) in `direction`."""
     rotation = _SOURCES[source]
     if use_composite(x):
-        if rotation.kind != "rope" or isinstance(rotation.source, _posemb.HfFloat32Rope):
-            raise Error(f"x.device = {x.device}: expected a CPU tensor for {rotation.kind} "
-                        f"{type(rotation.source).__name__} (the composite path serves "
-                        "RopeSpec and RopeTable sources, FoPE, the tables and T5's bias)")
-        return composite_rope(x, positions, offset, rotation.source, layout, direction)
+        return composite_rotation(x, positions, offset, rotation, layout, direction)
     return rotation.apply(x.detach(), _host(positions, offset), layout, direction, threads, False)
 
 

@@ -89,6 +89,16 @@ decltype(auto) with_storage_type(const ArrayView& x, Body&& body) {
   }
 }
 
+// The same for a dtype's name ("float32", "float64", "float16" or "bfloat16").
+template <class Body>
+decltype(auto) with_storage_type(const std::string& dtype, Body&& body) {
+  if (dtype == "float32") return body(float{});
+  if (dtype == "float64") return body(double{});
+  if (dtype == "float16") return body(Eigen::half{});
+  if (dtype == "bfloat16") return body(Eigen::bfloat16{});
+  fail("dtype", "'" + dtype + "'", "expected 'float32', 'float64', 'float16' or 'bfloat16'");
+}
+
 // x as a rank-R row-major TensorMap of T (x's storage type).
 template <class T, int R>
 Eigen::TensorMap<Eigen::Tensor<T, R, Eigen::RowMajor>> tensor_map(const ArrayView& x) {

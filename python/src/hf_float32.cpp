@@ -5,6 +5,9 @@
 #include <pybind11/stl.h>
 
 #include <sstream>
+#include <type_traits>
+#include <utility>
+#include <vector>
 
 #include "bindings.hpp"
 
@@ -76,6 +79,34 @@ Example:
     >>> posemb.apply_rope_(q, 0, rope)   # the bits transformers' forward gives, in bfloat16
 )doc";
 
+// HF's cos and sin [count, rotary_dim / 2] at positions first_position, ..,
+// first_position + count - 1 (hf_float32_cos_sin, rotary/hf_float32.hpp: float32 angle, cos/sin,
+// times the attention scale, cast to the storage type named `dtype`), held in float32.
+std::pair<py::array_t<float>, py::array_t<float>> cos_sin_rows(const HfFloat32Rope& rope,
+                                                               std::int64_t first_position,
+                                                               std::int64_t count,
+                                                               const std::string& dtype) {
+  if (count < 1) fail("count", count, "expected >= 1");
+  rope.validate();
+  const std::int64_t pairs = rope.pairs();
+  std::vector<float> cos(static_cast<std::size_t>(count * pairs)), sin(cos.size());
+  with_storage_type(dtype, [&](auto t) {
+    using T = decltype(t);
+    if constexpr (std::is_same_v<T, double>) {
+      fail("dtype", "'float64'",
+           "expected 'float32', 'float16' or 'bfloat16' for an HfFloat32Rope (transformers' "
+           "float32 arithmetic)");
+    } else {
+      for (std::int64_t s = 0; s < count; ++s) {
+        const std::size_t at = static_cast<std::size_t>(s * pairs);
+        hf_float32_cos_sin<T>(rope, static_cast<double>(first_position + s), cos.data() + at,
+                              sin.data() + at);
+      }
+    }
+  });
+  return {to_numpy(cos.data(), {count, pairs}), to_numpy(sin.data(), {count, pairs})};
+}
+
 }  // namespace
 
 RopeScheme rope_scheme_of(const LayerPositions& layer) {
@@ -133,6 +164,16 @@ Example:
         return hf_float32_rope(scheme_of(scheme), seq_len);
       },
       py::arg("scheme"), py::arg("seq_len") = py::none(), hf_float32_rope_doc);
+  m.def("hf_float32_cos_sin", &cos_sin_rows, py::arg("rope"), py::arg("first_position"),
+        py::arg("count"), py::arg("dtype") = "float32",
+        R"doc(transformers' cos and sin rows [count, rotary_dim / 2] at positions first_position,
+..., first_position + count - 1, as its forward forms them: float32 angle
+float32(inv_freq * float32(position)), cos/sin rounded to float32, times float32(attention_scale),
+cast to dtype ('float32', 'float16' or 'bfloat16': x's dtype), returned as float32 arrays.
+
+Example:
+    >>> cos, sin = posemb.hf_float32_cos_sin(rope, 0, 4096, dtype="bfloat16")
+)doc");
 }
 
 }  // namespace posemb::python

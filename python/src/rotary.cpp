@@ -533,7 +533,16 @@ Example:
            py::arg("rope"), py::arg("sections"), py::arg("layout") = "chunked")
       .def_readonly("rope", &MropeSpec::rope)
       .def_property_readonly("sections", [](const MropeSpec& s) { return s.sections; })
-      .def_property_readonly("layout", [](const MropeSpec& s) { return to_string(s.layout); });
+      .def_property_readonly("layout", [](const MropeSpec& s) { return to_string(s.layout); })
+      .def_property_readonly(
+          "axes",
+          [](const MropeSpec& s) {
+            std::vector<int> axes(static_cast<std::size_t>(s.rope.pairs()));
+            for (int j = 0; j < s.rope.pairs(); ++j)
+              axes[static_cast<std::size_t>(j)] = mrope_axis(s, j);
+            return axes;
+          },
+          "The axis (0 t, 1 h, 2 w) whose position turns each pair: [rotary_dim / 2]");
 
   const char* positions_doc = R"doc(
 positions: int64 / float64 [3, seq] or [3, batch, seq] (axes t, h, w), or text positions as for
@@ -671,6 +680,34 @@ py::object apply_xpos_impl(const py::object& x, const py::object& positions, con
   });
 }
 
+// cos and sin [count, rotary_dim / 2] in double at positions first_position, ..,
+// first_position + count - 1: the rotary engine's own values (XposSource::fill, rotary/xpos.hpp;
+// attention scale and the role's decay included, divided out and sin negated for inverse),
+// after the range check of the storage type named `dtype`.
+std::pair<py::array_t<double>, py::array_t<double>> xpos_cos_sin(
+    const XposSpec& spec, const std::string& role, std::int64_t first_position, std::int64_t count,
+    const std::string& dtype, bool inverse) {
+  if (count < 1) fail("count", count, "expected >= 1");
+  const XposRole who = role_of(role);
+  with_storage_type(dtype, [&](auto t) {
+    detail::check_xpos_range<decltype(t)>(spec, who, static_cast<double>(first_position),
+                                          static_cast<double>(first_position + count - 1));
+  });
+  const Positions positions(first_position);
+  const detail::XposSource<double> source{spec, who, positions};
+  const int pairs = spec.rope.pairs();
+  std::vector<double> cos(static_cast<std::size_t>(count * pairs)), sin(cos.size());
+  for (std::int64_t s = 0; s < count; ++s) {
+    for (int begin = 0; begin < pairs; begin += detail::cos_sin_chunk) {
+      const int end = std::min(pairs, begin + detail::cos_sin_chunk);
+      const std::size_t at = static_cast<std::size_t>(s * pairs + begin);
+      source.fill(0, s, begin, end, cos.data() + at, sin.data() + at,
+                  inverse ? Rotation::Inverse : Rotation::Forward);
+    }
+  }
+  return {to_numpy(cos.data(), {count, pairs}), to_numpy(sin.data(), {count, pairs})};
+}
+
 void bind_xpos(py::module_& m) {
   py::class_<XposSpec>(m, "XposSpec", R"doc(xPos (Sun et al. 2022): a RoPE rotation plus a per-pair
 decay zeta_i^((p - centre) / scale_base), zeta_i = (2i/d + gamma) / (1 + gamma), applied with
@@ -722,6 +759,17 @@ Example:
 
 Example:
     >>> k_rot = posemb.apply_xpos(k, 0, spec, "key")
+)doc");
+  m.def("xpos_cos_sin", &xpos_cos_sin, py::arg("spec"), py::arg("role"), py::arg("first_position"),
+        py::arg("count"), py::arg("dtype") = "float64", py::arg("inverse") = false,
+        R"doc(xPos's cos and sin rows [count, rotary_dim / 2] in float64 at positions
+first_position, ..., first_position + count - 1: the values the rotation multiplies by (attention
+scale and the role's decay zeta^(+-(p - centre) / scale_base) included; inverse=True: divided by
+that magnitude, sin negated). dtype: the storage type whose range the scales must fit ('float32',
+'float64', 'float16', 'bfloat16'), as apply_xpos checks it.
+
+Example:
+    >>> cos, sin = posemb.xpos_cos_sin(spec, "query", 0, 128, dtype="float32")
 )doc");
 }
 

@@ -151,12 +151,169 @@ def test_alibi_bias(form, dtype):
     assert bool(torch.isinf(composite).any()) == (form == "causal")
 
 
-def test_schemes_without_a_composite_path_say_so():
-    rope = posemb.default_rope_spec(16, 10000.0, angles="hf-float32")
+def test_fractional_positions_say_so():
     x = torch.randn(1, 3, 2, 16, requires_grad=True)
-    with _ops.composite_path(), pytest.raises(posemb.Error, match="expected a CPU tensor for "
-                                              "rope HfFloat32Rope"):
-        posemb.apply_rope(x, 0, rope)
     with _ops.composite_path(), pytest.raises(posemb.Error, match="fractional positions"):
         posemb.apply_rope(x, torch.tensor([0.5, 1.0, 2.0], dtype=torch.float64),
                           posemb.default_rope_spec(16, 10000.0))
+
+
+# ---- M-RoPE, vision RoPE, xPos and HfFloat32Rope: posemb's cos/sin rows (double; HF's float32
+# values for HfFloat32Rope), PyTorch's multiply-adds
+
+LONG = 1_000_000
+LOW_PRECISION = [torch.float32, torch.bfloat16]
+UNIT_ROUNDOFF = {torch.float32: 2.0 ** -24, torch.bfloat16: 2.0 ** -8}
+
+
+def assert_rounding_close(f, x, positions_note=""):
+    """Kernel and composite agree, forward and x gradient, within the roundings that differ: the
+    kernel rounds a pair's a c - b s once from float32, the composite rounds cos, sin, both
+    products and the sum to x's dtype; 4 unit roundoffs of the largest |x| (|upstream|) times
+    the largest |cos|, |sin| (the magnitude m, at most 2 here) bound the gap."""
+    upstream = torch.randn_like(x)
+    y_kernel, (g_kernel,) = grads(f, (x,), upstream, composite=False)
+    y_comp, (g_comp,) = grads(f, (x,), upstream, composite=True)
+    u = UNIT_ROUNDOFF[x.dtype]
+    for got, expected, size in ((y_comp, y_kernel, x), (g_comp, g_kernel, upstream)):
+        bound = 4 * u * 2 * float(size.abs().max())
+        assert float((got.float() - expected.float()).abs().max()) <= bound, positions_note
+
+
+def mrope_specs():
+    return {f"{layout}-{pairing}": posemb.MropeSpec(
+                posemb.default_rope_spec(16, 1e6, pairing), (4, 2, 2), layout)
+            for layout in ("chunked", "interleaved") for pairing in ("rotate_half", "interleaved")}
+
+
+def mrope_axes():
+    """[3, 2, 5] (t, h, w) positions past 1e6: t runs on, h and w repeat as an image's do."""
+    t = LONG + torch.tensor([[0, 1, 2, 3, 4], [7, 7, 7, 8, 9]])
+    return torch.stack((t, t + torch.tensor([0, 0, 1, 1, 0]), t + torch.tensor([0, 1, 0, 1, 2])))
+
+
+@pytest.mark.parametrize("name", list(mrope_specs()))
+@pytest.mark.parametrize("dtype", LOW_PRECISION)
+def test_mrope_forward_and_gradients(name, dtype):
+    spec = mrope_specs()[name]
+    x = torch.randn(2, 5, 3, 16).to(dtype)
+    for positions in (mrope_axes(), mrope_axes()[:, :1], LONG + 3):  # [3, b, seq], [3, 1, seq], text
+        f = lambda t: posemb.apply_mrope(t, positions, spec)  # noqa: E731
+        assert_rounding_close(f, x, str(positions))
+
+
+@pytest.mark.parametrize("name", list(mrope_specs()))
+def test_mrope_float64_every_direction(name):
+    spec = mrope_specs()[name]
+    key = _ops.rotation_key("mrope", spec)
+    for layout, x in (("bshd", torch.randn(2, 5, 3, 16, dtype=torch.float64)),
+                      ("bhsd", torch.randn(2, 3, 5, 16, dtype=torch.float64))):
+        for direction in (_ops.FORWARD, _ops.INVERSE, _ops.TRANSPOSE):
+            kernel = _ops.rotate(x, mrope_axes(), 0, key, layout, direction, 1)
+            with _ops.composite_path():
+                composite = _ops.rotate(x, mrope_axes(), 0, key, layout, direction, 1)
+            torch.testing.assert_close(composite, kernel, **TIGHT)
+
+
+def test_mrope_text_positions_are_rope_on_the_composite_path():
+    """t = h = w turns every pair by p inv_freq[j]: M-RoPE is 1-D RoPE bit for bit."""
+    spec = mrope_specs()["interleaved-rotate_half"]
+    x = torch.randn(2, 5, 3, 16)
+    p = LONG + torch.tensor([[0, 1, 2, 3, 4], [9, 8, 7, 6, 5]])
+    with _ops.composite_path():
+        mrope = _ops.rotate(x, p, 0, _ops.rotation_key("mrope", spec), "bshd", _ops.FORWARD, 1)
+        rope = _ops.rotate(x, p, 0, _ops.rotation_key("rope", spec.rope), "bshd", _ops.FORWARD, 1)
+    assert torch.equal(mrope, rope)
+
+
+VISION = {"qwen2_vl": posemb.qwen2_vl_vision_rope(16), "pixtral": posemb.pixtral_vision_rope(16)}
+
+
+@pytest.mark.parametrize("name", list(VISION))
+@pytest.mark.parametrize("dtype", LOW_PRECISION + [torch.float64])
+def test_vision_rope_forward_and_gradients(name, dtype):
+    rope = VISION[name]
+    grid = torch.from_numpy(np.asarray(posemb.vision_patch_positions(rope, 1, 4, 6)))  # [3, 24]
+    for positions in (grid, grid + LONG):
+        for x in (torch.randn(24, 2, 16).to(dtype), torch.randn(2, 24, 2, 16).to(dtype)):
+            f = lambda t: posemb.apply_vision_rope(t, positions, rope)  # noqa: E731
+            if dtype == torch.float64:
+                assert_same(f, (x,), torch.randn_like(x), **TIGHT)
+            else:
+                assert_rounding_close(f, x, f"{x.shape} {positions.max()}")
+
+
+def xpos_specs():
+    """Centred at 1e6 (the decay's exponent stays small at long positions)."""
+    return {pairing: posemb.XposSpec(posemb.default_rope_spec(16, 10000.0, pairing),
+                                     scale_base=512.0, centre=LONG)
+            for pairing in ("rotate_half", "interleaved")}
+
+
+XPOS_POSITIONS = LONG + torch.tensor([[-40, -3, 0, 5, 90], [200, 1, 2, 3, -200]])
+
+
+@pytest.mark.parametrize("pairing", ["rotate_half", "interleaved"])
+@pytest.mark.parametrize("role", ["query", "key"])
+@pytest.mark.parametrize("dtype", LOW_PRECISION)
+def test_xpos_forward_and_gradients(pairing, role, dtype):
+    spec = xpos_specs()[pairing]
+    x = torch.randn(2, 5, 3, 16).to(dtype)
+    f = lambda t: posemb.apply_xpos(t, XPOS_POSITIONS, spec, role)  # noqa: E731
+    assert_rounding_close(f, x)
+
+
+@pytest.mark.parametrize("role", ["query", "key"])
+def test_xpos_float64_every_direction_and_its_range(role):
+    spec = xpos_specs()["rotate_half"]
+    key = _ops.rotation_key("xpos", spec, role)
+    x = torch.randn(2, 5, 3, 16, dtype=torch.float64)
+    for direction in (_ops.FORWARD, _ops.INVERSE, _ops.TRANSPOSE):
+        kernel = _ops.rotate(x, XPOS_POSITIONS, 0, key, "bshd", direction, 1)
+        with _ops.composite_path():
+            composite = _ops.rotate(x, XPOS_POSITIONS, 0, key, "bshd", direction, 1)
+            back = _ops.rotate(composite, XPOS_POSITIONS, 0, key, "bshd", _ops.INVERSE, 1)
+        torch.testing.assert_close(composite, kernel, **TIGHT)
+        if direction == _ops.FORWARD:  # the inverse undoes rotation and decay
+            torch.testing.assert_close(back, x, **TIGHT)
+    far = torch.randn(1, 2, 1, 16, requires_grad=True)  # zeta_0^(1e5 / 512) underflows float32
+    with pytest.raises(posemb.Error, match="xPos scale"):
+        posemb.apply_xpos(far, LONG + 100_000, spec, role)
+    with _ops.composite_path(), pytest.raises(posemb.Error, match="xPos scale"):
+        posemb.apply_xpos(far, LONG + 100_000, spec, role)
+
+
+def hf_ropes():
+    return {"rotate_half": posemb.default_rope_spec(16, 10000.0, angles="hf-float32"),
+            "interleaved": posemb.default_rope_spec(16, 10000.0, "interleaved",
+                                                    angles="hf-float32"),
+            "partial": posemb.default_rope_spec(16, 10000.0, rotary_dim=8, angles="hf-float32")}
+
+
+@pytest.mark.parametrize("name", list(hf_ropes()))
+@pytest.mark.parametrize("dtype", LOW_PRECISION)
+@pytest.mark.parametrize("layout", ["bshd", "bhsd"])
+def test_hf_float32_bit_for_bit(name, dtype, layout):
+    """transformers' float32 cos/sin cast to x's dtype, then x * cos + rotate_half(x) * sin in
+    x's dtype: the kernel rounds as PyTorch does, so forward and gradient are the same bits."""
+    rope = hf_ropes()[name]
+    x = torch.randn(2, 5, 3, 16).to(dtype)
+    if layout == "bhsd":
+        x = x.transpose(1, 2).contiguous()
+    for positions in (torch.tensor([[0, 1, 2, 3, 4], [LONG, LONG + 1, 7, 131071, 2 * LONG]]), LONG):
+        f = lambda t: posemb.apply_rope(t, positions, rope, layout)  # noqa: E731
+        upstream = torch.randn_like(x)
+        y_kernel, (g_kernel,) = grads(f, (x,), upstream, composite=False)
+        y_comp, (g_comp,) = grads(f, (x,), upstream, composite=True)
+        assert torch.equal(y_comp, y_kernel)
+        assert torch.equal(g_comp, g_kernel)
+
+
+def test_hf_float32_refusals_match_the_kernel():
+    rope = hf_ropes()["rotate_half"]
+    with _ops.composite_path():
+        with pytest.raises(posemb.Error, match="expected False for an HfFloat32Rope"):
+            posemb.apply_rope(torch.randn(1, 3, 2, 16, requires_grad=True), 0, rope, inverse=True)
+        with pytest.raises(posemb.Error, match="HfFloat32Rope"):
+            posemb.apply_rope(torch.randn(1, 3, 2, 16, dtype=torch.float64, requires_grad=True),
+                              0, rope)

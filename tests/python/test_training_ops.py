@@ -187,8 +187,10 @@ def test_composite_path_matches_the_kernels(name):
     for layout, shape in (("bshd", (2, 4, 3, spec.head_dim)), ("bhsd", (2, 3, 4, spec.head_dim))):
         x = torch.randn(*shape, dtype=torch.float64)
         for direction in (_ops.FORWARD, _ops.INVERSE, _ops.TRANSPOSE):
-            kernel = _ops.rotate(x, p, 0, _ops.rotation_key("rope", spec), layout, direction, 1)
-            composite = _ops.composite_rope(x, p, 0, spec, layout, direction)
+            key = _ops.rotation_key("rope", spec)
+            kernel = _ops.rotate(x, p, 0, key, layout, direction, 1)
+            with _ops.composite_path():
+                composite = _ops.rotate(x, p, 0, key, layout, direction, 1)
             torch.testing.assert_close(composite, kernel, rtol=1e-12, atol=1e-12)
 
 
