@@ -119,7 +119,9 @@ def _same_device(name: str, t: Tensor, x: Tensor) -> None:
 # ALiBi's slopes; what is PyTorch's: the multiply-adds, the einsums of FoPE's mixtures, the
 # gathers and the scatter-adds (index_add_, in float64; on CUDA its order is not fixed).
 
-_TABLES: Dict[Tuple[tuple, int, int, str, torch.dtype], Tuple[Tensor, Tensor]] = {}
+# (kind, id(owner), ...), first, last, device, dtype -> (owner, cos, sin); holding the owner
+# keeps its id from naming another object (a spec read from a field is a new Python object).
+_TABLES: Dict[Tuple[tuple, int, int, str, torch.dtype], Tuple[object, Tensor, Tensor]] = {}
 _FORCE_COMPOSITE = [False]
 
 
@@ -146,19 +148,19 @@ def _whole(positions: Tensor) -> Tensor:
     return positions.long()
 
 
-def _cached_rows(source: tuple, rows, positions: Tensor, device,
+def _cached_rows(owner, source: tuple, rows, positions: Tensor, device,
                  dtype) -> Tuple[Tensor, Tensor]:
     """cos, sin [*positions.shape, pairs] gathered from rows(first, count) -> (cos, sin) numpy
-    [count, pairs] over the positions' range (built on the CPU once per `source` key, range,
-    device and dtype)."""
+    [count, pairs] over the positions' range (built on the CPU once per owner, `source` key
+    (its settings), range, device and dtype)."""
     p = _whole(positions)
     first, last = int(p.min()), int(p.max())
-    key = (source, first, last, str(device), dtype)
+    key = ((id(owner),) + source, first, last, str(device), dtype)
     if key not in _TABLES:
         cos, sin = rows(first, last - first + 1)
-        _TABLES[key] = (torch.from_numpy(np.array(cos)).to(device=device, dtype=dtype),
+        _TABLES[key] = (owner, torch.from_numpy(np.array(cos)).to(device=device, dtype=dtype),
                         torch.from_numpy(np.array(sin)).to(device=device, dtype=dtype))
-    cos, sin = _TABLES[key]
+    _, cos, sin = _TABLES[key]
     return cos[p - first], sin[p - first]
 
 
@@ -168,7 +170,7 @@ def _composite_cos_sin(spec, positions: Tensor, device, dtype) -> Tuple[Tensor, 
         table = _posemb.RopeTable(spec, first, count, dtype="float64")
         return table.cos, table.sin
 
-    return _cached_rows(("rope", id(spec)), rows, positions, device, dtype)
+    return _cached_rows(spec, ("rope",), rows, positions, device, dtype)
 
 
 def _position_grid(x: Tensor, positions: Optional[Tensor], offset: int, seq: int) -> Tensor:
@@ -239,7 +241,7 @@ def _xpos_rows(source, role, grid: Tensor, x: Tensor, direction: int):
     def rows(first: int, count: int):
         return _posemb.xpos_cos_sin(source, role, first, count, dtype, inverse)
 
-    cos, sin = _cached_rows(("xpos", id(source), role, inverse, dtype), rows, grid, x.device,
+    cos, sin = _cached_rows(source, ("xpos", role, inverse, dtype), rows, grid, x.device,
                             x.dtype)
     return source.rope, cos, sin
 
@@ -254,7 +256,7 @@ def _hf_rows(source, role, grid: Tensor, x: Tensor, direction: int):
     def rows(first: int, count: int):
         return _posemb.hf_float32_cos_sin(source, first, count, dtype)
 
-    cos, sin = _cached_rows(("hf", id(source), dtype), rows, grid, x.device, x.dtype)
+    cos, sin = _cached_rows(source, ("hf", dtype), rows, grid, x.device, x.dtype)
     return source, cos, sin
 
 

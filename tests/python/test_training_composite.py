@@ -2,6 +2,8 @@
 ops fed by posemb's tables), run on CPU tensors inside _ops.composite_path() against posemb's
 kernels: forward in every direction, and the gradients autograd forms through the op (the x
 gradient, FoPE's coefficient gradients, the learned table's and T5's table gradients)."""
+import math
+
 import numpy as np
 import pytest
 import torch
@@ -197,7 +199,8 @@ def mrope_axes():
 def test_mrope_forward_and_gradients(name, dtype):
     spec = mrope_specs()[name]
     x = torch.randn(2, 5, 3, 16).to(dtype)
-    for positions in (mrope_axes(), mrope_axes()[:, :1], LONG + 3):  # [3, b, seq], [3, 1, seq], text
+    # [3, b, seq], [3, 1, seq] and text positions (an offset, on every axis)
+    for positions in (mrope_axes(), mrope_axes()[:, :1], LONG + 3):
         f = lambda t: posemb.apply_mrope(t, positions, spec)  # noqa: E731
         assert_rounding_close(f, x, str(positions))
 
@@ -213,6 +216,37 @@ def test_mrope_float64_every_direction(name):
             with _ops.composite_path():
                 composite = _ops.rotate(x, mrope_axes(), 0, key, layout, direction, 1)
             torch.testing.assert_close(composite, kernel, **TIGHT)
+
+
+def test_mrope_axes_are_the_sections():
+    """rotary/mrope.hpp's example, sections (4, 2, 2): chunked [tttthhww], interleaved
+    [thwthwtt] (Qwen3-VL's apply_interleaved_mrope)."""
+    rope = posemb.default_rope_spec(16, 1e6)
+    assert posemb.MropeSpec(rope, (4, 2, 2), "chunked").axes == [0, 0, 0, 0, 1, 1, 2, 2]
+    assert posemb.MropeSpec(rope, (4, 2, 2), "interleaved").axes == [0, 1, 2, 0, 1, 2, 0, 0]
+
+
+def test_tables_follow_the_spec_not_a_reused_id():
+    """A spec read from a field (VisionRope.spec, MropeSpec.rope) is a new Python object each
+    time: a table cached under a dead one's id must not serve the next (each its own theta)."""
+    x = torch.randn(1, 4, 2, 16, dtype=torch.float64, requires_grad=True)
+    for theta in [1e4, 3e4, 1e5, 3e5, 1e6] * 4:
+        rope = posemb.qwen2_vl_vision_rope(16, theta=theta)
+        p = torch.from_numpy(np.asarray(posemb.vision_patch_positions(rope, 1, 2, 2))) + LONG
+        f = lambda t: posemb.apply_vision_rope(t, p, rope)  # noqa: E731
+        assert_same(f, (x,), torch.ones_like(x), **TIGHT)
+
+
+def test_rotations_gradcheck_on_the_composite_path():
+    x = torch.randn(1, 5, 2, 16, dtype=torch.float64, requires_grad=True)
+    vision = VISION["pixtral"]
+    grid = torch.from_numpy(np.asarray(posemb.vision_patch_positions(vision, 1, 1, 5))) + LONG
+    calls = [lambda t: posemb.apply_mrope(t, mrope_axes()[:, :1], mrope_specs()["chunked-interleaved"]),
+             lambda t: posemb.apply_vision_rope(t, grid, vision),
+             lambda t: posemb.apply_xpos(t, XPOS_POSITIONS[:1], xpos_specs()["rotate_half"], "key")]
+    with _ops.composite_path():
+        for f in calls:
+            assert torch.autograd.gradcheck(f, (x,))
 
 
 def test_mrope_text_positions_are_rope_on_the_composite_path():
@@ -261,6 +295,45 @@ def test_xpos_forward_and_gradients(pairing, role, dtype):
     x = torch.randn(2, 5, 3, 16).to(dtype)
     f = lambda t: posemb.apply_xpos(t, XPOS_POSITIONS, spec, role)  # noqa: E731
     assert_rounding_close(f, x)
+
+
+def papers_xpos_rows(spec, role, first, count):
+    """Sun et al. 2022 sec. 3.1 with posemb's angle (docs/schemes.md: remainder(p w_i, 2 pi) in
+    double, 2 pi the double nearest it), in Python's math (libm): cos, sin of it times
+    zeta_i^(+-(p - c) / scale_base), zeta_i = (2i/d + gamma) / (1 + gamma)."""
+    d, sign = spec.rope.rotary_dim, 1 if role == "query" else -1
+    cos, sin = np.empty((count, d // 2)), np.empty((count, d // 2))
+    for s in range(count):
+        p = first + s
+        for i, w in enumerate(np.asarray(spec.rope.inv_freq).tolist()):
+            zeta = (2.0 * i / d + spec.gamma) / (1.0 + spec.gamma)
+            m = zeta ** (sign * (p - spec.centre) / spec.scale_base)
+            angle = math.remainder(p * w, 2 * math.pi)
+            cos[s, i], sin[s, i] = math.cos(angle) * m, math.sin(angle) * m
+    return cos, sin
+
+
+def test_xpos_rows_are_the_papers():
+    """posemb.xpos_cos_sin (the composite path's rows) past 1e6 against the paper's formula; a
+    query's and a key's magnitudes multiply to 1 at every position, and the inverse row is the
+    forward's over its magnitude squared, sin negated."""
+    spec = xpos_specs()["interleaved"]
+    first, count = LONG - 300, 601
+    rows = {}
+    for role in ("query", "key"):
+        cos, sin = posemb.xpos_cos_sin(spec, role, first, count)
+        expected = papers_xpos_rows(spec, role, first, count)
+        np.testing.assert_allclose(cos, expected[0], rtol=0, atol=1e-15)
+        np.testing.assert_allclose(sin, expected[1], rtol=0, atol=1e-15)
+        m = np.hypot(*expected)
+        inv_cos, inv_sin = posemb.xpos_cos_sin(spec, role, first, count, inverse=True)
+        np.testing.assert_allclose(inv_cos, cos / m ** 2, rtol=1e-14)
+        np.testing.assert_allclose(inv_sin, -sin / m ** 2, rtol=1e-14)
+        rows[role] = cos, sin
+    (qc, qs), (kc, ks) = rows["query"], rows["key"]
+    np.testing.assert_allclose(qc * kc + qs * ks, 1.0, rtol=1e-14)
+    with pytest.raises(posemb.Error, match="dtype = 'int8': expected 'float32'"):
+        posemb.xpos_cos_sin(spec, "query", first, count, "int8")
 
 
 @pytest.mark.parametrize("role", ["query", "key"])

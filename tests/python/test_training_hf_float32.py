@@ -23,6 +23,7 @@ from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding, apply
 
 import posemb
 import posemb.nn
+from posemb import _ops
 
 HEADS, KV_HEADS, HEAD_DIM = 4, 2, 16
 DIM = HEADS * HEAD_DIM
@@ -96,9 +97,12 @@ def test_gradients_equal_autograd_through_transformers(name, dtype, tmp_path):
     gq = torch.randn(q.shape, generator=gen).to(dtype)
     gk = torch.randn(k.shape, generator=gen).to(dtype)
     ours = rotated_with_grads(posemb_rotate(from_buffer, ids), q, k, gq, gk)
+    with _ops.composite_path():  # what a GPU runs: HF's cos/sin from posemb, PyTorch's arithmetic
+        composite = rotated_with_grads(posemb_rotate(from_buffer, ids), q, k, gq, gk)
     exact_cos_sin = rotated_with_grads(
         lambda a, b: apply_rotary_pos_emb(a, b, *correctly_rounded(rotary, a, ids)), q, k, gq, gk)
-    for got, expected in zip(ours[0] + ours[1], exact_cos_sin[0] + exact_cos_sin[1]):
+    for got, expected in zip(ours[0] + ours[1] + composite[0] + composite[1],
+                             2 * (exact_cos_sin[0] + exact_cos_sin[1])):
         assert got.dtype == dtype
         assert torch.equal(got, expected), (got - expected).abs().max()
 
@@ -109,6 +113,29 @@ def test_gradients_equal_autograd_through_transformers(name, dtype, tmp_path):
         # cos/sin an ulp apart: the outputs a few ulps of the pair's values apart
         bound = 4 * torch.finfo(dtype).eps * g.abs().max().float()
         assert (got.float() - expected.float()).abs().max() <= bound
+
+
+@pytest.mark.parametrize("name", list(ROPE_PARAMETERS))
+@pytest.mark.parametrize("dtype", TORCH_DTYPES)
+def test_cos_sin_rows_are_transformers(name, dtype, tmp_path):
+    """posemb.hf_float32_cos_sin (the composite path's rows) at positions past 1e6: transformers'
+    cos/sin with correctly rounded float32 cos and sin, bit for bit, and within one ulp of
+    LlamaRotaryEmbedding's own; cos^2 + sin^2 is attention_scale^2 to the dtype's rounding."""
+    first, count = 1_000_000, 16
+    ids = torch.arange(first, first + count)[None]
+    rotary, from_buffer, _ = ropes(name, tmp_path, first + count)
+    like = torch.empty(0, dtype=dtype)
+    cos, sin = (torch.from_numpy(np.asarray(t)) for t in
+                posemb.hf_float32_cos_sin(from_buffer, first, count, str(dtype).split(".")[1]))
+    assert cos.dtype == torch.float32 and cos.shape == (count, HEAD_DIM // 2)
+    for got, expected in zip((cos, sin), correctly_rounded(rotary, like, ids)):
+        assert torch.equal(got.to(dtype).float(), got)  # values of x's dtype, held in float32
+        assert torch.equal(got.to(dtype), expected[0, :, : HEAD_DIM // 2])
+    for got, expected in zip((cos, sin), rotary(like, ids)):
+        ulp = torch.finfo(dtype).eps * rotary.attention_scaling
+        assert (got - expected[0, :, : HEAD_DIM // 2].float()).abs().max() <= ulp
+    norm = cos.double() ** 2 + sin.double() ** 2
+    assert (norm - rotary.attention_scaling ** 2).abs().max() <= 4 * torch.finfo(dtype).eps
 
 
 def test_backward_is_the_transpose_call():
