@@ -260,10 +260,6 @@ def _hf_rows(source, role, grid: Tensor, x: Tensor, direction: int):
     return source, cos, sin
 
 
-_COMPOSITE_ROWS = {"rope": _rope_rows, "hf": _hf_rows, "mrope": _mrope_rows,
-                   "vision": _vision_rows, "xpos": _xpos_rows}
-
-
 def _axis_grid(x: Tensor, positions: Optional[Tensor], offset: int, seq: int) -> Tensor:
     """M-RoPE's positions as axes [3, b or 1, seq]: [3, seq] and [3, b, seq] as given, text
     positions (an offset, [seq], [b, seq] with b != 3) on all three axes."""
@@ -273,20 +269,35 @@ def _axis_grid(x: Tensor, positions: Optional[Tensor], offset: int, seq: int) ->
     return _position_grid(x, positions, offset, seq).expand(3, -1, -1)
 
 
+class _Composite:
+    """A source's composite row: how its positions become a grid, its cos/sin rows, and whether
+    it takes an unbatched x [seq, heads, head_dim] (vision towers)."""
+
+    def __init__(self, grid, rows, unbatched: bool = False) -> None:
+        self.grid, self.rows, self.unbatched = grid, rows, unbatched
+
+
+# a rotation's kind ("hf" for an HfFloat32Rope source) -> its composite row
+_COMPOSITES = {"rope": _Composite(_position_grid, _rope_rows),
+               "hf": _Composite(_position_grid, _hf_rows),
+               "xpos": _Composite(_position_grid, _xpos_rows),
+               "mrope": _Composite(_axis_grid, _mrope_rows),
+               "vision": _Composite(_axis_grid, _vision_rows, unbatched=True)}
+
+
 def composite_rotation(x: Tensor, positions: Optional[Tensor], offset: int, rotation,
                        layout: str, direction: int) -> Tensor:
     """A rotation by PyTorch ops on x's device with posemb's cos/sin (see the module notes).
     x: [b, seq, heads, head_dim] (bshd) or [b, heads, seq, head_dim]; vision RoPE's
     [patches, heads, head_dim] too."""
-    if x.dim() == 3 and rotation.kind == "vision":
+    hf = isinstance(rotation.source, _posemb.HfFloat32Rope)
+    composite = _COMPOSITES["hf" if hf else rotation.kind]
+    if composite.unbatched and x.dim() == 3:
         return composite_rotation(x[None], positions, offset, rotation, layout, direction)[0]
     bshd = layout == "bshd"
-    seq = x.shape[1] if bshd else x.shape[2]
-    kind = "hf" if isinstance(rotation.source, _posemb.HfFloat32Rope) else rotation.kind
-    grid = (_axis_grid if kind in ("mrope", "vision") else _position_grid)(x, positions, offset,
-                                                                           seq)
-    spec, cos, sin = _COMPOSITE_ROWS[kind](rotation.source, rotation.role, grid, x,
-                                           INVERSE if direction == INVERSE else FORWARD)
+    grid = composite.grid(x, positions, offset, x.shape[1] if bshd else x.shape[2])
+    spec, cos, sin = composite.rows(rotation.source, rotation.role, grid, x,
+                                    INVERSE if direction == INVERSE else FORWARD)
     cos, sin = _per_token(cos, bshd), _per_token(sin, bshd)
     if direction == TRANSPOSE:
         sin = -sin
