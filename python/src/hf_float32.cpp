@@ -79,7 +79,7 @@ Example:
     >>> posemb.apply_rope_(q, 0, rope)   # the bits transformers' forward gives, in bfloat16
 )doc";
 
-// HF's cos and sin [count, rotary_dim / 2] at positions first_position, ..,
+// HF's cos and sin [count, rotary_dim / 2] at positions first_position, ...,
 // first_position + count - 1 (hf_float32_cos_sin, rotary/hf_float32.hpp: float32 angle, cos/sin,
 // times the attention scale, cast to the storage type named `dtype`), held in float32.
 std::pair<py::array_t<float>, py::array_t<float>> cos_sin_rows(const HfFloat32Rope& rope,

@@ -680,7 +680,7 @@ py::object apply_xpos_impl(const py::object& x, const py::object& positions, con
   });
 }
 
-// cos and sin [count, rotary_dim / 2] in double at positions first_position, ..,
+// cos and sin [count, rotary_dim / 2] in double at positions first_position, ...,
 // first_position + count - 1: the rotary engine's own values (XposSource::fill, rotary/xpos.hpp;
 // attention scale and the role's decay included, divided out and sin negated for inverse),
 // after the range check of the storage type named `dtype`.
