@@ -147,7 +147,7 @@ TEST_CASE("Llama-like rows: mode, pairing, rotated width and slice, frequencies,
   }
 }
 
-TEST_CASE("cogvlm and deepseek2-ocr rotate with ggml's plain call whatever the scaling keys say") {
+TEST_CASE("cogvlm and deepseek2-ocr rotate with ggml's plain call whatever the scaling keys") {
   // cogvlm.cpp: ggml_rope (ggml_rope_impl: base 10000, scale 1, ext 0, attn 1); deepseek2.cpp
   // with is_ocr: ggml_rope_ext(freq_base, 1, 0, 1), NEOX.
   for (const char* arch : {"cogvlm", "deepseek2-ocr"}) {
