@@ -142,8 +142,8 @@ void write_gguf(const std::string& dir) {
       .u32("llama.attention.head_count", 2)
       .write(dir + "/no_block_count.gguf");
   model_writer("mamba9", 2, 4096, 256, 2).write(dir + "/unknown_arch.gguf");
-  // An architecture the pinned llama.cpp runs that posemb has no row for (eagle3: a draft model).
-  model_writer("eagle3", 2, 4096, 256, 2).write(dir + "/no_row_arch.gguf");
+  // An architecture the pinned llama.cpp runs that posemb has no row for (mamba: recurrent).
+  model_writer("mamba", 2, 4096, 256, 2).write(dir + "/no_row_arch.gguf");
   // Format refusals: a file cut short, a count the file cannot hold, a rope tensor past the end.
   const std::string whole = model_writer("llama", 2, 4096, 256, 2).header();
   GgufWriter::write_bytes(dir + "/truncated.gguf", whole.substr(0, whole.size() - 3));

@@ -168,7 +168,7 @@ gguf_file_test("gguf hostile unknown architecture" EXIT 1
   STDERR "unknown_arch\\.gguf: .*\"mamba9\" is not an architecture of the pinned llama\\.cpp .*a broken or foreign file"
   ARGS layers ${hostile}/unknown_arch.gguf --json)
 gguf_file_test("gguf architecture llama.cpp runs without a posemb row" EXIT 1
-  STDERR "no_row_arch\\.gguf: general\\.architecture = \"eagle3\": expected one of llama, .*llama\\.cpp \\(llama-cpp-python 0\\.3\\.36\\) runs \"eagle3\" \\(RoPE with a rule posemb does not model, rope type norm; a draft model fed the target model's hidden states \\(target_layers\\)\\); posemb has no row for it: posemb's gap, not a broken file"
+  STDERR "no_row_arch\\.gguf: general\\.architecture = \"mamba\": expected one of llama, .*llama\\.cpp \\(llama-cpp-python 0\\.3\\.36\\) runs \"mamba\" \\(a recurrent model without positions, rope type none\\); posemb has no row for it: posemb's gap, not a broken file"
   ARGS layers ${hostile}/no_row_arch.gguf)
 gguf_file_test("gguf hostile truncated" EXIT 1 STDERR "truncated\\.gguf: .*truncated.* at offset [0-9]+"
   ARGS freqs ${hostile}/truncated.gguf)

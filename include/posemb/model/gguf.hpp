@@ -29,6 +29,7 @@
 #pragma once
 
 #include <Eigen/Core>
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <optional>
@@ -195,6 +196,24 @@ inline std::optional<std::vector<std::int64_t>> gguf_sections(const GgufFile& fi
   return sections;
 }
 
+// dflash's sections (llama_model_rope_type): MROPE iff any of rope.dimension_sections is
+// non-zero, else the row's mode and no sections. The converter's temporal-only [head_dim / 2, 0,
+// 0, 0] puts every pair in section 0 (ggml_mrope_cache_init: sector = (i0 / 2) % sum, ggml
+// asserting sum <= n_rot), the same as [n_rot / 2] when n_rot is smaller than the head.
+inline void read_gguf_draft_sections(const GgufFile& file, GgufHparams& h) {
+  const std::string key = h.arch + ".rope.dimension_sections";
+  const std::optional<std::vector<std::int64_t>> raw = file.integers(key);
+  if (!raw || std::all_of(raw->begin(), raw->end(), [](std::int64_t s) { return s == 0; })) return;
+  h.rope_mode = GgufRopeMode::Mrope;
+  const bool temporal_only =
+      std::all_of(raw->begin() + 1, raw->end(), [](std::int64_t s) { return s == 0; });
+  if (temporal_only && raw->front() > h.n_rot / 2 && raw->front() <= h.n_rot) {
+    h.sections = std::vector<std::int64_t>{h.n_rot / 2};
+    return;
+  }
+  h.sections = gguf_sections(file, h, key);
+}
+
 // The SWA layers' head and rotary widths: llama_model_base::load_hparams reads
 // attention.key_length_swa (default the head width) and rope.dimension_count_swa (default n_rot);
 // the row's swa_head says the arch uses them (gemma4's load_arch_hparams requires the first).
@@ -270,6 +289,42 @@ inline void read_gguf_sizes(const GgufFile& file, GgufHparams& h) {
   }
   require_model_rope_pairs(p + "block_count", h.n_layer, h.n_layer * (h.n_rot / 2));
   read_gguf_swa_sizes(file, h);
+}
+
+// The draft and adapter rows' keys (GgufArch::required_keys, target_layers, block_count_fixed,
+// unmodelled_key), as their load_arch_hparams and graphs check them: eagle3's "requires exactly 3
+// entries in 'extract_layers'" and GGML_ASSERT(n_layer == 1), dflash's "requires
+// 'target_layers'" and graph_dsv4 for hyper_connection.count > 0.
+inline void read_gguf_draft_keys(const GgufFile& file, const GgufHparams& h) {
+  const std::string p = h.arch + ".";
+  const GgufArch& a = h.rules;
+  for (std::size_t at = 0; at < a.required_keys.size();) {
+    const std::size_t end = std::min(a.required_keys.find(' ', at), a.required_keys.size());
+    const std::string key = p + std::string(a.required_keys.substr(at, end - at));
+    if (file.find(key) == nullptr) throw Error(key, ": missing; required by llama.cpp's loader");
+    at = end + 1;
+  }
+  if (a.target_layers) {
+    const std::string key = p + "target_layers";
+    const std::optional<std::vector<std::int64_t>> ids = file.integers(key);
+    if (!ids) throw Error(key, ": missing; required by llama.cpp's loader (the target's layers)");
+    if (a.target_layer_count > 0 &&
+        static_cast<std::int64_t>(ids->size()) != a.target_layer_count) {
+      fail(key + ".size()", ids->size(), "expected " + std::to_string(a.target_layer_count));
+    }
+  }
+  if (a.block_count_fixed > 0 && h.n_layer != a.block_count_fixed) {
+    fail(p + "block_count", h.n_layer,
+         "expected " + std::to_string(a.block_count_fixed) + " (" + std::string(a.source) + ")");
+  }
+  if (a.unmodelled_key.empty()) return;
+  const std::string key = p + std::string(a.unmodelled_key);
+  const std::uint32_t value = file.uint32(key).value_or(0);
+  if (value > 0) {
+    fail(key, value,
+         "expected 0 or absent: a value > 0 selects a graph of " + std::string(a.source) +
+             " whose rotations posemb does not model");
+  }
 }
 
 // rope.scaling.yarn_ext_factor and yarn_attn_factor (grok's load_arch_hparams, then
@@ -499,6 +554,26 @@ inline void read_gguf_layer_pattern(const GgufFile& file, GgufHparams& h) {
   }
 }
 
+// rope.dimension_sections and the mode they select: the row's rule (dflash's any section,
+// glm4's sections[0] > 0 and sections[1] > 0), else the sections as written.
+inline void read_gguf_sections_mode(const GgufFile& file, GgufHparams& h) {
+  if (h.rules.mrope_if_any_section) {
+    read_gguf_draft_sections(file, h);
+    return;
+  }
+  h.sections = gguf_sections(file, h, h.arch + ".rope.dimension_sections");
+  if (h.rules.mrope_if_sections && h.sections) {
+    // llama_model_rope_type: GLM4 is MROPE iff llama_hparams::use_mrope(), i.e. sections[0] > 0
+    // and sections[1] > 0; otherwise NORM, and the sections are not used.
+    const std::vector<std::int64_t>& s = *h.sections;
+    if (s[0] > 0 && s.size() > 1 && s[1] > 0) {
+      h.rope_mode = GgufRopeMode::Mrope;
+    } else {
+      h.sections.reset();
+    }
+  }
+}
+
 // general.architecture -> the arch's row; an arch without one is refused saying whether the
 // pinned llama.cpp runs it (gguf_arch_coverage.hpp), so a user tells posemb's gap from a broken
 // file.
@@ -517,6 +592,7 @@ inline GgufHparams read_gguf_hparams(const GgufFile& file) {
   h.rope_mode = h.rules.mode;
   h.permuted = h.rules.permuted;
   read_gguf_sizes(file, h);
+  read_gguf_draft_keys(file, h);
   read_gguf_rope_scaling(file, h);
   read_gguf_layer_pattern(file, h);
   if (h.rules.softcap_default > 0.0) {
@@ -536,17 +612,7 @@ inline GgufHparams read_gguf_hparams(const GgufFile& file) {
         file.float32(h.arch + ".attention.output_scale").value_or(h.rules.softmax_default);
     require_positive_finite(h.arch + ".attention.output_scale", h.attention_scale);
   }
-  h.sections = gguf_sections(file, h, h.arch + ".rope.dimension_sections");
-  if (h.rules.mrope_if_sections && h.sections) {
-    // llama_model_rope_type: GLM4 is MROPE iff llama_hparams::use_mrope(), i.e. sections[0] > 0
-    // and sections[1] > 0; otherwise NORM, and the sections are not used.
-    const std::vector<std::int64_t>& s = *h.sections;
-    if (s[0] > 0 && s.size() > 1 && s[1] > 0) {
-      h.rope_mode = GgufRopeMode::Mrope;
-    } else {
-      h.sections.reset();
-    }
-  }
+  read_gguf_sections_mode(file, h);
   return h;
 }
 
@@ -579,6 +645,8 @@ inline std::optional<std::pair<std::string, std::vector<double>>> gguf_rope_fact
   const bool longrope =
       kind == GgufRopeFactors::LongRope ||
       (kind == GgufRopeFactors::RopeFreqsOrLongRope && h.scaling_type == "longrope");
+  // dflash: ggml_rope_multi gets no factors (build_rope).
+  if (h.rules.mrope_if_any_section && h.rope_mode == GgufRopeMode::Mrope) return std::nullopt;
   std::string name;
   if (longrope) {
     name = n_ctx_seq > h.n_ctx_orig ? "rope_factors_long.weight" : "rope_factors_short.weight";
@@ -836,6 +904,29 @@ inline int gguf_kv_heads(const GgufFile& file, const GgufHparams& h) {
   return static_cast<int>(h.n_head[0]);
 }
 
+// The rows' per-file layer rules (GgufArch::sinks_if_tensor, router_layer):
+//   dflash:        attn_sinks join layer il's softmax iff blk.il.attn_sinks.weight exists
+//                  (load_arch_tensors: TENSOR_NOT_REQUIRED; build_attn gets layer.attn_sinks)
+//   graniteswitch: the router, llama.cpp's layer hparams.router_layer = n_layer after the blocks:
+//                  build_attn(Qr, Kr, Vr, kq_scale 1, il = R) with no RoPE, one head of
+//                  n_embd_head (the signal in feature 0, zero-padded)
+inline void add_gguf_draft_layers(const GgufFile& file, const GgufHparams& h, GgufPositions& plan) {
+  if (h.rules.sinks_if_tensor) {
+    for (LayerPositions& layer : plan.model.layers) {
+      const std::string name = "blk." + std::to_string(layer.index) + ".attn_sinks.weight";
+      layer.attention.attention_sinks = file.find_tensor(name) != nullptr;
+    }
+  }
+  if (!h.rules.router_layer) return;
+  LayerPositions router;
+  router.index = static_cast<int>(h.n_layer);
+  router.kind = PositionKind::None;
+  router.head_dim = static_cast<int>(h.head_dim);
+  router.attention.softmax_scale = 1.0;
+  plan.model.layers.push_back(std::move(router));
+  plan.ropes.emplace_back();
+}
+
 // llama.cpp's context size per sequence for a requested context n_ctx (one sequence):
 // llama_context::llama_context (src/llama-context.cpp) pads n_ctx and n_ctx_seq up to a multiple
 // of 256 (GGML_PAD(n_ctx, 256), llama.cpp PR #17046), so `-c 4000` runs with n_ctx_seq 4096.
@@ -870,6 +961,7 @@ inline GgufPositions read_gguf_positions(const std::string& path,
     for (std::size_t il = 0; il < plan.ropes.size(); ++il) {
       plan.model.layers.push_back(detail::gguf_layer(h, il, factors, plan.ropes[il]));
     }
+    detail::add_gguf_draft_layers(file, h, plan);
   } catch (Error& error) {
     // The file's own accessors name it already.
     if (error.context().empty() || error.context().front() != path) error.add_context(path);

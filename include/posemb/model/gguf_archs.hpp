@@ -138,6 +138,21 @@ struct GgufArch {
   // config asks for, and the fields whose llama.cpp values are hard-coded (space-separated).
   std::string_view no_window_note;
   std::string_view hardcoded_fields;
+  // Drafts and adapters (eagle3, dflash, graniteswitch): load_arch_hparams' required keys (after
+  // "{arch}.", space-separated; read for presence only), {arch}.target_layers (an ARRAY of the
+  // target's layer ids; target_layer_count > 0: exactly so many), the graph's block count
+  // (GGML_ASSERT(n_layer == N)), a key whose value > 0 selects a graph posemb does not model,
+  // MROPE iff any rope.dimension_sections entry != 0 (else the row's mode; ggml_rope_multi then
+  // gets no factors), attn_sinks on the layers whose blk.N.attn_sinks tensor exists, and
+  // llama.cpp's extra single-head NoPE layer at index n_layer (kq_scale 1).
+  std::string_view required_keys;
+  bool target_layers = false;
+  std::int64_t target_layer_count = 0;
+  std::int64_t block_count_fixed = 0;
+  std::string_view unmodelled_key;
+  bool mrope_if_any_section = false;
+  bool sinks_if_tensor = false;
+  bool router_layer = false;
 
   constexpr GgufArch with_mode(GgufRopeMode m) const { return set(&GgufArch::mode, m); }
   constexpr GgufArch norm() const { return with_mode(GgufRopeMode::Norm); }
@@ -231,6 +246,23 @@ struct GgufArch {
   constexpr GgufArch with_recurrent_interval(std::int64_t n) const {
     return set(&GgufArch::recurrent_interval, n);
   }
+  constexpr GgufArch with_required_keys(std::string_view keys) const {
+    return set(&GgufArch::required_keys, keys);
+  }
+  constexpr GgufArch with_target_layers(std::int64_t count = 0) const {
+    return set(&GgufArch::target_layers, true).set(&GgufArch::target_layer_count, count);
+  }
+  constexpr GgufArch with_block_count_fixed(std::int64_t n) const {
+    return set(&GgufArch::block_count_fixed, n);
+  }
+  constexpr GgufArch with_unmodelled_key(std::string_view key) const {
+    return set(&GgufArch::unmodelled_key, key);
+  }
+  constexpr GgufArch with_mrope_if_any_section() const {
+    return set(&GgufArch::mrope_if_any_section, true);
+  }
+  constexpr GgufArch with_sinks_if_tensor() const { return set(&GgufArch::sinks_if_tensor, true); }
+  constexpr GgufArch with_router_layer() const { return set(&GgufArch::router_layer, true); }
 
  private:
   template <class T, class V>
@@ -699,6 +731,49 @@ inline const GgufArch gguf_archs[] = {
         .with_swa_base(GgufSwaBase::Global)
         .with_swa_unscaled()
         .with_swa_plain(),
+    // ---- Drafts and adapters.
+    // eagle3.cpp: one decoder layer (GGML_ASSERT(n_layer == 1)), NORM on q/k the converter
+    // permuted (LlamaModel, conversion/llama.py), the global base and scale, the optional
+    // rope_freqs; kq_scale 1/sqrt(n_embd_head); load_arch_hparams requires target_layers (3 ids)
+    // and target_hidden_size. The fused target features enter as embeddings, not positions.
+    gguf_arch("eagle3", "src/models/eagle3.cpp")
+        .norm()
+        .with_permuted()
+        .with_factors(GgufRopeFactors::RopeFreqs)
+        .with_block_count_fixed(1)
+        .with_target_layers(3)
+        .with_required_keys("attention.layer_norm_rms_epsilon target_hidden_size"),
+    // dflash.cpp: NEOX, or MROPE when a section is non-zero (llama_model_rope_type; the converter
+    // writes [head_dim / 2, 0, 0, 0] for an M-RoPE target, conversion/qwen.py DFlashModel):
+    // build_rope gives every layer the global base and scale, layers[0].rope_freqs without
+    // sections; kq_scale attention.scale else 1/sqrt(n_embd_head); with attention.sliding_window
+    // > 0 the per-layer flags are required (base and scale the global ones); optional attn_sinks.
+    // hyper_connection.count > 0 runs graph_dsv4 (DeepSeek-V4's MLA stages): refused.
+    gguf_arch("dflash", "src/models/dflash.cpp")
+        .with_mrope_if_any_section()
+        .with_factors(GgufRopeFactors::RopeFreqs)
+        .with_softmax(GgufSoftmaxScale::AttentionScaleKey)
+        .with_swa_flags_required()
+        .with_swa_if_window()
+        .with_swa_base(GgufSwaBase::Global)
+        .with_sinks_if_tensor()
+        .with_target_layers()
+        .with_required_keys("attention.layer_norm_rms_epsilon")
+        .with_unmodelled_key("hyper_connection.count"),
+    // granite-switch.cpp: granite's rules on the block_count layers (rope.scaling.finetuned fills
+    // rope_pattern, attention.scale, GGML_ASSERT(n_embd_head == n_rot)); GraniteSwitchModel
+    // permutes q/k per slice (conversion/granite.py); no rope tensors are created. The router at
+    // hparams.router_layer = n_layer: build_attn without RoPE, one head, kq_scale 1.
+    gguf_arch("graniteswitch", "src/models/granite-switch.cpp")
+        .norm()
+        .with_permuted()
+        .with_rot_is_head_dim()
+        .with_rope_switch()
+        .with_softmax(GgufSoftmaxScale::AttentionScaleKey)
+        .with_router_layer()
+        .with_required_keys(
+            "attention.layer_norm_rms_epsilon logit_scale adapters.count adapters.lora_rank "
+            "adapters.token_ids_activate adapters.token_ids_substitute"),
 };
 
 // The row of an architecture, nullptr when posemb has none.
