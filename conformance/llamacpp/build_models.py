@@ -18,12 +18,13 @@ sys.path.append(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "
 
 def all_cases() -> list[str]:
     """Every case of the transformers harness (tiny_models.CASES, in its order), then this
-    harness's EXTRA_CASES: the converter is tried on each; one it cannot handle is a `convert`
-    row with its message, one without RoPE is loaded and compared like the others (no ROPE node on
-    either side)."""
+    harness's EXTRA_CASES and DRAFT_CASES: the converter is tried on each; one it cannot handle
+    is a `convert` row with its message, one without RoPE is loaded and compared like the others
+    (no ROPE node on either side)."""
     import tiny_models
 
-    return [*tiny_models.CASES, *(c for c in EXTRA_CASES if c not in tiny_models.CASES)]
+    return [*tiny_models.CASES, *(c for c in (*EXTRA_CASES, *DRAFT_CASES)
+                                  if c not in tiny_models.CASES)]
 
 
 # Cases of this harness only: a tiny_models case with some positional fields replaced.
@@ -46,14 +47,40 @@ EXTRA_CASES = {
 }
 
 
+# Draft models of this harness only: the tiny model's Case fields and the case whose GGUF lends
+# it token_embd and output (llama.cpp runs a draft with its target's context as ctx_other).
+# muse_glimmer_assistant: MuseGlimmerAssistantModel (transformers 5.25), which
+# conversion/muse_glimmer.py converts to dflash; it has neither embeddings nor a head
+# ("dflash requires ctx_other to be set", src/llama-context.cpp), so capture.py runs it beside
+# the tiny llama (hidden size 64, 256 tokens, as here). Positional fields: the config class's
+# defaults (head_dim 128, rope_theta 500000, window 2048), one sliding and one full layer.
+DRAFT_CASES = {
+    "muse_glimmer_assistant": (dict(
+        model_type="muse_glimmer_assistant", auto="MuseGlimmerAssistantModel",
+        checkpoint="MuseGlimmerAssistantConfig defaults (meta-models/Muse-Glimmer-30B-assistant)",
+        overrides=dict(vocab_size=256, hidden_size=64, intermediate_size=64, num_hidden_layers=2,
+                       num_attention_heads=2, num_key_value_heads=1, head_dim=128,
+                       sliding_window=2048, layer_types=["sliding_attention", "full_attention"],
+                       rope_parameters={"rope_type": "default", "rope_theta": 500000.0},
+                       pad_token_id=0, bos_token_id=1, eos_token_id=2, mask_token_id=3)), "llama"),
+}
+
+
+def draft_target(case: str) -> str | None:
+    """The case whose GGUF a draft case runs beside (ctx_other), None for other cases."""
+    return DRAFT_CASES[case][1] if case in DRAFT_CASES else None
+
+
 def register_extra_cases(tiny_models) -> None:
-    """Adds EXTRA_CASES to tiny_models.CASES (model_for / build then know them)."""
+    """Adds EXTRA_CASES and DRAFT_CASES to tiny_models.CASES (model_for / build then know them)."""
     import dataclasses
 
     for name, (base, change) in EXTRA_CASES.items():
         case = tiny_models.CASES[base]
         extra = dataclasses.replace(case, overrides=change(case.overrides))
         tiny_models.CASES.setdefault(name, extra)
+    for name, (fields, _) in DRAFT_CASES.items():
+        tiny_models.CASES.setdefault(name, tiny_models.Case(**fields))
 
 
 def write_vocab_stub(folder: str) -> None:

@@ -1,7 +1,7 @@
 """Runs a GGUF in the pinned llama.cpp and records every GGML_OP_ROPE node it computes.
 
     nodes = capture("llama.gguf", n_ctx=256, ranges=[(0, 32), (100000, 16)])
-    python capture.py MODEL.gguf N_CTX RANGES_JSON OUT.pickle   # the same in a child process
+    python capture.py MODEL.gguf N_CTX RANGES_JSON OUT.pickle [TARGET.gguf]   # in a child process
 
 Through `llama_cpp`'s low-level ctypes API (llama.h): load the model, make a context of n_ctx
 (llama_context_params.cb_eval = the eval callback), then per range clear the memory and decode
@@ -98,22 +98,45 @@ class _Recorder:
         return True
 
 
-def capture(gguf: str, n_ctx: int, ranges: list[tuple[int, int]], seed: int = 0) -> list[dict]:
-    """Every ROPE node of decoding each (start, count) range after clearing the memory."""
-    lc.llama_backend_init()
+def _load(gguf: str):
     model = lc.llama_model_load_from_file(gguf.encode(), lc.llama_model_default_params())
     if not model:
         raise RuntimeError(f"{gguf}: llama_model_load_from_file failed")
-    recorder = _Recorder()
+    return model
+
+
+def _context(model, gguf: str, n_ctx: int, n_batch: int, recorder=None, other=None):
+    """llama_init_from_model with one thread; the eval callback and ctx_other when given."""
     params = lc.llama_context_default_params()
     params.n_ctx = n_ctx
-    params.n_batch = params.n_ubatch = max(count for _, count in ranges)
-    params.cb_eval = recorder.callback
+    params.n_batch = params.n_ubatch = n_batch
     params.n_threads = params.n_threads_batch = 1
+    if recorder is not None:
+        params.cb_eval = recorder.callback
+    if other is not None:
+        params.ctx_other = other
     ctx = lc.llama_init_from_model(model, params)
     if not ctx:
-        lc.llama_model_free(model)
         raise RuntimeError(f"{gguf}: llama_init_from_model failed (n_ctx {n_ctx})")
+    return ctx
+
+
+def capture(gguf: str, n_ctx: int, ranges: list[tuple[int, int]], seed: int = 0,
+            target: str | None = None) -> list[dict]:
+    """Every ROPE node of decoding each (start, count) range after clearing the memory. A draft
+    (dflash, eagle3) borrows token_embd / output from `target`'s context (ctx_other,
+    llama_context::llama_context); only the draft's nodes are recorded."""
+    lc.llama_backend_init()
+    n_batch = max(count for _, count in ranges)
+    target_model = _load(target) if target else None
+    other = _context(target_model, target, n_ctx, n_batch) if target else None
+    model = _load(gguf)
+    recorder = _Recorder()
+    try:
+        ctx = _context(model, gguf, n_ctx, n_batch, recorder, other)
+    except RuntimeError:
+        lc.llama_model_free(model)
+        raise
     try:
         n_vocab = lc.llama_vocab_n_tokens(lc.llama_model_get_vocab(model))
         rng = np.random.default_rng(seed)
@@ -124,6 +147,9 @@ def capture(gguf: str, n_ctx: int, ranges: list[tuple[int, int]], seed: int = 0)
     finally:
         lc.llama_free(ctx)
         lc.llama_model_free(model)
+        if other is not None:
+            lc.llama_free(other)
+            lc.llama_model_free(target_model)
     return recorder.nodes
 
 
@@ -147,7 +173,8 @@ def _decode(ctx, tokens: np.ndarray, start: int) -> None:
 
 
 if __name__ == "__main__":
-    gguf, n_ctx, ranges, out = sys.argv[1:]
-    nodes = capture(gguf, int(n_ctx), [tuple(r) for r in json.loads(ranges)])
+    gguf, n_ctx, ranges, out, *target = sys.argv[1:]
+    nodes = capture(gguf, int(n_ctx), [tuple(r) for r in json.loads(ranges)],
+                    target=target[0] if target else None)
     with open(out, "wb") as f:
         pickle.dump(nodes, f)

@@ -28,7 +28,8 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [HERE, os.path.join(HERE, "..")]
 
-from build_models import all_cases  # noqa: E402  (puts the transformers harness on sys.path)
+# build_models puts the transformers harness on sys.path.
+from build_models import all_cases, draft_target  # noqa: E402
 from report import Row, exit_status, write  # noqa: E402
 
 # The rows of a full run that do not pass, each a departure of the other side, with its evidence
@@ -118,11 +119,11 @@ def node_rows(case: str, gguf: str, tool: str, c_lib: str, n_ctx: int) -> list[R
         plans = {p["layer"]: p for p in posemb_layers(tool, gguf, n_ctx)}
         library = c_plans(c_lib, gguf, n_ctx)
     except (RuntimeError, OSError) as error:
-        return [refused_row(tag, gguf, n_ctx, str(error))]
+        return [refused_row(tag, gguf, n_ctx, str(error), _target_gguf(case, gguf))]
     rows = [Row(tag, "read", "pass", detail=f"{len(plans)} layers (tool), "
                                             f"{len(library)} RoPE layers (C API)")]
     try:
-        nodes = _capture(gguf, n_ctx, ranges_for(_n_ctx_orig(gguf)))
+        nodes = _capture(gguf, n_ctx, ranges_for(_n_ctx_orig(gguf)), _target_gguf(case, gguf))
     except RuntimeError as error:
         return rows + [Row(tag, "load", "error", detail=f"llama.cpp: {error}")]
     rope_layers = sorted(l for l, p in plans.items() if p.get("positions") == "rope")
@@ -159,23 +160,32 @@ def node_rows(case: str, gguf: str, tool: str, c_lib: str, n_ctx: int) -> list[R
     return rows
 
 
-def refused_row(tag: str, gguf: str, n_ctx: int, refusal: str) -> Row:
+def refused_row(tag: str, gguf: str, n_ctx: int, refusal: str, target: str | None = None) -> Row:
     """posemb refused the file: a failure when llama.cpp loads and runs it (posemb's gap); an
     error when llama.cpp refuses it too (nothing to compare; both messages in the row)."""
     try:
-        nodes = _capture(gguf, n_ctx, ranges_for(_n_ctx_orig(gguf)))
+        nodes = _capture(gguf, n_ctx, ranges_for(_n_ctx_orig(gguf)), target)
     except RuntimeError as error:
         return Row(tag, "read", "error", detail=f"both refuse: posemb: {refusal}; llama.cpp: {error}")
     return Row(tag, "read", "fail", detail=f"llama.cpp runs it ({len(nodes)} ROPE nodes); "
                                            f"posemb: {refusal}")
 
 
-def _capture(gguf: str, n_ctx: int, ranges: list[tuple[int, int]]) -> list[dict]:
-    """capture.py in a child process (llama_cpp: setup.sh); RuntimeError: its last stderr line
-    (llama.cpp's GGML_ABORT / GGML_ASSERT message, a Python exception)."""
+def _target_gguf(case: str, gguf: str) -> str | None:
+    """A draft case's target GGUF (build_models.DRAFT_CASES), beside its own; None otherwise."""
+    target = draft_target(case)
+    return os.path.join(os.path.dirname(gguf), f"{target}.gguf") if target else None
+
+
+def _capture(gguf: str, n_ctx: int, ranges: list[tuple[int, int]],
+             target: str | None = None) -> list[dict]:
+    """capture.py in a child process (llama_cpp: setup.sh), a draft beside its target's context;
+    RuntimeError: its last stderr line (llama.cpp's GGML_ABORT / GGML_ASSERT message, a Python
+    exception)."""
     out = gguf + f".{n_ctx}.nodes.pickle"
     run = subprocess.run([sys.executable, os.path.join(HERE, "capture.py"), gguf, str(n_ctx),
-                          json.dumps(ranges), out], capture_output=True, text=True)
+                          json.dumps(ranges), out, *([target] if target else [])],
+                         capture_output=True, text=True)
     if run.returncode != 0:
         lines = [l for l in run.stderr.splitlines() if l.strip() and not l.startswith(("#", " "))]
         why = next((l for l in lines if "error loading model" in l or "GGML_" in l or ".cpp:" in l),
@@ -277,9 +287,11 @@ def model_rows(cases: list[str], args) -> list[Row]:
     os.makedirs(gguf_dir, exist_ok=True)
     py = sys.executable
     if not args.reuse:
+        # A draft's target is built and converted with it (it lends token_embd and output).
+        targets = [t for c in cases if (t := draft_target(c)) and t not in cases]
         subprocess.run([py, os.path.join(HERE, "build_models.py"), tiny,
-                        os.path.join(args.work, "built.json"), *cases], check=True)
-        pairs = [f"{tiny}/{c}={gguf_dir}/{c}.gguf" for c in cases]
+                        os.path.join(args.work, "built.json"), *cases, *targets], check=True)
+        pairs = [f"{tiny}/{c}={gguf_dir}/{c}.gguf" for c in (*cases, *targets)]
         subprocess.run([py, os.path.join(HERE, "convert.py"), args.llama_cpp,
                         os.path.join(args.work, "converted.json"), *pairs], check=True)
     built = json.load(open(os.path.join(args.work, "built.json")))

@@ -5,18 +5,18 @@
 // against the rule as the source states it. The expected frequencies are ggml_rope_cache_init's,
 // written here again (gguf_plan.hpp).
 //
-// The llama.cpp harness (conformance/llamacpp) runs none of the three, as transformers 5.25.0
-// builds no model the pinned converter turns into them:
+// The real thing (conformance/llamacpp): transformers 5.25.0 builds a model the pinned converter
+// turns into dflash, none for the other two.
+//   dflash:        MuseGlimmerAssistantModel -> dflash (conversion/muse_glimmer.py), the harness's
+//                  DRAFT_CASES muse_glimmer_assistant, run beside the tiny llama as ctx_other (the
+//                  draft has no token_embd or output: "dflash requires ctx_other to be set",
+//                  src/llama-context.cpp); the converter's other dflash classes (DFlashDraftModel,
+//                  DFlash2DraftModel, DSpark*: conversion/qwen.py, gemma.py, deepseek.py) are not
+//                  in transformers.
 //   eagle3:        conversion/llama.py switches LlamaModel to EAGLE3 for a config with
 //                  draft_vocab_size and one layer, and needs --target-model-dir plus the draft's
 //                  own tensors (fc, d2t, hidden_norm, q/k/v over 2 * hidden_size); transformers has
 //                  no EAGLE-3 model class (no "eagle" in its models/).
-//   dflash:        the converter's classes are DFlashDraftModel, DFlash2DraftModel,
-//                  DSpark* (conversion/qwen.py, gemma.py, deepseek.py; not in transformers) and
-//                  MuseGlimmerAssistantModel (conversion/muse_glimmer.py), which transformers
-//                  5.25.0 has; its GGUF has no token_embd and no output (the draft borrows the
-//                  target's), so llama_context refuses it without ctx_other ("dflash requires
-//                  ctx_other to be set", src/llama-context.cpp), which capture.py does not give.
 //   graniteswitch: conversion/granite.py registers GraniteSwitchForCausalLM, which transformers
 //                  5.25.0 does not have (remote code of ibm-granite/granite-switch-*).
 #include <catch2/catch.hpp>
