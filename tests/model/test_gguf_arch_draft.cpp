@@ -21,6 +21,7 @@
 //                  5.25.0 does not have (remote code of ibm-granite/granite-switch-*).
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -63,6 +64,14 @@ test_gguf::GgufWriter graniteswitch(std::uint32_t layers = 2, std::uint32_t n_ro
       .u32("graniteswitch.adapters.lora_rank", 8)
       .ints("graniteswitch.adapters.token_ids_activate", {100, 101})
       .ints("graniteswitch.adapters.token_ids_substitute", {5, 6});
+}
+
+// dflash's rope_freqs, created { n_embd_head_k / 2 } (32 for heads of 64): 2 for the first 16
+// pairs, which ggml reads for n_rot 32 (freq_factors[i0 / 2], i0 < n_dims), 9 after.
+std::vector<float> head_wide_factors() {
+  std::vector<float> factors(32, 9.0f);
+  std::fill(factors.begin(), factors.begin() + 16, 2.0f);
+  return factors;
 }
 
 // Layer il rotates n_rot features by base^(-2i / n_rot) / ff_i, magnitude 1.
@@ -122,7 +131,7 @@ TEST_CASE("dflash: NEOX with rope_freqs on every layer, attention.scale, optiona
   // model.layers[0].rope_freqs, n_rot, ..., freq_base, freq_scale, ...) on every layer.
   const auto plan = plan_of(dflash(3, 32)
                                 .f32("dflash.attention.scale", 0.2f)
-                                .tensor("rope_freqs.weight", std::vector<float>(16, 2.0f))
+                                .tensor("rope_freqs.weight", head_wide_factors())
                                 .tensor("blk.1.attn_sinks.weight", std::vector<float>(4, 0.0f)),
                             "dflash");
   CHECK(std::string(posemb::to_string(plan.hparams.rope_mode)) == "neox");
@@ -137,6 +146,9 @@ TEST_CASE("dflash: NEOX with rope_freqs on every layer, attention.scale, optiona
     CHECK(layer.attention.attention_sinks == (il == 1));
     CHECK_FALSE(layer.attention.sliding_window);
   }
+  // A rope_freqs of n_rot / 2 factors is not the shape load_arch_tensors creates.
+  check_refused(dflash(3, 32).tensor("rope_freqs.weight", std::vector<float>(16, 2.0f)),
+                "dflash_ff16", "expected F32 (0) of shape [head_dim / 2 = 32]");
   // No attention.scale: 1/sqrt(n_embd_head).
   CHECK(*plan_of(dflash(), "dflash_kq").model.layers[0].attention.softmax_scale ==
         Approx(0.125).epsilon(1e-15));

@@ -616,17 +616,21 @@ inline GgufHparams read_gguf_hparams(const GgufFile& file) {
   return h;
 }
 
-// A rope tensor: F32 of shape [n_rot / 2], every factor finite and > 0.
+// A rope tensor: F32 of shape [n_rot / 2] (a row with factors_head_wide: [head_dim / 2], of which
+// ggml reads the first n_rot / 2), every factor finite and > 0.
 inline std::optional<std::vector<double>> gguf_rope_tensor(const GgufFile& file,
                                                            const GgufHparams& h,
                                                            const std::string& name) {
   const GgufTensorInfo* info = file.find_tensor(name);
   if (info == nullptr) return std::nullopt;
-  if (info->ggml_type != 0 || info->n_dims != 1 || info->ne[0] != std::uint64_t(h.n_rot / 2)) {
+  const bool head_wide = h.rules.factors_head_wide;
+  const std::int64_t width = (head_wide ? h.head_dim : h.n_rot) / 2;
+  if (info->ggml_type != 0 || info->n_dims != 1 || info->ne[0] != std::uint64_t(width)) {
     fail(name,
          "type " + std::to_string(info->ggml_type) + " with " + std::to_string(info->n_dims) +
              " dims, ne[0] = " + std::to_string(info->ne[0]),
-         "expected F32 (0) of shape [n_rot / 2 = " + std::to_string(h.n_rot / 2) + "]");
+         "expected F32 (0) of shape [" + std::string(head_wide ? "head_dim" : "n_rot") +
+             " / 2 = " + std::to_string(width) + "]");
   }
   const std::vector<float> data = *file.f32_tensor(name);
   std::vector<double> factors(data.begin(), data.end());

@@ -153,6 +153,7 @@ struct GgufArch {
   bool mrope_if_any_section = false;
   bool sinks_if_tensor = false;
   bool router_layer = false;
+  bool factors_head_wide = false;  // rope_freqs created [n_embd_head_k / 2] (dflash), not n_rot / 2
 
   constexpr GgufArch with_mode(GgufRopeMode m) const { return set(&GgufArch::mode, m); }
   constexpr GgufArch norm() const { return with_mode(GgufRopeMode::Norm); }
@@ -263,6 +264,9 @@ struct GgufArch {
   }
   constexpr GgufArch with_sinks_if_tensor() const { return set(&GgufArch::sinks_if_tensor, true); }
   constexpr GgufArch with_router_layer() const { return set(&GgufArch::router_layer, true); }
+  constexpr GgufArch with_factors_head_wide() const {
+    return set(&GgufArch::factors_head_wide, true);
+  }
 
  private:
   template <class T, class V>
@@ -747,11 +751,13 @@ inline const GgufArch gguf_archs[] = {
     // writes [head_dim / 2, 0, 0, 0] for an M-RoPE target, conversion/qwen.py DFlashModel):
     // build_rope gives every layer the global base and scale, layers[0].rope_freqs without
     // sections; kq_scale attention.scale else 1/sqrt(n_embd_head); with attention.sliding_window
-    // > 0 the per-layer flags are required (base and scale the global ones); optional attn_sinks.
-    // hyper_connection.count > 0 runs graph_dsv4 (DeepSeek-V4's MLA stages): refused.
+    // > 0 the per-layer flags are required (base and scale the global ones); optional attn_sinks;
+    // rope_freqs created { n_embd_head_k / 2 }. hyper_connection.count > 0 runs graph_dsv4
+    // (DeepSeek-V4's MLA stages): refused.
     gguf_arch("dflash", "src/models/dflash.cpp")
         .with_mrope_if_any_section()
         .with_factors(GgufRopeFactors::RopeFreqs)
+        .with_factors_head_wide()
         .with_softmax(GgufSoftmaxScale::AttentionScaleKey)
         .with_swa_flags_required()
         .with_swa_if_window()
