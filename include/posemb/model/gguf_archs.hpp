@@ -120,8 +120,10 @@ struct GgufArch {
   // every layer but each full_attention_interval-th (this default).
   std::int64_t recurrent_interval = 0;
   bool recurrent_no_kv = false;  // layer il recurrent (no positions) iff head_count_kv[il] == 0
-  bool swa_dense_first = false;  // set_swa_pattern(P, dense_first): SWA iff il % P != 0
-  bool swa_every_layer = false;  // with attention.sliding_window > 0 every attention layer slides
+  // set_swa_pattern(P, dense_first): SWA iff il % P != 0
+  bool swa_dense_first = false;
+  // With attention.sliding_window > 0 every attention layer slides.
+  bool swa_every_layer = false;
   std::int64_t swa_if_layers = 0;  // > 0: SWA layers only in a model of this many layers
   // The lightning indexer's layers (GgufIndexer); they are indexed_attention.
   GgufIndexer indexer = GgufIndexer::None;
