@@ -12,9 +12,10 @@
 // the config through AutoConfig, whose Dots3NoteTextConfig folds the checkpoint's swa_* keys into
 // per_layer_config; Dots3NoteModel.__init__ then stops at KeyError: 'swa_qk_nope_head_dim' (a
 // config without scoring_func, which the class does not define, already at "dots3-note conversion
-// only supports noaux_tc/sigmoid expert gating"). minimax-m3's converter class is registered for
-// MiniMaxM3SparseForCausalLM / ...ForConditionalGeneration, which the transformers harness has no
-// tiny case of.
+// only supports noaux_tc/sigmoid expert gating"). Likewise minimax-m3: MiniMaxM3Model is
+// registered for transformers 5.25's MiniMaxM3SparseForConditionalGeneration, whose
+// MiniMaxM3VLTextConfig flattens sparse_attention_config into index_* and drops moe_layer_freq,
+// so the converter stops at KeyError: "could not find any of: ['sparse_attention_config']".
 #include <catch2/catch.hpp>
 
 #include <algorithm>
