@@ -134,8 +134,7 @@ struct DotsFile {
 
 }  // namespace
 
-TEST_CASE(
-    "dots3note: SWA layers with their own MLA head and base, the indexer on the full layers") {
+TEST_CASE("dots3note: SWA layers with their own MLA head and base, the indexer on full layers") {
   const auto plan = plan_of(DotsFile().writer(), "dots3note");
   CHECK(std::string(posemb::to_string(plan.hparams.rope_mode)) == "norm");
   REQUIRE(plan.model.layers.size() == 4);
