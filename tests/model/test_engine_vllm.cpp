@@ -189,6 +189,21 @@ TEST_CASE("vllm agrees on GLM-4V's text when the config gives the factor and sec
                     Catch::Contains("as vLLM 0.33.0 reads it") && Catch::Contains("mrope_section"));
 }
 
+TEST_CASE("vllm has no M-RoPE for GLM-4.5V's text without mrope_section") {
+  // Glm4vMoeTextConfig and vLLM's Glm4MoeAttention both take partial 0.5: only the sections move.
+  const std::string text = R"({"model_type": "glm4v_moe", "text_config": {
+    "model_type": "glm4v_moe_text", "hidden_size": 256, "num_attention_heads": 2,
+    "num_key_value_heads": 2, "num_hidden_layers": 1, "max_position_embeddings": 65536,
+    "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0)";
+  const auto absent = posemb::parse_vllm_view(text + "}}}");
+  const auto differences = posemb::diff_vllm_plans(absent, 65536, std::nullopt);
+  CHECK(fields(differences) == std::vector<std::string>{"0 mrope_section", "0 mrope_layout"});
+  CHECK(differences[0].config == "[8, 12, 12]");
+  CHECK(posemb::vllm_layer_plans(absent, 65536)[0].rotary_dim == 64);
+  const auto given = posemb::parse_vllm_view(text + R"(, "mrope_section": [8, 12, 12]}}})");
+  CHECK(posemb::diff_vllm_plans(given, 65536, std::nullopt).empty());
+}
+
 TEST_CASE("vllm pairs GLM-5's indexer by indexer_rope_interleave") {
   // Absent: vLLM rotates half where transformers' GlmMoeDsaIndexer interleaves.
   const auto absent = posemb::parse_vllm_view(glm5_config(""));

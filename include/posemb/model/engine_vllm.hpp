@@ -124,6 +124,14 @@ inline ConfigOptions vllm_glm4v_text_options() {
   return options;
 }
 
+// GLM-4.5V's text (Glm4MoeForCausalLM, glm4_moe.py): the same setdefault of 0.5, transformers'
+// default too (configuration_glm4v_moe.py), and the same M-RoPE rule.
+inline ConfigOptions vllm_glm4v_moe_text_options() {
+  ConfigOptions options;
+  options.default_mrope_section = false;
+  return options;
+}
+
 // The lightning indexer of DeepSeek-V3.2 and GLM-5 (GlmMoeDsaForCausalLM runs on the same
 // file): DeepseekV32Attention.__init__ (vllm/models/deepseek_v32/attention.py) builds
 //   indexer_rope_emb = get_rope(..., is_neox_style=not getattr(config,
@@ -149,6 +157,10 @@ inline const std::vector<VllmReading>& vllm_readings() {
        "partial_rotary_factor 0.5 (transformers: 1.0) and has M-RoPE only with the block's "
        "mrope_section (transformers: [8, 12, 12]) (vllm/model_executor/models/glm4.py, "
        "Glm4Attention.__init__; glm4_1v.py)"},
+      {"glm4v_moe_text", vllm_glm4v_moe_text_options(),
+       "vLLM has M-RoPE only with the block's mrope_section (transformers: [8, 12, 12]) "
+       "(vllm/transformers_utils/config.py, uses_mrope; glm4_1v.py runs GLM-4.5V's text as "
+       "Glm4MoeForCausalLM)"},
       {"glm_moe_dsa", vllm_indexer_options(), vllm_indexer_why},
   };
   return rows;
