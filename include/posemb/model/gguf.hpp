@@ -72,6 +72,7 @@ struct GgufHparams {
   std::vector<bool> recurrent_layers;                    // [n_layer]; true: linear attention
   std::vector<std::int64_t> n_head_kv;                   // [n_layer]
   std::int64_t indexer_head_dim = 0;                     // attention.indexer.key_length
+  std::int64_t n_layer_dense_lead = 0;                   // leading_dense_block_count
   std::optional<std::vector<std::int64_t>> sections;     // rope.dimension_sections
   GgufRopeMode rope_mode = GgufRopeMode::Norm;
   bool permuted = false;  // the converter reordered q/k rows into NORM order (GgufArch::permuted)
@@ -161,6 +162,15 @@ inline void check_gguf_rot(const GgufHparams& h, const std::string& key) {
   }
   if (h.rules.rot_is_head_dim && h.n_rot != h.head_dim) {
     fail(key, h.n_rot, "expected head_dim = " + std::to_string(h.head_dim) + " for " + h.arch);
+  }
+}
+
+// attention.indexer.key_length >= n_rot: the indexer head is laid out [rope | nope]
+// (deepseek32's and dots3note's graph: GGML_ASSERT(n_rot <= n_embd_indexer_head)).
+inline void check_gguf_indexer_head(const GgufHparams& h, const std::string& prefix) {
+  if (h.rules.indexer != GgufIndexer::None && h.indexer_head_dim < h.n_rot) {
+    fail(prefix + "attention.indexer.key_length", h.indexer_head_dim,
+         "expected >= n_rot = " + std::to_string(h.n_rot));
   }
 }
 
@@ -273,19 +283,24 @@ inline void read_gguf_sizes(const GgufFile& file, GgufHparams& h) {
   // deepseek2 with MLA (llama_hparams::is_mla: both *_length_mla keys): q and k are
   // key_length_mla = nope + rope wide, n_rot the rope slice (src/models/deepseek2.cpp,
   // n_embd_head_qk_rope = n_rot); n_rot still defaults to key_length (load_hparams).
+  if (h.rules.swa_mla) {
+    // dots3note's load_arch_hparams: get_key (required) of both MLA widths.
+    gguf_required(file, p + "attention.key_length_mla");
+    gguf_required(file, p + "attention.value_length_mla");
+  }
   const std::optional<std::uint32_t> k_mla = file.uint32(p + "attention.key_length_mla");
   if (h.rules.mla && k_mla && file.uint32(p + "attention.value_length_mla")) {
     h.head_dim = *k_mla;
     require_positive(p + "attention.key_length_mla", h.head_dim);
   }
   check_gguf_rot(h, p + "rope.dimension_count");
-  if (h.rules.indexer) {
-    // deepseek32's load_arch_hparams requires it; the graph: GGML_ASSERT(n_rot <= indexer head).
+  if (h.rules.indexer != GgufIndexer::None) {
+    // deepseek32's, dots3note's and minimax-m3's load_arch_hparams require it.
     h.indexer_head_dim = gguf_required(file, p + "attention.indexer.key_length");
-    if (h.indexer_head_dim < h.n_rot) {
-      fail(p + "attention.indexer.key_length", h.indexer_head_dim,
-           "expected >= n_rot = " + std::to_string(h.n_rot));
-    }
+    check_gguf_indexer_head(h, p);
+  }
+  if (h.rules.indexer == GgufIndexer::AfterDenseLead) {
+    h.n_layer_dense_lead = file.uint32(p + "leading_dense_block_count").value_or(0);
   }
   require_model_rope_pairs(p + "block_count", h.n_layer, h.n_layer * (h.n_rot / 2));
   read_gguf_swa_sizes(file, h);
@@ -325,6 +340,29 @@ inline void read_gguf_draft_keys(const GgufFile& file, const GgufHparams& h) {
          "expected 0 or absent: a value > 0 selects a graph of " + std::string(a.source) +
              " whose rotations posemb does not model");
   }
+}
+
+// dots3note (GgufArch::swa_mla), once the SWA layers are known: the SWA layers' MLA head
+// attention.key_length_mla_swa (load_arch_hparams reads it and value_length_mla_swa with get_key),
+// and the one width every layer rotates, the graph's n_embd_head_qk_rope = hparams.n_rot() =
+// n_rot(0): rope.dimension_count_swa (default rope.dimension_count) when layer 0 slides.
+inline void read_gguf_mla_swa(const GgufFile& file, GgufHparams& h) {
+  const std::string p = h.arch + ".";
+  gguf_required(file, p + "attention.value_length_mla_swa");
+  const std::string head_key = p + "attention.key_length_mla_swa";
+  h.head_dim_swa = gguf_required(file, head_key);
+  const std::string swa_key = p + "rope.dimension_count_swa";
+  const std::optional<std::uint32_t> n_rot_swa = file.uint32(swa_key);
+  const bool swa_rot = h.swa_layers[0] && n_rot_swa.has_value();
+  if (swa_rot) h.n_rot = *n_rot_swa;
+  h.n_rot_swa = h.n_rot;
+  const std::string key = swa_rot ? swa_key : p + "rope.dimension_count";
+  check_gguf_rot(h, key);
+  if (h.n_rot > h.head_dim_swa) {
+    fail(key, h.n_rot, "expected <= " + head_key + " = " + std::to_string(h.head_dim_swa));
+  }
+  check_gguf_indexer_head(h, p);
+  require_model_rope_pairs(p + "block_count", h.n_layer, h.n_layer * (h.n_rot / 2));
 }
 
 // rope.scaling.yarn_ext_factor and yarn_attn_factor (grok's load_arch_hparams, then
@@ -470,6 +508,8 @@ inline std::pair<std::int64_t, std::int64_t> read_gguf_swa(const GgufFile& file,
     h.freq_base_swa = file.float32(p + "rope.freq_base_swa").value_or(10000.0);
   } else if (a.swa_base == GgufSwaBase::Global) {
     h.freq_base_swa = h.freq_base;
+  } else if (a.swa_base == GgufSwaBase::Key && !file.float32(p + "rope.freq_base_swa")) {
+    throw Error(p + "rope.freq_base_swa", ": missing; required by llama.cpp's loader");
   }
   if (a.swa_unscaled) h.freq_scale_swa = 1.0;
   return {pattern ? *pattern : a.swa_period, a.nope_step};
@@ -595,6 +635,7 @@ inline GgufHparams read_gguf_hparams(const GgufFile& file) {
   read_gguf_draft_keys(file, h);
   read_gguf_rope_scaling(file, h);
   read_gguf_layer_pattern(file, h);
+  if (h.rules.swa_mla) read_gguf_mla_swa(file, h);
   if (h.rules.softcap_default > 0.0) {
     // llama_hparams::f_attn_logit_softcapping: default 50 (src/llama-hparams.h), attn_soft_cap
     // set by src/models/gemma2.cpp, applied in llm_graph_context::build_attn_mha.
@@ -795,7 +836,8 @@ inline RopeScheme gguf_rope_scheme(const GgufHparams& h, const GgufWidth& width,
 //                      global scale
 //   RotDim:            n_rot^-0.5 (src/models/bailingmoe.cpp)
 //   OutputScaleKey:    attention.output_scale, else the row's default (grok)
-inline double gguf_softmax_scale(const GgufHparams& h) {
+// head_dim: the layer's head width (dots3note's SWA layers: key_length_mla_swa).
+inline double gguf_softmax_scale(const GgufHparams& h, std::int64_t head_dim) {
   if (h.rules.embd_head_scale_layers > 0 && h.n_layer == h.rules.embd_head_scale_layers) {
     return 1.0 / std::sqrt(static_cast<double>(h.n_embd / h.n_head[0]));
   }
@@ -813,7 +855,7 @@ inline double gguf_softmax_scale(const GgufHparams& h) {
         gguf_yarn_attn_factor(h) * (1.0 + 0.1 * log_f) * (1.0 + 0.1 * h.yarn_log_mul * log_f);
     return mscale * mscale / std::sqrt(static_cast<double>(h.head_dim));
   }
-  return 1.0 / std::sqrt(static_cast<double>(h.head_dim));
+  return 1.0 / std::sqrt(static_cast<double>(head_dim));
 }
 
 // The lightning indexer of a row with one (deepseek32's graph): q and k of
@@ -828,6 +870,22 @@ inline IndexerRope gguf_indexer(const GgufHparams& h, const RopeScheme& layer_ro
   return indexer;
 }
 
+// Whether layer il's indexer rotates (GgufIndexer): every RoPE layer, the full layers, or the
+// layers from leading_dense_block_count on.
+inline bool gguf_indexed_layer(const GgufHparams& h, std::size_t il) {
+  switch (h.rules.indexer) {
+    case GgufIndexer::None:
+      return false;
+    case GgufIndexer::Every:
+      return true;
+    case GgufIndexer::Full:
+      return !h.swa_layers[il];
+    case GgufIndexer::AfterDenseLead:
+      return static_cast<std::int64_t>(il) >= h.n_layer_dense_lead;
+  }
+  return false;
+}
+
 // Layer il: kind, window or chunk, query temperature, and its RoPE (base and scale per
 // llama_model::get_rope_freq_base / get_rope_freq_scale).
 inline LayerPositions gguf_layer(
@@ -840,7 +898,7 @@ inline LayerPositions gguf_layer(
       swa ? GgufWidth{h.head_dim_swa, h.n_rot_swa} : GgufWidth{h.head_dim, h.n_rot};
   layer.index = static_cast<int>(il);
   layer.head_dim = static_cast<int>(width.head_dim);
-  layer.attention.softmax_scale = gguf_softmax_scale(h);
+  layer.attention.softmax_scale = gguf_softmax_scale(h, width.head_dim);
   if (h.logit_softcap > 0.0) layer.attention.logit_softcap = h.logit_softcap;
   // gpt-oss's attn_sinks tensor joins every layer's softmax (src/models/openai-moe.cpp).
   layer.attention.attention_sinks = h.rules.sinks;
@@ -886,7 +944,7 @@ inline LayerPositions gguf_layer(
   // MLA's k_pe and q_pe follow the nope part (ggml_rope_set_offset(q, n_embd_head_qk_nope)).
   if (h.rules.rotary_at_end) layer.rotary_offset = static_cast<int>(width.head_dim - width.n_rot);
   if (h.temperature) layer.attention.query_temperature = h.temperature;
-  if (h.rules.indexer) {
+  if (gguf_indexed_layer(h, il)) {
     layer.layer_type = "indexed_attention";
     layer.indexer = gguf_indexer(h, *layer.rope);
   }
