@@ -8,10 +8,15 @@
 // ext_factor 0, attn_factor 1). The expected frequencies are ggml_rope_cache_init's and rope_yarn's
 // (ggml/src/ggml-cpu/ops.cpp) with ggml_rope_yarn_corr_dims (ggml/src/ggml.c), written here again.
 //
-// The real thing: transformers 5.25.0 has DeepseekV4ForCausalLM, the class the pinned converter
-// registers for MODEL_ARCH.DEEPSEEK4 (conversion/deepseek.py, DeepseekV4Model); the llama.cpp
-// harness's case `deepseek4` (conformance/llamacpp/build_models.py, EXTRA_CASES) converts a tiny
-// one and compares llama.cpp's ROPE nodes with this plan.
+// No converted model: transformers 5.25.0 has DeepseekV4ForCausalLM, the class the pinned
+// converter registers for MODEL_ARCH.DEEPSEEK4 (conversion/deepseek.py, DeepseekV4Model), but the
+// converter reads the released checkpoint, not what save_pretrained writes: on a tiny
+// DeepseekV4ForCausalLM it stops at KeyError 'num_hash_layers' (set_gguf_parameters; the config
+// class folds that key and compress_ratios into mlp_layer_types / layer_types), and with both keys
+// added at "Missing hash routing tensor layers.0.ffn.gate.tid2eid" (_write_hash_routing_tensors:
+// the checkpoint's unprefixed names, where transformers saves model.layers.N..., and
+// _write_mxfp4_expert_tensor wants each expert's MXFP4 weight with its .scale).
+
 #include <catch2/catch.hpp>
 
 #include <cmath>
