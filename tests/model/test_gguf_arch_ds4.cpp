@@ -15,7 +15,9 @@
 // class folds that key and compress_ratios into mlp_layer_types / layer_types), and with both keys
 // added at "Missing hash routing tensor layers.0.ffn.gate.tid2eid" (_write_hash_routing_tensors:
 // the checkpoint's unprefixed names, where transformers saves model.layers.N..., and
-// _write_mxfp4_expert_tensor wants each expert's MXFP4 weight with its .scale).
+// _write_mxfp4_expert_tensor wants each expert's MXFP4 weight with its .scale). llama.cpp itself
+// runs this row's rule on a file written with the sdist's gguf-py: conformance/llamacpp/
+// deepseek4.py compares every ROPE node it computes with `posemb layers`.
 
 #include <catch2/catch.hpp>
 
