@@ -213,6 +213,23 @@ TEST_CASE("deepseek4: dsv4_rope_attn_factor cancels rope_yarn's magnitude, so ev
   }
 }
 
+TEST_CASE("deepseek4: every layer slides whatever attention.sliding_window_pattern says") {
+  // load_arch_hparams: set_swa_pattern(0), no pattern key read (lfm2's likewise sets the flags).
+  const auto flags = plan_of(ds4_writer().bools("deepseek4.attention.sliding_window_pattern",
+                                                {false, false, false, false}),
+                             "ds4_flags");
+  for (std::size_t il = 0; il < 4; ++il) {
+    CHECK(flags.model.layers[il].attention.sliding_window == std::optional<std::int64_t>(128));
+  }
+  const auto lfm2 = plan_of(test_gguf::model_writer("lfm2", 2, 8192, 256, 4)
+                                .u32("lfm2.attention.sliding_window", 512)
+                                .ints("lfm2.attention.head_count_kv", {2, 2})
+                                .bools("lfm2.attention.sliding_window_pattern", {false, false}),
+                            "lfm2_flags");
+  CHECK(lfm2.model.layers[0].attention.sliding_window == std::optional<std::int64_t>(512));
+  CHECK(lfm2.model.layers[1].attention.sliding_window == std::optional<std::int64_t>(512));
+}
+
 TEST_CASE("deepseek4: nextn_predict_layers counts only with the MTP layer's eh_proj tensor") {
   const auto five = [](bool mtp_tensor) {
     test_gguf::GgufWriter w = test_gguf::model_writer("deepseek4", 5, 8192, 256, 4);

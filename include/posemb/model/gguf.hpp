@@ -497,7 +497,9 @@ inline void read_gguf_layer_pattern(const GgufFile& file, GgufHparams& h) {
     h.swa_layers[il] = gguf_swa_layer(h, layer, period);
     if (nope_step > 0 && (layer + 1) % nope_step == 0) h.rope_layers[il] = false;
   }
-  if (h.n_swa > 0 && h.rules.chunk == 0) {
+  // lfm2's and deepseek4's load_arch_hparams set every layer's flag themselves, reading no
+  // pattern key.
+  if (h.n_swa > 0 && h.rules.chunk == 0 && !h.rules.swa_every_layer) {
     const std::string key = p + "attention.sliding_window_pattern";
     const auto flags = gguf_layer_flags(file, key, h.n_layer_all, h.n_layer);
     if (flags) h.swa_layers = *flags;
