@@ -2,7 +2,7 @@
 
     VENV/bin/python conformance/llamacpp/deepseek4.py \\
         --llama-cpp /var/cache/posemb/src/llama_cpp_python-0.3.36/vendor/llama.cpp \\
-        --posemb BUILD/tools/posemb [--out DIR]
+        --posemb BUILD/tools/posemb --posemb-c BUILD/src/c_api/libposemb_c.so [--out DIR]
 
 The pinned converter converts no model transformers builds to deepseek4 (it reads the released
 checkpoint's names and MXFP4 experts; tests/model/test_gguf_arch_ds4.cpp says where it stops), so
@@ -11,7 +11,7 @@ keys and tensors llama_model_deepseek4's load_arch_hparams / load_arch_tensors r
 (src/models/deepseek4.cpp): 4 layers of compress ratios 0, 4, 128, 4, YaRN factor 16 from 65536,
 nextn_predict_layers 1 without the MTP tensor (as the converter writes it). capture.py then
 decodes two ranges in llama.cpp (a child process) and every ROPE node is checked against the plan
-of its layer: rotary_dim, mode NORM, the rotated window's offset (ggml_rope_set_offset: the head's
+of its layer (the tool's, and the C API's rotary_dim, inv_freq and magnitude): rotary_dim, mode NORM, the rotated window's offset (ggml_rope_set_offset: the head's
 or the indexer head's last n_rot features), inv_freq and magnitude from the node's op_params
 (ggml_reference.effective_inv_freq, 1e-6 relative), and ggml's output against the plan's rotation
 of the node's input in float64 (ggml_reference.rotate on the window) within ggml's float32 bound.
@@ -127,17 +127,27 @@ def _tensors(gguf):
     return out
 
 
-def check_node(node: dict, layer: dict) -> tuple[bool, str]:
-    """One ROPE node against its layer's plan (the checks of the module docstring)."""
+def _freq_error(plan: dict, inv: np.ndarray, mscale: float) -> float:
+    """Largest relative error of a plan's inv_freq and attention_scale (inf on a size mismatch)."""
+    ours = np.asarray(plan["inv_freq"], dtype=np.float64)
+    if ours.size != inv.size:
+        return float("inf")
+    return max(float(np.max(np.abs(ours - inv) / inv)),
+               abs(plan["attention_scale"] - mscale) / mscale)
+
+
+def check_node(node: dict, layer: dict, library: dict) -> tuple[bool, str]:
+    """One ROPE node against its layer's plan from the tool and from the C API (the checks of the
+    module docstring)."""
     from ggml_reference import effective_inv_freq, float32_angle_bound, rotate
 
     inv, mscale = effective_inv_freq(node)
     ours, scale = np.asarray(layer["inv_freq"], dtype=np.float64), layer["attention_scale"]
-    freq_err = max(float(np.max(np.abs(ours - inv) / inv)), abs(scale - mscale) / mscale)
+    freq_err = max(_freq_error(layer, inv, mscale), _freq_error(library, inv, mscale))
     x = node["x"].astype(np.float64)
     off = x.shape[-1] - layer["rotary_dim"]  # the last n_rot of the node's head
     shape_ok = node["mode"] == 0 and layer["rope_mode"] == "norm" and \
-        node["n_dims"] == layer["rotary_dim"] and node["n_offs"] == off
+        node["n_dims"] == layer["rotary_dim"] == library["rotary_dim"] and node["n_offs"] == off
     ours_y = np.concatenate([x[..., :off], rotate(node, x[..., off:], ours, scale)], axis=-1)
     err = float(np.max(np.abs(ours_y - node["y"])))
     bound = float32_angle_bound(node, x, inv, mscale)
@@ -145,7 +155,7 @@ def check_node(node: dict, layer: dict) -> tuple[bool, str]:
     detail = (f"{node['name']} pos {positions[0]}..{positions[-1]}: base {node['freq_base']:.0f}, "
               f"scale {node['freq_scale']:.4g}, ext {node['ext_factor']:.0f}, "
               f"attn {node['attn_factor']:.6f}, n_offs {node['n_offs']}; inv_freq/magnitude "
-              f"rel err {freq_err:.2e}, |posemb - ggml| {err:.2e} (bound {bound:.2e})")
+              f"(tool, library) rel err {freq_err:.2e}, |posemb - ggml| {err:.2e} (bound {bound:.2e})")
     return shape_ok and freq_err <= INV_FREQ_RTOL and err <= bound, detail
 
 
@@ -153,6 +163,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--llama-cpp", required=True)
     parser.add_argument("--posemb", required=True)
+    parser.add_argument("--posemb-c", required=True)
     parser.add_argument("--out", default=os.path.join("build", "conformance", "llamacpp"))
     args = parser.parse_args()
     sys.path.insert(0, os.path.join(args.llama_cpp, "gguf-py"))
@@ -166,14 +177,18 @@ def main() -> None:
                     json.dumps([[0, 16], [120, 16]]), nodes_file], check=True)
     plan = json.loads(subprocess.run([args.posemb, "layers", path, "--seq-len", "512", "--json"],
                                      capture_output=True, text=True, check=True).stdout)
+    from c_plan import c_plans
+
+    library = c_plans(args.posemb_c, path, 512)
     with open(nodes_file, "rb") as f:
         nodes = pickle.load(f)
     layers = {int(re.search(r"-(\d+)$", node["name"]).group(1)) for node in nodes}
-    failed = 0 if layers == set(range(len(plan))) else 1
+    failed = 0 if layers == set(range(len(plan))) == set(library) else 1
     print(f"{'pass' if not failed else 'FAIL'} layers: llama.cpp {sorted(layers)}, "
-          f"posemb {len(plan)}")
+          f"posemb {len(plan)}, C API {sorted(library)}")
     for node in nodes:
-        ok, detail = check_node(node, plan[int(re.search(r"-(\d+)$", node["name"]).group(1))])
+        il = int(re.search(r"-(\d+)$", node["name"]).group(1))
+        ok, detail = check_node(node, plan[il], library[il])
         failed += not ok
         print(f"{'pass' if ok else 'FAIL'} {detail}")
     print(f"{len(nodes)} ROPE nodes, {failed} failing")
