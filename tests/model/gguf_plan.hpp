@@ -1,6 +1,7 @@
 // What the GGUF plan tests share (test_gguf_new_archs.cpp, test_gguf_arch_rows.cpp,
-// test_gguf_arch_dots.cpp, test_gguf_arch_draft.cpp): a file the test writes, read back as
-// llama.cpp's plan or refused, and ggml's default frequencies written out again.
+// test_gguf_arch_dots.cpp, test_gguf_arch_ds4.cpp, test_gguf_arch_draft.cpp): a file the test
+// writes, read back as llama.cpp's plan or refused, and ggml's default frequencies written out
+// again.
 #pragma once
 
 #include <catch2/catch.hpp>
@@ -34,8 +35,8 @@ inline posemb::GgufPositions plan_of(const GgufWriter& writer, const std::string
 }
 
 // The writer's file is refused by read_gguf_positions with a posemb::Error containing `message`.
-inline void check_refused(const GgufWriter& writer, const std::string& name,
-                          const std::string& message) {
+inline void check_plan_refused(const GgufWriter& writer, const std::string& name,
+                               const std::string& message) {
   const std::string path = temp_gguf(name);
   writer.write(path);
   CHECK_THROWS_AS(posemb::read_gguf_positions(path), posemb::Error);

@@ -71,9 +71,6 @@ inline constexpr GgufArchGap gguf_arch_gaps[] = {
     {"mamba", GgufArchReason::Recurrent, "none", false, ""},
     {"mamba2", GgufArchReason::Recurrent, "none", false, ""},
     {"jamba", GgufArchReason::NoRope, "none", true, ""},
-    {"deepseek4", GgufArchReason::NoRowYet, "norm", true,
-     "compressed-attention layers rotate with attention.compress_rope_freq_base and "
-     "dsv4_rope_attn_factor"},
     {"glm-dsa", GgufArchReason::NoRowYet, "norm", false,
      "the lightning indexer's own rotation (indexer head, n_rot) beside MLA"},
     {"t5", GgufArchReason::NoRope, "none", false, ""},
