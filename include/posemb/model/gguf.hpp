@@ -74,6 +74,7 @@ struct GgufHparams {
   std::optional<std::vector<std::int64_t>> sections;     // rope.dimension_sections
   GgufRopeMode rope_mode = GgufRopeMode::Norm;
   bool permuted = false;  // the converter reordered q/k rows into NORM order (GgufArch::permuted)
+  std::vector<bool> indexer_owners;  // [n_layer]: owns its indexer; empty: no indexed layers
 };
 
 // One layer's rotation as llama.cpp computes it (README §3), and the name posemb gives its kind.
@@ -259,17 +260,88 @@ inline void read_gguf_sizes(const GgufFile& file, GgufHparams& h) {
     h.head_dim = *k_mla;
     require_positive(p + "attention.key_length_mla", h.head_dim);
   }
-  check_gguf_rot(h, p + "rope.dimension_count");
-  if (h.rules.indexer) {
-    // deepseek32's load_arch_hparams requires it; the graph: GGML_ASSERT(n_rot <= indexer head).
-    h.indexer_head_dim = gguf_required(file, p + "attention.indexer.key_length");
-    if (h.indexer_head_dim < h.n_rot) {
-      fail(p + "attention.indexer.key_length", h.indexer_head_dim,
-           "expected >= n_rot = " + std::to_string(h.n_rot));
-    }
+  if (h.rules.mla_required && !(k_mla && file.uint32(p + "attention.value_length_mla"))) {
+    const std::string key = k_mla ? "attention.value_length_mla" : "attention.key_length_mla";
+    throw Error(p + key, ": missing; required by llama.cpp's loader (the arch is MLA only)");
   }
+  check_gguf_rot(h, p + "rope.dimension_count");
   require_model_rope_pairs(p + "block_count", h.n_layer, h.n_layer * (h.n_rot / 2));
   read_gguf_swa_sizes(file, h);
+}
+
+// GLM_5_2_DEFAULT_INDEXER_TYPES (src/models/glm-dsa.cpp): layers 0 and 1, then every fourth from
+// 2 to 74, own an indexer; the table's 78 entries end there (the rest of the array is 0).
+inline bool glm52_default_indexer_owner(std::int64_t il) {
+  return il < 2 || (il < 78 && (il - 2) % 4 == 0);
+}
+
+// attention.indexer.types (llama_model_loader::get_key_or_arr into is_indexer_full_impl): an
+// ARRAY of n_layer() BOOL or integer flags, or one UINT32 for every layer; nullopt if absent.
+inline std::optional<std::vector<bool>> gguf_indexer_types(const GgufFile& file,
+                                                           const GgufHparams& h) {
+  const std::string key = h.arch + ".attention.indexer.types";
+  const GgufValue* value = file.find(key);
+  if (value == nullptr) return std::nullopt;
+  if (value->type != GgufType::Array) {
+    const std::optional<std::uint32_t> flag = file.uint32(key);
+    return std::vector<bool>(static_cast<std::size_t>(h.n_layer), *flag != 0);
+  }
+  const std::vector<std::int64_t> flags = file.flags(key);
+  if (static_cast<std::int64_t>(flags.size()) != h.n_layer) {
+    fail(key + ".size()", flags.size(),
+         "expected n_layer = block_count - nextn_predict_layers = " + std::to_string(h.n_layer));
+  }
+  return std::vector<bool>(flags.begin(), flags.end());
+}
+
+// attention.indexer.key_length, the indexer's head width: required (load_arch_hparams' get_key);
+// >= n_rot (deepseek32, glm-dsa: the graph's GGML_ASSERT(n_rot <= n_embd_indexer_head)), or with
+// `strict` > n_rot and attention.indexer.head_count > 0 (hy_v4: "bad indexer head count / key
+// length").
+inline void read_gguf_indexer_head(const GgufFile& file, GgufHparams& h, bool strict) {
+  const std::string p = h.arch + ".";
+  h.indexer_head_dim = gguf_required(file, p + "attention.indexer.key_length");
+  if (h.indexer_head_dim < h.n_rot + (strict ? 1 : 0)) {
+    fail(p + "attention.indexer.key_length", h.indexer_head_dim,
+         std::string(strict ? "expected > n_rot = " : "expected >= n_rot = ") +
+             std::to_string(h.n_rot));
+  }
+  if (!strict) return;
+  require_positive(p + "attention.indexer.head_count",
+                   file.uint32(p + "attention.indexer.head_count").value_or(0));
+}
+
+// The layers that own an indexer (GgufIndexerOwners): every layer; attention.indexer.types else
+// every layer below a 1048576 context, GLM-5.2's table from it (glm-dsa); attention.indexer.types
+// else none (hy_v4). Layer 0 must own one: hy_v4's load_arch_hparams throws, glm-dsa's graph
+// asserts a "shared" layer follows a "full" one.
+inline std::vector<bool> gguf_indexer_owners(const GgufFile& file, const GgufHparams& h) {
+  const GgufIndexerOwners rule = h.rules.indexer_owners;
+  const auto n = static_cast<std::size_t>(h.n_layer);
+  std::vector<bool> owners(n, rule != GgufIndexerOwners::TypesIfTopK);
+  if (rule == GgufIndexerOwners::Every) return owners;
+  if (rule == GgufIndexerOwners::TypesOrGlm52 && h.n_ctx_train >= 1048576) {
+    for (std::size_t il = 0; il < n; ++il) {
+      owners[il] = glm52_default_indexer_owner(static_cast<std::int64_t>(il));
+    }
+  }
+  if (auto types = gguf_indexer_types(file, h)) owners = std::move(*types);
+  if (!owners[0]) {
+    fail(h.arch + ".attention.indexer.types[0]", 0,
+         "expected 1: layer 0 owns an indexer (nothing precedes it to share)");
+  }
+  return owners;
+}
+
+// The lightning indexer of a row with one (GgufArch::indexer): none for hy_v4 without
+// attention.indexer.top_k > 0 (its load_arch_hparams: "DSA is absent on the all-full_attention
+// checkpoints"), else its head width and owners.
+inline void read_gguf_indexer(const GgufFile& file, GgufHparams& h) {
+  if (!h.rules.indexer) return;
+  const bool if_top_k = h.rules.indexer_owners == GgufIndexerOwners::TypesIfTopK;
+  if (if_top_k && file.uint32(h.arch + ".attention.indexer.top_k").value_or(0) == 0) return;
+  read_gguf_indexer_head(file, h, if_top_k);
+  h.indexer_owners = gguf_indexer_owners(file, h);
 }
 
 // rope.scaling.yarn_ext_factor and yarn_attn_factor (grok's load_arch_hparams, then
@@ -517,6 +589,7 @@ inline GgufHparams read_gguf_hparams(const GgufFile& file) {
   h.rope_mode = h.rules.mode;
   h.permuted = h.rules.permuted;
   read_gguf_sizes(file, h);
+  read_gguf_indexer(file, h);
   read_gguf_rope_scaling(file, h);
   read_gguf_layer_pattern(file, h);
   if (h.rules.softcap_default > 0.0) {
@@ -744,15 +817,19 @@ inline double gguf_softmax_scale(const GgufHparams& h) {
   return 1.0 / std::sqrt(static_cast<double>(h.head_dim));
 }
 
-// The lightning indexer of a row with one (deepseek32's graph): q and k of
-// attention.indexer.key_length features, the first n_rot rotated NEOX (rotate-half) by the
-// layer's frequencies.
+// The lightning indexer of a layer that owns one: q and k of attention.indexer.key_length
+// features, n_rot of them rotated by the layer's frequencies in the row's indexer_mode (NEOX:
+// deepseek32's LLAMA_ROPE_TYPE_NEOX; NORM: glm-dsa's LLAMA_ROPE_TYPE_NORM, hy_v4's rope_type),
+// the first n_rot, or the last (hy_v4's ggml_rope_set_offset(iq, n_embd_indexer_nope)).
+//   indexer head: [ rope (n_rot) | nope ]   or, indexer_at_end,   [ nope | rope (n_rot) ]
 inline IndexerRope gguf_indexer(const GgufHparams& h, const RopeScheme& layer_rope) {
   IndexerRope indexer;
   indexer.head_dim = static_cast<int>(h.indexer_head_dim);
   indexer.rope = layer_rope;
-  indexer.rope.pairing = Pairing::RotateHalf;
+  indexer.rope.pairing =
+      h.rules.indexer_mode == GgufRopeMode::Norm ? Pairing::Interleaved : Pairing::RotateHalf;
   indexer.rope.head_dim = indexer.rope.rotary_dim;
+  if (h.rules.indexer_at_end) indexer.rotary_offset = indexer.head_dim - indexer.rope.rotary_dim;
   return indexer;
 }
 
@@ -814,9 +891,9 @@ inline LayerPositions gguf_layer(
   // MLA's k_pe and q_pe follow the nope part (ggml_rope_set_offset(q, n_embd_head_qk_nope)).
   if (h.rules.rotary_at_end) layer.rotary_offset = static_cast<int>(width.head_dim - width.n_rot);
   if (h.temperature) layer.attention.query_temperature = h.temperature;
-  if (h.rules.indexer) {
+  if (!h.indexer_owners.empty()) {
     layer.layer_type = "indexed_attention";
-    layer.indexer = gguf_indexer(h, *layer.rope);
+    if (h.indexer_owners[il]) layer.indexer = gguf_indexer(h, *layer.rope);
   }
   return layer;
 }

@@ -74,8 +74,6 @@ inline constexpr GgufArchGap gguf_arch_gaps[] = {
     {"deepseek4", GgufArchReason::NoRowYet, "norm", true,
      "compressed-attention layers rotate with attention.compress_rope_freq_base and "
      "dsv4_rope_attn_factor"},
-    {"glm-dsa", GgufArchReason::NoRowYet, "norm", false,
-     "the lightning indexer's own rotation (indexer head, n_rot) beside MLA"},
     {"t5", GgufArchReason::NoRope, "none", false, ""},
     {"t5encoder", GgufArchReason::Encoder, "none", false, ""},
     {"jais", GgufArchReason::NoRope, "none", false, ""},
@@ -92,8 +90,6 @@ inline constexpr GgufArchGap gguf_arch_gaps[] = {
      "KDA (linear attention) layers beside MLA with optional M-RoPE sections"},
     {"dots3note", GgufArchReason::NoRowYet, "norm", false,
      "SWA layers with their own MLA widths (key_length_mla_swa) and an indexer"},
-    {"hy_v4", GgufArchReason::NoRowYet, "norm", false,
-     "MLA with an indexer rotating its own slice (ggml_rope_set_offset)"},
     {"minimax-m3", GgufArchReason::NoRowYet, "neox", false,
      "the MSA indexer's own rotation beside partial NEOX"},
     {"eagle3", GgufArchReason::NoRowYet, "norm", false,

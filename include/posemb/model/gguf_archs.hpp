@@ -75,6 +75,16 @@ enum class GgufTemperature { None, LengthKey, OriginalContext };
 // YaRN's mscale in llama_context's yarn_attn_factor (TenthAsMscale: LLM_ARCH_DEEPSEEK2 only).
 enum class GgufYarnLogMul { None, Raw, Tenth, TenthAsMscale };
 
+// Which layers own a lightning indexer (GgufArch::indexer; the others are indexed_attention
+// layers reusing the top-k of the last owner before them):
+//   Every:        every layer (deepseek32)
+//   TypesOrGlm52: attention.indexer.types (one flag per layer, or one UINT32), default every
+//                 layer when context_length < 1048576, else GLM_5_2_DEFAULT_INDEXER_TYPES
+//                 (glm-dsa's load_arch_hparams)
+//   TypesIfTopK:  an indexer only with attention.indexer.top_k > 0, then attention.indexer.types,
+//                 default none (hy_v4's load_arch_hparams)
+enum class GgufIndexerOwners { Every, TypesOrGlm52, TypesIfTopK };
+
 struct GgufArch {
   std::string_view name;    // general.architecture (LLM_ARCH_NAMES, src/llama-arch.cpp)
   std::string_view source;  // load_arch_hparams and the graph builder: src/models/<file>.cpp
@@ -116,6 +126,13 @@ struct GgufArch {
   bool swa_dense_first = false;
   bool swa_every_layer = false;
   std::int64_t swa_if_layers = 0;  // > 0: SWA layers only in a model of this many layers
+  // The indexer's rules beyond deepseek32's (glm-dsa, hy_v4): which layers own one, its ggml mode,
+  // its slice the head's last n_rot (ggml_rope_set_offset(iq, key_length - n_rot)); and the MLA
+  // keys required (a throw without them).
+  GgufIndexerOwners indexer_owners = GgufIndexerOwners::Every;
+  GgufRopeMode indexer_mode = GgufRopeMode::Neox;
+  bool indexer_at_end = false;
+  bool mla_required = false;
   // The lightning indexer (deepseek32): its q / k, attention.indexer.key_length wide, rotate
   // their first n_rot features NEOX with the layer's frequencies; the layer is indexed_attention.
   bool indexer = false;        // with attention.sliding_window > 0 every attention layer slides
@@ -200,6 +217,14 @@ struct GgufArch {
     return set(&GgufArch::swa_if_layers, n);
   }
   constexpr GgufArch with_indexer() const { return set(&GgufArch::indexer, true); }
+  constexpr GgufArch with_indexer(GgufIndexerOwners owners, GgufRopeMode mode,
+                                  bool at_end = false) const {
+    return with_indexer()
+        .set(&GgufArch::indexer_owners, owners)
+        .set(&GgufArch::indexer_mode, mode)
+        .set(&GgufArch::indexer_at_end, at_end);
+  }
+  constexpr GgufArch with_mla_required() const { return set(&GgufArch::mla_required, true); }
   constexpr GgufArch with_rope_swa_only() const { return set(&GgufArch::rope_swa_only, true); }
   constexpr GgufArch with_swa_window_fixed(std::int64_t w) const {
     return set(&GgufArch::swa_window_fixed, w);
@@ -633,6 +658,28 @@ inline const GgufArch gguf_archs[] = {
         .with_rotary_at_end()
         .with_yarn_log_mul(GgufYarnLogMul::Tenth)
         .with_indexer(),
+    // deepseek32's MLA (NORM, key_length_mla required: load_arch_tensors' "requires MLA") without
+    // yarn_log_multiplier or the temperature keys (load_arch_hparams); the indexer's
+    // ggml_rope_ext(indexer_q / indexer_k, n_rot, LLAMA_ROPE_TYPE_NORM) on its first n_rot, only
+    // on the layers attention.indexer.types (or GLM_5_2_DEFAULT_INDEXER_TYPES) says "full".
+    gguf_arch("glm-dsa", "src/models/glm-dsa.cpp")
+        .norm()
+        .with_mla()
+        .with_mla_required()
+        .with_softmax(GgufSoftmaxScale::Mla)
+        .with_rotary_at_end()
+        .with_indexer(GgufIndexerOwners::TypesOrGlm52, GgufRopeMode::Norm),
+    // MLA (key_length_mla / value_length_mla required) with kq_scale 1/sqrt(key_length_mla) (no
+    // mscale), attn_sinks on every layer, no yarn_log_multiplier; with attention.indexer.top_k > 0
+    // the indexer of the "full" layers rotates the last n_rot of its head with the model's NORM
+    // (ggml_rope_set_offset(iq, n_embd_indexer_nope), build_indexer_top_k).
+    gguf_arch("hy_v4", "src/models/hy-v4.cpp")
+        .norm()
+        .with_mla()
+        .with_mla_required()
+        .with_rotary_at_end()
+        .with_sinks()
+        .with_indexer(GgufIndexerOwners::TypesIfTopK, GgufRopeMode::Norm, true),
     // SWA flags and window required; the SWA layers rotate n_rot(il) = rope.dimension_count_swa
     // with rope.freq_base_swa else 10000 and scale 1 (llama_hparams' defaults), without factors;
     // the full layers rope_freqs or LongRoPE's pair (created [n_rot_max / 2]: posemb reads them
