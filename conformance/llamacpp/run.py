@@ -113,7 +113,7 @@ def posemb_layers(tool: str, gguf: str, seq_len: int) -> list[dict]:
 def node_rows(case: str, gguf: str, tool: str, c_lib: str, n_ctx: int) -> list[Row]:
     """Rows of every ROPE node of one context size."""
     from c_plan import c_plans
-    from compare import node_layer, params_row, rotation_rows
+    from compare import is_indexer, node_layer, params_row, rotation_rows
 
     tag = f"{case} n_ctx {n_ctx}"
     try:
@@ -144,8 +144,13 @@ def node_rows(case: str, gguf: str, tool: str, c_lib: str, n_ctx: int) -> list[R
         rows.append(params_row(tag, node, plans[layer], library.get(layer)))
         rows += rotation_rows(tag, node, plans[layer])
     unrotated = sorted(set(rope_layers) - {node_layer(n) for n in nodes})
-    rows.append(Row(tag, "layers", "fail" if unrotated else "pass",
-                    detail=f"posemb's RoPE layers without a ROPE node: {unrotated or 'none'}"))
+    # The layers owning a lightning indexer: posemb's plan ("indexer") and llama.cpp's nodes.
+    planned = sorted(l for l, p in plans.items() if p.get("indexer"))
+    indexed = sorted({node_layer(n) for n in nodes if is_indexer(n)})
+    rows.append(Row(tag, "layers", "fail" if unrotated or planned != indexed else "pass",
+                    detail=f"posemb's RoPE layers without a ROPE node: {unrotated or 'none'}; "
+                           f"indexer layers: posemb {planned or 'none'}, llama.cpp "
+                           f"{indexed or 'none'}"))
     inside = [n for n in nodes if sum(n["range"]) <= n_ctx]
     config = os.path.join(os.path.dirname(gguf), "..", "tiny", case, "config.json")
     try:

@@ -24,6 +24,7 @@
 
 #include "model/gguf_plan.hpp"
 #include "posemb/model/gguf.hpp"
+#include "posemb/model/layer_plan.hpp"
 
 namespace {
 
@@ -138,6 +139,12 @@ TEST_CASE("glm-dsa: MLA's last n_rot, the indexer's first n_rot NORM on its full
     CHECK(spec.attention_scale == Approx(magnitude).epsilon(1e-9));
     for (int i = 0; i < 32; ++i) CHECK(spec.inv_freq[i] == Approx(plan.ropes[il]->inv_freq[i]));
   }
+  // The JSON of `posemb layers` names the indexer on the layers that own one, and only there.
+  const std::vector<posemb::LayerPlan> plans = posemb::gguf_layer_plans(plan);
+  CHECK_THAT(posemb::layer_plan_json(plans[0]),
+             Catch::EndsWith(", \"indexer\": {\"head_dim\": 128, \"rotary_dim\": 64, "
+                             "\"rotary_offset\": 0, \"pairing\": \"interleaved\"}}"));
+  CHECK_THAT(posemb::layer_plan_json(plans[1]), !Catch::Contains("indexer"));
 }
 
 TEST_CASE("glm-dsa: indexers on every layer by default, GLM-5.2's table from a 1048576 context") {
@@ -227,6 +234,8 @@ TEST_CASE("hy_v4: with indexer.top_k, the full layers' indexer rotates its last 
     CHECK(layer.indexer->rope.pairing == posemb::Pairing::Interleaved);
     CHECK(layer.indexer_rope_spec().rotary_dim == 64);
     CHECK(layer.indexer_rope_spec().inv_freq[7] == Approx(ggml_inv_freq(10000.0, 7, 64)));
+    CHECK_THAT(posemb::layer_plan_json(posemb::gguf_layer_plans(plan)[il]),
+               Catch::Contains("\"rotary_offset\": 64, \"pairing\": \"interleaved\"}"));
   }
   // A scalar types key: every layer owns one.
   const auto all = plan_of(hy_v4(2)
