@@ -189,7 +189,7 @@ TEST_CASE("glm-dsa refuses what llama.cpp refuses: no MLA, no or narrow indexer,
   check_refused(no_mla, "glm_dsa_nomla", "glm-dsa.attention.key_length_mla: missing");
 }
 
-TEST_CASE("hy_v4: MLA with sinks and kq_scale 1/sqrt(k_mla); no indexer without indexer.top_k") {
+TEST_CASE("hy_v4: MLA with sinks and kq_scale 1/sqrt(k_mla), no indexer without indexer.top_k") {
   const auto plan = plan_of(hy_v4(2)
                                 .str("hy_v4.rope.scaling.type", "yarn")
                                 .f32("hy_v4.rope.scaling.factor", 32.0f)
