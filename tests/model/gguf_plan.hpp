@@ -33,11 +33,13 @@ inline posemb::GgufPositions plan_of(const GgufWriter& writer, const std::string
   return plan;
 }
 
-// The writer's file is refused by read_gguf_positions with a message containing `message`.
+// The writer's file is refused by read_gguf_positions: a posemb::Error whose message contains
+// `message`.
 inline void check_refused(const GgufWriter& writer, const std::string& name,
                           const std::string& message) {
   const std::string path = temp_gguf(name);
   writer.write(path);
+  CHECK_THROWS_AS(posemb::read_gguf_positions(path), posemb::Error);
   CHECK_THROWS_WITH(posemb::read_gguf_positions(path), Catch::Contains(message));
   std::filesystem::remove(path);
 }

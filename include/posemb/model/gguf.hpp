@@ -71,6 +71,7 @@ struct GgufHparams {
   std::vector<bool> recurrent_layers;                    // [n_layer]; true: linear attention
   std::vector<std::int64_t> n_head_kv;                   // [n_layer]
   std::int64_t indexer_head_dim = 0;                     // attention.indexer.key_length
+  std::int64_t n_layer_dense_lead = 0;                   // leading_dense_block_count
   std::optional<std::vector<std::int64_t>> sections;     // rope.dimension_sections
   GgufRopeMode rope_mode = GgufRopeMode::Norm;
   bool permuted = false;  // the converter reordered q/k rows into NORM order (GgufArch::permuted)
@@ -161,6 +162,15 @@ inline void check_gguf_rot(const GgufHparams& h, const std::string& key) {
   }
   if (h.rules.rot_is_head_dim && h.n_rot != h.head_dim) {
     fail(key, h.n_rot, "expected head_dim = " + std::to_string(h.head_dim) + " for " + h.arch);
+  }
+}
+
+// attention.indexer.key_length >= n_rot: the indexer head is laid out [rope | nope]
+// (deepseek32's and dots3note's graph: GGML_ASSERT(n_rot <= n_embd_indexer_head)).
+inline void check_gguf_indexer_head(const GgufHparams& h, const std::string& prefix) {
+  if (h.rules.indexer != GgufIndexer::None && h.indexer_head_dim < h.n_rot) {
+    fail(prefix + "attention.indexer.key_length", h.indexer_head_dim,
+         "expected >= n_rot = " + std::to_string(h.n_rot));
   }
 }
 
@@ -255,18 +265,43 @@ inline void read_gguf_sizes(const GgufFile& file, GgufHparams& h) {
   // deepseek2 with MLA (llama_hparams::is_mla: both *_length_mla keys): q and k are
   // key_length_mla = nope + rope wide, n_rot the rope slice (src/models/deepseek2.cpp,
   // n_embd_head_qk_rope = n_rot); n_rot still defaults to key_length (load_hparams).
+  if (h.rules.swa_mla || h.rules.mla_required) {
+    // get_key (required) of both MLA widths: dots3note's and hy_v4's load_arch_hparams; glm-dsa's
+    // load_arch_tensors throws without them ("GLM_DSA architecture requires MLA").
+    gguf_required(file, p + "attention.key_length_mla");
+    gguf_required(file, p + "attention.value_length_mla");
+  }
   const std::optional<std::uint32_t> k_mla = file.uint32(p + "attention.key_length_mla");
   if (h.rules.mla && k_mla && file.uint32(p + "attention.value_length_mla")) {
     h.head_dim = *k_mla;
     require_positive(p + "attention.key_length_mla", h.head_dim);
   }
-  if (h.rules.mla_required && !(k_mla && file.uint32(p + "attention.value_length_mla"))) {
-    const std::string key = k_mla ? "attention.value_length_mla" : "attention.key_length_mla";
-    throw Error(p + key, ": missing; required by llama.cpp's loader (the arch is MLA only)");
-  }
   check_gguf_rot(h, p + "rope.dimension_count");
   require_model_rope_pairs(p + "block_count", h.n_layer, h.n_layer * (h.n_rot / 2));
   read_gguf_swa_sizes(file, h);
+}
+
+// dots3note (GgufArch::swa_mla), once the SWA layers are known: the SWA layers' MLA head
+// attention.key_length_mla_swa (load_arch_hparams reads it and value_length_mla_swa with get_key),
+// and the one width every layer rotates, the graph's n_embd_head_qk_rope = hparams.n_rot() =
+// n_rot(0): rope.dimension_count_swa (default rope.dimension_count) when layer 0 slides.
+inline void read_gguf_mla_swa(const GgufFile& file, GgufHparams& h) {
+  const std::string p = h.arch + ".";
+  gguf_required(file, p + "attention.value_length_mla_swa");
+  const std::string head_key = p + "attention.key_length_mla_swa";
+  h.head_dim_swa = gguf_required(file, head_key);
+  const std::string swa_key = p + "rope.dimension_count_swa";
+  const std::optional<std::uint32_t> n_rot_swa = file.uint32(swa_key);
+  const bool swa_rot = h.swa_layers[0] && n_rot_swa.has_value();
+  if (swa_rot) h.n_rot = *n_rot_swa;
+  h.n_rot_swa = h.n_rot;
+  const std::string key = swa_rot ? swa_key : p + "rope.dimension_count";
+  check_gguf_rot(h, key);
+  if (h.n_rot > h.head_dim_swa) {
+    fail(key, h.n_rot, "expected <= " + head_key + " = " + std::to_string(h.head_dim_swa));
+  }
+  check_gguf_indexer_head(h, p);
+  require_model_rope_pairs(p + "block_count", h.n_layer, h.n_layer * (h.n_rot / 2));
 }
 
 // GLM_5_2_DEFAULT_INDEXER_TYPES (src/models/glm-dsa.cpp): layers 0 and 1, then every fourth from
@@ -301,26 +336,25 @@ inline std::optional<std::vector<bool>> gguf_indexer_types(const GgufFile& file,
 inline void read_gguf_indexer_head(const GgufFile& file, GgufHparams& h, bool strict) {
   const std::string p = h.arch + ".";
   h.indexer_head_dim = gguf_required(file, p + "attention.indexer.key_length");
-  if (h.indexer_head_dim < h.n_rot + (strict ? 1 : 0)) {
+  if (strict && h.indexer_head_dim <= h.n_rot) {
     fail(p + "attention.indexer.key_length", h.indexer_head_dim,
-         std::string(strict ? "expected > n_rot = " : "expected >= n_rot = ") +
-             std::to_string(h.n_rot));
+         "expected > n_rot = " + std::to_string(h.n_rot));
   }
+  check_gguf_indexer_head(h, p);
   if (!strict) return;
   require_positive(p + "attention.indexer.head_count",
                    file.uint32(p + "attention.indexer.head_count").value_or(0));
 }
 
-// The layers that own an indexer (GgufIndexerOwners): every layer; attention.indexer.types else
-// every layer below a 1048576 context, GLM-5.2's table from it (glm-dsa); attention.indexer.types
-// else none (hy_v4). Layer 0 must own one: hy_v4's load_arch_hparams throws, glm-dsa's graph
+// The layers that own an indexer by attention.indexer.types (GgufIndexer): by default every
+// layer below a 1048576 context, GLM-5.2's table from it (TypesOrGlm52: glm-dsa), or none
+// (TypesIfTopK: hy_v4). Layer 0 must own one: hy_v4's load_arch_hparams throws, glm-dsa's graph
 // asserts a "shared" layer follows a "full" one.
 inline std::vector<bool> gguf_indexer_owners(const GgufFile& file, const GgufHparams& h) {
-  const GgufIndexerOwners rule = h.rules.indexer_owners;
+  const GgufIndexer rule = h.rules.indexer;
   const auto n = static_cast<std::size_t>(h.n_layer);
-  std::vector<bool> owners(n, rule != GgufIndexerOwners::TypesIfTopK);
-  if (rule == GgufIndexerOwners::Every) return owners;
-  if (rule == GgufIndexerOwners::TypesOrGlm52 && h.n_ctx_train >= 1048576) {
+  std::vector<bool> owners(n, rule == GgufIndexer::TypesOrGlm52);
+  if (rule == GgufIndexer::TypesOrGlm52 && h.n_ctx_train >= 1048576) {
     for (std::size_t il = 0; il < n; ++il) {
       owners[il] = glm52_default_indexer_owner(static_cast<std::int64_t>(il));
     }
@@ -335,13 +369,20 @@ inline std::vector<bool> gguf_indexer_owners(const GgufFile& file, const GgufHpa
 
 // The lightning indexer of a row with one (GgufArch::indexer): none for hy_v4 without
 // attention.indexer.top_k > 0 (its load_arch_hparams: "DSA is absent on the all-full_attention
-// checkpoints"), else its head width and owners.
+// checkpoints"), else its head width (deepseek32's, dots3note's, minimax-m3's, glm-dsa's
+// load_arch_hparams require it), leading_dense_block_count (AfterDenseLead) or the owners
+// (attention.indexer.types).
 inline void read_gguf_indexer(const GgufFile& file, GgufHparams& h) {
-  if (!h.rules.indexer) return;
-  const bool if_top_k = h.rules.indexer_owners == GgufIndexerOwners::TypesIfTopK;
+  const GgufIndexer rule = h.rules.indexer;
+  if (rule == GgufIndexer::None) return;
+  const bool if_top_k = rule == GgufIndexer::TypesIfTopK;
   if (if_top_k && file.uint32(h.arch + ".attention.indexer.top_k").value_or(0) == 0) return;
   read_gguf_indexer_head(file, h, if_top_k);
-  h.indexer_owners = gguf_indexer_owners(file, h);
+  if (rule == GgufIndexer::AfterDenseLead) {
+    h.n_layer_dense_lead = file.uint32(h.arch + ".leading_dense_block_count").value_or(0);
+  }
+  if (if_top_k || rule == GgufIndexer::TypesOrGlm52)
+    h.indexer_owners = gguf_indexer_owners(file, h);
 }
 
 // rope.scaling.yarn_ext_factor and yarn_attn_factor (grok's load_arch_hparams, then
@@ -487,6 +528,8 @@ inline std::pair<std::int64_t, std::int64_t> read_gguf_swa(const GgufFile& file,
     h.freq_base_swa = file.float32(p + "rope.freq_base_swa").value_or(10000.0);
   } else if (a.swa_base == GgufSwaBase::Global) {
     h.freq_base_swa = h.freq_base;
+  } else if (a.swa_base == GgufSwaBase::Key && !file.float32(p + "rope.freq_base_swa")) {
+    throw Error(p + "rope.freq_base_swa", ": missing; required by llama.cpp's loader");
   }
   if (a.swa_unscaled) h.freq_scale_swa = 1.0;
   return {pattern ? *pattern : a.swa_period, a.nope_step};
@@ -592,6 +635,7 @@ inline GgufHparams read_gguf_hparams(const GgufFile& file) {
   read_gguf_indexer(file, h);
   read_gguf_rope_scaling(file, h);
   read_gguf_layer_pattern(file, h);
+  if (h.rules.swa_mla) read_gguf_mla_swa(file, h);
   if (h.rules.softcap_default > 0.0) {
     // llama_hparams::f_attn_logit_softcapping: default 50 (src/llama-hparams.h), attn_soft_cap
     // set by src/models/gemma2.cpp, applied in llm_graph_context::build_attn_mha.
@@ -796,7 +840,8 @@ inline RopeScheme gguf_rope_scheme(const GgufHparams& h, const GgufWidth& width,
 //                      global scale
 //   RotDim:            n_rot^-0.5 (src/models/bailingmoe.cpp)
 //   OutputScaleKey:    attention.output_scale, else the row's default (grok)
-inline double gguf_softmax_scale(const GgufHparams& h) {
+// head_dim: the layer's head width (dots3note's SWA layers: key_length_mla_swa).
+inline double gguf_softmax_scale(const GgufHparams& h, std::int64_t head_dim) {
   if (h.rules.embd_head_scale_layers > 0 && h.n_layer == h.rules.embd_head_scale_layers) {
     return 1.0 / std::sqrt(static_cast<double>(h.n_embd / h.n_head[0]));
   }
@@ -814,7 +859,7 @@ inline double gguf_softmax_scale(const GgufHparams& h) {
         gguf_yarn_attn_factor(h) * (1.0 + 0.1 * log_f) * (1.0 + 0.1 * h.yarn_log_mul * log_f);
     return mscale * mscale / std::sqrt(static_cast<double>(h.head_dim));
   }
-  return 1.0 / std::sqrt(static_cast<double>(h.head_dim));
+  return 1.0 / std::sqrt(static_cast<double>(head_dim));
 }
 
 // The lightning indexer of a layer that owns one: q and k of attention.indexer.key_length
@@ -833,6 +878,25 @@ inline IndexerRope gguf_indexer(const GgufHparams& h, const RopeScheme& layer_ro
   return indexer;
 }
 
+// Whether layer il's indexer rotates (GgufIndexer): every RoPE layer, the full layers, the
+// layers from leading_dense_block_count on, or the owners of attention.indexer.types.
+inline bool gguf_indexed_layer(const GgufHparams& h, std::size_t il) {
+  switch (h.rules.indexer) {
+    case GgufIndexer::None:
+      return false;
+    case GgufIndexer::Every:
+      return true;
+    case GgufIndexer::Full:
+      return !h.swa_layers[il];
+    case GgufIndexer::AfterDenseLead:
+      return static_cast<std::int64_t>(il) >= h.n_layer_dense_lead;
+    case GgufIndexer::TypesOrGlm52:
+    case GgufIndexer::TypesIfTopK:
+      return !h.indexer_owners.empty() && h.indexer_owners[il];
+  }
+  return false;
+}
+
 // Layer il: kind, window or chunk, query temperature, and its RoPE (base and scale per
 // llama_model::get_rope_freq_base / get_rope_freq_scale).
 inline LayerPositions gguf_layer(
@@ -845,7 +909,7 @@ inline LayerPositions gguf_layer(
       swa ? GgufWidth{h.head_dim_swa, h.n_rot_swa} : GgufWidth{h.head_dim, h.n_rot};
   layer.index = static_cast<int>(il);
   layer.head_dim = static_cast<int>(width.head_dim);
-  layer.attention.softmax_scale = gguf_softmax_scale(h);
+  layer.attention.softmax_scale = gguf_softmax_scale(h, width.head_dim);
   if (h.logit_softcap > 0.0) layer.attention.logit_softcap = h.logit_softcap;
   // gpt-oss's attn_sinks tensor joins every layer's softmax (src/models/openai-moe.cpp).
   layer.attention.attention_sinks = h.rules.sinks;
@@ -891,9 +955,11 @@ inline LayerPositions gguf_layer(
   // MLA's k_pe and q_pe follow the nope part (ggml_rope_set_offset(q, n_embd_head_qk_nope)).
   if (h.rules.rotary_at_end) layer.rotary_offset = static_cast<int>(width.head_dim - width.n_rot);
   if (h.temperature) layer.attention.query_temperature = h.temperature;
-  if (!h.indexer_owners.empty()) {
+  if (gguf_indexed_layer(h, il)) {
     layer.layer_type = "indexed_attention";
-    if (h.indexer_owners[il]) layer.indexer = gguf_indexer(h, *layer.rope);
+    layer.indexer = gguf_indexer(h, *layer.rope);
+  } else if (!h.indexer_owners.empty()) {
+    layer.layer_type = "indexed_attention";  // a "shared" layer: the last owner's top-k
   }
   return layer;
 }

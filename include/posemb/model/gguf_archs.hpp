@@ -57,8 +57,19 @@ enum class GgufSoftmaxScale { HeadDim, AttentionScaleKey, Mla, One, RotDim, Outp
 
 // The base of SWA layers: rope.freq_base_swa else the global base (KeyOrGlobal, llama_model::
 // get_rope_freq_base), else 10000 (KeyOr10000, gemma3), or the global base whatever the key says
-// (Global: the graph passes the global freq_base, olmo2).
-enum class GgufSwaBase { KeyOrGlobal, KeyOr10000, Global };
+// (Global: the graph passes the global freq_base, olmo2), or the key, required (Key: dots3note's
+// load_arch_hparams reads it with get_key).
+enum class GgufSwaBase { KeyOrGlobal, KeyOr10000, Global, Key };
+
+// The layers whose lightning indexer rotates its q / k (attention.indexer.key_length wide, n_rot
+// features with the layer's frequencies, by default the first ones NEOX): every RoPE layer (Every:
+// deepseek32), the full-attention layers (Full: dots3note's graph, `if (!is_swa)`), the layers
+// from leading_dense_block_count on (AfterDenseLead: minimax-m3's MSA layers); those whose
+// attention.indexer.types flag (one per layer, or one UINT32) says "full", the others
+// indexed_attention layers reusing the last owner's top-k: by default every layer below a 1048576
+// context, GLM_5_2_DEFAULT_INDEXER_TYPES from it (TypesOrGlm52: glm-dsa's load_arch_hparams), or
+// none, and no indexer at all without attention.indexer.top_k > 0 (TypesIfTopK: hy_v4's).
+enum class GgufIndexer { None, Every, Full, AfterDenseLead, TypesOrGlm52, TypesIfTopK };
 
 // The graph's rotation call: ggml_rope_ext with the context's base, scale, ext_factor and
 // attn_factor (Ext); ggml_rope_ext(base, 1, 0, 1) (Plain: deepseek2-ocr); ggml_rope, whose
@@ -74,16 +85,6 @@ enum class GgufTemperature { None, LengthKey, OriginalContext };
 // 0.1f (Tenth: the converter wrote 0.1 * mscale_all_dim; deepseek32, mistral4), and then also
 // YaRN's mscale in llama_context's yarn_attn_factor (TenthAsMscale: LLM_ARCH_DEEPSEEK2 only).
 enum class GgufYarnLogMul { None, Raw, Tenth, TenthAsMscale };
-
-// Which layers own a lightning indexer (GgufArch::indexer; the others are indexed_attention
-// layers reusing the top-k of the last owner before them):
-//   Every:        every layer (deepseek32)
-//   TypesOrGlm52: attention.indexer.types (one flag per layer, or one UINT32), default every
-//                 layer when context_length < 1048576, else GLM_5_2_DEFAULT_INDEXER_TYPES
-//                 (glm-dsa's load_arch_hparams)
-//   TypesIfTopK:  an indexer only with attention.indexer.top_k > 0, then attention.indexer.types,
-//                 default none (hy_v4's load_arch_hparams)
-enum class GgufIndexerOwners { Every, TypesOrGlm52, TypesIfTopK };
 
 struct GgufArch {
   std::string_view name;    // general.architecture (LLM_ARCH_NAMES, src/llama-arch.cpp)
@@ -123,21 +124,23 @@ struct GgufArch {
   // every layer but each full_attention_interval-th (this default).
   std::int64_t recurrent_interval = 0;
   bool recurrent_no_kv = false;  // layer il recurrent (no positions) iff head_count_kv[il] == 0
+  // set_swa_pattern(P, dense_first): SWA iff il % P != 0
   bool swa_dense_first = false;
+  // With attention.sliding_window > 0 every attention layer slides.
   bool swa_every_layer = false;
   std::int64_t swa_if_layers = 0;  // > 0: SWA layers only in a model of this many layers
-  // The indexer's rules beyond deepseek32's (glm-dsa, hy_v4): which layers own one, its ggml mode,
-  // its slice the head's last n_rot (ggml_rope_set_offset(iq, key_length - n_rot)); and the MLA
-  // keys required (a throw without them).
-  GgufIndexerOwners indexer_owners = GgufIndexerOwners::Every;
+  // The lightning indexer's layers (GgufIndexer); they are indexed_attention.
+  GgufIndexer indexer = GgufIndexer::None;
+  // The indexer's ggml mode and its slice the head's last n_rot (ggml_rope_set_offset(iq,
+  // key_length - n_rot)); the MLA keys required (a throw without them: glm-dsa, hy_v4).
   GgufRopeMode indexer_mode = GgufRopeMode::Neox;
   bool indexer_at_end = false;
   bool mla_required = false;
-  // The lightning indexer (deepseek32): its q / k, attention.indexer.key_length wide, rotate
-  // their first n_rot features NEOX with the layer's frequencies; the layer is indexed_attention.
-  bool indexer = false;        // with attention.sliding_window > 0 every attention layer slides
-                               // // set_swa_pattern(P, dense_first): SWA iff il % P != 0
   bool rope_swa_only = false;  // only the SWA layers rotate (the full layers are NoPE)
+  // dots3note's MLA: key_length_mla / value_length_mla required, SWA layers
+  // attention.key_length_mla_swa wide (required), every layer rotating hparams.n_rot() (layer
+  // 0's width) and scaling by its own head width (kq_scale 1/sqrt(n_embd_head_k_mla)).
+  bool swa_mla = false;
   std::int64_t swa_window_fixed = 0;  // load_arch_hparams overwrites the window with this
   bool swa_rot = false;               // SWA layers rotate rope.dimension_count_swa (default n_rot)
   bool rotary_at_end = false;  // the rotated slice is the head's last n_rot features (MLA's k_pe)
@@ -216,15 +219,17 @@ struct GgufArch {
   constexpr GgufArch with_swa_if_layers(std::int64_t n) const {
     return set(&GgufArch::swa_if_layers, n);
   }
-  constexpr GgufArch with_indexer() const { return set(&GgufArch::indexer, true); }
-  constexpr GgufArch with_indexer(GgufIndexerOwners owners, GgufRopeMode mode,
+  constexpr GgufArch with_indexer(GgufIndexer layers = GgufIndexer::Every) const {
+    return set(&GgufArch::indexer, layers);
+  }
+  constexpr GgufArch with_indexer(GgufIndexer layers, GgufRopeMode mode,
                                   bool at_end = false) const {
-    return with_indexer()
-        .set(&GgufArch::indexer_owners, owners)
+    return with_indexer(layers)
         .set(&GgufArch::indexer_mode, mode)
         .set(&GgufArch::indexer_at_end, at_end);
   }
   constexpr GgufArch with_mla_required() const { return set(&GgufArch::mla_required, true); }
+  constexpr GgufArch with_swa_mla() const { return set(&GgufArch::swa_mla, true); }
   constexpr GgufArch with_rope_swa_only() const { return set(&GgufArch::rope_swa_only, true); }
   constexpr GgufArch with_swa_window_fixed(std::int64_t w) const {
     return set(&GgufArch::swa_window_fixed, w);
@@ -658,6 +663,25 @@ inline const GgufArch gguf_archs[] = {
         .with_rotary_at_end()
         .with_yarn_log_mul(GgufYarnLogMul::Tenth)
         .with_indexer(),
+    // deepseek32's MLA and indexer on the full layers only (graph: `if (!is_swa)`, freq_base);
+    // SWA flags, window and rope.freq_base_swa required (load_arch_hparams' get_key / get_arr),
+    // the SWA layers key_length_mla_swa wide; every layer ggml_rope_ext(n_rot = hparams.n_rot(),
+    // freq_base_l = get_rope_freq_base(il), the global freq_scale, ext_factor, attn_factor);
+    // kq_scale 1/sqrt(n_embd_head_k_mla) of the layer; no yarn_log_multiplier.
+    gguf_arch("dots3note", "src/models/dots3note.cpp")
+        .norm()
+        .with_mla()
+        .with_swa_mla()
+        .with_rotary_at_end()
+        .with_swa_flags_required()
+        .with_swa_window_required()
+        .with_swa_base(GgufSwaBase::Key)
+        .with_indexer(GgufIndexer::Full),
+    // Partial NEOX on every layer (the graph's assert is left out: head_dim != n_rot); the MSA
+    // layers (il >= leading_dense_block_count) rotate their indexer q / k (index_q_proj,
+    // attention.indexer.key_length wide) by the same ggml_rope_ext(n_rot, rope_type); llama.cpp
+    // runs that indexer only with flash attention on (msa_enabled), the positions are the same.
+    gguf_arch("minimax-m3", "src/models/minimax-m3.cpp").with_indexer(GgufIndexer::AfterDenseLead),
     // deepseek32's MLA (NORM, key_length_mla required: load_arch_tensors' "requires MLA") without
     // yarn_log_multiplier or the temperature keys (load_arch_hparams); the indexer's
     // ggml_rope_ext(indexer_q / indexer_k, n_rot, LLAMA_ROPE_TYPE_NORM) on its first n_rot, only
@@ -668,7 +692,7 @@ inline const GgufArch gguf_archs[] = {
         .with_mla_required()
         .with_softmax(GgufSoftmaxScale::Mla)
         .with_rotary_at_end()
-        .with_indexer(GgufIndexerOwners::TypesOrGlm52, GgufRopeMode::Norm),
+        .with_indexer(GgufIndexer::TypesOrGlm52, GgufRopeMode::Norm),
     // MLA (key_length_mla / value_length_mla required) with kq_scale 1/sqrt(key_length_mla) (no
     // mscale), attn_sinks on every layer, no yarn_log_multiplier; with attention.indexer.top_k > 0
     // the indexer of the "full" layers rotates the last n_rot of its head with the model's NORM
@@ -679,7 +703,7 @@ inline const GgufArch gguf_archs[] = {
         .with_mla_required()
         .with_rotary_at_end()
         .with_sinks()
-        .with_indexer(GgufIndexerOwners::TypesIfTopK, GgufRopeMode::Norm, true),
+        .with_indexer(GgufIndexer::TypesIfTopK, GgufRopeMode::Norm, true),
     // SWA flags and window required; the SWA layers rotate n_rot(il) = rope.dimension_count_swa
     // with rope.freq_base_swa else 10000 and scale 1 (llama_hparams' defaults), without factors;
     // the full layers rope_freqs or LongRoPE's pair (created [n_rot_max / 2]: posemb reads them
