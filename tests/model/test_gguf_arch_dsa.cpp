@@ -10,9 +10,13 @@
 //     with indexer.top_k > 0, "bad indexer head count / key length", "layer 0 must own an
 //     indexer"), graph (kq_scale 1/sqrt(k_mla), attn_sinks) and build_indexer_top_k (the
 //     model's NORM on the last n_rot: ggml_rope_set_offset(iq, n_embd_indexer_nope)).
-// llama_model_rope_type (src/llama-model.cpp): NORM for both. Transformers 5.25's HYV4ForCausalLM
-// (models/hy_v4) is what conversion/hy_v4.py registers, and GlmMoeDsaForCausalLM conversion/glm.py:
-// conformance/llamacpp converts both tiny models (build_models.py). The expected frequencies are
+// llama_model_rope_type (src/llama-model.cpp): NORM for both. conformance/llamacpp runs the tiny
+// GLM-5 (GlmMoeDsaForCausalLM, conversion/glm.py) through llama.cpp: its 30 ROPE nodes agree with
+// this plan. Its tiny HY V4 (transformers 5.25's HYV4ForCausalLM, which conversion/hy_v4.py
+// registers) does not convert: save_pretrained writes the iHC tensors as model.hc_pre.hc_head.*
+// (conversion_mapping.py's `\.hc_pre\.hc_` -> `.hc_` reversed), the converter maps the released
+// model.hc_head.hc_head_* ("Can not map tensor 'model.hc_pre.hc_head.hc_head_base.weight'"), so
+// the hy_v4 rules are checked here only. The expected frequencies are
 // ggml_rope_cache_init's and ggml_rope_yarn_corr_dims' (ggml/src/ggml-cpu/ops.cpp, ggml.c),
 // written here again.
 #include <catch2/catch.hpp>
