@@ -114,7 +114,15 @@ void print_hparams(const std::string& path, const GgufPositions& plan,
               static_cast<long long>(h.head_dim), static_cast<long long>(h.n_rot),
               h.scaling_type.c_str(), full_precision(h.freq_base).c_str(),
               full_precision(h.freq_scale).c_str());
-  if (h.n_swa > 0) {
+  if (h.rules.compressed_attention) {
+    // deepseek4: every layer slides; the compressed layers have their own base (gguf.hpp,
+    // gguf_compressed_layer).
+    std::printf(
+        "sliding window: %lld, every layer; compressed layers (attention.compress_ratios != 0): "
+        "freq_base %s, freq_scale %s; the others: freq_base %s, freq_scale 1\n",
+        static_cast<long long>(h.n_swa), full_precision(h.freq_base_compress).c_str(),
+        full_precision(h.freq_scale).c_str(), full_precision(h.freq_base).c_str());
+  } else if (h.n_swa > 0) {
     std::printf("sliding window: %lld; SWA layers: freq_base %s, freq_scale %s\n",
                 static_cast<long long>(h.n_swa), full_precision(h.freq_base_swa).c_str(),
                 full_precision(h.freq_scale_swa).c_str());

@@ -96,6 +96,14 @@ def model_of(model_type: str) -> MropeModel | None:
     return _models().get(model_type)
 
 
+def uses_mrope(config) -> bool:
+    """Whether vLLM runs the model with M-RoPE: a row of the table whose text rope block has
+    mrope_section (vllm/transformers_utils/config.py, uses_mrope; else 1-D positions and
+    get_rope's plain RotaryEmbedding)."""
+    block = getattr(text_config(config), "rope_parameters", None) or {}
+    return model_of(config.model_type) is not None and "mrope_section" in block
+
+
 def register_cases() -> list:
     """Adds the M-RoPE cases the transformers harness has no tiny model of (Qwen3-VL, Qwen3.5,
     GLM-4.1V) to tiny_models.CASES, and transformers' rope function of those families to

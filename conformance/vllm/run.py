@@ -56,6 +56,15 @@ EXPECTED_NOT_PASS = {
     # (g * t_factor).astype(int64): at 0.7 s (float32 0.699999988) g = 5 gives 6.99999988 -> 6,
     # where transformers' float32 (g * S) * tokens_per_second and posemb give 7.
     ("qwen2_5_vl", "vllm_mrope_ids"),
+    # Glm4Attention.__init__ (glm4.py, GLM-4V's text through glm4_1v.py) setdefault()s
+    # partial_rotary_factor 0.5 and vLLM has no M-RoPE without mrope_section (uses_mrope):
+    # 32 of 64 features rotated where transformers rotates 64 (reading.py).
+    ("glm4v-no-partial", "vllm_vs_transformers"),
+    ("glm4v-no-partial", "vllm_vs_posemb"),
+    # DeepseekV32Attention.__init__ (vllm/models/deepseek_v32/attention.py): the indexer rotates
+    # half unless indexer_rope_interleave; transformers' GlmMoeDsaIndexer interleaves.
+    ("glm_moe_dsa-no-interleave", "vllm_indexer_vs_transformers"),
+    ("glm_moe_dsa-no-interleave", "vllm_indexer_vs_posemb"),
 }
 
 
@@ -159,9 +168,9 @@ def capture_case(name: str, work: str):
     limit = max_model_len(text)
     state = rope_case.HfState(text.max_position_embeddings) if hasattr(
         text, "max_position_embeddings") else None
-    is_mrope = mrope.model_of(config.model_type) is not None
+    is_mrope = mrope.uses_mrope(config)
     sets = (mrope.position_sets(config, pmodel, limit) if is_mrope else
-            {label: p[None] for label, p in position_sets(config, limit).items()})
+            {label: p[None] for label, p in position_sets(text, limit).items()})
     calls, inputs, job_calls = [], {}, []
     for label, positions in sets.items():  # positions [axes, seq]: 3 for M-RoPE, else 1
         ids = torch.from_numpy(positions)[:, None] if is_mrope else torch.from_numpy(positions)
@@ -189,9 +198,12 @@ def capture_case(name: str, work: str):
     return model, config, pmodel, calls
 
 
-def compare_case(name, model, config, pmodel, calls, folder) -> list:
-    """vLLM's outputs against transformers' and posemb's rotation of the same input."""
+def compare_case(name, model, config, pmodel, calls, folder, plan) -> list:
+    """vLLM's outputs against transformers' and posemb's rotation of the same input; where
+    `posemb diff --engine vllm` reports departures (plan: reading.vllm_plan), also against
+    posemb's rotation at the values it reports for vLLM."""
     import mrope
+    import reading
     import rope_checks
     import rotation
     from report import Row
@@ -212,6 +224,7 @@ def compare_case(name, model, config, pmodel, calls, folder) -> list:
     # (indexer call?) -> (against transformers, against posemb)
     stats = {False: (rope_checks.RopeStats(), rope_checks.RopeStats()),
              True: (rope_checks.RopeStats(), rope_checks.RopeStats())}
+    at_plan = {False: rope_checks.RopeStats(), True: rope_checks.RopeStats()}
     errors = []
     for key, label, positions, seq_len, call in calls:
         where = f"{label} layer {call.layer} {'indexer ' if call.indexer else ''}{call.name}"
@@ -244,6 +257,12 @@ def compare_case(name, model, config, pmodel, calls, folder) -> list:
         else:
             y_posemb = rotation.rotate(x_full, positions, spec, "bshd", part)
             mine.add(np.abs(y_vllm - y_posemb), tol, where)
+        if plan and positions.ndim == 2:
+            at_plan[bool(call.indexer)].failures.append(f"{where}: M-RoPE positions")
+        elif plan:
+            vspec = reading.vllm_spec(spec, plan.get(call.layer, {}), bool(call.indexer))
+            y_plan = rotation.rotate(x_full, positions, vspec, "bshd", part)
+            at_plan[bool(call.indexer)].add(np.abs(y_vllm - y_plan), tol, where)
     layers = meta["layers"]
     first = layers[min(layers, key=int)] if layers else {}
     source = (module.replace(".", "/") if module.startswith("vllm.")
@@ -256,6 +275,10 @@ def compare_case(name, model, config, pmodel, calls, folder) -> list:
                 detail="; ".join(errors[:3]) if errors else built)]
     hf, mine = stats[False]
     rows += [hf.row(name, "vllm_vs_transformers"), mine.row(name, "vllm_vs_posemb")]
+    fields = sorted({f for layer in plan.values() for f in layer})
+    if plan:
+        rows.append(at_plan[False].row(name, "vllm_vs_posemb_vllm_plan",
+                                       f"posemb diff --engine vllm: {', '.join(fields)};"))
     indexers = meta.get("indexer_layers") or {}
     if indexers:  # DeepSeek Sparse Attention's lightning indexer: its own rotary layer
         first = indexers[min(indexers, key=int)]
@@ -264,7 +287,10 @@ def compare_case(name, model, config, pmodel, calls, folder) -> list:
                   f"neox {first.get('is_neox_style')}, layers {sorted(indexers, key=int)}")
         rows += [hf.row(name, "vllm_indexer_vs_transformers", detail + ";"),
                  mine.row(name, "vllm_indexer_vs_posemb")]
-    if mrope.model_of(config.model_type) is not None:
+        if plan:
+            rows.append(at_plan[True].row(name, "vllm_indexer_vs_posemb_vllm_plan",
+                                          f"posemb diff --engine vllm: {', '.join(fields)};"))
+    if mrope.uses_mrope(config):
         rows += mrope.position_rows(name, model, pmodel, meta, outputs)
     return rows
 
@@ -546,10 +572,12 @@ def main():
     import transformers
 
     import mrope
+    import reading
     import report
     import tiny_models
 
     mrope.register_cases()
+    reading.register_cases()
     torch.set_num_threads(1)
     start = time.time()
     work = os.path.join(args.out, "work")
@@ -567,8 +595,13 @@ def main():
                     "interns1_pro"], check=True)
     rows += fope_rows(*fope, os.path.join(work, "fope"))
     rows += fope_forward_rows("interns1_pro", *intern, os.path.join(work, "interns1_pro"))
+    build = os.path.abspath(args.posemb_build or os.path.join(ROOT, "build", "test"))
     for name, (model, config, pmodel, calls) in captured.items():
-        rows += compare_case(name, model, config, pmodel, calls, os.path.join(work, name))
+        folder = os.path.join(work, name)
+        job = json.load(open(os.path.join(folder, "job.json")))
+        plan = reading.vllm_plan(build, os.path.join(folder, "model", "config.json"),
+                                 job["max_model_len"])
+        rows += compare_case(name, model, config, pmodel, calls, folder, plan)
     for name, check in other.items():
         rows.append(report.Row(name, "vllm_model", "pass",
                                detail=f"not a get_rope case: the transformers harness checks it "

@@ -599,6 +599,15 @@ posemb_cli_test("diff vllm longrope long sequence agrees"
   ARGS diff --engine vllm --max-model-len 32768 ${vllm_longrope} --seq-len 4096)
 posemb_cli_test("diff vllm longrope within the original context agrees"
   ARGS diff --engine vllm --max-model-len 2048 ${vllm_longrope})
+# GLM-4V's text without partial_rotary_factor / mrope_section (vLLM's Glm4Attention: 0.5) and
+# GLM-5 without indexer_rope_interleave (vLLM's indexer rotates half).
+posemb_cli_test("diff vllm glm4v text partial rotary default" EXIT 3
+  ARGS diff --engine vllm --max-model-len 32768 ${cli_source}/data/vllm_glm4v_no_partial.json
+  STDOUT_MATCHES "^layer 0 rotary_dim: vllm 32 config 64 [^\n]*glm4\.py")
+posemb_cli_test("diff vllm glm5 indexer pairing" EXIT 3
+  ARGS diff --engine vllm --max-model-len 202752
+       ${cli_source}/data/vllm_glm5_no_indexer_interleave.json
+  STDOUT_MATCHES "^layer 0 indexer_pairing: vllm \"rotate_half\" config \"interleaved\" [^\n]*deepseek_v32/attention\.py")
 posemb_cli_test("diff vllm usage max-model-len missing" EXIT 2
   STDERR "--max-model-len is missing" ARGS diff --engine vllm ${vllm_longrope})
 posemb_cli_test("diff vllm usage max-model-len without engine" EXIT 2

@@ -1,8 +1,9 @@
 // engine_vllm.hpp: vLLM 0.33.0's view of a config against transformers'. The expected vLLM
 // frequencies are written here from vLLM's formulas (dynamic_ntk_scaling_rope.py: base *
 // (factor * L / L - (factor - 1))^(d/(d-2)) = base; phi3_long_rope_scaled_rope.py: 1 /
-// (factor_i * base^(2i/d))), not from posemb's; conformance/vllm/run.py checks the same configs'
-// rotations against vLLM itself.
+// (factor_i * base^(2i/d)); glm4.py: partial_rotary_factor 0.5 when the config has none;
+// deepseek_v32/attention.py: the indexer rotate-half unless indexer_rope_interleave), not from
+// posemb's; conformance/vllm/run.py checks the same configs' rotations against vLLM itself.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -55,7 +56,7 @@ std::vector<std::string> fields(const std::vector<posemb::PlanDifference>& diffe
 }  // namespace
 
 TEST_CASE("vllm dynamic NTK runs the default frequencies at every length") {
-  const auto config = posemb::parse_model_positions(dynamic_config);
+  const auto config = posemb::parse_vllm_view(dynamic_config);
   const auto plans = posemb::vllm_layer_plans(config, 8192);
   check_inv_freq(plans[0].inv_freq, default_inv_freq(10000.0, 128));
   // Within max_position_embeddings transformers runs the default frequencies too.
@@ -70,7 +71,7 @@ TEST_CASE("vllm dynamic NTK runs the default frequencies at every length") {
 }
 
 TEST_CASE("vllm LongRoPE factors are fixed by max_model_len") {
-  const auto config = posemb::parse_model_positions(longrope_config);
+  const auto config = posemb::parse_vllm_view(longrope_config);
   const std::vector<double> longs = {1, 2, 4, 8, 16, 32, 64, 128};
   const auto plans = posemb::vllm_layer_plans(config, 131072);
   check_inv_freq(plans[0].inv_freq, default_inv_freq(10000.0, 16, longs));
@@ -87,20 +88,20 @@ TEST_CASE("vllm LongRoPE factors are fixed by max_model_len") {
 }
 
 TEST_CASE("vllm agrees with transformers on plain RoPE") {
-  const auto config = posemb::parse_model_positions(plain_config);
+  const auto config = posemb::parse_vllm_view(plain_config);
   CHECK(posemb::diff_vllm_plans(config, 8192, std::nullopt).empty());
   CHECK(posemb::diff_vllm_plans(config, 8192, 100000).empty());
 }
 
 TEST_CASE("vllm max_model_len must be positive") {
-  const auto config = posemb::parse_model_positions(plain_config);
+  const auto config = posemb::parse_vllm_view(plain_config);
   CHECK_THROWS_WITH(posemb::vllm_layer_plans(config, 0),
                     Catch::Contains("max_model_len") && Catch::Contains("0") &&
                         Catch::Contains("expected a positive number"));
 }
 
 TEST_CASE("vllm differences as text and JSON name the engine") {
-  const auto config = posemb::parse_model_positions(longrope_config);
+  const auto config = posemb::parse_vllm_view(longrope_config);
   const auto differences = posemb::diff_vllm_plans(config, 131072, 100);
   const std::string text = posemb::differences_text(differences, "vllm");
   // The worst pair: the last, long_factor 128 against short 1.
@@ -109,4 +110,128 @@ TEST_CASE("vllm differences as text and JSON name the engine") {
   CHECK(text.find("phi3_long_rope_scaled_rope.py") != std::string::npos);
   const std::string json = posemb::differences_json(differences, "vllm");
   CHECK(json.find("\"field\": \"inv_freq\", \"vllm\": [") != std::string::npos);
+}
+
+namespace {
+
+// GLM-4V's text without partial_rotary_factor or mrope_section: head_dim 64.
+std::string glm4v_config(const std::string& rope_keys) {
+  return R"({"model_type": "glm4v", "text_config": {"model_type": "glm4v_text",
+    "hidden_size": 128, "num_attention_heads": 2, "num_key_value_heads": 2,
+    "num_hidden_layers": 2, "max_position_embeddings": 32768,
+    "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0)" +
+         rope_keys + "}}}";
+}
+
+// GLM-5's MLA with its indexer on every layer (index_topk_freq 1), rope slice 64.
+std::string glm5_config(const std::string& extra_keys) {
+  return R"({"model_type": "glm_moe_dsa", "num_hidden_layers": 2,
+    "num_attention_heads": 2, "hidden_size": 64, "qk_rope_head_dim": 64,
+    "qk_nope_head_dim": 192, "index_head_dim": 128, "max_position_embeddings": 202752,
+    "rope_parameters": {"rope_type": "yarn", "rope_theta": 1000000.0, "factor": 40.0,
+    "beta_fast": 32.0, "beta_slow": 1.0, "mscale": 1.0, "mscale_all_dim": 1.0,
+    "original_max_position_embeddings": 4096})" +
+         extra_keys + "}";
+}
+
+std::string deepseek_v32_config(const std::string& extra_keys) {
+  return R"({"model_type": "deepseek_v32", "num_hidden_layers": 2,
+    "num_attention_heads": 2, "hidden_size": 64, "qk_rope_head_dim": 64,
+    "qk_nope_head_dim": 128, "max_position_embeddings": 163840, "rope_parameters": {
+    "rope_type": "yarn", "rope_theta": 10000.0, "factor": 40.0, "beta_fast": 32.0,
+    "beta_slow": 1.0, "mscale": 1.0, "mscale_all_dim": 1.0,
+    "original_max_position_embeddings": 4096})" +
+         extra_keys + "}";
+}
+
+}  // namespace
+
+TEST_CASE("vllm rotates half of GLM-4V's text head when the config gives no factor") {
+  const auto view = posemb::parse_vllm_view(glm4v_config(""));
+  // vLLM: rotary_dim int(64 * 0.5) = 32, 1 / 10000^(2i / 32), no M-RoPE sections.
+  const auto plans = posemb::vllm_layer_plans(view, 32768);
+  CHECK(plans[0].rotary_dim == 32);
+  check_inv_freq(plans[0].inv_freq, default_inv_freq(10000.0, 32));
+  CHECK_FALSE(plans[0].mrope_section);
+  // transformers: the whole 64 with its [8, 12, 12] default.
+  const auto& config = view.config.layers[0].rope;
+  REQUIRE(config);
+  CHECK(config->rotary_dim == 64);
+  const auto differences = posemb::diff_vllm_plans(view, 32768, std::nullopt);
+  CHECK(fields(differences) == std::vector<std::string>{"0 rotary_dim", "0 inv_freq",
+                                                        "0 mrope_section", "0 mrope_layout",
+                                                        "1 rotary_dim", "1 inv_freq",
+                                                        "1 mrope_section", "1 mrope_layout"});
+  CHECK(differences[0].gguf == "32");
+  CHECK(differences[0].config == "64");
+  CHECK(differences[2].gguf == "null");
+  CHECK(differences[2].config == "[8, 12, 12]");
+  for (const auto& d : differences) CHECK(d.note.find("glm4.py") != std::string::npos);
+  // Property: vLLM's pairs are transformers' with the exponent over 32 in place of 64, so
+  // vLLM's pair i is transformers' pair 2i.
+  const auto hf = posemb::config_layer_plans(view.config, std::nullopt);
+  for (std::size_t i = 0; i < 16; ++i) {
+    CHECK(plans[0].inv_freq[i] == Approx(hf[0].inv_freq[2 * i]).epsilon(1e-15));
+  }
+}
+
+TEST_CASE("vllm agrees on GLM-4V's text when the config gives the factor and sections") {
+  // zai-org/GLM-4.1V-9B-Thinking's text: partial_rotary_factor 0.5, mrope_section [8, 12, 12].
+  const auto given = posemb::parse_vllm_view(
+      glm4v_config(R"(, "partial_rotary_factor": 0.5, "mrope_section": [4, 6, 6])"));
+  CHECK(posemb::diff_vllm_plans(given, 32768, std::nullopt).empty());
+  CHECK(posemb::vllm_layer_plans(given, 32768)[0].rotary_dim == 32);
+  // Sections of the whole head without a factor: transformers runs it, vLLM's MRotaryEmbedding
+  // asserts sum(mrope_section) == rotary_dim // 2 (mrope.py) and so does posemb's reading.
+  const std::string whole = glm4v_config(R"(, "mrope_section": [8, 12, 12])");
+  CHECK(posemb::parse_model_positions(whole).layers[0].rope->rotary_dim == 64);
+  CHECK_THROWS_WITH(posemb::parse_vllm_view(whole),
+                    Catch::Contains("as vLLM 0.33.0 reads it") && Catch::Contains("mrope_section"));
+}
+
+TEST_CASE("vllm has no M-RoPE for GLM-4.5V's text without mrope_section") {
+  // Glm4vMoeTextConfig and vLLM's Glm4MoeAttention both take partial 0.5: only the sections move.
+  const std::string text = R"({"model_type": "glm4v_moe", "text_config": {
+    "model_type": "glm4v_moe_text", "hidden_size": 256, "num_attention_heads": 2,
+    "num_key_value_heads": 2, "num_hidden_layers": 1, "max_position_embeddings": 65536,
+    "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0)";
+  const auto absent = posemb::parse_vllm_view(text + "}}}");
+  const auto differences = posemb::diff_vllm_plans(absent, 65536, std::nullopt);
+  CHECK(fields(differences) == std::vector<std::string>{"0 mrope_section", "0 mrope_layout"});
+  CHECK(differences[0].config == "[8, 12, 12]");
+  CHECK(posemb::vllm_layer_plans(absent, 65536)[0].rotary_dim == 64);
+  const auto given = posemb::parse_vllm_view(text + R"(, "mrope_section": [8, 12, 12]}}})");
+  CHECK(posemb::diff_vllm_plans(given, 65536, std::nullopt).empty());
+}
+
+TEST_CASE("vllm pairs GLM-5's indexer by indexer_rope_interleave") {
+  // Absent: vLLM rotates half where transformers' GlmMoeDsaIndexer interleaves.
+  const auto absent = posemb::parse_vllm_view(glm5_config(""));
+  REQUIRE(absent.vllm.layers[0].indexer);
+  CHECK(absent.vllm.layers[0].indexer->rope.pairing == posemb::Pairing::RotateHalf);
+  CHECK(absent.config.layers[0].indexer->rope.pairing == posemb::Pairing::Interleaved);
+  const auto differences = posemb::diff_vllm_plans(absent, 202752, std::nullopt);
+  CHECK(fields(differences) == std::vector<std::string>{"0 indexer_pairing", "1 indexer_pairing"});
+  CHECK(differences[0].gguf == "\"rotate_half\"");
+  CHECK(differences[0].config == "\"interleaved\"");
+  CHECK(differences[0].note.find("deepseek_v32/attention.py") != std::string::npos);
+  // Property: only the pairing moves; the indexer's frequencies are the attention's in both.
+  CHECK(absent.vllm.layers[0].indexer_rope_spec().inv_freq.isApprox(
+      absent.config.layers[0].indexer_rope_spec().inv_freq, 0.0));
+  // GLM-5's config.json sets it true: no departure.
+  const auto set = posemb::parse_vllm_view(glm5_config(R"(, "indexer_rope_interleave": true)"));
+  CHECK(posemb::diff_vllm_plans(set, 202752, std::nullopt).empty());
+}
+
+TEST_CASE("vllm pairs DeepSeek-V3.2's indexer interleaved only when the key says so") {
+  const auto absent = posemb::parse_vllm_view(deepseek_v32_config(""));
+  CHECK(posemb::diff_vllm_plans(absent, 163840, std::nullopt).empty());
+  const auto set =
+      posemb::parse_vllm_view(deepseek_v32_config(R"(, "indexer_rope_interleave": true)"));
+  const auto differences = posemb::diff_vllm_plans(set, 163840, std::nullopt);
+  CHECK(fields(differences) == std::vector<std::string>{"0 indexer_pairing", "1 indexer_pairing"});
+  CHECK(differences[0].gguf == "\"interleaved\"");
+  CHECK(differences[0].config == "\"rotate_half\"");
+  // The attention itself is interleaved MLA in both.
+  CHECK(set.vllm.layers[0].rope->pairing == set.config.layers[0].rope->pairing);
 }

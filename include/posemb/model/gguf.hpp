@@ -72,6 +72,8 @@ struct GgufHparams {
   std::vector<std::int64_t> n_head_kv;                   // [n_layer]
   std::int64_t indexer_head_dim = 0;                     // attention.indexer.key_length
   std::int64_t n_layer_dense_lead = 0;                   // leading_dense_block_count
+  std::vector<std::int64_t> compress_ratios;             // [n_layer] (deepseek4)
+  double freq_base_compress = 0.0;                       // attention.compress_rope_freq_base
   std::optional<std::vector<std::int64_t>> sections;     // rope.dimension_sections
   GgufRopeMode rope_mode = GgufRopeMode::Norm;
   bool permuted = false;  // the converter reordered q/k rows into NORM order (GgufArch::permuted)
@@ -166,9 +168,11 @@ inline void check_gguf_rot(const GgufHparams& h, const std::string& key) {
 }
 
 // attention.indexer.key_length >= n_rot: the indexer head is laid out [rope | nope]
-// (deepseek32's and dots3note's graph: GGML_ASSERT(n_rot <= n_embd_indexer_head)).
+// (deepseek32's and dots3note's graph: GGML_ASSERT(n_rot <= n_embd_indexer_head)), deepseek4's
+// [nope | rope] (build_lid_top_k: GGML_ASSERT(n_embd_indexer_head >= n_embd_indexer_head_rope)).
 inline void check_gguf_indexer_head(const GgufHparams& h, const std::string& prefix) {
-  if (h.rules.indexer != GgufIndexer::None && h.indexer_head_dim < h.n_rot) {
+  const bool indexer = h.rules.indexer != GgufIndexer::None || h.rules.compressed_attention;
+  if (indexer && h.indexer_head_dim < h.n_rot) {
     fail(prefix + "attention.indexer.key_length", h.indexer_head_dim,
          "expected >= n_rot = " + std::to_string(h.n_rot));
   }
@@ -247,11 +251,16 @@ inline void read_gguf_sizes(const GgufFile& file, GgufHparams& h) {
   // llama_model_base::load_hparams reads nextn_predict_layers for every arch;
   // llama_hparams::n_layer() = block_count - nextn_predict_layers: the graph runs n_layer()
   // layers, the MTP layers only in graph_mtp (speculative decoding).
-  const std::int64_t nextn = file.uint32(p + "nextn_predict_layers").value_or(0);
+  std::int64_t nextn = file.uint32(p + "nextn_predict_layers").value_or(0);
   if (nextn >= h.n_layer) {
     fail(p + "nextn_predict_layers", nextn,
          "expected < block_count = " + std::to_string(h.n_layer));
   }
+  // deepseek4's load_arch_hparams: n_layer_nextn = 0 when the file lacks the first MTP layer's
+  // blk.{block_count - nextn}.nextn.eh_proj.weight (a conversion without the MTP tensors).
+  const std::string mtp_probe =
+      "blk." + std::to_string(h.n_layer - nextn) + ".nextn.eh_proj.weight";
+  if (h.rules.nextn_if_tensor && file.find_tensor(mtp_probe) == nullptr) nextn = 0;
   h.n_layer -= nextn;
   h.n_head = gguf_head_counts(file, p + "attention.head_count", h.n_layer_all);
   h.n_head.resize(static_cast<std::size_t>(h.n_layer));
@@ -369,12 +378,12 @@ inline std::vector<bool> gguf_indexer_owners(const GgufFile& file, const GgufHpa
 
 // The lightning indexer of a row with one (GgufArch::indexer): none for hy_v4 without
 // attention.indexer.top_k > 0 (its load_arch_hparams: "DSA is absent on the all-full_attention
-// checkpoints"), else its head width (deepseek32's, dots3note's, minimax-m3's, glm-dsa's
-// load_arch_hparams require it), leading_dense_block_count (AfterDenseLead) or the owners
+// checkpoints"), else its head width (deepseek32's, dots3note's, minimax-m3's, deepseek4's,
+// glm-dsa's load_arch_hparams require it), leading_dense_block_count (AfterDenseLead) or the owners
 // (attention.indexer.types).
 inline void read_gguf_indexer(const GgufFile& file, GgufHparams& h) {
   const GgufIndexer rule = h.rules.indexer;
-  if (rule == GgufIndexer::None) return;
+  if (rule == GgufIndexer::None && !h.rules.compressed_attention) return;
   const bool if_top_k = rule == GgufIndexer::TypesIfTopK;
   if (if_top_k && file.uint32(h.arch + ".attention.indexer.top_k").value_or(0) == 0) return;
   read_gguf_indexer_head(file, h, if_top_k);
@@ -563,7 +572,9 @@ inline void read_gguf_layer_pattern(const GgufFile& file, GgufHparams& h) {
     h.swa_layers[il] = gguf_swa_layer(h, layer, period);
     if (nope_step > 0 && (layer + 1) % nope_step == 0) h.rope_layers[il] = false;
   }
-  if (h.n_swa > 0 && h.rules.chunk == 0) {
+  // lfm2's and deepseek4's load_arch_hparams set every layer's flag themselves, reading no
+  // pattern key.
+  if (h.n_swa > 0 && h.rules.chunk == 0 && !h.rules.swa_every_layer) {
     const std::string key = p + "attention.sliding_window_pattern";
     const auto flags = gguf_layer_flags(file, key, h.n_layer_all, h.n_layer);
     if (flags) h.swa_layers = *flags;
@@ -625,6 +636,30 @@ inline const GgufArch& gguf_arch_row(const GgufFile& file) {
        "expected one of " + gguf_known_archs() + "; " + gguf_arch_verdict(*arch));
 }
 
+// deepseek4's load_arch_hparams: attention.compress_ratios, an ARRAY at least block_count long
+// (get_arr_n, else "compress_ratios is shorter than block_count"), each 0, 4 or 128
+// (load_arch_tensors refuses others), and attention.compress_rope_freq_base, both required.
+inline void read_gguf_compress(const GgufFile& file, GgufHparams& h) {
+  const std::string key = h.arch + ".attention.compress_ratios";
+  const std::optional<std::vector<std::int64_t>> ratios = file.integers(key);
+  if (!ratios) throw Error(key, ": missing; required by llama.cpp's loader");
+  if (static_cast<std::int64_t>(ratios->size()) < h.n_layer_all) {
+    fail(key + ".size()", ratios->size(),
+         "expected >= block_count = " + std::to_string(h.n_layer_all));
+  }
+  h.compress_ratios.assign(ratios->begin(), ratios->begin() + h.n_layer);
+  for (std::size_t il = 0; il < h.compress_ratios.size(); ++il) {
+    const std::int64_t r = h.compress_ratios[il];
+    if (r != 0 && r != 4 && r != 128)
+      fail(key + "[" + std::to_string(il) + "]", r, "expected 0, 4 or 128");
+  }
+  const std::string base_key = h.arch + ".attention.compress_rope_freq_base";
+  const std::optional<double> base = file.float32(base_key);
+  if (!base) throw Error(base_key, ": missing; required by llama.cpp's loader");
+  require_positive_finite(base_key, *base);
+  h.freq_base_compress = *base;
+}
+
 inline GgufHparams read_gguf_hparams(const GgufFile& file) {
   GgufHparams h;
   h.rules = gguf_arch_row(file);
@@ -636,6 +671,7 @@ inline GgufHparams read_gguf_hparams(const GgufFile& file) {
   read_gguf_rope_scaling(file, h);
   read_gguf_layer_pattern(file, h);
   if (h.rules.swa_mla) read_gguf_mla_swa(file, h);
+  if (h.rules.compressed_attention) read_gguf_compress(file, h);
   if (h.rules.softcap_default > 0.0) {
     // llama_hparams::f_attn_logit_softcapping: default 50 (src/llama-hparams.h), attn_soft_cap
     // set by src/models/gemma2.cpp, applied in llm_graph_context::build_attn_mha.
@@ -897,6 +933,37 @@ inline bool gguf_indexed_layer(const GgufHparams& h, std::size_t il) {
   return false;
 }
 
+// deepseek4's RoPE layer (llama_model_deepseek4::graph::build_attention, src/models/deepseek4.cpp):
+// q and kv rotate their last n_rot features (ggml_rope_set_offset(q, n_embd_head_nope)) with
+//   compress_ratios[il] != 0: attention.compress_rope_freq_base, the context's freq_scale,
+//                             ext_factor and betas (YaRN's ramp), attn_factor
+//                             dsv4_rope_attn_factor = 1 / (1 + 0.1 ln(1 / freq_scale)) with
+//                             YaRN, cancelling rope_yarn's (1 + 0.1 ln(1 / freq_scale)): 1
+//   compress_ratios[il] == 0: rope.freq_base, freq_scale 1, ext_factor 0, attn_factor 1
+// A ratio-4 layer (CSA) has the lightning indexer (build_lid_top_k): indexer_q of
+// attention.indexer.key_length features rotates its last n_rot likewise, in the model's mode.
+inline void gguf_compressed_layer(const GgufHparams& h, std::size_t il, LayerPositions& layer,
+                                  std::optional<GgufLayerRope>& rope) {
+  const std::int64_t ratio = h.compress_ratios[il];
+  const GgufWidth width{h.head_dim, h.n_rot};
+  const double base = ratio != 0 ? h.freq_base_compress : h.freq_base;
+  const double scale = ratio != 0 ? h.freq_scale : 1.0;
+  const std::string rope_type =
+      ratio != 0 ? gguf_rope_type(GgufRopeKey{h.scaling_type, "", scale}) : "default";
+  rope = gguf_layer_rope(h, width, base, scale, nullptr, rope_type, ratio == 0);
+  rope->attention_scale = 1.0;
+  layer.rope = gguf_rope_scheme(h, width, base, scale, false, *rope);
+  layer.rotary_offset = static_cast<int>(width.head_dim - width.n_rot);
+  if (ratio != 4) return;
+  layer.layer_type = "indexed_attention";
+  IndexerRope indexer;
+  indexer.head_dim = static_cast<int>(h.indexer_head_dim);
+  indexer.rotary_offset = static_cast<int>(h.indexer_head_dim - h.n_rot);
+  indexer.rope = *layer.rope;
+  indexer.rope.head_dim = indexer.rope.rotary_dim;
+  layer.indexer = indexer;
+}
+
 // Layer il: kind, window or chunk, query temperature, and its RoPE (base and scale per
 // llama_model::get_rope_freq_base / get_rope_freq_scale).
 inline LayerPositions gguf_layer(
@@ -935,6 +1002,10 @@ inline LayerPositions gguf_layer(
     if (h.rules.nope_temperature) {
       layer.attention.query_temperature = QueryTemperature{8192.0, 0.1};  // build_inp_attn_scale
     }
+    return layer;
+  }
+  if (h.rules.compressed_attention) {
+    gguf_compressed_layer(h, il, layer, rope);
     return layer;
   }
   // olmo2's SWA layers and the row's GgufRopeCall Plain / Defaults: no YaRN, magnitude 1, no

@@ -71,9 +71,6 @@ inline constexpr GgufArchGap gguf_arch_gaps[] = {
     {"mamba", GgufArchReason::Recurrent, "none", false, ""},
     {"mamba2", GgufArchReason::Recurrent, "none", false, ""},
     {"jamba", GgufArchReason::NoRope, "none", true, ""},
-    {"deepseek4", GgufArchReason::NoRowYet, "norm", true,
-     "compressed-attention layers rotate with attention.compress_rope_freq_base and "
-     "dsv4_rope_attn_factor"},
     {"t5", GgufArchReason::NoRope, "none", false, ""},
     {"t5encoder", GgufArchReason::Encoder, "none", false, ""},
     {"jais", GgufArchReason::NoRope, "none", false, ""},

@@ -144,6 +144,13 @@ struct GgufArch {
   std::int64_t swa_window_fixed = 0;  // load_arch_hparams overwrites the window with this
   bool swa_rot = false;               // SWA layers rotate rope.dimension_count_swa (default n_rot)
   bool rotary_at_end = false;  // the rotated slice is the head's last n_rot features (MLA's k_pe)
+  // DeepSeek-V4's compressed attention (deepseek4): attention.compress_ratios per layer (0, 4,
+  // 128) and attention.compress_rope_freq_base, both required; a layer with ratio != 0 rotates
+  // with that base, the global scale and YaRN's ramp, the others with the global base unscaled
+  // and plain; magnitude 1 on every layer; the ratio-4 layers carry the indexer, its last n_rot
+  // features rotated with the layer's pairing.
+  bool compressed_attention = false;
+  bool nextn_if_tensor = false;  // nextn layers only with blk.{n_layer}.nextn.eh_proj.weight
   GgufRopeCall rope_call = GgufRopeCall::Ext;
   GgufTemperature temperature = GgufTemperature::None;
   GgufYarnLogMul yarn_log_mul = GgufYarnLogMul::None;
@@ -236,6 +243,10 @@ struct GgufArch {
   }
   constexpr GgufArch with_swa_rot() const { return set(&GgufArch::swa_rot, true); }
   constexpr GgufArch with_rotary_at_end() const { return set(&GgufArch::rotary_at_end, true); }
+  constexpr GgufArch with_compressed_attention() const {
+    return set(&GgufArch::compressed_attention, true);
+  }
+  constexpr GgufArch with_nextn_if_tensor() const { return set(&GgufArch::nextn_if_tensor, true); }
   constexpr GgufArch with_rope_call(GgufRopeCall c) const { return set(&GgufArch::rope_call, c); }
   constexpr GgufArch with_temperature(GgufTemperature t) const {
     return set(&GgufArch::temperature, t);
@@ -770,6 +781,23 @@ inline const GgufArch gguf_archs[] = {
         .with_swa_base(GgufSwaBase::Global)
         .with_swa_unscaled()
         .with_swa_plain(),
+    // load_arch_hparams: every layer SWA (set_swa_pattern(0)), attention.sliding_window
+    // required, compress_ratios / compress_rope_freq_base / indexer.key_length required, the
+    // nextn count reset to 0 without the MTP tensor; load_arch_tensors: attn_sinks on every
+    // layer. build_attention: q and kv rotate their last n_rot (ggml_rope_set_offset) NORM, base
+    // and YaRN by the layer's ratio (freq_base_l, ext_factor_l), attn_factor
+    // dsv4_rope_attn_factor; kq_scale 1/sqrt(n_embd_head); build_lid_top_k: indexer_q likewise.
+    // Not in the plan: the compressed keys (build_hca_/build_overlap_compressed_kv_from_state
+    // rotate each block of `ratio` tokens at its first position, comp_pos) and the output's
+    // inverse rotation (ggml_rope_ext_back, "attn_derope").
+    gguf_arch("deepseek4", "src/models/deepseek4.cpp")
+        .norm()
+        .with_rotary_at_end()
+        .with_sinks()
+        .with_swa_every_layer()
+        .with_swa_window_required()
+        .with_compressed_attention()
+        .with_nextn_if_tensor(),
 };
 
 // The row of an architecture, nullptr when posemb has none.

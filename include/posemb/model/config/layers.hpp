@@ -14,6 +14,7 @@
 #include "posemb/bias/relative_bias.hpp"
 #include "posemb/detail/json_reader.hpp"
 #include "posemb/error.hpp"
+#include "posemb/model/config_options.hpp"
 #include "posemb/model/config/attention.hpp"
 #include "posemb/model/families.hpp"
 #include "posemb/model/positions.hpp"
@@ -227,8 +228,10 @@ inline std::vector<bool> read_indexer_owners(const JsonReader& root, const Model
 // modeling_deepseek_v32.py, DeepseekV32Indexer): index_head_dim features (default 128,
 // DeepseekV32Config, HYV4Config, GlmMoeDsaConfig), the layer's frequencies on qk_rope_head_dim of
 // them (the layer's rope head; first or last, paired as the rule's IndexerTraits say); nullopt
-// for other layers and families. owns_indexer: the layer's entry of read_indexer_owners.
+// for other layers and families. owns_indexer: the layer's entry of read_indexer_owners. An
+// options.indexer_interleave_key replaces the rule's pairing (interleaved iff the key is true).
 inline std::optional<IndexerRope> read_indexer(const JsonReader& root, const ModelFamily& family,
+                                               const ConfigOptions& options,
                                                const LayerPositions& layer, bool owns_indexer) {
   if (family.indexer == IndexerRule::None || layer.layer_type != "indexed_attention" ||
       !layer.rope || !owns_indexer) {
@@ -240,6 +243,10 @@ inline std::optional<IndexerRope> read_indexer(const JsonReader& root, const Mod
       to_head_dim(root.name("index_head_dim"), root.integer("index_head_dim").value_or(128));
   indexer.rope = *layer.rope;
   indexer.rope.pairing = traits.pairing;
+  if (const char* key = options.indexer_interleave_key) {
+    indexer.rope.pairing =
+        root.boolean(key).value_or(false) ? Pairing::Interleaved : Pairing::RotateHalf;
+  }
   if (indexer.rope.head_dim > indexer.head_dim) {
     fail(root.name("index_head_dim"), indexer.head_dim,
          "expected >= the rotated qk_rope_head_dim = " + std::to_string(indexer.rope.head_dim));

@@ -95,8 +95,8 @@ struct LayerRow {
 // theta of 0 or null rope parameters for its type, FoPE by its block), RoPE scheme, indexer and
 // attention.
 inline LayerPositions read_layer(const JsonReader& root, const ModelFamily& family,
-                                 RopeBlockReader& blocks, PositionKind kind, int n_heads,
-                                 LayerRow row) {
+                                 const ConfigOptions& options, RopeBlockReader& blocks,
+                                 PositionKind kind, int n_heads, LayerRow row) {
   LayerPositions layer;
   layer.index = row.index;
   layer.layer_type = std::move(row.layer_type);
@@ -119,7 +119,7 @@ inline LayerPositions read_layer(const JsonReader& root, const ModelFamily& fami
     }
   }
   layer.rotary_offset = rope_slice_offset(root, layer);
-  layer.indexer = read_indexer(root, family, layer, row.owns_indexer);
+  layer.indexer = read_indexer(root, family, options, layer, row.owns_indexer);
   read_attention(root, family, layer, softmax_factor, block_temperature);
   return layer;
 }
@@ -173,10 +173,11 @@ inline void read_decoder(const JsonReader& root, const ConfigOptions& options,
     const JsonReader& layer_root = per_layer.layer(i);
     if (per_layer.overridden(i)) {
       RopeBlockReader layer_blocks(layer_root, family, options, model);
-      model.layers.push_back(
-          read_layer(layer_root, family, layer_blocks, kind, model.n_heads, std::move(row)));
+      model.layers.push_back(read_layer(layer_root, family, options, layer_blocks, kind,
+                                        model.n_heads, std::move(row)));
     } else {
-      model.layers.push_back(read_layer(root, family, blocks, kind, model.n_heads, std::move(row)));
+      model.layers.push_back(
+          read_layer(root, family, options, blocks, kind, model.n_heads, std::move(row)));
     }
     check_layer_window(layer_root, model.layers.back());
     if (const auto& rope = model.layers.back().rope) rope_pairs += rope->rotary_dim / 2;

@@ -312,7 +312,7 @@ class RopeBlockReader {
   // rotary_pct (GPT-NeoX), else the family's. The block wins: convert_rope_params_to_dict
   // (modeling_rope_utils.py, transformers v5) only setdefault()s the top-level value.
   PartialRotary read_fraction(const JsonReader& block, bool ignore_partial) const {
-    PartialRotary out{family_.partial_rotary_factor, ""};
+    PartialRotary out{options_.partial_rotary_factor.value_or(family_.partial_rotary_factor), ""};
     if (auto partial = block.number("partial_rotary_factor")) {
       out = {*partial, block.name("partial_rotary_factor")};
     } else if ((partial = root_.number("partial_rotary_factor"))) {
@@ -541,7 +541,7 @@ class RopeBlockReader {
     read_longrope_mscales(block, scheme);
     if (block.has("mrope_section")) {
       read_mrope(block, scheme);
-    } else {
+    } else if (options_.default_mrope_section) {
       scheme.mrope_section = family_.default_mrope_section;  // chunked, as mrope_layout's default
     }
     out.softmax_factor = read_softmax_factor(block, scheme, context.why);
