@@ -23,7 +23,8 @@ def all_cases() -> list[str]:
     either side)."""
     import tiny_models
 
-    return [*tiny_models.CASES, *(c for c in EXTRA_CASES if c not in tiny_models.CASES)]
+    extra = [*EXTRA_CASES, *NEW_CASES]
+    return [*tiny_models.CASES, *(c for c in extra if c not in tiny_models.CASES)]
 
 
 # Cases of this harness only: a tiny_models case with some positional fields replaced.
@@ -45,15 +46,36 @@ EXTRA_CASES = {
     "olmo3-wide": ("olmo3", lambda o: o | {"hidden_size": 256}),
 }
 
+# Cases of this harness only for a model type the transformers harness runs only in its sweep
+# (config-class defaults, no tiny_models case): (model_type, config overrides, checkpoint).
+# hy_v4: transformers 5.25's HYV4ForCausalLM, which conversion/hy_v4.py (HYV4Model) converts to
+# llama.cpp's hy_v4; HYV4Config's MLA and indexer widths (qk_nope 192 + qk_rope 64, index_head_dim
+# 128) and rope (default, theta 10000), small sizes; mlp_layer_types and indexer_types given (the
+# converter reads both from config.json; as HYV4Config.__post_init__ fills them for 3 layers:
+# layer 2 a "shared" indexer layer).
+NEW_CASES = {
+    "hy_v4": ("hy_v4", dict(
+        vocab_size=256, hidden_size=64, intermediate_size=64, num_hidden_layers=3,
+        num_attention_heads=2, num_key_value_heads=2, pad_token_id=0, bos_token_id=1,
+        eos_token_id=2, q_lora_rank=32, kv_lora_rank=32, qk_rope_head_dim=64,
+        qk_nope_head_dim=192, v_head_dim=64, n_routed_experts=4, num_experts_per_tok=2,
+        n_shared_experts=1, moe_intermediate_size=32, index_head_dim=128, index_n_heads=4,
+        index_topk=8, mlp_layer_types=["dense", "sparse", "sparse"],
+        indexer_types=["full", "full", "shared"]),
+        "tencent/Hy4-preview (HYV4Config's MLA, indexer and rope; small sizes)"),
+}
+
 
 def register_extra_cases(tiny_models) -> None:
-    """Adds EXTRA_CASES to tiny_models.CASES (model_for / build then know them)."""
+    """Adds EXTRA_CASES and NEW_CASES to tiny_models.CASES (model_for / build then know them)."""
     import dataclasses
 
     for name, (base, change) in EXTRA_CASES.items():
         case = tiny_models.CASES[base]
         extra = dataclasses.replace(case, overrides=change(case.overrides))
         tiny_models.CASES.setdefault(name, extra)
+    for name, (model_type, overrides, checkpoint) in NEW_CASES.items():
+        tiny_models.CASES.setdefault(name, tiny_models.Case(model_type, overrides, checkpoint))
 
 
 def write_vocab_stub(folder: str) -> None:

@@ -1,6 +1,9 @@
-// What the GGUF plan tests share (test_gguf_new_archs.cpp, test_gguf_arch_rows.cpp): a file the
-// test writes, read back as llama.cpp's plan, and ggml's default frequencies written out again.
+// What the GGUF plan tests share (test_gguf_new_archs.cpp, test_gguf_arch_rows.cpp,
+// test_gguf_arch_dsa.cpp): a file the test writes, read back as llama.cpp's plan or refused, and
+// ggml's default frequencies written out again.
 #pragma once
+
+#include <catch2/catch.hpp>
 
 #include <cmath>
 #include <filesystem>
@@ -28,6 +31,17 @@ inline posemb::GgufPositions plan_of(const GgufWriter& writer, const std::string
   posemb::GgufPositions plan = posemb::read_gguf_positions(path);
   std::filesystem::remove(path);
   return plan;
+}
+
+// The writer's file is refused by read_gguf_positions: a posemb::Error whose message contains
+// `message`.
+inline void check_refused(const GgufWriter& writer, const std::string& name,
+                          const std::string& message) {
+  const std::string path = temp_gguf(name);
+  writer.write(path);
+  CHECK_THROWS_AS(posemb::read_gguf_positions(path), posemb::Error);
+  CHECK_THROWS_WITH(posemb::read_gguf_positions(path), Catch::Contains(message));
+  std::filesystem::remove(path);
 }
 
 }  // namespace test_gguf

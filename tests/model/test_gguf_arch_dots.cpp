@@ -20,7 +20,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
 #include <map>
 #include <string>
 #include <vector>
@@ -30,18 +29,9 @@
 
 namespace {
 
+using test_gguf::check_refused;
 using test_gguf::ggml_inv_freq;
 using test_gguf::plan_of;
-using test_gguf::temp_gguf;
-
-void check_refused(const test_gguf::GgufWriter& writer, const std::string& name,
-                   const std::string& message) {
-  const std::string path = temp_gguf(name);
-  writer.write(path);
-  CHECK_THROWS_AS(posemb::read_gguf_positions(path), posemb::Error);
-  CHECK_THROWS_WITH(posemb::read_gguf_positions(path), Catch::Contains(message));
-  std::filesystem::remove(path);
-}
 
 // ggml_rope_cache_init with ext_factor 1 (YaRN): pair i's frequency between interpolation
 // (scale * extrap) and extrapolation by rope_yarn_ramp over ggml_rope_yarn_corr_dims' range.

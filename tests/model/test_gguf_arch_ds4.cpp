@@ -22,7 +22,6 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
-#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -31,9 +30,9 @@
 
 namespace {
 
+using test_gguf::check_refused;
 using test_gguf::ggml_inv_freq;
 using test_gguf::plan_of;
-using test_gguf::temp_gguf;
 
 constexpr int n_rot = 16;                   // rope.dimension_count (qk_rope_head_dim)
 constexpr int head = 64;                    // attention.key_length (n_embd_head)
@@ -65,15 +64,6 @@ test_gguf::GgufWriter ds4_yarn(float factor, std::uint32_t original) {
       .str("deepseek4.rope.scaling.type", "yarn")
       .f32("deepseek4.rope.scaling.factor", factor)
       .u32("deepseek4.rope.scaling.original_context_length", original);
-}
-
-void check_refused(const test_gguf::GgufWriter& writer, const std::string& name,
-                   const std::string& message) {
-  const std::string path = temp_gguf(name);
-  writer.write(path);
-  CHECK_THROWS_AS(posemb::read_gguf_positions(path), posemb::Error);
-  CHECK_THROWS_WITH(posemb::read_gguf_positions(path), Catch::Contains(message));
-  std::filesystem::remove(path);
 }
 
 // ggml's YaRN frequency of pair i (ggml_rope_cache_init with ext_factor 1): theta_extrap =

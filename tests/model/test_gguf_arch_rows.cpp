@@ -6,7 +6,6 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
-#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -16,17 +15,9 @@
 
 namespace {
 
+using test_gguf::check_refused;
 using test_gguf::ggml_inv_freq;
 using test_gguf::plan_of;
-using test_gguf::temp_gguf;
-
-void check_refused(const test_gguf::GgufWriter& writer, const std::string& name,
-                   const std::string& message) {
-  const std::string path = temp_gguf(name);
-  writer.write(path);
-  CHECK_THROWS_WITH(posemb::read_gguf_positions(path), Catch::Contains(message));
-  std::filesystem::remove(path);
-}
 
 // A model of `layers` layers, 4 heads of 64 (n_embd 256), base 500000 and n_rot as given.
 test_gguf::GgufWriter writer_of(const std::string& arch, std::uint32_t layers,
