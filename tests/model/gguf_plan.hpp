@@ -1,5 +1,6 @@
-// What the GGUF plan tests share (test_gguf_new_archs.cpp, test_gguf_arch_rows.cpp): a file the
-// test writes, read back as llama.cpp's plan, and ggml's default frequencies written out again.
+// What the GGUF plan tests share (test_gguf_new_archs.cpp, test_gguf_arch_rows.cpp,
+// test_gguf_arch_qwen4.cpp): a file the test writes, read back as llama.cpp's plan or refused,
+// and ggml's default frequencies written out again.
 #pragma once
 
 #include <cmath>
@@ -28,6 +29,21 @@ inline posemb::GgufPositions plan_of(const GgufWriter& writer, const std::string
   posemb::GgufPositions plan = posemb::read_gguf_positions(path);
   std::filesystem::remove(path);
   return plan;
+}
+
+// The message of the posemb::Error read_gguf_positions throws on the writer's file ("" when it
+// reads the file).
+inline std::string refusal_of(const GgufWriter& writer, const std::string& name) {
+  const std::string path = temp_gguf(name);
+  writer.write(path);
+  std::string message;
+  try {
+    posemb::read_gguf_positions(path);
+  } catch (const posemb::Error& error) {
+    message = error.what();
+  }
+  std::filesystem::remove(path);
+  return message;
 }
 
 }  // namespace test_gguf

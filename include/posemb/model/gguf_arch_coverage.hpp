@@ -64,9 +64,6 @@ inline constexpr GgufArchGap gguf_arch_gaps[] = {
     {"jina-bert-v2", GgufArchReason::Encoder, "none", false, ""},
     {"jina-bert-v3", GgufArchReason::Encoder, "neox", false, ""},
     {"eurobert", GgufArchReason::Encoder, "neox", false, ""},
-    {"qwen4exp", GgufArchReason::NoRowYet, "imrope", true,
-     "its QSA block rotates pooled block positions (ggml_rope_multi on blk_pos) beside the layers' "
-     "M-RoPE"},
     {"gemma-embedding", GgufArchReason::Encoder, "neox", false, ""},
     {"mamba", GgufArchReason::Recurrent, "none", false, ""},
     {"mamba2", GgufArchReason::Recurrent, "none", false, ""},
@@ -85,8 +82,6 @@ inline constexpr GgufArchGap gguf_arch_gaps[] = {
     {"graniteswitch", GgufArchReason::NoRowYet, "norm", false,
      "the adapter router layer (router_layer) is NoPE and switches LoRA adapters by token"},
     {"wavtokenizer-dec", GgufArchReason::NoRope, "none", false, ""},
-    {"bailingmoe3", GgufArchReason::NoRowYet, "norm/neox or mrope by its sections", true,
-     "KDA (linear attention) layers beside MLA with optional M-RoPE sections"},
     {"hy_v4", GgufArchReason::NoRowYet, "norm", false,
      "MLA with an indexer rotating its own slice (ggml_rope_set_offset)"},
     {"eagle3", GgufArchReason::NoRowYet, "norm", false,
