@@ -23,7 +23,8 @@ def all_cases() -> list[str]:
     either side)."""
     import tiny_models
 
-    return [*tiny_models.CASES, *(c for c in EXTRA_CASES if c not in tiny_models.CASES)]
+    extra = [*EXTRA_CASES, *NEW_CASES]
+    return [*tiny_models.CASES, *(c for c in extra if c not in tiny_models.CASES)]
 
 
 # Cases of this harness only: a tiny_models case with some positional fields replaced.
@@ -46,14 +47,35 @@ EXTRA_CASES = {
 }
 
 
+# Cases of this harness only for a model type the transformers harness has no case for: the
+# transformers model_type, its config keyword arguments from tiny_models' helpers, the checkpoint.
+# qwen4_exp: Qwen4ExpForCausalLM, which conversion/qwen4exp.py converts to arch qwen4exp; no
+# released config is at hand, so the rope is Qwen3.5-9B's (as the tiny_models case qwen3_5:
+# head_dim 256, partial 0.25, interleaved M-RoPE [11, 11, 10], theta 1e7) and the QSA fields are
+# small (indexer 2 heads of 64, blocks of 4). transformers' Qwen4ExpTextConfig.__post_init__
+# renames the attention layers "indexed_attention" and the converter, reading the config through
+# AutoConfig, writes attention.compress_ratios 0 where layer_types is not "full_attention"
+# (Qwen4ExpTextModel.set_gguf_parameters): llama.cpp then runs them dense, without QSA.
+NEW_CASES = {
+    "qwen4_exp": ("qwen4_exp_text", lambda t: t._small(
+        heads=2, **t._QWEN35_TEXT, **t._MOE, shared_expert_intermediate_size=32, hc_count=2,
+        hc_lowrank=8, indexer_n_heads=2, indexer_kv_heads=1, indexer_head_dim=64,
+        indexer_budget=8, indexer_compress_ratio=4),
+        "Qwen4-Exp (Qwen3.5-9B's text rope; the indexer 64 wide, blocks of 4)"),
+}
+
+
 def register_extra_cases(tiny_models) -> None:
-    """Adds EXTRA_CASES to tiny_models.CASES (model_for / build then know them)."""
+    """Adds EXTRA_CASES and NEW_CASES to tiny_models.CASES (model_for / build then know them)."""
     import dataclasses
 
     for name, (base, change) in EXTRA_CASES.items():
         case = tiny_models.CASES[base]
         extra = dataclasses.replace(case, overrides=change(case.overrides))
         tiny_models.CASES.setdefault(name, extra)
+    for name, (model_type, overrides, checkpoint) in NEW_CASES.items():
+        tiny_models.CASES.setdefault(name, tiny_models.Case(model_type, overrides(tiny_models),
+                                                            checkpoint))
 
 
 def write_vocab_stub(folder: str) -> None:

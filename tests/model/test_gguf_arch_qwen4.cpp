@@ -5,12 +5,17 @@
 // Each on a GGUF the test writes with the keys llama.cpp's loader reads; the expected frequencies
 // are ggml_rope_cache_init's, written here again.
 //
-// transformers 5.25.0 has both models: Qwen4ExpForCausalLM (the llama.cpp harness's case
-// qwen4_exp, converted by conversion/qwen4exp.py) and BailingHybridForCausalLM (model_type
-// bailing_hybrid, Ling-3.0), which the pinned converter does not convert: conversion/bailingmoe3.py
-// registers only BailingMoeV3ForCausalLM and BailingMoeV3VLForConditionalGeneration, and its
-// set_gguf_parameters requires the config keys no_kda_lora and
-// gated_attention_proj_granularity_type, which BailingHybridConfig does not have.
+// transformers 5.25.0 has both models. Qwen4ExpForCausalLM is the llama.cpp harness's case
+// qwen4_exp (conformance/llamacpp/build_models.py), converted by conversion/qwen4exp.py, but with
+// every attention.compress_ratios entry 0 (the config read through AutoConfig names the attention
+// layers "indexed_attention", the converter writes the ratio only for "full_attention"), so
+// llama.cpp runs that file dense and only the GGUFs written here have QSA layers.
+// BailingHybridForCausalLM (model_type bailing_hybrid, Ling-3.0) is not converted: the
+// converter's verdict on a tiny one is "Model BailingHybridForCausalLM is not supported"
+// (conversion/bailingmoe3.py registers BailingMoeV3ForCausalLM and
+// BailingMoeV3VLForConditionalGeneration), and with its architectures renamed
+// BailingMoeV3ForCausalLM "ValueError: BailingMoeV3 KDA LoRA projections are not supported"
+// (set_gguf_parameters requires no_kda_lora, which BailingHybridConfig does not have).
 #include <catch2/catch.hpp>
 
 #include <cmath>
