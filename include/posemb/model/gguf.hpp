@@ -72,7 +72,7 @@ struct GgufHparams {
   std::vector<std::int64_t> n_head_kv;                   // [n_layer]
   std::int64_t indexer_head_dim = 0;                     // attention.indexer.key_length
   std::int64_t n_layer_dense_lead = 0;                   // leading_dense_block_count
-  std::vector<std::int64_t> compress_ratios;             // [n_layer] (deepseek4)
+  std::vector<std::int64_t> compress_ratios;             // [n_layer] (deepseek4; qwen4exp's QSA)
   double freq_base_compress = 0.0;                       // attention.compress_rope_freq_base
   std::optional<std::vector<std::int64_t>> sections;     // rope.dimension_sections
   GgufRopeMode rope_mode = GgufRopeMode::Norm;
@@ -168,10 +168,12 @@ inline void check_gguf_rot(const GgufHparams& h, const std::string& key) {
 }
 
 // attention.indexer.key_length >= n_rot: the indexer head is laid out [rope | nope]
-// (deepseek32's and dots3note's graph: GGML_ASSERT(n_rot <= n_embd_indexer_head)), deepseek4's
+// (deepseek32's and dots3note's graph: GGML_ASSERT(n_rot <= n_embd_indexer_head); qwen4exp's
+// ggml_rope_multi: ggml_compute_forward_rope's GGML_ASSERT(n_dims <= ne0)), deepseek4's
 // [nope | rope] (build_lid_top_k: GGML_ASSERT(n_embd_indexer_head >= n_embd_indexer_head_rope)).
 inline void check_gguf_indexer_head(const GgufHparams& h, const std::string& prefix) {
-  const bool indexer = h.rules.indexer != GgufIndexer::None || h.rules.compressed_attention;
+  const bool indexer =
+      h.rules.indexer != GgufIndexer::None || h.rules.compressed_attention || h.rules.qsa;
   if (indexer && h.indexer_head_dim < h.n_rot) {
     fail(prefix + "attention.indexer.key_length", h.indexer_head_dim,
          "expected >= n_rot = " + std::to_string(h.n_rot));
@@ -275,8 +277,9 @@ inline void read_gguf_sizes(const GgufFile& file, GgufHparams& h) {
   // key_length_mla = nope + rope wide, n_rot the rope slice (src/models/deepseek2.cpp,
   // n_embd_head_qk_rope = n_rot); n_rot still defaults to key_length (load_hparams).
   if (h.rules.swa_mla || h.rules.mla_required) {
-    // get_key (required) of both MLA widths: dots3note's and hy_v4's load_arch_hparams; glm-dsa's
-    // load_arch_tensors throws without them ("GLM_DSA architecture requires MLA").
+    // get_key (required) of both MLA widths: dots3note's, hy_v4's and bailingmoe3's
+    // load_arch_hparams; glm-dsa's load_arch_tensors throws without them ("GLM_DSA architecture
+    // requires MLA").
     gguf_required(file, p + "attention.key_length_mla");
     gguf_required(file, p + "attention.value_length_mla");
   }
@@ -383,7 +386,7 @@ inline std::vector<bool> gguf_indexer_owners(const GgufFile& file, const GgufHpa
 // (attention.indexer.types).
 inline void read_gguf_indexer(const GgufFile& file, GgufHparams& h) {
   const GgufIndexer rule = h.rules.indexer;
-  if (rule == GgufIndexer::None && !h.rules.compressed_attention) return;
+  if (rule == GgufIndexer::None && !h.rules.compressed_attention && !h.rules.qsa) return;
   const bool if_top_k = rule == GgufIndexer::TypesIfTopK;
   if (if_top_k && file.uint32(h.arch + ".attention.indexer.top_k").value_or(0) == 0) return;
   read_gguf_indexer_head(file, h, if_top_k);
@@ -552,6 +555,21 @@ inline bool gguf_swa_layer(const GgufHparams& h, std::int64_t il, std::int64_t p
   return h.rules.swa_dense_first ? il % period != 0 : il % period < period - 1;
 }
 
+// QSA's block size per layer: attention.compress_ratios, a UINT32 or one per layer of
+// block_count, default 0 (qwen4exp's load_arch_hparams: get_key_or_arr, optional); a layer runs
+// QSA iff it is an attention layer and r > 0 (build_layer_attn), r <= 64
+// (llama_memory_hybrid_idx::set_input_qsa: GGML_ASSERT(r <= 64)).
+inline void read_gguf_qsa_ratios(const GgufFile& file, GgufHparams& h) {
+  const std::string key = h.arch + ".attention.compress_ratios";
+  const std::vector<std::int64_t> dense(static_cast<std::size_t>(h.n_layer), 0);
+  h.compress_ratios = gguf_kv_head_counts(file, key, h.n_layer_all, dense);
+  for (std::size_t il = 0; il < h.compress_ratios.size(); ++il) {
+    const std::int64_t r = h.compress_ratios[il];
+    if (r < 0 || r > 64) fail(key + "[" + std::to_string(il) + "]", r, "expected 0 .. 64");
+    if (h.recurrent_layers[il]) h.compress_ratios[il] = 0;
+  }
+}
+
 // SWA / chunked / NoPE / recurrent layers, by the arch's row:
 //   SWA:       read_gguf_swa, or the per-layer flags of attention.sliding_window_pattern
 //              (load_swa_pattern's get_arr)
@@ -623,6 +641,7 @@ inline void read_gguf_layer_pattern(const GgufFile& file, GgufHparams& h) {
       if (h.recurrent_layers[il]) h.rope_layers[il] = false;
     }
   }
+  if (h.rules.qsa) read_gguf_qsa_ratios(file, h);
 }
 
 // general.architecture -> the arch's row; an arch without one is refused saying whether the
@@ -899,18 +918,26 @@ inline double gguf_softmax_scale(const GgufHparams& h, std::int64_t head_dim) {
 }
 
 // The lightning indexer of a layer that owns one: q and k of attention.indexer.key_length
-// features, n_rot of them rotated by the layer's frequencies in the row's indexer_mode (NEOX:
-// deepseek32's LLAMA_ROPE_TYPE_NEOX; NORM: glm-dsa's LLAMA_ROPE_TYPE_NORM, hy_v4's rope_type),
-// the first n_rot, or the last (hy_v4's ggml_rope_set_offset(iq, n_embd_indexer_nope)).
+// features, n_rot of them rotated by the layer's frequencies, the first n_rot or the last (hy_v4's
+// ggml_rope_set_offset(iq, n_embd_indexer_nope)), in the row's indexer_mode (NEOX: deepseek32's
+// LLAMA_ROPE_TYPE_NEOX; NORM: glm-dsa's LLAMA_ROPE_TYPE_NORM, hy_v4's rope_type), a key per token.
+// qwen4exp's build_qsa_top_k: ggml_rope_multi with the layer's mode and sections, the keys pooled
+// by blocks of key_block = attention.compress_ratios[il] tokens and rotated at blk_pos, the block's
+// first position (llama_memory_hybrid_idx::set_input_qsa: sec_pos = pb * r on every section of a
+// text block, the first member's M-RoPE position in an image).
 //   indexer head: [ rope (n_rot) | nope ]   or, indexer_at_end,   [ nope | rope (n_rot) ]
-inline IndexerRope gguf_indexer(const GgufHparams& h, const RopeScheme& layer_rope) {
+inline IndexerRope gguf_indexer(const GgufHparams& h, const RopeScheme& layer_rope,
+                                std::int64_t key_block) {
   IndexerRope indexer;
   indexer.head_dim = static_cast<int>(h.indexer_head_dim);
   indexer.rope = layer_rope;
-  indexer.rope.pairing =
-      h.rules.indexer_mode == GgufRopeMode::Norm ? Pairing::Interleaved : Pairing::RotateHalf;
+  if (!h.rules.qsa) {
+    indexer.rope.pairing =
+        h.rules.indexer_mode == GgufRopeMode::Norm ? Pairing::Interleaved : Pairing::RotateHalf;
+  }
   indexer.rope.head_dim = indexer.rope.rotary_dim;
   if (h.rules.indexer_at_end) indexer.rotary_offset = indexer.head_dim - indexer.rope.rotary_dim;
+  indexer.key_block = static_cast<int>(key_block);
   return indexer;
 }
 
@@ -1026,9 +1053,10 @@ inline LayerPositions gguf_layer(
   // MLA's k_pe and q_pe follow the nope part (ggml_rope_set_offset(q, n_embd_head_qk_nope)).
   if (h.rules.rotary_at_end) layer.rotary_offset = static_cast<int>(width.head_dim - width.n_rot);
   if (h.temperature) layer.attention.query_temperature = h.temperature;
-  if (gguf_indexed_layer(h, il)) {
+  const std::int64_t key_block = h.rules.qsa ? h.compress_ratios[il] : 0;
+  if (gguf_indexed_layer(h, il) || key_block > 0) {
     layer.layer_type = "indexed_attention";
-    layer.indexer = gguf_indexer(h, *layer.rope);
+    layer.indexer = gguf_indexer(h, *layer.rope, key_block);
   } else if (!h.indexer_owners.empty()) {
     layer.layer_type = "indexed_attention";  // a "shared" layer: the last owner's top-k
   }

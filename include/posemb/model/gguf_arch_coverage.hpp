@@ -64,9 +64,6 @@ inline constexpr GgufArchGap gguf_arch_gaps[] = {
     {"jina-bert-v2", GgufArchReason::Encoder, "none", false, ""},
     {"jina-bert-v3", GgufArchReason::Encoder, "neox", false, ""},
     {"eurobert", GgufArchReason::Encoder, "neox", false, ""},
-    {"qwen4exp", GgufArchReason::NoRowYet, "imrope", true,
-     "its QSA block rotates pooled block positions (ggml_rope_multi on blk_pos) beside the layers' "
-     "M-RoPE"},
     {"gemma-embedding", GgufArchReason::Encoder, "neox", false, ""},
     {"mamba", GgufArchReason::Recurrent, "none", false, ""},
     {"mamba2", GgufArchReason::Recurrent, "none", false, ""},
@@ -83,8 +80,6 @@ inline constexpr GgufArchGap gguf_arch_gaps[] = {
     {"graniteswitch", GgufArchReason::NoRowYet, "norm", false,
      "the adapter router layer (router_layer) is NoPE and switches LoRA adapters by token"},
     {"wavtokenizer-dec", GgufArchReason::NoRope, "none", false, ""},
-    {"bailingmoe3", GgufArchReason::NoRowYet, "norm/neox or mrope by its sections", true,
-     "KDA (linear attention) layers beside MLA with optional M-RoPE sections"},
     {"eagle3", GgufArchReason::NoRowYet, "norm", false,
      "a draft model fed the target model's hidden states (target_layers)"},
     {"dflash", GgufArchReason::NoRowYet, "mrope", false,

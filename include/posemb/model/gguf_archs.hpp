@@ -151,6 +151,11 @@ struct GgufArch {
   // features rotated with the layer's pairing.
   bool compressed_attention = false;
   bool nextn_if_tensor = false;  // nextn layers only with blk.{n_layer}.nextn.eh_proj.weight
+  bool mla_required = false;     // attention.key_length_mla and value_length_mla required
+  // Qwen4-Exp's QSA: on the attention layers whose attention.compress_ratios entry r is > 0, an
+  // indexer of attention.indexer.key_length features rotates, with the layer's own call, its q at
+  // the token's position and its keys, means of r tokens' keys, at the block's first position.
+  bool qsa = false;
   GgufRopeCall rope_call = GgufRopeCall::Ext;
   GgufTemperature temperature = GgufTemperature::None;
   GgufYarnLogMul yarn_log_mul = GgufYarnLogMul::None;
@@ -237,6 +242,8 @@ struct GgufArch {
   }
   constexpr GgufArch with_mla_required() const { return set(&GgufArch::mla_required, true); }
   constexpr GgufArch with_swa_mla() const { return set(&GgufArch::swa_mla, true); }
+  constexpr GgufArch with_qsa() const { return set(&GgufArch::qsa, true); }
+  constexpr GgufArch with_mla_required() const { return set(&GgufArch::mla_required, true); }
   constexpr GgufArch with_rope_swa_only() const { return set(&GgufArch::rope_swa_only, true); }
   constexpr GgufArch with_swa_window_fixed(std::int64_t w) const {
     return set(&GgufArch::swa_window_fixed, w);
@@ -589,6 +596,12 @@ inline const GgufArch gguf_archs[] = {
     // interleaved M-RoPE; kq_scale attention.scale when non-zero.
     gguf_gated_delta_net_arch("qwen35", "src/models/qwen35.cpp"),
     gguf_gated_delta_net_arch("qwen35moe", "src/models/qwen35moe.cpp"),
+    // qwen35's rules (load_arch_hparams: sections required, the recurrent layers from the flags
+    // or full_attention_interval, default 4; kq_scale 1/sqrt(n_embd_head), f_attention_scale
+    // never read) and QSA on the attention layers (build_qsa_top_k: ggml_rope_multi of
+    // indexer_q at inp_pos and of the pooled keys at blk_pos, llama_memory_hybrid_idx::
+    // set_input_qsa's block start pb * r).
+    gguf_gated_delta_net_arch("qwen4exp", "src/models/qwen4exp.cpp").with_qsa(),
     // ---- Recurrent mixed with attention by layer.
     // Short-convolution layers where head_count_kv[il] == 0; with attention.sliding_window > 0
     // every attention layer slides (load_arch_hparams); kq_scale 1/sqrt(n_embd_head_v).
@@ -598,6 +611,18 @@ inline const GgufArch gguf_archs[] = {
         .with_swa_if_window(),
     gguf_arch("lfm2moe", "src/models/lfm2moe.cpp").with_recurrent_no_kv(),
     gguf_arch("plamo2", "src/models/plamo2.cpp").with_recurrent_no_kv(),
+    // KDA (linear attention) layers where head_count_kv[il] == 0 (load_arch_hparams; the converter
+    // writes 1 on the full-attention layers); MLA, key_length_mla and value_length_mla required
+    // (get_key), q_pe / k_pe the last n_rot (ggml_concat(q_nope, q_pe)), kq_scale
+    // 1/sqrt(key_length_mla); NORM (BailingMoeV3Model does not permute), MROPE when sections[0]
+    // > 0 and sections[1] > 0 (llama_model_rope_type: the VL files).
+    gguf_arch("bailingmoe3", "src/models/bailingmoe3.cpp")
+        .norm()
+        .with_mrope_if_sections()
+        .with_mla()
+        .with_mla_required()
+        .with_rotary_at_end()
+        .with_recurrent_no_kv(),
     // Lightning-attention layers but each full_attention_interval-th (default 8), or the flags;
     // partial (head_dim 128, n_rot 64).
     gguf_arch("minimax-01", "src/models/minimax-01.cpp").with_recurrent_interval(8),
