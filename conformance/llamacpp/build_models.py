@@ -18,13 +18,13 @@ sys.path.append(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "
 
 def all_cases() -> list[str]:
     """Every case of the transformers harness (tiny_models.CASES, in its order), then this
-    harness's EXTRA_CASES and DRAFT_CASES: the converter is tried on each; one it cannot handle
-    is a `convert` row with its message, one without RoPE is loaded and compared like the others
-    (no ROPE node on either side)."""
+    harness's EXTRA_CASES, NEW_CASES and DRAFT_CASES: the converter is tried on each; one it
+    cannot handle is a `convert` row with its message, one without RoPE is loaded and compared
+    like the others (no ROPE node on either side)."""
     import tiny_models
 
-    return [*tiny_models.CASES, *(c for c in (*EXTRA_CASES, *DRAFT_CASES)
-                                  if c not in tiny_models.CASES)]
+    extra = [*EXTRA_CASES, *NEW_CASES, *DRAFT_CASES]
+    return [*tiny_models.CASES, *(c for c in extra if c not in tiny_models.CASES)]
 
 
 # Cases of this harness only: a tiny_models case with some positional fields replaced.
@@ -44,6 +44,38 @@ EXTRA_CASES = {
     "phi-mha": ("phi", lambda o: o | {"num_key_value_heads": 2, "intermediate_size": 640}),
     "glm-wide": ("glm", lambda o: o | {"hidden_size": 256}),
     "olmo3-wide": ("olmo3", lambda o: o | {"hidden_size": 256}),
+}
+
+# Cases of this harness only for a model type the transformers harness has no tiny_models case for:
+# name -> (the transformers model_type, a function of tiny_models giving its config keyword
+# arguments, the checkpoint the sizes follow).
+# hy_v4: transformers 5.25's HYV4ForCausalLM, which conversion/hy_v4.py (HYV4Model) converts to
+# llama.cpp's hy_v4; HYV4Config's MLA and indexer widths (qk_nope 192 + qk_rope 64, index_head_dim
+# 128) and rope (default, theta 10000), small sizes; mlp_layer_types and indexer_types given (the
+# converter reads both from config.json; as HYV4Config.__post_init__ fills them for 3 layers:
+# layer 2 a "shared" indexer layer).
+# qwen4_exp: Qwen4ExpForCausalLM, which conversion/qwen4exp.py converts to arch qwen4exp; no
+# released config is at hand, so the rope is Qwen3.5-9B's (as the tiny_models case qwen3_5:
+# head_dim 256, partial 0.25, interleaved M-RoPE [11, 11, 10], theta 1e7) and the QSA fields are
+# small (indexer 2 heads of 64, blocks of 4). transformers' Qwen4ExpTextConfig.__post_init__
+# renames the attention layers "indexed_attention" and the converter, reading the config through
+# AutoConfig, writes attention.compress_ratios 0 where layer_types is not "full_attention"
+# (Qwen4ExpTextModel.set_gguf_parameters): llama.cpp then runs them dense, without QSA.
+NEW_CASES = {
+    "hy_v4": ("hy_v4", lambda t: dict(
+        vocab_size=256, hidden_size=64, intermediate_size=64, num_hidden_layers=3,
+        num_attention_heads=2, num_key_value_heads=2, pad_token_id=0, bos_token_id=1,
+        eos_token_id=2, q_lora_rank=32, kv_lora_rank=32, qk_rope_head_dim=64,
+        qk_nope_head_dim=192, v_head_dim=64, n_routed_experts=4, num_experts_per_tok=2,
+        n_shared_experts=1, moe_intermediate_size=32, index_head_dim=128, index_n_heads=4,
+        index_topk=8, mlp_layer_types=["dense", "sparse", "sparse"],
+        indexer_types=["full", "full", "shared"]),
+        "tencent/Hy4-preview (HYV4Config's MLA, indexer and rope; small sizes)"),
+    "qwen4_exp": ("qwen4_exp_text", lambda t: t._small(
+        heads=2, **t._QWEN35_TEXT, **t._MOE, shared_expert_intermediate_size=32, hc_count=2,
+        hc_lowrank=8, indexer_n_heads=2, indexer_kv_heads=1, indexer_head_dim=64,
+        indexer_budget=8, indexer_compress_ratio=4),
+        "Qwen4-Exp (Qwen3.5-9B's text rope; the indexer 64 wide, blocks of 4)"),
 }
 
 
@@ -72,13 +104,17 @@ def draft_target(case: str) -> str | None:
 
 
 def register_extra_cases(tiny_models) -> None:
-    """Adds EXTRA_CASES and DRAFT_CASES to tiny_models.CASES (model_for / build then know them)."""
+    """Adds EXTRA_CASES, NEW_CASES and DRAFT_CASES to tiny_models.CASES (model_for / build then
+    know them)."""
     import dataclasses
 
     for name, (base, change) in EXTRA_CASES.items():
         case = tiny_models.CASES[base]
         extra = dataclasses.replace(case, overrides=change(case.overrides))
         tiny_models.CASES.setdefault(name, extra)
+    for name, (model_type, overrides, checkpoint) in NEW_CASES.items():
+        tiny_models.CASES.setdefault(name, tiny_models.Case(model_type, overrides(tiny_models),
+                                                            checkpoint))
     for name, (fields, _) in DRAFT_CASES.items():
         tiny_models.CASES.setdefault(name, tiny_models.Case(**fields))
 

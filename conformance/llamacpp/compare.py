@@ -1,6 +1,7 @@
 """The per-layer checks of one captured ROPE node against posemb (and transformers for diff).
 
     params_row(case, node, plan, lib)   # (a) posemb layers' and the C API's plan == the node's
+                                        #     (an indexer node: the plan's "indexer" of its layer)
     rotation_rows(case, node, plan)     # (b) posemb's rotation of the node's input == its output
     engines_differ(node, hf_angles)     # (c) does llama.cpp's rope really differ from transformers'
 
@@ -49,10 +50,13 @@ def params_row(case: str, node: dict, plan: dict, library: dict | None) -> Row:
         return Row(label, "params", "fail", detail=f"ROPE mode {node['mode']} unknown to posemb")
     inv_freq, mscale = effective_inv_freq(node)
     problems = []
-    if node.get("n_offs", 0) != 0:
-        problems.append(f"rotated window at offset {node['n_offs']} (posemb rotates from dim 0)")
-    if plan.get("rope_mode") != POSEMB_MODE.get(node["mode"]):
-        problems.append(f"rope_mode {plan.get('rope_mode')} vs mode {node['mode']}")
+    if is_indexer(node):
+        _indexer_problems(node, plan.get("indexer"), problems)
+    else:
+        if node.get("n_offs", 0) != 0:
+            problems.append(f"rotated window at offset {node['n_offs']} (posemb rotates from dim 0)")
+        if plan.get("rope_mode") != POSEMB_MODE.get(node["mode"]):
+            problems.append(f"rope_mode {plan.get('rope_mode')} vs mode {node['mode']}")
     if node["mode"] in (8, 40) and list(plan.get("mrope_section") or [])[:3] != node["sections"][:3]:
         problems.append(f"mrope_section {plan.get('mrope_section')} vs {node['sections']}")
     err = _plan_error(plan, node, inv_freq, mscale, problems, "")
@@ -66,6 +70,28 @@ def params_row(case: str, node: dict, plan: dict, library: dict | None) -> Row:
         f"attn {mscale:.6g}, freq_factors {'yes' if node['freq_factors'] is not None else 'no'}" \
         f"; tool and library"
     return Row(label, "params", status, max_error=err, tolerance=INV_FREQ_RTOL, detail=detail)
+
+
+def is_indexer(node: dict) -> bool:
+    """A lightning indexer's ROPE node: the graph builders name it "indexer_q" / "indexer_k"
+    (src/models/deepseek32.cpp, glm-dsa.cpp, hy-v4.cpp build_indexer_top_k)."""
+    return node["name"].startswith("indexer_")
+
+
+def _indexer_problems(node: dict, indexer: dict | None, problems: list) -> None:
+    """An indexer node against the plan's "indexer" of its layer (layer_plan.hpp): the layer owns
+    one; its pairing is the node's mode, its rotated slice starts at the node's n_offs
+    (ggml_rope_set_offset) and is n_dims wide. The frequencies are the layer's (_plan_error)."""
+    if indexer is None:
+        problems.append("indexer node on a layer posemb plans no indexer for")
+        return
+    if indexer["pairing"] != PAIRING.get(node["mode"]):
+        problems.append(f"indexer pairing {indexer['pairing']} vs mode {node['mode']}")
+    if indexer["rotary_offset"] != node.get("n_offs", 0):
+        problems.append(f"indexer rotary_offset {indexer['rotary_offset']} vs n_offs "
+                        f"{node.get('n_offs', 0)}")
+    if indexer["rotary_dim"] != node["n_dims"]:
+        problems.append(f"indexer rotary_dim {indexer['rotary_dim']} vs n_dims {node['n_dims']}")
 
 
 def _plan_error(plan: dict, node: dict, inv_freq, mscale: float, problems: list, who: str):

@@ -68,14 +68,16 @@ EXPECTED_NOT_PASS = {
     *((f"{case} n_ctx 256", "load") for case in (
         "olmo3", "glm", "phi", "deepseek_v2", "ernie4_5_moe", "cohere2_moe",
         "cohere2_moe-prefix2", "granitemoehybrid", "deepseek_v32", "exaone4")),
+    # transformers 5.25's save_pretrained writes HY V4's iHC tensors as model.hc_pre.hc_head.* and
+    # layers.N.hc_pre.hc_attn_layer.* (conversion_mapping.py's "hy_v4" renaming
+    # `\.hc_pre\.hc_` -> `.hc_` reversed onto every `.hc_`); conversion/hy_v4.py and gguf-py's
+    # tensor map know the released names (model.hc_head.hc_head_*,
+    # layers.N.hc_attn_layer.hc_pre.hc_*): "Can not map tensor
+    # 'model.hc_pre.hc_head.hc_head_base.weight'".
+    ("hy_v4", "convert"),
     # posemb has no row and llama.cpp refuses the file too (`read` errors, both messages): t5
     # (the capture decodes without llama_encode), bert (no token type count on the no-vocab path).
     *((f"{case} n_ctx 256", "read") for case in ("mt5", "umt5", "bert", "roberta")),
-    # posemb's gap: llama.cpp runs the converted GLM-5 file (general.architecture "glm-dsa", 30
-    # ROPE nodes), posemb's GGUF table has no row for it (model/gguf_arch_coverage.hpp: the
-    # lightning indexer's own rotation beside MLA, src/models/glm-dsa.cpp); its config.json plan
-    # is checked by the transformers and vLLM harnesses.
-    ("glm_moe_dsa n_ctx 256", "read"),
     # posemb's config.json side: its plan of the granite_swa / granitemoe_swa configs
     # (model/families.hpp) has NoPE layers and frequencies transformers' rotary module does not,
     # while the GGUF's plan matches every ROPE node and the engines agree ("posemb: differ ...;
@@ -112,7 +114,7 @@ def posemb_layers(tool: str, gguf: str, seq_len: int) -> list[dict]:
 def node_rows(case: str, gguf: str, tool: str, c_lib: str, n_ctx: int) -> list[Row]:
     """Rows of every ROPE node of one context size."""
     from c_plan import c_plans
-    from compare import node_layer, params_row, rotation_rows
+    from compare import is_indexer, node_layer, params_row, rotation_rows
 
     tag = f"{case} n_ctx {n_ctx}"
     try:
@@ -143,8 +145,13 @@ def node_rows(case: str, gguf: str, tool: str, c_lib: str, n_ctx: int) -> list[R
         rows.append(params_row(tag, node, plans[layer], library.get(layer)))
         rows += rotation_rows(tag, node, plans[layer])
     unrotated = sorted(set(rope_layers) - {node_layer(n) for n in nodes})
-    rows.append(Row(tag, "layers", "fail" if unrotated else "pass",
-                    detail=f"posemb's RoPE layers without a ROPE node: {unrotated or 'none'}"))
+    # The layers owning a lightning indexer: posemb's plan ("indexer") and llama.cpp's nodes.
+    planned = sorted(l for l, p in plans.items() if p.get("indexer"))
+    indexed = sorted({node_layer(n) for n in nodes if is_indexer(n)})
+    rows.append(Row(tag, "layers", "fail" if unrotated or planned != indexed else "pass",
+                    detail=f"posemb's RoPE layers without a ROPE node: {unrotated or 'none'}; "
+                           f"indexer layers: posemb {planned or 'none'}, llama.cpp "
+                           f"{indexed or 'none'}"))
     inside = [n for n in nodes if sum(n["range"]) <= n_ctx]
     config = os.path.join(os.path.dirname(gguf), "..", "tiny", case, "config.json")
     try:

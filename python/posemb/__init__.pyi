@@ -135,6 +135,7 @@ class IndexerRope:
     head_dim: int
     rotary_offset: int
     rope: RopeScheme
+    key_block: int
     @overload
     def spec(self, seq_len: Optional[int] = ..., angles: ExactAngles = ...) -> RopeSpec: ...
     @overload

@@ -103,7 +103,9 @@ void bind_indexer(py::module_& m) {
   py::class_<IndexerRope>(m, "IndexerRope", R"doc(The lightning indexer of an indexed_attention
 layer (DeepSeek Sparse Attention): head_dim (index_head_dim, the indexer's q/k width),
 rotary_offset (where its rotated slice starts), rope (RopeScheme over that slice: the layer's
-frequencies with the indexer's pairing). spec(seq_len=None) builds its RopeSpec.
+frequencies with the indexer's pairing), key_block (0: a key per token; r > 0: Qwen4-Exp's QSA
+keys, each the mean of r tokens' keys rotated at the block's first position). spec(seq_len=None)
+builds its RopeSpec.
 
 Example:
     >>> indexer = posemb.load_model("config.json").layers[0].indexer
@@ -113,6 +115,7 @@ Example:
       .def_readonly("head_dim", &IndexerRope::head_dim)
       .def_readonly("rotary_offset", &IndexerRope::rotary_offset)
       .def_readonly("rope", &IndexerRope::rope)
+      .def_readonly("key_block", &IndexerRope::key_block)
       .def(
           "spec",
           [](const IndexerRope& i, OptLength seq_len, const std::string& angles) {

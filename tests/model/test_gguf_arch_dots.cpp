@@ -29,7 +29,7 @@
 
 namespace {
 
-using test_gguf::check_plan_refused;
+using test_gguf::check_refused;
 using test_gguf::ggml_inv_freq;
 using test_gguf::plan_of;
 
@@ -198,18 +198,16 @@ TEST_CASE("dots3note: the keys llama.cpp's loader requires, and widths it cannot
         "attention.value_length_mla_swa", "rope.freq_base_swa", "attention.sliding_window",
         "attention.sliding_window_pattern", "attention.indexer.key_length"}) {
     CAPTURE(key);
-    check_plan_refused(DotsFile().drop(key).writer(), "dots3note_missing",
-                       "dots3note." + std::string(key) + ": missing");
+    check_refused(DotsFile().drop(key).writer(), "dots3note_missing",
+                  "dots3note." + std::string(key) + ": missing");
   }
-  check_plan_refused(DotsFile().set("attention.key_length_mla_swa", 48).writer(),
-                     "dots3note_narrow",
-                     "dots3note.rope.dimension_count = 64: expected <= "
-                     "dots3note.attention.key_length_mla_swa = 48");
-  check_plan_refused(DotsFile().set("attention.indexer.key_length", 32).writer(), "dots3note_idx",
-                     "dots3note.attention.indexer.key_length = 32: expected >= n_rot = 64");
-  check_plan_refused(DotsFile().writer().u32("dots3note.rope.dimension_count_swa", 33),
-                     "dots3note_odd",
-                     "dots3note.rope.dimension_count_swa = 33: expected an even number");
+  check_refused(DotsFile().set("attention.key_length_mla_swa", 48).writer(), "dots3note_narrow",
+                "dots3note.rope.dimension_count = 64: expected <= "
+                "dots3note.attention.key_length_mla_swa = 48");
+  check_refused(DotsFile().set("attention.indexer.key_length", 32).writer(), "dots3note_idx",
+                "dots3note.attention.indexer.key_length = 32: expected >= n_rot = 64");
+  check_refused(DotsFile().writer().u32("dots3note.rope.dimension_count_swa", 33), "dots3note_odd",
+                "dots3note.rope.dimension_count_swa = 33: expected an even number");
 }
 
 namespace {
@@ -252,8 +250,7 @@ TEST_CASE("minimax-m3: partial NEOX, the MSA indexer's rotation from the first s
 TEST_CASE("minimax-m3: the indexer's width is required and must hold the rotated features") {
   test_gguf::GgufWriter no_indexer = test_gguf::model_writer("minimax-m3", 2, 4096, 256, 4);
   no_indexer.u32("minimax-m3.rope.dimension_count", 32);
-  check_plan_refused(no_indexer, "minimax_m3_noidx",
-                     "minimax-m3.attention.indexer.key_length: missing");
-  check_plan_refused(minimax_writer(16), "minimax_m3_narrow",
-                     "minimax-m3.attention.indexer.key_length = 16: expected >= n_rot = 32");
+  check_refused(no_indexer, "minimax_m3_noidx", "minimax-m3.attention.indexer.key_length: missing");
+  check_refused(minimax_writer(16), "minimax_m3_narrow",
+                "minimax-m3.attention.indexer.key_length = 16: expected >= n_rot = 32");
 }

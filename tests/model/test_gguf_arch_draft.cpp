@@ -31,7 +31,7 @@
 
 namespace {
 
-using test_gguf::check_plan_refused;
+using test_gguf::check_refused;
 using test_gguf::ggml_inv_freq;
 using test_gguf::plan_of;
 
@@ -115,15 +115,15 @@ TEST_CASE("eagle3: its one layer NORM (permuted), rope_freqs, kq_scale 1/sqrt(he
 TEST_CASE("eagle3 refuses what its loader and graph refuse") {
   // GGML_ASSERT(n_layer == 1); "requires 'extract_layers'"; "exactly 3 entries"; get_key of
   // target_hidden_size.
-  check_plan_refused(eagle3(2), "eagle3_2", "eagle3.block_count = 2: expected 1");
-  check_plan_refused(sized("eagle3", 1, 64).u32("eagle3.target_hidden_size", 512),
-                     "eagle3_nolayers", "eagle3.target_layers: missing");
-  check_plan_refused(sized("eagle3", 1, 64)
-                         .ints("eagle3.target_layers", {2, 16})
-                         .u32("eagle3.target_hidden_size", 512),
-                     "eagle3_two", "eagle3.target_layers.size() = 2: expected 3");
-  check_plan_refused(sized("eagle3", 1, 64).ints("eagle3.target_layers", {2, 16, 29}),
-                     "eagle3_nohidden", "eagle3.target_hidden_size: missing");
+  check_refused(eagle3(2), "eagle3_2", "eagle3.block_count = 2: expected 1");
+  check_refused(sized("eagle3", 1, 64).u32("eagle3.target_hidden_size", 512), "eagle3_nolayers",
+                "eagle3.target_layers: missing");
+  check_refused(sized("eagle3", 1, 64)
+                    .ints("eagle3.target_layers", {2, 16})
+                    .u32("eagle3.target_hidden_size", 512),
+                "eagle3_two", "eagle3.target_layers.size() = 2: expected 3");
+  check_refused(sized("eagle3", 1, 64).ints("eagle3.target_layers", {2, 16, 29}), "eagle3_nohidden",
+                "eagle3.target_hidden_size: missing");
 }
 
 TEST_CASE("dflash: NEOX with rope_freqs on every layer, attention.scale, optional sinks") {
@@ -147,8 +147,8 @@ TEST_CASE("dflash: NEOX with rope_freqs on every layer, attention.scale, optiona
     CHECK_FALSE(layer.attention.sliding_window);
   }
   // A rope_freqs of n_rot / 2 factors is not the shape load_arch_tensors creates.
-  check_plan_refused(dflash(3, 32).tensor("rope_freqs.weight", std::vector<float>(16, 2.0f)),
-                     "dflash_ff16", "expected F32 (0) of shape [head_dim / 2 = 32]");
+  check_refused(dflash(3, 32).tensor("rope_freqs.weight", std::vector<float>(16, 2.0f)),
+                "dflash_ff16", "expected F32 (0) of shape [head_dim / 2 = 32]");
   // No attention.scale: 1/sqrt(n_embd_head).
   CHECK(*plan_of(dflash(), "dflash_kq").model.layers[0].attention.softmax_scale ==
         Approx(0.125).epsilon(1e-15));
@@ -194,19 +194,19 @@ TEST_CASE("dflash: sliding layers from the flags, the global base and scale on a
     const auto window = plan.model.layers[il].attention.sliding_window;
     CHECK(window == (il == 1 ? std::nullopt : std::optional<std::int64_t>(256)));
   }
-  check_plan_refused(dflash(3).u32("dflash.attention.sliding_window", 256), "dflash_noflags",
-                     "dflash.attention.sliding_window_pattern: missing");
+  check_refused(dflash(3).u32("dflash.attention.sliding_window", 256), "dflash_noflags",
+                "dflash.attention.sliding_window_pattern: missing");
   // A window of 0: no SWA, the flags not read.
   const auto off = plan_of(dflash(3).u32("dflash.attention.sliding_window", 0), "dflash_off");
   CHECK_FALSE(off.model.layers[0].attention.sliding_window);
 }
 
 TEST_CASE("dflash refuses a file without target_layers and DeepSeek-V4 DSpark's graph") {
-  check_plan_refused(sized("dflash", 2, 64), "dflash_notarget", "dflash.target_layers: missing");
-  check_plan_refused(dflash().u32("dflash.hyper_connection.count", 4), "dflash_dsv4",
-                     "dflash.hyper_connection.count = 4: expected 0 or absent");
-  check_plan_refused(dflash(2, 64).ints("dflash.rope.dimension_sections", {8, 8, 8, 8}),
-                     "dflash_s4", "dflash.rope.dimension_sections[3]");
+  check_refused(sized("dflash", 2, 64), "dflash_notarget", "dflash.target_layers: missing");
+  check_refused(dflash().u32("dflash.hyper_connection.count", 4), "dflash_dsv4",
+                "dflash.hyper_connection.count = 4: expected 0 or absent");
+  check_refused(dflash(2, 64).ints("dflash.rope.dimension_sections", {8, 8, 8, 8}), "dflash_s4",
+                "dflash.rope.dimension_sections[3]");
 }
 
 TEST_CASE("graniteswitch: granite's blocks, then the router layer without positions") {
@@ -238,10 +238,9 @@ TEST_CASE("graniteswitch: granite's blocks, then the router layer without positi
 
 TEST_CASE("graniteswitch refuses a partial rotation and a file without its adapter keys") {
   // GGML_ASSERT(n_embd_head == n_rot); get_key(LLM_KV_ADAPTER_COUNT, ...) and logit_scale required.
-  check_plan_refused(graniteswitch(2, 32), "graniteswitch_rot",
-                     "graniteswitch.rope.dimension_count");
-  check_plan_refused(sized("graniteswitch", 2, 64).f32("graniteswitch.logit_scale", 8.0f),
-                     "graniteswitch_noadapters", "graniteswitch.adapters.count: missing");
-  check_plan_refused(sized("graniteswitch", 2, 64), "graniteswitch_nologit",
-                     "graniteswitch.logit_scale: missing");
+  check_refused(graniteswitch(2, 32), "graniteswitch_rot", "graniteswitch.rope.dimension_count");
+  check_refused(sized("graniteswitch", 2, 64).f32("graniteswitch.logit_scale", 8.0f),
+                "graniteswitch_noadapters", "graniteswitch.adapters.count: missing");
+  check_refused(sized("graniteswitch", 2, 64), "graniteswitch_nologit",
+                "graniteswitch.logit_scale: missing");
 }

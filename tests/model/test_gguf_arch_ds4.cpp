@@ -30,7 +30,7 @@
 
 namespace {
 
-using test_gguf::check_plan_refused;
+using test_gguf::check_refused;
 using test_gguf::ggml_inv_freq;
 using test_gguf::plan_of;
 
@@ -242,20 +242,20 @@ TEST_CASE("deepseek4: a missing required key or a bad value is an error naming i
   for (const char* key :
        {"sliding_window", "compress_ratios", "compress_rope_freq_base", "indexer.key_length"}) {
     CAPTURE(key);
-    check_plan_refused(ds4_writer(key), std::string("ds4_no_") + key,
-                       a + "attention." + key + ": missing");
+    check_refused(ds4_writer(key), std::string("ds4_no_") + key,
+                  a + "attention." + key + ": missing");
   }
-  check_plan_refused(
-      ds4_writer("compress_ratios").ints(a + "attention.compress_ratios", {0, 4, 128}, 4),
-      "ds4_short", a + "attention.compress_ratios.size() = 3: expected >= block_count = 4");
-  check_plan_refused(
+  check_refused(ds4_writer("compress_ratios").ints(a + "attention.compress_ratios", {0, 4, 128}, 4),
+                "ds4_short",
+                a + "attention.compress_ratios.size() = 3: expected >= block_count = 4");
+  check_refused(
       ds4_writer("compress_ratios").ints(a + "attention.compress_ratios", {0, 8, 128, 4}, 4),
       "ds4_ratio", a + "attention.compress_ratios[1] = 8: expected 0, 4 or 128");
-  check_plan_refused(
+  check_refused(
       ds4_writer("compress_rope_freq_base").f32(a + "attention.compress_rope_freq_base", -1.0f),
       "ds4_base", a + "attention.compress_rope_freq_base = -1");
-  check_plan_refused(ds4_writer("indexer.key_length").u32(a + "attention.indexer.key_length", 8),
-                     "ds4_index", a + "attention.indexer.key_length = 8: expected >= n_rot = 16");
-  check_plan_refused(ds4_writer("compress_ratios").f32(a + "attention.compress_ratios", 4.0f),
-                     "ds4_type", a + "attention.compress_ratios");
+  check_refused(ds4_writer("indexer.key_length").u32(a + "attention.indexer.key_length", 8),
+                "ds4_index", a + "attention.indexer.key_length = 8: expected >= n_rot = 16");
+  check_refused(ds4_writer("compress_ratios").f32(a + "attention.compress_ratios", 4.0f),
+                "ds4_type", a + "attention.compress_ratios");
 }

@@ -15,7 +15,7 @@
 
 namespace {
 
-using test_gguf::check_plan_refused;
+using test_gguf::check_refused;
 using test_gguf::ggml_inv_freq;
 using test_gguf::plan_of;
 
@@ -132,8 +132,8 @@ TEST_CASE("Llama-like rows: mode, pairing, rotated width and slice, frequencies,
       CHECK_FALSE(layer.attention.query_temperature);
     }
     if (row.full) {
-      check_plan_refused(writer_of(arch, 3, 32), arch + "_rot",
-                         arch + ".rope.dimension_count = 32: expected head_dim = 64");
+      check_refused(writer_of(arch, 3, 32), arch + "_rot",
+                    arch + ".rope.dimension_count = 32: expected head_dim = 64");
     }
   }
 }
@@ -212,8 +212,8 @@ TEST_CASE("M-RoPE rows: sections required, IMROPE interleaved, MROPE chunked") {
     check_plain_rope(plan, 1, 64, 500000.0);
     CHECK(plan.model.layers[1].rope->mrope_section == posemb::MropeSections{8, 12, 12});
     CHECK(plan.model.layers[1].rope->mrope_layout == layout);
-    check_plan_refused(writer_of(arch, 2, 64), arch + "_nosec",
-                       arch + ".rope.dimension_sections: missing");
+    check_refused(writer_of(arch, 2, 64), arch + "_nosec",
+                  arch + ".rope.dimension_sections: missing");
   }
   // qwen35 / qwen35moe: Gated DeltaNet layers but every 4th, the attention layers partial IMROPE.
   for (const char* arch : {"qwen35", "qwen35moe"}) {
@@ -261,8 +261,8 @@ TEST_CASE("SWA rows: which layers slide, with which base, scale and width") {
     check_plain_rope(plan, 0, 32, global);
     check_plain_rope(plan, 1, 64, global);
     CHECK(plan.model.layers[0].attention.sliding_window == std::optional<std::int64_t>(256));
-    check_plan_refused(writer_of(a, 3, 64).u32(a + ".attention.sliding_window", 256),
-                       a + "_noflags", a + ".attention.sliding_window_pattern: missing");
+    check_refused(writer_of(a, 3, 64).u32(a + ".attention.sliding_window", 256), a + "_noflags",
+                  a + ".attention.sliding_window_pattern: missing");
   }
   // mimo2: the SWA base rope.freq_base_swa else 10000, scale 1.
   const auto mimo2 = plan_of(writer_of("mimo2", 2, 64)
@@ -288,8 +288,8 @@ TEST_CASE("SWA rows: which layers slide, with which base, scale and width") {
     }
     CHECK(plan.model.layers[3].kind == posemb::PositionKind::None);
     CHECK_FALSE(plan.model.layers[3].attention.sliding_window);
-    check_plan_refused(writer_of(a, 4, static_cast<std::uint32_t>(n_rot)), a + "_nowindow",
-                       a + ".attention.sliding_window: missing");
+    check_refused(writer_of(a, 4, static_cast<std::uint32_t>(n_rot)), a + "_nowindow",
+                  a + ".attention.sliding_window: missing");
   }
   // cohere2moe: load_swa_pattern(ml, 4, dense_first): il % 4 != 0 slides; every layer rotates.
   const auto moe =
@@ -489,8 +489,7 @@ TEST_CASE("deepseek32: MLA plus the indexer's rotate-half of its first n_rot fea
     CHECK(spec.rotary_dim == 64);
     CHECK(spec.inv_freq[5] == Approx(ggml_inv_freq(10000.0, 5, 64)).epsilon(1e-14));
   }
-  check_plan_refused(writer, "deepseek32_noindexer",
-                     "deepseek32.attention.indexer.key_length: missing");
+  check_refused(writer, "deepseek32_noindexer", "deepseek32.attention.indexer.key_length: missing");
 }
 
 TEST_CASE("step35: per-layer widths by SWA, rope_freqs on the full layers only") {
@@ -545,9 +544,9 @@ TEST_CASE("grok: output scale and softcap, YaRN beta_fast 8, the ext / attn fact
     CHECK(yarn.ropes[0]->inv_freq[i] ==
           Approx(extrap / 8.0 * (1.0 - ramp) + extrap * ramp).epsilon(1e-12));
   }
-  check_plan_refused(writer_of("grok", 1, 64)
-                         .str("grok.rope.scaling.type", "yarn")
-                         .f32("grok.rope.scaling.factor", 8.0f)
-                         .f32("grok.rope.scaling.yarn_ext_factor", 0.5f),
-                     "grok_ext", "grok.rope.scaling.yarn_ext_factor = 0.5: expected 1");
+  check_refused(writer_of("grok", 1, 64)
+                    .str("grok.rope.scaling.type", "yarn")
+                    .f32("grok.rope.scaling.factor", 8.0f)
+                    .f32("grok.rope.scaling.yarn_ext_factor", 0.5f),
+                "grok_ext", "grok.rope.scaling.yarn_ext_factor = 0.5: expected 1");
 }

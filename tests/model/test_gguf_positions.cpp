@@ -422,20 +422,6 @@ TEST_CASE("an architecture without a row is refused naming it and whether llama.
                         Catch::Contains("deepseek2") &&
                         Catch::Contains("llama.cpp (llama-cpp-python 0.3.36) runs \"mamba\"") &&
                         Catch::Contains("posemb's gap, not a broken file"));
-  // A RoPE architecture llama.cpp runs with a rule posemb does not model (the first such gap of
-  // gguf_arch_coverage.hpp): the rule is named.
-  for (const posemb::GgufArchGap& gap : posemb::gguf_arch_gaps) {
-    if (gap.reason != posemb::GgufArchReason::NoRowYet) continue;
-    const std::string name(gap.name);
-    test_gguf::model_writer(name, 2, 4096, 64, 2).write(path);
-    CHECK_THROWS_WITH(posemb::read_gguf_positions(path),
-                      Catch::Contains("runs \"" + name +
-                                      "\" (RoPE with a rule posemb does not model, rope type " +
-                                      std::string(gap.rope)) &&
-                          Catch::Contains(std::string(gap.note)) &&
-                          Catch::Contains("posemb's gap"));
-    break;
-  }
   // A name llama.cpp does not know: a broken or foreign file.
   test_gguf::model_writer("lama", 2, 4096, 64, 2).write(path);
   CHECK_THROWS_WITH(posemb::read_gguf_positions(path),

@@ -13,7 +13,7 @@ struct ConfigOptions {
   // An engine's own reading where it departs from transformers' (engine_vllm.hpp: vLLM's model
   // code); the defaults are transformers'.
   // The partial rotary factor when the config gives none, in place of the family's default.
-  std::optional<double> partial_rotary_factor;
+  std::optional<double> partial_rotary_factor{};
   // false: M-RoPE only where the rope block has mrope_section (no family default section).
   bool default_mrope_section = true;
   // The boolean key (default false) whose true pairs the lightning indexer interleaved, else

@@ -73,11 +73,12 @@ struct GgufHparams {
   std::vector<std::int64_t> n_head_kv;                   // [n_layer]
   std::int64_t indexer_head_dim = 0;                     // attention.indexer.key_length
   std::int64_t n_layer_dense_lead = 0;                   // leading_dense_block_count
-  std::vector<std::int64_t> compress_ratios;             // [n_layer] (deepseek4)
+  std::vector<std::int64_t> compress_ratios;             // [n_layer] (deepseek4; qwen4exp's QSA)
   double freq_base_compress = 0.0;                       // attention.compress_rope_freq_base
   std::optional<std::vector<std::int64_t>> sections;     // rope.dimension_sections
   GgufRopeMode rope_mode = GgufRopeMode::Norm;
   bool permuted = false;  // the converter reordered q/k rows into NORM order (GgufArch::permuted)
+  std::vector<bool> indexer_owners;  // [n_layer]: owns its indexer; empty: no indexed layers
 };
 
 // One layer's rotation as llama.cpp computes it (README §3), and the name posemb gives its kind.
@@ -168,10 +169,12 @@ inline void check_gguf_rot(const GgufHparams& h, const std::string& key) {
 }
 
 // attention.indexer.key_length >= n_rot: the indexer head is laid out [rope | nope]
-// (deepseek32's and dots3note's graph: GGML_ASSERT(n_rot <= n_embd_indexer_head)), deepseek4's
+// (deepseek32's and dots3note's graph: GGML_ASSERT(n_rot <= n_embd_indexer_head); qwen4exp's
+// ggml_rope_multi: ggml_compute_forward_rope's GGML_ASSERT(n_dims <= ne0)), deepseek4's
 // [nope | rope] (build_lid_top_k: GGML_ASSERT(n_embd_indexer_head >= n_embd_indexer_head_rope)).
 inline void check_gguf_indexer_head(const GgufHparams& h, const std::string& prefix) {
-  const bool indexer = h.rules.indexer != GgufIndexer::None || h.rules.compressed_attention;
+  const bool indexer =
+      h.rules.indexer != GgufIndexer::None || h.rules.compressed_attention || h.rules.qsa;
   if (indexer && h.indexer_head_dim < h.n_rot) {
     fail(prefix + "attention.indexer.key_length", h.indexer_head_dim,
          "expected >= n_rot = " + std::to_string(h.n_rot));
@@ -292,8 +295,10 @@ inline void read_gguf_sizes(const GgufFile& file, GgufHparams& h) {
   // deepseek2 with MLA (llama_hparams::is_mla: both *_length_mla keys): q and k are
   // key_length_mla = nope + rope wide, n_rot the rope slice (src/models/deepseek2.cpp,
   // n_embd_head_qk_rope = n_rot); n_rot still defaults to key_length (load_hparams).
-  if (h.rules.swa_mla) {
-    // dots3note's load_arch_hparams: get_key (required) of both MLA widths.
+  if (h.rules.swa_mla || h.rules.mla_required) {
+    // get_key (required) of both MLA widths: dots3note's, hy_v4's and bailingmoe3's
+    // load_arch_hparams; glm-dsa's load_arch_tensors throws without them ("GLM_DSA architecture
+    // requires MLA").
     gguf_required(file, p + "attention.key_length_mla");
     gguf_required(file, p + "attention.value_length_mla");
   }
@@ -303,14 +308,6 @@ inline void read_gguf_sizes(const GgufFile& file, GgufHparams& h) {
     require_positive(p + "attention.key_length_mla", h.head_dim);
   }
   check_gguf_rot(h, p + "rope.dimension_count");
-  if (h.rules.indexer != GgufIndexer::None || h.rules.compressed_attention) {
-    // deepseek32's, dots3note's, minimax-m3's and deepseek4's load_arch_hparams require it.
-    h.indexer_head_dim = gguf_required(file, p + "attention.indexer.key_length");
-    check_gguf_indexer_head(h, p);
-  }
-  if (h.rules.indexer == GgufIndexer::AfterDenseLead) {
-    h.n_layer_dense_lead = file.uint32(p + "leading_dense_block_count").value_or(0);
-  }
   require_model_rope_pairs(p + "block_count", h.n_layer, h.n_layer * (h.n_rot / 2));
   read_gguf_swa_sizes(file, h);
 }
@@ -372,6 +369,87 @@ inline void read_gguf_mla_swa(const GgufFile& file, GgufHparams& h) {
   }
   check_gguf_indexer_head(h, p);
   require_model_rope_pairs(p + "block_count", h.n_layer, h.n_layer * (h.n_rot / 2));
+}
+
+// GLM_5_2_DEFAULT_INDEXER_TYPES (src/models/glm-dsa.cpp): layers 0 and 1, then every fourth from
+// 2 to 74, own an indexer; the table's 78 entries end there (the rest of the array is 0).
+inline bool glm52_default_indexer_owner(std::int64_t il) {
+  return il < 2 || (il < 78 && (il - 2) % 4 == 0);
+}
+
+// attention.indexer.types (llama_model_loader::get_key_or_arr into is_indexer_full_impl): an
+// ARRAY of n_layer() BOOL or integer flags, or one UINT32 for every layer; nullopt if absent.
+inline std::optional<std::vector<bool>> gguf_indexer_types(const GgufFile& file,
+                                                           const GgufHparams& h) {
+  const std::string key = h.arch + ".attention.indexer.types";
+  const GgufValue* value = file.find(key);
+  if (value == nullptr) return std::nullopt;
+  if (value->type != GgufType::Array) {
+    const std::optional<std::uint32_t> flag = file.uint32(key);
+    return std::vector<bool>(static_cast<std::size_t>(h.n_layer), *flag != 0);
+  }
+  const std::vector<std::int64_t> flags = file.flags(key);
+  if (static_cast<std::int64_t>(flags.size()) != h.n_layer) {
+    fail(key + ".size()", flags.size(),
+         "expected n_layer = block_count - nextn_predict_layers = " + std::to_string(h.n_layer));
+  }
+  return std::vector<bool>(flags.begin(), flags.end());
+}
+
+// attention.indexer.key_length, the indexer's head width: required (load_arch_hparams' get_key);
+// >= n_rot (deepseek32, glm-dsa: the graph's GGML_ASSERT(n_rot <= n_embd_indexer_head)), or with
+// `strict` > n_rot and attention.indexer.head_count > 0 (hy_v4: "bad indexer head count / key
+// length").
+inline void read_gguf_indexer_head(const GgufFile& file, GgufHparams& h, bool strict) {
+  const std::string p = h.arch + ".";
+  h.indexer_head_dim = gguf_required(file, p + "attention.indexer.key_length");
+  if (strict && h.indexer_head_dim <= h.n_rot) {
+    fail(p + "attention.indexer.key_length", h.indexer_head_dim,
+         "expected > n_rot = " + std::to_string(h.n_rot));
+  }
+  check_gguf_indexer_head(h, p);
+  if (!strict) return;
+  require_positive(p + "attention.indexer.head_count",
+                   file.uint32(p + "attention.indexer.head_count").value_or(0));
+}
+
+// The layers that own an indexer by attention.indexer.types (GgufIndexer): by default every
+// layer below a 1048576 context, GLM-5.2's table from it (TypesOrGlm52: glm-dsa), or none
+// (TypesIfTopK: hy_v4). Layer 0 must own one: hy_v4's load_arch_hparams throws, glm-dsa's graph
+// asserts a "shared" layer follows a "full" one.
+inline std::vector<bool> gguf_indexer_owners(const GgufFile& file, const GgufHparams& h) {
+  const GgufIndexer rule = h.rules.indexer;
+  const auto n = static_cast<std::size_t>(h.n_layer);
+  std::vector<bool> owners(n, rule == GgufIndexer::TypesOrGlm52);
+  if (rule == GgufIndexer::TypesOrGlm52 && h.n_ctx_train >= 1048576) {
+    for (std::size_t il = 0; il < n; ++il) {
+      owners[il] = glm52_default_indexer_owner(static_cast<std::int64_t>(il));
+    }
+  }
+  if (auto types = gguf_indexer_types(file, h)) owners = std::move(*types);
+  if (!owners[0]) {
+    fail(h.arch + ".attention.indexer.types[0]", 0,
+         "expected 1: layer 0 owns an indexer (nothing precedes it to share)");
+  }
+  return owners;
+}
+
+// The lightning indexer of a row with one (GgufArch::indexer): none for hy_v4 without
+// attention.indexer.top_k > 0 (its load_arch_hparams: "DSA is absent on the all-full_attention
+// checkpoints"), else its head width (deepseek32's, dots3note's, minimax-m3's, deepseek4's,
+// glm-dsa's load_arch_hparams require it), leading_dense_block_count (AfterDenseLead) or the owners
+// (attention.indexer.types).
+inline void read_gguf_indexer(const GgufFile& file, GgufHparams& h) {
+  const GgufIndexer rule = h.rules.indexer;
+  if (rule == GgufIndexer::None && !h.rules.compressed_attention && !h.rules.qsa) return;
+  const bool if_top_k = rule == GgufIndexer::TypesIfTopK;
+  if (if_top_k && file.uint32(h.arch + ".attention.indexer.top_k").value_or(0) == 0) return;
+  read_gguf_indexer_head(file, h, if_top_k);
+  if (rule == GgufIndexer::AfterDenseLead) {
+    h.n_layer_dense_lead = file.uint32(h.arch + ".leading_dense_block_count").value_or(0);
+  }
+  if (if_top_k || rule == GgufIndexer::TypesOrGlm52)
+    h.indexer_owners = gguf_indexer_owners(file, h);
 }
 
 // rope.scaling.yarn_ext_factor and yarn_attn_factor (grok's load_arch_hparams, then
@@ -532,6 +610,21 @@ inline bool gguf_swa_layer(const GgufHparams& h, std::int64_t il, std::int64_t p
   return h.rules.swa_dense_first ? il % period != 0 : il % period < period - 1;
 }
 
+// QSA's block size per layer: attention.compress_ratios, a UINT32 or one per layer of
+// block_count, default 0 (qwen4exp's load_arch_hparams: get_key_or_arr, optional); a layer runs
+// QSA iff it is an attention layer and r > 0 (build_layer_attn), r <= 64
+// (llama_memory_hybrid_idx::set_input_qsa: GGML_ASSERT(r <= 64)).
+inline void read_gguf_qsa_ratios(const GgufFile& file, GgufHparams& h) {
+  const std::string key = h.arch + ".attention.compress_ratios";
+  const std::vector<std::int64_t> dense(static_cast<std::size_t>(h.n_layer), 0);
+  h.compress_ratios = gguf_kv_head_counts(file, key, h.n_layer_all, dense);
+  for (std::size_t il = 0; il < h.compress_ratios.size(); ++il) {
+    const std::int64_t r = h.compress_ratios[il];
+    if (r < 0 || r > 64) fail(key + "[" + std::to_string(il) + "]", r, "expected 0 .. 64");
+    if (h.recurrent_layers[il]) h.compress_ratios[il] = 0;
+  }
+}
+
 // SWA / chunked / NoPE / recurrent layers, by the arch's row:
 //   SWA:       read_gguf_swa, or the per-layer flags of attention.sliding_window_pattern
 //              (load_swa_pattern's get_arr)
@@ -603,6 +696,7 @@ inline void read_gguf_layer_pattern(const GgufFile& file, GgufHparams& h) {
       if (h.recurrent_layers[il]) h.rope_layers[il] = false;
     }
   }
+  if (h.rules.qsa) read_gguf_qsa_ratios(file, h);
 }
 
 // rope.dimension_sections and the mode they select: the row's rule (dflash's any section,
@@ -667,6 +761,7 @@ inline GgufHparams read_gguf_hparams(const GgufFile& file) {
   h.rope_mode = h.rules.mode;
   h.permuted = h.rules.permuted;
   read_gguf_sizes(file, h);
+  read_gguf_indexer(file, h);
   read_gguf_draft_keys(file, h);
   read_gguf_rope_scaling(file, h);
   read_gguf_layer_pattern(file, h);
@@ -894,20 +989,32 @@ inline double gguf_softmax_scale(const GgufHparams& h, std::int64_t head_dim) {
   return 1.0 / std::sqrt(static_cast<double>(head_dim));
 }
 
-// The lightning indexer of a row with one (deepseek32's graph): q and k of
-// attention.indexer.key_length features, the first n_rot rotated NEOX (rotate-half) by the
-// layer's frequencies.
-inline IndexerRope gguf_indexer(const GgufHparams& h, const RopeScheme& layer_rope) {
+// The lightning indexer of a layer that owns one: q and k of attention.indexer.key_length
+// features, n_rot of them rotated by the layer's frequencies, the first n_rot or the last (hy_v4's
+// ggml_rope_set_offset(iq, n_embd_indexer_nope)), in the row's indexer_mode (NEOX: deepseek32's
+// LLAMA_ROPE_TYPE_NEOX; NORM: glm-dsa's LLAMA_ROPE_TYPE_NORM, hy_v4's rope_type), a key per token.
+// qwen4exp's build_qsa_top_k: ggml_rope_multi with the layer's mode and sections, the keys pooled
+// by blocks of key_block = attention.compress_ratios[il] tokens and rotated at blk_pos, the block's
+// first position (llama_memory_hybrid_idx::set_input_qsa: sec_pos = pb * r on every section of a
+// text block, the first member's M-RoPE position in an image).
+//   indexer head: [ rope (n_rot) | nope ]   or, indexer_at_end,   [ nope | rope (n_rot) ]
+inline IndexerRope gguf_indexer(const GgufHparams& h, const RopeScheme& layer_rope,
+                                std::int64_t key_block) {
   IndexerRope indexer;
   indexer.head_dim = static_cast<int>(h.indexer_head_dim);
   indexer.rope = layer_rope;
-  indexer.rope.pairing = Pairing::RotateHalf;
+  if (!h.rules.qsa) {
+    indexer.rope.pairing =
+        h.rules.indexer_mode == GgufRopeMode::Norm ? Pairing::Interleaved : Pairing::RotateHalf;
+  }
   indexer.rope.head_dim = indexer.rope.rotary_dim;
+  if (h.rules.indexer_at_end) indexer.rotary_offset = indexer.head_dim - indexer.rope.rotary_dim;
+  indexer.key_block = static_cast<int>(key_block);
   return indexer;
 }
 
-// Whether layer il's indexer rotates (GgufIndexer): every RoPE layer, the full layers, or the
-// layers from leading_dense_block_count on.
+// Whether layer il's indexer rotates (GgufIndexer): every RoPE layer, the full layers, the
+// layers from leading_dense_block_count on, or the owners of attention.indexer.types.
 inline bool gguf_indexed_layer(const GgufHparams& h, std::size_t il) {
   switch (h.rules.indexer) {
     case GgufIndexer::None:
@@ -918,6 +1025,9 @@ inline bool gguf_indexed_layer(const GgufHparams& h, std::size_t il) {
       return !h.swa_layers[il];
     case GgufIndexer::AfterDenseLead:
       return static_cast<std::int64_t>(il) >= h.n_layer_dense_lead;
+    case GgufIndexer::TypesOrGlm52:
+    case GgufIndexer::TypesIfTopK:
+      return !h.indexer_owners.empty() && h.indexer_owners[il];
   }
   return false;
 }
@@ -1015,9 +1125,12 @@ inline LayerPositions gguf_layer(
   // MLA's k_pe and q_pe follow the nope part (ggml_rope_set_offset(q, n_embd_head_qk_nope)).
   if (h.rules.rotary_at_end) layer.rotary_offset = static_cast<int>(width.head_dim - width.n_rot);
   if (h.temperature) layer.attention.query_temperature = h.temperature;
-  if (gguf_indexed_layer(h, il)) {
+  const std::int64_t key_block = h.rules.qsa ? h.compress_ratios[il] : 0;
+  if (gguf_indexed_layer(h, il) || key_block > 0) {
     layer.layer_type = "indexed_attention";
-    layer.indexer = gguf_indexer(h, *layer.rope);
+    layer.indexer = gguf_indexer(h, *layer.rope, key_block);
+  } else if (!h.indexer_owners.empty()) {
+    layer.layer_type = "indexed_attention";  // a "shared" layer: the last owner's top-k
   }
   return layer;
 }

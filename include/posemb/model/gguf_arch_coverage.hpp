@@ -21,7 +21,6 @@ enum class GgufArchReason {
   Encoder,    // a bidirectional embedding model (BERT family, T5 encoder): no decoder to plan
   NoRope,     // LLAMA_ROPE_TYPE_NONE: learned absolute, ALiBi, T5 buckets or no positions;
               // llama.cpp runs it, posemb has no row for it yet
-  NoRowYet,   // RoPE with a rule posemb's GGUF plan does not model (the gap's note says which)
 };
 
 inline const char* to_string(GgufArchReason reason) {
@@ -34,18 +33,16 @@ inline const char* to_string(GgufArchReason reason) {
       return "an encoder (embedding) model";
     case GgufArchReason::NoRope:
       return "positions without RoPE";
-    case GgufArchReason::NoRowYet:
-      return "RoPE with a rule posemb does not model";
   }
   return "unknown";
 }
 
 struct GgufArchGap {
   std::string_view name;
-  GgufArchReason reason = GgufArchReason::NoRowYet;
+  GgufArchReason reason;
   std::string_view rope;  // llama_model_rope_type
   bool hybrid = false;    // llm_arch_is_hybrid
-  std::string_view note;  // the evidence (src/models/<arch>.cpp); for NoRowYet the unmodelled rule
+  std::string_view note;  // the evidence (src/models/<arch>.cpp)
 };
 
 inline constexpr GgufArchGap gguf_arch_gaps[] = {
@@ -64,15 +61,10 @@ inline constexpr GgufArchGap gguf_arch_gaps[] = {
     {"jina-bert-v2", GgufArchReason::Encoder, "none", false, ""},
     {"jina-bert-v3", GgufArchReason::Encoder, "neox", false, ""},
     {"eurobert", GgufArchReason::Encoder, "neox", false, ""},
-    {"qwen4exp", GgufArchReason::NoRowYet, "imrope", true,
-     "its QSA block rotates pooled block positions (ggml_rope_multi on blk_pos) beside the layers' "
-     "M-RoPE"},
     {"gemma-embedding", GgufArchReason::Encoder, "neox", false, ""},
     {"mamba", GgufArchReason::Recurrent, "none", false, ""},
     {"mamba2", GgufArchReason::Recurrent, "none", false, ""},
     {"jamba", GgufArchReason::NoRope, "none", true, ""},
-    {"glm-dsa", GgufArchReason::NoRowYet, "norm", false,
-     "the lightning indexer's own rotation (indexer head, n_rot) beside MLA"},
     {"t5", GgufArchReason::NoRope, "none", false, ""},
     {"t5encoder", GgufArchReason::Encoder, "none", false, ""},
     {"jais", GgufArchReason::NoRope, "none", false, ""},
@@ -83,10 +75,6 @@ inline constexpr GgufArchGap gguf_arch_gaps[] = {
     {"rwkv7", GgufArchReason::Recurrent, "none", false, ""},
     {"arwkv7", GgufArchReason::Recurrent, "none", false, ""},
     {"wavtokenizer-dec", GgufArchReason::NoRope, "none", false, ""},
-    {"bailingmoe3", GgufArchReason::NoRowYet, "norm/neox or mrope by its sections", true,
-     "KDA (linear attention) layers beside MLA with optional M-RoPE sections"},
-    {"hy_v4", GgufArchReason::NoRowYet, "norm", false,
-     "MLA with an indexer rotating its own slice (ggml_rope_set_offset)"},
     {"llama-embed", GgufArchReason::Encoder, "norm", false,
      "llama's graph built with embed = true: bidirectional, an embedding model"},
     {"kimi-linear", GgufArchReason::NoRope, "none", true, ""},

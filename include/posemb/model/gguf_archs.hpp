@@ -61,11 +61,15 @@ enum class GgufSoftmaxScale { HeadDim, AttentionScaleKey, Mla, One, RotDim, Outp
 // load_arch_hparams reads it with get_key).
 enum class GgufSwaBase { KeyOrGlobal, KeyOr10000, Global, Key };
 
-// The layers whose lightning indexer rotates its q / k (attention.indexer.key_length wide, the
-// first n_rot features NEOX with the layer's frequencies): every RoPE layer (Every: deepseek32),
-// the full-attention layers (Full: dots3note's graph, `if (!is_swa)`), the layers from
-// leading_dense_block_count on (AfterDenseLead: minimax-m3's MSA layers).
-enum class GgufIndexer { None, Every, Full, AfterDenseLead };
+// The layers whose lightning indexer rotates its q / k (attention.indexer.key_length wide, n_rot
+// features with the layer's frequencies, by default the first ones NEOX): every RoPE layer (Every:
+// deepseek32), the full-attention layers (Full: dots3note's graph, `if (!is_swa)`), the layers
+// from leading_dense_block_count on (AfterDenseLead: minimax-m3's MSA layers); those whose
+// attention.indexer.types flag (one per layer, or one UINT32) says "full", the others
+// indexed_attention layers reusing the last owner's top-k: by default every layer below a 1048576
+// context, GLM_5_2_DEFAULT_INDEXER_TYPES from it (TypesOrGlm52: glm-dsa's load_arch_hparams), or
+// none, and no indexer at all without attention.indexer.top_k > 0 (TypesIfTopK: hy_v4's).
+enum class GgufIndexer { None, Every, Full, AfterDenseLead, TypesOrGlm52, TypesIfTopK };
 
 // The graph's rotation call: ggml_rope_ext with the context's base, scale, ext_factor and
 // attn_factor (Ext); ggml_rope_ext(base, 1, 0, 1) (Plain: deepseek2-ocr); ggml_rope, whose
@@ -127,6 +131,11 @@ struct GgufArch {
   std::int64_t swa_if_layers = 0;  // > 0: SWA layers only in a model of this many layers
   // The lightning indexer's layers (GgufIndexer); they are indexed_attention.
   GgufIndexer indexer = GgufIndexer::None;
+  // The indexer's ggml mode and its slice the head's last n_rot (ggml_rope_set_offset(iq,
+  // key_length - n_rot)); the MLA keys required (a throw without them: glm-dsa, hy_v4).
+  GgufRopeMode indexer_mode = GgufRopeMode::Neox;
+  bool indexer_at_end = false;
+  bool mla_required = false;
   bool rope_swa_only = false;  // only the SWA layers rotate (the full layers are NoPE)
   // dots3note's MLA: key_length_mla / value_length_mla required, SWA layers
   // attention.key_length_mla_swa wide (required), every layer rotating hparams.n_rot() (layer
@@ -142,6 +151,10 @@ struct GgufArch {
   // features rotated with the layer's pairing.
   bool compressed_attention = false;
   bool nextn_if_tensor = false;  // nextn layers only with blk.{n_layer}.nextn.eh_proj.weight
+  // Qwen4-Exp's QSA: on the attention layers whose attention.compress_ratios entry r is > 0, an
+  // indexer of attention.indexer.key_length features rotates, with the layer's own call, its q at
+  // the token's position and its keys, means of r tokens' keys, at the block's first position.
+  bool qsa = false;
   GgufRopeCall rope_call = GgufRopeCall::Ext;
   GgufTemperature temperature = GgufTemperature::None;
   GgufYarnLogMul yarn_log_mul = GgufYarnLogMul::None;
@@ -236,7 +249,15 @@ struct GgufArch {
   constexpr GgufArch with_indexer(GgufIndexer layers = GgufIndexer::Every) const {
     return set(&GgufArch::indexer, layers);
   }
+  constexpr GgufArch with_indexer(GgufIndexer layers, GgufRopeMode mode,
+                                  bool at_end = false) const {
+    return with_indexer(layers)
+        .set(&GgufArch::indexer_mode, mode)
+        .set(&GgufArch::indexer_at_end, at_end);
+  }
+  constexpr GgufArch with_mla_required() const { return set(&GgufArch::mla_required, true); }
   constexpr GgufArch with_swa_mla() const { return set(&GgufArch::swa_mla, true); }
+  constexpr GgufArch with_qsa() const { return set(&GgufArch::qsa, true); }
   constexpr GgufArch with_rope_swa_only() const { return set(&GgufArch::rope_swa_only, true); }
   constexpr GgufArch with_swa_window_fixed(std::int64_t w) const {
     return set(&GgufArch::swa_window_fixed, w);
@@ -609,6 +630,12 @@ inline const GgufArch gguf_archs[] = {
     // interleaved M-RoPE; kq_scale attention.scale when non-zero.
     gguf_gated_delta_net_arch("qwen35", "src/models/qwen35.cpp"),
     gguf_gated_delta_net_arch("qwen35moe", "src/models/qwen35moe.cpp"),
+    // qwen35's rules (load_arch_hparams: sections required, the recurrent layers from the flags
+    // or full_attention_interval, default 4; kq_scale 1/sqrt(n_embd_head), f_attention_scale
+    // never read) and QSA on the attention layers (build_qsa_top_k: ggml_rope_multi of
+    // indexer_q at inp_pos and of the pooled keys at blk_pos, llama_memory_hybrid_idx::
+    // set_input_qsa's block start pb * r).
+    gguf_gated_delta_net_arch("qwen4exp", "src/models/qwen4exp.cpp").with_qsa(),
     // ---- Recurrent mixed with attention by layer.
     // Short-convolution layers where head_count_kv[il] == 0; with attention.sliding_window > 0
     // every attention layer slides (load_arch_hparams); kq_scale 1/sqrt(n_embd_head_v).
@@ -618,6 +645,18 @@ inline const GgufArch gguf_archs[] = {
         .with_swa_if_window(),
     gguf_arch("lfm2moe", "src/models/lfm2moe.cpp").with_recurrent_no_kv(),
     gguf_arch("plamo2", "src/models/plamo2.cpp").with_recurrent_no_kv(),
+    // KDA (linear attention) layers where head_count_kv[il] == 0 (load_arch_hparams; the converter
+    // writes 1 on the full-attention layers); MLA, key_length_mla and value_length_mla required
+    // (get_key), q_pe / k_pe the last n_rot (ggml_concat(q_nope, q_pe)), kq_scale
+    // 1/sqrt(key_length_mla); NORM (BailingMoeV3Model does not permute), MROPE when sections[0]
+    // > 0 and sections[1] > 0 (llama_model_rope_type: the VL files).
+    gguf_arch("bailingmoe3", "src/models/bailingmoe3.cpp")
+        .norm()
+        .with_mrope_if_sections()
+        .with_mla()
+        .with_mla_required()
+        .with_rotary_at_end()
+        .with_recurrent_no_kv(),
     // Lightning-attention layers but each full_attention_interval-th (default 8), or the flags;
     // partial (head_dim 128, n_rot 64).
     gguf_arch("minimax-01", "src/models/minimax-01.cpp").with_recurrent_interval(8),
@@ -713,6 +752,28 @@ inline const GgufArch gguf_archs[] = {
     // attention.indexer.key_length wide) by the same ggml_rope_ext(n_rot, rope_type); llama.cpp
     // runs that indexer only with flash attention on (msa_enabled), the positions are the same.
     gguf_arch("minimax-m3", "src/models/minimax-m3.cpp").with_indexer(GgufIndexer::AfterDenseLead),
+    // deepseek32's MLA (NORM, key_length_mla required: load_arch_tensors' "requires MLA") without
+    // yarn_log_multiplier or the temperature keys (load_arch_hparams); the indexer's
+    // ggml_rope_ext(indexer_q / indexer_k, n_rot, LLAMA_ROPE_TYPE_NORM) on its first n_rot, only
+    // on the layers attention.indexer.types (or GLM_5_2_DEFAULT_INDEXER_TYPES) says "full".
+    gguf_arch("glm-dsa", "src/models/glm-dsa.cpp")
+        .norm()
+        .with_mla()
+        .with_mla_required()
+        .with_softmax(GgufSoftmaxScale::Mla)
+        .with_rotary_at_end()
+        .with_indexer(GgufIndexer::TypesOrGlm52, GgufRopeMode::Norm),
+    // MLA (key_length_mla / value_length_mla required) with kq_scale 1/sqrt(key_length_mla) (no
+    // mscale), attn_sinks on every layer, no yarn_log_multiplier; with attention.indexer.top_k > 0
+    // the indexer of the "full" layers rotates the last n_rot of its head with the model's NORM
+    // (ggml_rope_set_offset(iq, n_embd_indexer_nope), build_indexer_top_k).
+    gguf_arch("hy_v4", "src/models/hy-v4.cpp")
+        .norm()
+        .with_mla()
+        .with_mla_required()
+        .with_rotary_at_end()
+        .with_sinks()
+        .with_indexer(GgufIndexer::TypesIfTopK, GgufRopeMode::Norm, true),
     // SWA flags and window required; the SWA layers rotate n_rot(il) = rope.dimension_count_swa
     // with rope.freq_base_swa else 10000 and scale 1 (llama_hparams' defaults), without factors;
     // the full layers rope_freqs or LongRoPE's pair (created [n_rot_max / 2]: posemb reads them

@@ -5,7 +5,9 @@
 //    "pairing", "softmax_scale", "sliding_window", "attention_chunk_size", "query_temperature",
 //    "mrope_section", "mrope_layout"}
 // (tests/data/models/README.md and tests/data/gguf/README.md §1 define the fields). GGUF layers
-// add "rope_mode", ggml's rotation of the GGUF's own tensors ("norm", "neox", "mrope", "imrope").
+// add "rope_mode", ggml's rotation of the GGUF's own tensors ("norm", "neox", "mrope", "imrope");
+// a layer owning a lightning indexer adds "indexer": {"head_dim", "rotary_dim", "rotary_offset",
+// "pairing"} (its q / k width, where its rotated slice sits and how it pairs).
 #pragma once
 
 #include <array>
@@ -37,6 +39,7 @@ struct LayerPlan {
   std::optional<MropeSections> mrope_section;
   std::optional<std::string> mrope_layout;
   std::optional<std::string> rope_mode;  // GGUF only
+  std::optional<IndexerRope> indexer;    // a layer that owns a lightning indexer
 };
 
 namespace detail {
@@ -51,6 +54,7 @@ inline LayerPlan layer_plan_common(const LayerPositions& layer) {
   plan.sliding_window = layer.attention.sliding_window;
   plan.attention_chunk_size = layer.attention.attention_chunk_size;
   plan.query_temperature = layer.attention.query_temperature;
+  plan.indexer = layer.indexer;
   if (layer.rope && layer.rope->mrope_section) {
     plan.mrope_section = layer.rope->mrope_section;
     plan.mrope_layout = to_string(layer.rope->mrope_layout);
@@ -124,6 +128,12 @@ inline std::string temperature(const QueryTemperature& t) {
   return "{\"floor_scale\": " + number(t.floor_scale) +
          ", \"attn_scale\": " + number(t.attn_scale) + "}";
 }
+inline std::string indexer(const IndexerRope& i) {
+  return "{\"head_dim\": " + std::to_string(i.head_dim) +
+         ", \"rotary_dim\": " + std::to_string(i.rope.rotary_dim) +
+         ", \"rotary_offset\": " + std::to_string(i.rotary_offset) +
+         ", \"pairing\": " + string(to_string(i.rope.pairing)) + "}";
+}
 inline std::string sections(const MropeSections& m) {
   return "[" + std::to_string(m[0]) + ", " + std::to_string(m[1]) + ", " + std::to_string(m[2]) +
          "]";
@@ -150,6 +160,7 @@ inline std::string layer_plan_json(const LayerPlan& p) {
           ", \"mrope_section\": " + or_null(p.mrope_section, sections) +
           ", \"mrope_layout\": " + or_null(p.mrope_layout, string);
   if (p.rope_mode) json += ", \"rope_mode\": " + string(*p.rope_mode);
+  if (p.indexer) json += ", \"indexer\": " + indexer(*p.indexer);
   return json + "}";
 }
 

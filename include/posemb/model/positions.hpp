@@ -55,14 +55,21 @@ inline bool is_known_layer_type(const std::string& type) {
 // rope.rotary_dim from rotary_offset on are rotated by the layer's frequencies and scaling
 // (the same cos/sin as the attention) with the indexer's own pairing.
 //   q_index: [batch, seq, index_n_heads, head_dim]; k_index: [batch, seq, 1, head_dim]
+// Qwen4-Exp's QSA indexer pools its keys by blocks of key_block tokens (modeling_qwen4_exp.py,
+// Qwen4ExpIndexer._select_tokens; llama.cpp's build_qsa_top_k): the key of block b is the mean of
+// the raw keys at positions b r .. b r + r - 1 (r = key_block), normed, then rotated at the
+// block's first position b r; q rotates at its own position.
+//   k_index: [batch, seq / key_block, 1, head_dim]
 struct IndexerRope {
   int head_dim = 0;       // index_head_dim
   int rotary_offset = 0;  // 0: the rotated slice first; head_dim - rope.rotary_dim: last
   RopeScheme rope;        // head_dim: the slice's width (rotated whole)
+  int key_block = 0;      // 0: a key per token at its position; r > 0: a key per r tokens
 };
 
 inline bool operator==(const IndexerRope& a, const IndexerRope& b) {
-  return a.head_dim == b.head_dim && a.rotary_offset == b.rotary_offset && a.rope == b.rope;
+  return a.head_dim == b.head_dim && a.rotary_offset == b.rotary_offset && a.rope == b.rope &&
+         a.key_block == b.key_block;
 }
 
 // What one decoder layer does with positions.
