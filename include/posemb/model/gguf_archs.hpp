@@ -249,10 +249,10 @@ struct GgufArch {
   constexpr GgufArch with_indexer(GgufIndexer layers = GgufIndexer::Every) const {
     return set(&GgufArch::indexer, layers);
   }
-  constexpr GgufArch with_indexer(GgufIndexer layers, GgufRopeMode mode,
+  constexpr GgufArch with_indexer(GgufIndexer layers, GgufRopeMode pairing_mode,
                                   bool at_end = false) const {
     return with_indexer(layers)
-        .set(&GgufArch::indexer_mode, mode)
+        .set(&GgufArch::indexer_mode, pairing_mode)
         .set(&GgufArch::indexer_at_end, at_end);
   }
   constexpr GgufArch with_mla_required() const { return set(&GgufArch::mla_required, true); }
