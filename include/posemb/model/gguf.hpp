@@ -1055,12 +1055,7 @@ inline void gguf_compressed_layer(const GgufHparams& h, std::size_t il, LayerPos
   layer.rotary_offset = static_cast<int>(width.head_dim - width.n_rot);
   if (ratio != 4) return;
   layer.layer_type = "indexed_attention";
-  IndexerRope indexer;
-  indexer.head_dim = static_cast<int>(h.indexer_head_dim);
-  indexer.rotary_offset = static_cast<int>(h.indexer_head_dim - h.n_rot);
-  indexer.rope = *layer.rope;
-  indexer.rope.head_dim = indexer.rope.rotary_dim;
-  layer.indexer = indexer;
+  layer.indexer = gguf_indexer(h, *layer.rope, 0);  // the row's NORM, last n_rot
 }
 
 // Layer il: kind, window or chunk, query temperature, and its RoPE (base and scale per

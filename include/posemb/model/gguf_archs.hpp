@@ -251,9 +251,12 @@ struct GgufArch {
   }
   constexpr GgufArch with_indexer(GgufIndexer layers, GgufRopeMode pairing_mode,
                                   bool at_end = false) const {
-    return with_indexer(layers)
-        .set(&GgufArch::indexer_mode, pairing_mode)
-        .set(&GgufArch::indexer_at_end, at_end);
+    return with_indexer(layers).with_indexer_rotation(pairing_mode, at_end);
+  }
+  // The indexer's mode and slice alone, for a row whose indexer layers another rule chooses
+  // (deepseek4's compressed_attention: the ratio-4 layers).
+  constexpr GgufArch with_indexer_rotation(GgufRopeMode pairing_mode, bool at_end) const {
+    return set(&GgufArch::indexer_mode, pairing_mode).set(&GgufArch::indexer_at_end, at_end);
   }
   constexpr GgufArch with_mla_required() const { return set(&GgufArch::mla_required, true); }
   constexpr GgufArch with_swa_mla() const { return set(&GgufArch::swa_mla, true); }
@@ -856,6 +859,7 @@ inline const GgufArch gguf_archs[] = {
         .with_swa_every_layer()
         .with_swa_window_required()
         .with_compressed_attention()
+        .with_indexer_rotation(GgufRopeMode::Norm, true)
         .with_nextn_if_tensor(),
     // ---- Drafts and adapters.
     // eagle3.cpp: one decoder layer (GGML_ASSERT(n_layer == 1)), NORM on q/k the converter
